@@ -1,0 +1,91 @@
+#include "harness.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *suite_name = "test";
+static uint64_t seed;
+static int passed, failed;
+static const char *current;
+static int current_failures;
+static int total_check_failures;
+
+void harness_init(int argc, char **argv, const char *suite)
+{
+    suite_name = suite;
+    const char *env = getenv("URAID_TEST_SEED");
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--seed"))
+            env = argv[i + 1];
+    if (env && *env)
+        seed = strtoull(env, NULL, 0);
+    else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    }
+    printf("%s: seed %llu (replay with URAID_TEST_SEED=%llu)\n", suite, (unsigned long long)seed,
+           (unsigned long long)seed);
+    fflush(stdout);
+}
+
+uint64_t harness_seed(void) { return seed; }
+
+void harness_begin(const char *name)
+{
+    current = name;
+    current_failures = 0;
+}
+
+void harness_end(void)
+{
+    if (current_failures) {
+        failed++;
+        printf("FAIL %s\n", current);
+    } else {
+        passed++;
+        printf("ok   %s\n", current);
+    }
+    fflush(stdout);
+    current = NULL;
+}
+
+void harness_fail(const char *file, int line, const char *fmt, ...)
+{
+    total_check_failures++;
+    current_failures++;
+    /* Only the first few messages of a case: one bug can fail thousands of checks. */
+    if (current_failures > 5)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  %s:%d: [%s] ", file, line, current ? current : "?");
+    vprintf(fmt, ap);
+    printf(" (seed %llu)\n", (unsigned long long)seed);
+    va_end(ap);
+}
+
+int harness_finish(void)
+{
+    if (current)
+        harness_end();
+    printf("%s: %d passed, %d failed\n", suite_name, passed, failed);
+    return failed ? 1 : 0;
+}
+
+void rng_fill(struct rng *r, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    while (len >= 8) {
+        uint64_t v = rng_next(r);
+        memcpy(p, &v, 8);
+        p += 8;
+        len -= 8;
+    }
+    if (len) {
+        uint64_t v = rng_next(r);
+        memcpy(p, &v, len);
+    }
+}

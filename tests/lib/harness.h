@@ -1,0 +1,42 @@
+/* Minimal test harness: CHECK() records a failure with file:line and a
+ * message, test binaries end with harness_finish(), which prints the closing
+ * line "N passed, N failed" and returns the exit status.
+ * Randomised tests take their seed from harness_seed(): URAID_TEST_SEED (or
+ * argv "--seed N") replays a run; the seed is always printed. */
+#ifndef URAID_TEST_HARNESS_H
+#define URAID_TEST_HARNESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+void harness_init(int argc, char **argv, const char *suite);
+uint64_t harness_seed(void);
+int harness_finish(void);
+
+/* One named test case: passes if no CHECK inside it failed. */
+void harness_begin(const char *name);
+void harness_end(void);
+
+void harness_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#define CHECK(cond, ...)                                                    \
+    do {                                                                    \
+        if (!(cond))                                                        \
+            harness_fail(__FILE__, __LINE__, "CHECK(" #cond ") " __VA_ARGS__); \
+    } while (0)
+
+/* Deterministic PRNG (xorshift64*) so a seed replays a run exactly. */
+struct rng { uint64_t s; };
+static inline uint64_t rng_next(struct rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1Dull;
+}
+static inline uint64_t rng_below(struct rng *r, uint64_t n) { return rng_next(r) % n; }
+static inline void rng_seed(struct rng *r, uint64_t seed) { r->s = seed ? seed : 0x9e3779b97f4a7c15ull; }
+void rng_fill(struct rng *r, void *buf, size_t len);
+
+#endif
