@@ -127,6 +127,13 @@ int uraid_recover_with(int impl, int k, size_t len, void *const *blocks, int rai
 int uraid_check_with(int impl, int k, size_t len, const void *const *blocks, int raid6,
                      uint8_t *verdict, int16_t *bad_slot);
 
+/* Compares implementation `impl` with the byte-wise reference on a fixed set
+ * of shapes (k from 1 to 253, odd alignments), rmw, every single and double
+ * recovery of small stripes and check. Returns the number of failed cases
+ * (0 = good; `why` then says which operation and shape failed first), or a
+ * negative errno (-ENOTSUP if this CPU cannot run it). Takes ~0.1-0.5 s. */
+int uraid_parity_selftest(int impl, char *why, size_t whylen);
+
 /* GF(2^8) helpers (0x11d), exposed for tests and the layout module. */
 uint8_t uraid_gf_mul(uint8_t a, uint8_t b);
 uint8_t uraid_gf_pow2(int exponent); /* g^exponent, any exponent >= 0 */

@@ -103,7 +103,16 @@ static void probe_once(const struct parity_impl *im, enum uraid_parity_op op, st
     }
 }
 
-/* Data MB/s of one implementation for one operation: best of three trials
+/* Bytes an operation reads as input per call: the unit of every parity
+ * throughput figure (probe and benchmark alike). rmw of one slot reads old
+ * data, new data, P and Q; two-data recovery reads k - 2 data blocks, P
+ * and Q. */
+static double probe_input_bytes(enum uraid_parity_op op)
+{
+    return op == URAID_OP_RMW ? 4.0 * PROBE_LEN : (double)PROBE_K * PROBE_LEN;
+}
+
+/* Input MB/s of one implementation for one operation: best of three trials
  * (the least-disturbed one on a noisy machine). */
 static double probe_mbps(const struct parity_impl *im, enum uraid_parity_op op, struct probe_bufs *b)
 {
@@ -116,7 +125,7 @@ static double probe_mbps(const struct parity_impl *im, enum uraid_parity_op op, 
             iters++;
             elapsed = now_ns() - start;
         } while (elapsed < PROBE_NS);
-        double bytes = (double)iters * PROBE_K * PROBE_LEN;
+        double bytes = (double)iters * probe_input_bytes(op);
         double mbps = bytes / elapsed * 1e3;
         if (mbps > best)
             best = mbps;

@@ -1,0 +1,19 @@
+/* uraid bench TARGET: benchmarks that print ratios to references measured in
+ * the same run (never pass/fail timing). */
+#include <string.h>
+
+#include "cli.h"
+
+int bench_parity(int argc, char **argv);
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        printf("usage: uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]\n");
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "parity"))
+        return bench_parity(argc - 1, argv + 1);
+    cli_error("bench", "unknown benchmark '%s' (available: parity)", argv[1]);
+    return 2;
+}

@@ -1,0 +1,90 @@
+/* uraid: the command-line front end. Dispatches to one cmd_<verb>.c per
+ * subcommand; global options may appear anywhere before the verb's own. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct verb verbs[] = {
+    {"selftest", cmd_selftest, "check every parity routine against the reference"},
+    {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: uraid [-v] [--parity NAME] VERB [OPTIONS] [ARGS]\n\nverbs:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\nglobal options:\n"
+                 "  -v, --verbose     report the parity routine chosen and other decisions\n"
+                 "  --parity NAME     force a parity routine (also URAID_PARITY=NAME)\n"
+                 "  -h, --help        this text\n"
+                 "  --version         print the version\n");
+}
+
+static void log_to_stderr(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "uraid: %s: %s\n", names[level], msg);
+}
+
+/* Removes the global options from argv (wherever they are) and returns the
+ * new argc, or -1 after printing an error. */
+static int take_globals(int argc, char **argv)
+{
+    int out = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            cli.verbose++;
+        } else if (!strcmp(a, "--parity")) {
+            if (i + 1 >= argc) {
+                cli_error(NULL, "--parity needs a routine name");
+                return -1;
+            }
+            cli.parity = argv[++i];
+        } else if (!strncmp(a, "--parity=", 9)) {
+            cli.parity = a + 9;
+        } else {
+            argv[out++] = argv[i];
+        }
+    }
+    argv[out] = NULL;
+    return out;
+}
+
+int main(int argc, char **argv)
+{
+    argc = take_globals(argc, argv);
+    if (argc < 0)
+        return 2;
+    if (cli.verbose)
+        uraid_set_log(log_to_stderr, NULL, cli.verbose > 1 ? URAID_LOG_DEBUG : URAID_LOG_INFO);
+    else
+        uraid_set_log(log_to_stderr, NULL, URAID_LOG_WARN);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "-h") || !strcmp(verb, "--help") || !strcmp(verb, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(verb, "--version")) {
+        printf("uraid %s\n", uraid_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (!strcmp(verb, verbs[i].name))
+            return verbs[i].run(argc - 1, argv + 1);
+    cli_error(NULL, "unknown command '%s' (try 'uraid --help')", verb);
+    return 2;
+}
