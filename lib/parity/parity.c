@@ -22,6 +22,8 @@
 static const struct parity_impl *const registry[] = {
     &parity_impl_ref,
     &parity_impl_int64,
+    &parity_impl_avx2,
+    &parity_impl_avx512,
     &parity_impl_gfni,
     &parity_impl_gfni_nt,
 #ifdef HAVE_ISAL
