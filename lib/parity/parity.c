@@ -180,11 +180,11 @@ static int apply_force_locked(const char *name)
 {
     int i = find_impl(name);
     if (i < 0) {
-        uraid_log(URAID_LOG_ERROR, "parity: unknown implementation '%s'", name);
+        uraid_log(URAID_LOG_DEBUG, "parity: unknown implementation '%s'", name);
         return -ENOENT;
     }
     if (!registry[i]->valid()) {
-        uraid_log(URAID_LOG_ERROR, "parity: implementation '%s' cannot run on this CPU", name);
+        uraid_log(URAID_LOG_DEBUG, "parity: implementation '%s' cannot run on this CPU", name);
         return -ENOTSUP;
     }
     forced_index = i;
