@@ -7,7 +7,7 @@
 
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
-WARN    := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+WARN    := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-zero-length
 CPPFLAGS += -Iinclude -Ilib -Itests/lib -D_GNU_SOURCE
 LDLIBS  := -lpthread -lm
 

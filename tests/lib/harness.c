@@ -52,7 +52,7 @@ void harness_end(void)
     current = NULL;
 }
 
-void harness_fail(const char *file, int line, const char *fmt, ...)
+void harness_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
     total_check_failures++;
     current_failures++;
@@ -61,7 +61,7 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    printf("  %s:%d: [%s] ", file, line, current ? current : "?");
+    printf("  %s:%d: [%s] CHECK(%s) ", file, line, current ? current : "?", cond);
     vprintf(fmt, ap);
     printf(" (seed %llu)\n", (unsigned long long)seed);
     va_end(ap);

@@ -17,13 +17,14 @@ int harness_finish(void);
 void harness_begin(const char *name);
 void harness_end(void);
 
-void harness_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void harness_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond))                                                        \
-            harness_fail(__FILE__, __LINE__, "CHECK(" #cond ") " __VA_ARGS__); \
+/* CHECK(condition) or CHECK(condition, "printf format", args...). */
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond))                                                      \
+            harness_fail(__FILE__, __LINE__, #cond, "" __VA_ARGS__);      \
     } while (0)
 
 /* Deterministic PRNG (xorshift64*) so a seed replays a run exactly. */
