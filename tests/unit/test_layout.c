@@ -635,7 +635,8 @@ static void test_sizes(void)
     layout_map(&g, 0, &prev);
     for (uint64_t ch = 1; ch < 200; ch++) {
         layout_map(&g, ch * 8, &cur);
-        CHECK(cur.disk == (prev.disk + 1) % 7, "chunk %llu on member %d after %d",
+        int next = (prev.disk + 1) % 7;
+        CHECK(cur.disk == next, "chunk %llu on member %d after %d",
               (unsigned long long)ch, cur.disk, prev.disk);
         prev = cur;
     }
