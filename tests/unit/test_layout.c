@@ -158,7 +158,7 @@ static void check_stripe(const struct layout_geom *g, uint64_t s)
 static int member_counts(int level, int *out)
 {
     int cnt = 0, lo = level == 6 ? 4 : (level == 4 || level == 5) ? 2 : 1;
-    int hi = quick ? 10 : 20;
+    int hi = quick ? 16 : 20;
     for (int n = lo; n <= hi; n++)
         out[cnt++] = n;
     static const int big[] = {31, 32, 64, 127, 253, 254, 255, 256};
@@ -294,7 +294,7 @@ static void test_bijection(void)
 {
     static const int levels[] = {0, 1, 4, 5, 6};
     static const uint32_t chunks_full[] = {8, 16, 128, 1024, 1u << 31};
-    static const uint32_t chunks_quick[] = {8, 1024};
+    static const uint32_t chunks_quick[] = {8, 16, 1024};
     const uint32_t *chunks = quick ? chunks_quick : chunks_full;
     int nchunk = quick ? NELEM(chunks_quick) : NELEM(chunks_full);
     int ns[64];
