@@ -6,10 +6,16 @@
  * matrix gf_affine[c]: multiplication by a constant is linear over GF(2), so
  * this works for md's polynomial 0x11d, unlike vgf2p8mulb (fixed to 0x11b).
  *
- * Blocks of GK_U zmm (GK_U * 64 bytes) are processed with the loop over data
- * blocks innermost: accumulators stay in registers, each input byte is read
- * once and each output byte written once. len % 512 == 0, so blocks divide
- * len exactly. Loads are unaligned (no penalty when the data is aligned). */
+ * Blocks of a few zmm are processed with the loop over data blocks innermost:
+ * accumulators stay in registers, each input byte is read once and each
+ * output byte written once. len % 512 == 0, so blocks divide len exactly.
+ * Loads are unaligned (no penalty when the data is aligned).
+ *
+ * Block sizes per operation were measured (bench/NOTES-kernels.md): on the
+ * Zen 5 development machine wider blocks win for some buffer placements and
+ * lose up to 35% for others (placements whose addresses differ by odd
+ * multiples of 64 bytes modulo 4 KiB); one zmm per data block per step is the
+ * most placement-independent for gen_p and gen_pq. */
 #ifndef URAID_GFNI_KERNELS_H
 #define URAID_GFNI_KERNELS_H
 
@@ -19,7 +25,9 @@
 #include "gf.h"
 #include "impl.h"
 
-#define GK_U 4
+#define GK_UP 1   /* zmm per block: gen_p */
+#define GK_UPQ 1  /* gen_pq */
+#define GK_U 4    /* rmw and recovery */
 #define GK_BLK (64 * GK_U)
 #define GK_INLINE static inline __attribute__((always_inline))
 #define GK_UNROLL _Pragma("GCC unroll 8")
@@ -54,26 +62,26 @@ static inline int gk_nt_ok(const uint8_t *p, const uint8_t *q)
 
 GK_INLINE void gk_gen_p_body(int k, size_t len, const uint8_t *const *d, uint8_t *p, int nt)
 {
-    for (size_t i = 0; i < len; i += GK_BLK) {
-        __m512i acc[GK_U];
+    for (size_t i = 0; i < len; i += (64 * GK_UP)) {
+        __m512i acc[GK_UP];
         int j = k - 1;
         GK_UNROLL
-        for (int u = 0; u < GK_U; u++)
+        for (int u = 0; u < GK_UP; u++)
             acc[u] = gk_ld(d[j] + i + 64 * u);
         /* Two inputs per ternary-logic XOR: half the ALU work of pairwise XOR. */
         for (j = k - 2; j >= 1; j -= 2) {
             const uint8_t *a = d[j] + i, *b = d[j - 1] + i;
             GK_UNROLL
-            for (int u = 0; u < GK_U; u++)
+            for (int u = 0; u < GK_UP; u++)
                 acc[u] = gk_xor3(acc[u], gk_ld(a + 64 * u), gk_ld(b + 64 * u));
         }
         if (j == 0) {
             GK_UNROLL
-            for (int u = 0; u < GK_U; u++)
+            for (int u = 0; u < GK_UP; u++)
                 acc[u] = _mm512_xor_si512(acc[u], gk_ld(d[0] + i + 64 * u));
         }
         GK_UNROLL
-        for (int u = 0; u < GK_U; u++)
+        for (int u = 0; u < GK_UP; u++)
             gk_st(p + i + 64 * u, acc[u], nt);
     }
 }
@@ -88,16 +96,16 @@ GK_INLINE void gk_gen_pq_body(int k, size_t len, const uint8_t *const *d, uint8_
                               int nt)
 {
     const __m512i m2 = gk_mat(2), m4 = gk_mat(4);
-    for (size_t i = 0; i < len; i += GK_BLK) {
-        __m512i pa[GK_U], qa[GK_U];
+    for (size_t i = 0; i < len; i += (64 * GK_UPQ)) {
+        __m512i pa[GK_UPQ], qa[GK_UPQ];
         int j = k - 1;
         GK_UNROLL
-        for (int u = 0; u < GK_U; u++)
+        for (int u = 0; u < GK_UPQ; u++)
             pa[u] = qa[u] = gk_ld(d[j] + i + 64 * u);
         for (j = k - 2; j >= 1; j -= 2) {
             const uint8_t *a = d[j] + i, *b = d[j - 1] + i;
             GK_UNROLL
-            for (int u = 0; u < GK_U; u++) {
+            for (int u = 0; u < GK_UPQ; u++) {
                 __m512i x = gk_ld(a + 64 * u), y = gk_ld(b + 64 * u);
                 pa[u] = gk_xor3(pa[u], x, y);
                 qa[u] = gk_xor3(gk_mul(qa[u], m4), gk_mul(x, m2), y);
@@ -105,7 +113,7 @@ GK_INLINE void gk_gen_pq_body(int k, size_t len, const uint8_t *const *d, uint8_
         }
         if (j == 0) {
             GK_UNROLL
-            for (int u = 0; u < GK_U; u++) {
+            for (int u = 0; u < GK_UPQ; u++) {
                 __m512i x = gk_ld(d[0] + i + 64 * u);
                 pa[u] = _mm512_xor_si512(pa[u], x);
                 qa[u] = _mm512_xor_si512(gk_mul(qa[u], m2), x);
@@ -113,11 +121,11 @@ GK_INLINE void gk_gen_pq_body(int k, size_t len, const uint8_t *const *d, uint8_
         }
         if (p) {
             GK_UNROLL
-            for (int u = 0; u < GK_U; u++)
+            for (int u = 0; u < GK_UPQ; u++)
                 gk_st(p + i + 64 * u, pa[u], nt);
         }
         GK_UNROLL
-        for (int u = 0; u < GK_U; u++)
+        for (int u = 0; u < GK_UPQ; u++)
             gk_st(q + i + 64 * u, qa[u], nt);
     }
 }
