@@ -13,7 +13,8 @@
 #include "gf.h"
 #include "impl.h"
 
-#define U 4
+#define U 4  /* vectors per block */
+#define UP 1 /* gen_p: one vector per data block per step measured fastest */
 #define W 32
 #define BLK (W * U)
 #define INL static inline __attribute__((always_inline))
@@ -66,25 +67,25 @@ INL vec mulpow_xor(vec v, int gap, vec x, vec c1d, vec m0f)
 
 static void avx2_gen_p(int k, size_t len, const uint8_t *const *d, uint8_t *p)
 {
-    for (size_t i = 0; i < len; i += BLK) {
-        vec acc[U];
+    for (size_t i = 0; i < len; i += UP * W) {
+        vec acc[UP];
         int j = k - 1;
         UNROLL
-        for (int u = 0; u < U; u++)
+        for (int u = 0; u < UP; u++)
             acc[u] = ld(d[j] + i + W * u);
                 for (j = k - 2; j >= 1; j -= 2) {
             const uint8_t *a = d[j] + i, *b = d[j - 1] + i;
             UNROLL
-            for (int u = 0; u < U; u++)
+            for (int u = 0; u < UP; u++)
                 acc[u] = xor3(acc[u], ld(a + W * u), ld(b + W * u));
         }
         if (j == 0) {
             UNROLL
-            for (int u = 0; u < U; u++)
+            for (int u = 0; u < UP; u++)
                 acc[u] = vxor(acc[u], ld(d[0] + i + W * u));
         }
         UNROLL
-        for (int u = 0; u < U; u++)
+        for (int u = 0; u < UP; u++)
             st(p + i + W * u, acc[u]);
     }
 }
