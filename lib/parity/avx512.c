@@ -12,7 +12,7 @@
 #include "impl.h"
 
 #define U 4  /* vectors per block */
-#define UP 1 /* gen_p: one vector per data block per step measured fastest */
+#define UP 2 /* gen_p: vectors per data block per step, measured fastest */
 #define BLK (64 * U)
 #define INL static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
@@ -62,25 +62,21 @@ INL vec mulpow_xor(vec v, int gap, vec x, vec c1d, vec m0f)
     return mul2_xor(v, x, c1d);
 }
 
+/* One input per step with a plain XOR, two zmm per data block: faster and
+ * less placement-dependent than vpternlogq over pairs of inputs (the loop is
+ * load-bound; see bench/NOTES-kernels.md). */
 static void avx512_gen_p(int k, size_t len, const uint8_t *const *d, uint8_t *p)
 {
     for (size_t i = 0; i < len; i += UP * 64) {
         vec acc[UP];
-        int j = k - 1;
         UNROLL
         for (int u = 0; u < UP; u++)
-            acc[u] = ld(d[j] + i + 64 * u);
-        /* Two inputs per ternary XOR: half the ALU work of pairwise XOR. */
-        for (j = k - 2; j >= 1; j -= 2) {
-            const uint8_t *a = d[j] + i, *b = d[j - 1] + i;
+            acc[u] = ld(d[k - 1] + i + 64 * u);
+        for (int j = k - 2; j >= 0; j--) {
+            const uint8_t *s = d[j] + i;
             UNROLL
             for (int u = 0; u < UP; u++)
-                acc[u] = xor3(acc[u], ld(a + 64 * u), ld(b + 64 * u));
-        }
-        if (j == 0) {
-            UNROLL
-            for (int u = 0; u < UP; u++)
-                acc[u] = vxor(acc[u], ld(d[0] + i + 64 * u));
+                acc[u] = vxor(acc[u], ld(s + 64 * u));
         }
         UNROLL
         for (int u = 0; u < UP; u++)

@@ -13,9 +13,8 @@
  *
  * Block sizes per operation were measured (bench/NOTES-kernels.md): on the
  * Zen 5 development machine wider blocks win for some buffer placements and
- * lose up to 35% for others (placements whose addresses differ by odd
- * multiples of 64 bytes modulo 4 KiB); one zmm per data block per step is the
- * most placement-independent for gen_p and gen_pq. */
+ * lose up to 35% for others (depending on buffer addresses modulo 4 KiB);
+ * the choices below were the fastest over several placements. */
 #ifndef URAID_GFNI_KERNELS_H
 #define URAID_GFNI_KERNELS_H
 
@@ -25,7 +24,7 @@
 #include "gf.h"
 #include "impl.h"
 
-#define GK_UP 1   /* zmm per block: gen_p */
+#define GK_UP 2   /* zmm per block: gen_p */
 #define GK_UPQ 1  /* gen_pq */
 #define GK_U 4    /* rmw and recovery */
 #define GK_BLK (64 * GK_U)
@@ -60,25 +59,22 @@ static inline int gk_nt_ok(const uint8_t *p, const uint8_t *q)
 
 /* ---- gen_p ---------------------------------------------------------------- */
 
+/* One input per step with a plain XOR and two zmm per data block: measured
+ * faster and less placement-dependent than vpternlogq over pairs of inputs,
+ * which touches two streams per step (bench/NOTES-kernels.md). The loop is
+ * load-bound, so the XOR count does not matter. */
 GK_INLINE void gk_gen_p_body(int k, size_t len, const uint8_t *const *d, uint8_t *p, int nt)
 {
-    for (size_t i = 0; i < len; i += (64 * GK_UP)) {
+    for (size_t i = 0; i < len; i += 64 * GK_UP) {
         __m512i acc[GK_UP];
-        int j = k - 1;
         GK_UNROLL
         for (int u = 0; u < GK_UP; u++)
-            acc[u] = gk_ld(d[j] + i + 64 * u);
-        /* Two inputs per ternary-logic XOR: half the ALU work of pairwise XOR. */
-        for (j = k - 2; j >= 1; j -= 2) {
-            const uint8_t *a = d[j] + i, *b = d[j - 1] + i;
+            acc[u] = gk_ld(d[k - 1] + i + 64 * u);
+        for (int j = k - 2; j >= 0; j--) {
+            const uint8_t *s = d[j] + i;
             GK_UNROLL
             for (int u = 0; u < GK_UP; u++)
-                acc[u] = gk_xor3(acc[u], gk_ld(a + 64 * u), gk_ld(b + 64 * u));
-        }
-        if (j == 0) {
-            GK_UNROLL
-            for (int u = 0; u < GK_UP; u++)
-                acc[u] = _mm512_xor_si512(acc[u], gk_ld(d[0] + i + 64 * u));
+                acc[u] = _mm512_xor_si512(acc[u], gk_ld(s + 64 * u));
         }
         GK_UNROLL
         for (int u = 0; u < GK_UP; u++)
