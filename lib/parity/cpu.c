@@ -2,6 +2,7 @@
  * CPU has it *and* the OS saves the matching register state (XCR0), or a
  * context switch would corrupt the vector registers. */
 #include <cpuid.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "impl.h"
@@ -43,20 +44,31 @@ static struct cpu_bits read_cpu(void)
 static int ymm_enabled(const struct cpu_bits *c) { return c->osxsave && (c->xcr0 & 0x6) == 0x6; }
 static int zmm_enabled(const struct cpu_bits *c) { return ymm_enabled(c) && (c->xcr0 & 0xe0) == 0xe0; }
 
-int cpu_has_avx2(void)
+enum { HAS_AVX2 = 1, HAS_AVX512BW = 2, HAS_GFNI_AVX512 = 4, PROBED = 8 };
+
+/* CPUID traps to the hypervisor in a VM (tens of microseconds), and valid()
+ * is asked on every call through the *_with entry points, so the answer is
+ * computed once. Racing first callers compute the same value. */
+static _Atomic unsigned features;
+
+static unsigned probe(void)
 {
+    unsigned f = atomic_load_explicit(&features, memory_order_relaxed);
+    if (f & PROBED)
+        return f;
     struct cpu_bits c = read_cpu();
-    return c.avx && c.avx2 && ymm_enabled(&c);
+    f = PROBED;
+    if (c.avx && c.avx2 && ymm_enabled(&c))
+        f |= HAS_AVX2;
+    if (c.avx512f && c.avx512bw && c.avx512vl && zmm_enabled(&c)) {
+        f |= HAS_AVX512BW;
+        if (c.gfni)
+            f |= HAS_GFNI_AVX512;
+    }
+    atomic_store_explicit(&features, f, memory_order_relaxed);
+    return f;
 }
 
-int cpu_has_avx512bw(void)
-{
-    struct cpu_bits c = read_cpu();
-    return c.avx512f && c.avx512bw && c.avx512vl && zmm_enabled(&c);
-}
-
-int cpu_has_gfni_avx512(void)
-{
-    struct cpu_bits c = read_cpu();
-    return cpu_has_avx512bw() && c.gfni;
-}
+int cpu_has_avx2(void) { return !!(probe() & HAS_AVX2); }
+int cpu_has_avx512bw(void) { return !!(probe() & HAS_AVX512BW); }
+int cpu_has_gfni_avx512(void) { return !!(probe() & HAS_GFNI_AVX512); }
