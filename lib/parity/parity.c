@@ -65,7 +65,8 @@ static int find_impl(const char *name)
 
 #define PROBE_K 8
 #define PROBE_LEN (64 * 1024)
-#define PROBE_NS 2000000L /* per implementation per operation and trial */
+#define PROBE_NS 1000000L /* per implementation, operation and trial */
+#define PROBE_TRIALS 5
 
 struct probe_bufs {
     uint8_t *block[PROBE_K + 2];
@@ -114,25 +115,17 @@ static double probe_input_bytes(enum uraid_parity_op op)
     return op == URAID_OP_RMW ? 4.0 * PROBE_LEN : (double)PROBE_K * PROBE_LEN;
 }
 
-/* Input MB/s of one implementation for one operation: best of three trials
- * (the least-disturbed one on a noisy machine). */
+/* Input MB/s of one trial of one implementation for one operation. */
 static double probe_mbps(const struct parity_impl *im, enum uraid_parity_op op, struct probe_bufs *b)
 {
-    double best = 0;
-    for (int trial = 0; trial < 3; trial++) {
-        long iters = 0;
-        double start = now_ns(), elapsed;
-        do {
-            probe_once(im, op, b);
-            iters++;
-            elapsed = now_ns() - start;
-        } while (elapsed < PROBE_NS);
-        double bytes = (double)iters * probe_input_bytes(op);
-        double mbps = bytes / elapsed * 1e3;
-        if (mbps > best)
-            best = mbps;
-    }
-    return best;
+    long iters = 0;
+    double start = now_ns(), elapsed;
+    do {
+        probe_once(im, op, b);
+        iters++;
+        elapsed = now_ns() - start;
+    } while (elapsed < PROBE_NS);
+    return (double)iters * probe_input_bytes(op) / elapsed * 1e3;
 }
 
 static void select_by_timing(void)
@@ -154,24 +147,33 @@ static void select_by_timing(void)
     b.alt[1] = mem + (size_t)(PROBE_K + 3) * PROBE_LEN;
 
     for (int op = 0; op < URAID_OP_COUNT; op++) {
-        int best = find_impl("int64");
-        double best_mbps = -1;
-        for (int i = 0; i < REGISTRY_SIZE; i++) {
-            /* The reference is the oracle, never a contender. */
-            if (registry[i] == &parity_impl_ref || !registry[i]->valid())
-                continue;
-            double mbps = probe_mbps(registry[i], op, &b);
-            uraid_log(URAID_LOG_DEBUG, "parity: %-7s %-10s %9.0f MB/s", op_names[op], registry[i]->name,
-                      mbps);
-            if (mbps > best_mbps) {
-                best_mbps = mbps;
-                best = i;
+        /* Trials take turns across candidates, so a burst of noise from a
+         * neighbour lands on all of them rather than on one; each keeps its
+         * best (least-disturbed) trial. */
+        double mbps[64] = {0};
+        for (int trial = 0; trial < PROBE_TRIALS; trial++)
+            for (int i = 0; i < REGISTRY_SIZE; i++) {
+                /* The reference is the oracle, never a contender. */
+                if (registry[i] == &parity_impl_ref || !registry[i]->valid())
+                    continue;
+                if (trial == 0)
+                    probe_once(registry[i], op, &b); /* warm: the probe measures cache-resident speed */
+                double v = probe_mbps(registry[i], op, &b);
+                if (v > mbps[i])
+                    mbps[i] = v;
             }
+        int best = find_impl("int64");
+        for (int i = 0; i < REGISTRY_SIZE; i++) {
+            if (mbps[i] > 0)
+                uraid_log(URAID_LOG_DEBUG, "parity: %-7s %-10s %9.0f MB/s", op_names[op], registry[i]->name,
+                          mbps[i]);
+            if (mbps[i] > mbps[best])
+                best = i;
         }
         atomic_store(&chosen[op], best);
-        chosen_mbps[op] = best_mbps;
+        chosen_mbps[op] = mbps[best];
         uraid_log(URAID_LOG_INFO, "parity: %s using %s (%.0f MB/s)", op_names[op], registry[best]->name,
-                  best_mbps);
+                  mbps[best]);
     }
     free(mem);
 }

@@ -73,38 +73,61 @@ static void ref_rmw(int n, const int *slots, size_t len, const uint8_t *const *o
     }
 }
 
+/* Pd = P ^ (XOR of surviving data), Qd = Q ^ (sum of g^j * surviving data),
+ * accumulated one whole block at a time into pd[] and qd[]. */
+static void ref_partial_syndrome(int k, size_t len, int x, int y, uint8_t *const *b, uint8_t *pd, uint8_t *qd)
+{
+    for (size_t i = 0; i < len; i++) {
+        pd[i] = b[k][i];
+        qd[i] = b[k + 1][i];
+    }
+    for (int j = 0; j < k; j++) {
+        if (j == x || j == y)
+            continue;
+        uint8_t coef = ref_pow2(j);
+        for (size_t i = 0; i < len; i++) {
+            pd[i] ^= b[j][i];
+            qd[i] ^= ref_mul(coef, b[j][i]);
+        }
+    }
+}
+
+/* Uses b[x] and b[y] (lost, so free) as the Pd and Qd accumulators. */
 static void ref_recov_2data(int k, size_t len, int x, int y, uint8_t *const *b)
 {
     uint8_t a = ref_inv(ref_pow2(y - x) ^ 1);
     uint8_t c = ref_inv(ref_pow2(x) ^ ref_pow2(y));
+    uint8_t *pd = b[x], *qd = b[y];
+    ref_partial_syndrome(k, len, x, y, b, pd, qd);
     for (size_t i = 0; i < len; i++) {
-        uint8_t pd = b[k][i], qd = b[k + 1][i];
-        for (int j = 0; j < k; j++) {
-            if (j == x || j == y)
-                continue;
-            pd ^= b[j][i];
-            qd ^= ref_mul(ref_pow2(j), b[j][i]);
-        }
-        uint8_t dy = ref_mul(a, pd) ^ ref_mul(c, qd);
+        uint8_t dy = ref_mul(a, pd[i]) ^ ref_mul(c, qd[i]);
+        b[x][i] = dy ^ pd[i];
         b[y][i] = dy;
-        b[x][i] = dy ^ pd;
     }
 }
 
+/* Uses b[k] (P, lost) and b[x] as the accumulators. */
 static void ref_recov_datap(int k, size_t len, int x, uint8_t *const *b)
 {
     uint8_t inv_gx = ref_inv(ref_pow2(x));
+    uint8_t *qd = b[x], *p = b[k];
     for (size_t i = 0; i < len; i++) {
-        uint8_t qd = b[k + 1][i], p = 0;
-        for (int j = 0; j < k; j++) {
-            if (j == x)
-                continue;
-            qd ^= ref_mul(ref_pow2(j), b[j][i]);
-            p ^= b[j][i];
+        qd[i] = b[k + 1][i];
+        p[i] = 0;
+    }
+    for (int j = 0; j < k; j++) {
+        if (j == x)
+            continue;
+        uint8_t coef = ref_pow2(j);
+        for (size_t i = 0; i < len; i++) {
+            qd[i] ^= ref_mul(coef, b[j][i]);
+            p[i] ^= b[j][i];
         }
-        uint8_t dx = ref_mul(inv_gx, qd);
+    }
+    for (size_t i = 0; i < len; i++) {
+        uint8_t dx = ref_mul(inv_gx, qd[i]);
         b[x][i] = dx;
-        b[k][i] = p ^ dx;
+        p[i] ^= dx;
     }
 }
 

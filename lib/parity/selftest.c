@@ -122,8 +122,8 @@ int uraid_parity_selftest(int impl, char *why, size_t whylen)
     if (!uraid_parity_impl_valid(impl))
         return -ENOTSUP;
     size_t maxlen = 65536;
-    /* the largest shape is capped at 4 MiB of data below */
-    size_t area = (size_t)(URAID_PARITY_MAX_K + 2) * 512 + (4u << 20) + 2 * maxlen;
+    /* the largest shape is capped at 1 MiB of data below */
+    size_t area = (size_t)(URAID_PARITY_MAX_K + 2) * 512 + (1u << 20) + 2 * maxlen;
     uint8_t *mem = aligned_alloc(64, 2 * area + 3 * maxlen);
     if (!mem)
         return -ENOMEM;
@@ -133,7 +133,7 @@ int uraid_parity_selftest(int impl, char *why, size_t whylen)
         for (unsigned li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             int k = ks[ki];
             size_t len = lens[li];
-            if ((size_t)k * len > (4u << 20))
+            if ((size_t)k * len > (1u << 20))
                 len = 512; /* keep the byte-wise reference quick for wide stripes */
             /* odd offsets on purpose: the contract allows any alignment */
             size_t stride = len + 64;
