@@ -19,8 +19,8 @@ run_one() {
     status=$?
     secs=$(( $(date +%s) - start ))
     line=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-    p=$(echo "$line" | sed -n 's/.* \{0,1\}\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*/\1/p')
-    f=$(echo "$line" | sed -n 's/.* \{0,1\}\([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*/\2/p')
+    p=$(echo "$line" | awk '{for (i = 2; i <= NF; i++) if ($i == "passed,") print $(i - 1)}')
+    f=$(echo "$line" | awk '{for (i = 1; i < NF; i++) if ($i == "passed,") print $(i + 1)}')
     [ -n "$p" ] || { p=0; f=1; }
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     total_pass=$((total_pass + p))
