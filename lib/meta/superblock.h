@@ -1,0 +1,168 @@
+/* md v1.2 superblock: one encoder, one decoder, and mdadm 4.2's rules for
+ * laying out a new member. Pure functions: no I/O, no state, no printing.
+ * The on-disk format and the values uraid chooses are described in
+ * docs/FORMAT.md (source: ../shared/reference/md-format.md section 1).
+ *
+ * Units: every offset and size field is in 512-byte sectors, as on disk.
+ * Offsets named "from the superblock" are signed and relative to
+ * super_offset (sector 8 for v1.2). */
+#ifndef URAID_META_SUPERBLOCK_H
+#define URAID_META_SUPERBLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MD_SB_MAGIC 0xa92b4efcu
+#define MD_SB_MAJOR 1u
+#define MD_SB_FIXED_BYTES 256u      /* before dev_roles[] */
+#define MD_SB_MAX_DEV 1920u         /* (4096 - 256) / 2: the kernel's limit */
+#define MD_SB_BYTES 4096u           /* what is read and written */
+#define MD_SB_V12_SECTOR 8u         /* v1.2: 4 KiB from the start */
+
+#define MD_FEATURE_BITMAP_OFFSET 0x1u
+#define MD_FEATURE_RECOVERY_OFFSET 0x2u
+#define MD_FEATURE_RESHAPE_ACTIVE 0x4u
+#define MD_FEATURE_BAD_BLOCKS 0x8u
+#define MD_FEATURE_REPLACEMENT 0x10u
+#define MD_FEATURE_RESHAPE_BACKWARDS 0x20u
+#define MD_FEATURE_NEW_OFFSET 0x40u
+#define MD_FEATURE_RECOVERY_BITMAP 0x80u
+#define MD_FEATURE_CLUSTERED 0x100u
+#define MD_FEATURE_JOURNAL 0x200u
+#define MD_FEATURE_PPL 0x400u
+#define MD_FEATURE_MULTIPLE_PPLS 0x800u
+#define MD_FEATURE_RAID0_LAYOUT 0x1000u
+#define MD_FEATURE_ALL 0x1fffu      /* every bit the kernel knows */
+
+#define MD_ROLE_SPARE 0xffffu
+#define MD_ROLE_FAULTY 0xfffeu
+#define MD_ROLE_JOURNAL 0xfffdu
+#define MD_ROLE_MAX_ACTIVE 0xfeffu  /* roles 0..this are raid slots */
+
+#define MD_DEVFLAG_WRITEMOSTLY 0x1u
+#define MD_DEVFLAG_FAILFAST 0x2u
+
+#define MD_RESYNC_CLEAN UINT64_MAX  /* resync_offset of a clean array ("MaxSector") */
+
+/* Every v1.2 field in host form. The pads (pad0, pad3) are not kept: the
+ * decoder rejects non-zero pads and the encoder writes zeros. */
+struct md_sb {
+    uint32_t feature_map;
+    uint8_t set_uuid[16];
+    char set_name[32];          /* NUL-padded, not necessarily terminated */
+    uint64_t ctime;             /* low 40 bits seconds, high 24 bits microseconds */
+    int32_t level;              /* 0, 1, 4, 5, 6, 10; -1 linear; -4 multipath */
+    uint32_t layout;
+    uint64_t size;              /* sectors of each member used by the array */
+    uint32_t chunksize;         /* sectors */
+    uint32_t raid_disks;
+    int32_t bitmap_offset;      /* from the superblock (feature bit 0); with PPL:
+                                 * see md_sb_ppl_offset()/md_sb_ppl_size() */
+    uint32_t new_level;
+    uint64_t reshape_position;
+    int32_t delta_disks;
+    uint32_t new_layout;
+    uint32_t new_chunk;         /* sectors */
+    int32_t new_offset;         /* added to data_offset in the new geometry */
+    uint64_t data_offset;       /* sector on this member where array data starts */
+    uint64_t data_size;         /* sectors usable for data on this member */
+    uint64_t super_offset;      /* sector this superblock lives at */
+    uint64_t recovery_offset;   /* journal_tail on a journal device */
+    uint32_t dev_number;        /* index into dev_roles[] */
+    uint32_t cnt_corrected_read;
+    uint8_t device_uuid[16];
+    uint8_t devflags;
+    uint8_t bblog_shift;        /* bad-block unit = 512 << shift bytes */
+    uint16_t bblog_size;        /* sectors */
+    int32_t bblog_offset;       /* from the superblock; 0 = no log */
+    uint64_t utime;
+    uint64_t events;
+    uint64_t resync_offset;     /* MD_RESYNC_CLEAN when clean */
+    uint32_t sb_csum;           /* decode: as stored (and verified) */
+    uint32_t max_dev;           /* dev_roles[] entries on disk */
+    uint16_t dev_roles[MD_SB_MAX_DEV]; /* entries >= max_dev are zero */
+};
+
+/* Bytes of an encoded superblock that carry information: 256 + 2*max_dev. */
+static inline uint32_t md_sb_len(uint32_t max_dev) { return MD_SB_FIXED_BYTES + 2u * max_dev; }
+
+/* Sectors the superblock occupies (its length rounded up to 512 bytes). */
+static inline uint32_t md_sb_sectors(uint32_t max_dev) { return (md_sb_len(max_dev) + 511u) / 512u; }
+
+/* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
+static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
+static inline uint16_t md_sb_ppl_size(const struct md_sb *sb) { return (uint16_t)((uint32_t)sb->bitmap_offset >> 16); }
+
+/* Encodes sb into out[MD_SB_BYTES]: 256 + 2*max_dev bytes of superblock with
+ * a freshly computed checksum, zeros after that. sb->sb_csum is ignored.
+ * Returns 0, or -EINVAL when max_dev > MD_SB_MAX_DEV (out is then untouched). */
+int md_sb_encode(const struct md_sb *sb, uint8_t *out);
+
+/* Decodes in[MD_SB_BYTES], read at sector read_at_sector of a member, and
+ * applies the kernel's acceptance rules. On success fills *sb (every byte,
+ * so two decodes of the same input compare equal with memcmp) and returns
+ * 0. Otherwise returns a negative errno and writes a one-line reason to why
+ * (if why is not NULL):
+ *   -EINVAL      not an md v1 superblock (magic, major version), or a field
+ *                the kernel rejects (max_dev, super_offset, pads, data_size,
+ *                data_offset, dev_number)
+ *   -EBADMSG     bad checksum
+ *   -EOPNOTSUPP  feature bits unknown to md */
+int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, char *why, size_t whylen);
+
+/* The checksum of an encoded superblock: sum of the LE u32 words of its
+ * first 256 + 2*max_dev bytes (a trailing u16 if any), sb_csum counted as
+ * zero, folded once from 64 to 32 bits. max_dev must be <= MD_SB_MAX_DEV. */
+uint32_t md_sb_checksum(const uint8_t *encoded, uint32_t max_dev);
+
+/* ---- Creating members like mdadm 4.2 ---------------------------------- */
+
+/* mdadm's space for an internal bitmap on a device of dev_sectors: 0 below
+ * 64 KiB, 8 sectors up to 8 GiB, 128 above, 256 from 200 GiB. */
+uint32_t md_choose_bm_space(uint64_t dev_sectors);
+
+/* mdadm 4.2's data_offset for a new v1.2 member of dev_sectors with a chunk
+ * of chunk_sectors (0 for RAID-1): 24 sectors + bitmap space + reshape
+ * headroom (128 MiB, halved while it is more than 1/1024 of the device and
+ * the half is still at least 2 chunks), rounded up to 2048 sectors (1 MiB).
+ * On a 4 MiB device with 64 KiB chunks that is 24 + 8 + 256 -> 2048. */
+uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors);
+
+/* Smallest max_dev that holds n roles and keeps 256 + 2*max_dev a multiple
+ * of 512 (mdadm writes whole sectors): 128, 384, 640, ... up to 1920. */
+uint32_t md_choose_max_dev(uint32_t n);
+
+struct md_sb_create_params {
+    int32_t level;
+    uint32_t layout;
+    uint32_t chunk_sectors;     /* 0 for RAID-1 */
+    uint32_t raid_disks;
+    uint64_t dev_sectors;       /* the smallest member's size */
+    uint64_t data_offset;       /* 0: md_choose_data_offset() */
+    const char *name;           /* required; "host:name" is kept as is */
+    const char *homehost;       /* NULL: this machine's hostname; "": none */
+    uint64_t ctime;             /* seconds since the epoch */
+    uint8_t uuid[16];
+    const uint8_t *missing;     /* NULL or raid_disks flags: nonzero = empty slot */
+    int assume_clean;           /* resync_offset = MD_RESYNC_CLEAN instead of 0 */
+};
+
+/* Fills sb for the member in raid slot dev_number (mdadm gives member i of
+ * a new array device number i) like mdadm --create: no feature bits,
+ * max_dev from md_choose_max_dev(), dev_roles[i] = i for present slots and
+ * 0xffff elsewhere, size = dev_sectors - data_offset rounded down to the
+ * chunk (0 for RAID-0, as mdadm writes), data_size = member_sectors -
+ * data_offset, an 8-sector bad-block log right after the bitmap space
+ * (right after the superblock for RAID-0 and linear), events 0, utime =
+ * ctime. Returns 0 or -EINVAL (bad geometry, name too long, member too
+ * small, slot out of range) with a reason in why. */
+int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t dev_number,
+               const uint8_t device_uuid[16], uint64_t member_sectors, char *why, size_t whylen);
+
+/* The set_name mdadm would store for name and homehost (NULL homehost means
+ * this machine's hostname): "homehost:name" when name has no ':' and the
+ * result fits in 31 bytes, else name. Returns 0 or -EINVAL if name is empty
+ * or longer than 31 bytes. out is NUL-padded to 32 bytes. */
+int md_sb_make_name(const char *name, const char *homehost, char out[32]);
+
+#endif
