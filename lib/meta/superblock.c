@@ -1,6 +1,10 @@
-/* md v1.2 superblock encoding and decoding (little-endian, fixed offsets).
- * Written from md-format.md section 1; the offsets are checked against the
- * kernel's struct mdp_superblock_1 layout by the _Static_asserts below. */
+/* md v1.2 superblock encode/decode, written from md-format.md section 1
+ * (the field table, the checksum and the kernel's acceptance rules) and
+ * checked against superblocks written by Linux md and read by mdadm 4.2.
+ *
+ * The on-disk struct below is made only of byte arrays, so it has no
+ * padding and no alignment or host-endian assumptions; every integer goes
+ * through the explicit little-endian helpers in le.h. */
 #include "meta/superblock.h"
 
 #include <errno.h>
@@ -10,77 +14,92 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The on-disk layout, only to pin the offsets the codec uses. */
+#include "meta/le.h"
+
 struct md_sb_disk {
-    uint32_t magic, major_version, feature_map, pad0;
+    uint8_t magic[4];
+    uint8_t major_version[4];
+    uint8_t feature_map[4];
+    uint8_t pad0[4];
     uint8_t set_uuid[16];
-    char set_name[32];
-    uint64_t ctime;
-    int32_t level;
-    uint32_t layout;
-    uint64_t size;
-    uint32_t chunksize, raid_disks;
-    int32_t bitmap_offset;
-    uint32_t new_level;
-    uint64_t reshape_position;
-    int32_t delta_disks;
-    uint32_t new_layout, new_chunk;
-    int32_t new_offset;
-    uint64_t data_offset, data_size, super_offset, recovery_offset;
-    uint32_t dev_number, cnt_corrected_read;
+    uint8_t set_name[32];
+    uint8_t ctime[8];
+    uint8_t level[4];
+    uint8_t layout[4];
+    uint8_t size[8];
+    uint8_t chunksize[4];
+    uint8_t raid_disks[4];
+    uint8_t bitmap_offset[4];
+    uint8_t new_level[4];
+    uint8_t reshape_position[8];
+    uint8_t delta_disks[4];
+    uint8_t new_layout[4];
+    uint8_t new_chunk[4];
+    uint8_t new_offset[4];
+    uint8_t data_offset[8];
+    uint8_t data_size[8];
+    uint8_t super_offset[8];
+    uint8_t recovery_offset[8];
+    uint8_t dev_number[4];
+    uint8_t cnt_corrected_read[4];
     uint8_t device_uuid[16];
-    uint8_t devflags, bblog_shift;
-    uint16_t bblog_size;
-    int32_t bblog_offset;
-    uint64_t utime, events, resync_offset;
-    uint32_t sb_csum, max_dev;
+    uint8_t devflags[1];
+    uint8_t bblog_shift[1];
+    uint8_t bblog_size[2];
+    uint8_t bblog_offset[4];
+    uint8_t utime[8];
+    uint8_t events[8];
+    uint8_t resync_offset[8];
+    uint8_t sb_csum[4];
+    uint8_t max_dev[4];
     uint8_t pad3[32];
-    uint16_t dev_roles[];
-} __attribute__((packed));
+    /* dev_roles[max_dev] (LE u16) follow at byte 256 */
+};
+
+/* The offsets of md-format.md 1.2 (verified there against md_p.h). */
+#define AT(f, off) _Static_assert(offsetof(struct md_sb_disk, f) == (off), #f " offset")
+AT(magic, 0); AT(major_version, 4); AT(feature_map, 8); AT(pad0, 12);
+AT(set_uuid, 16); AT(set_name, 32); AT(ctime, 64); AT(level, 72);
+AT(layout, 76); AT(size, 80); AT(chunksize, 88); AT(raid_disks, 92);
+AT(bitmap_offset, 96); AT(new_level, 100); AT(reshape_position, 104);
+AT(delta_disks, 112); AT(new_layout, 116); AT(new_chunk, 120);
+AT(new_offset, 124); AT(data_offset, 128); AT(data_size, 136);
+AT(super_offset, 144); AT(recovery_offset, 152); AT(dev_number, 160);
+AT(cnt_corrected_read, 164); AT(device_uuid, 168); AT(devflags, 184);
+AT(bblog_shift, 185); AT(bblog_size, 186); AT(bblog_offset, 188);
+AT(utime, 192); AT(events, 200); AT(resync_offset, 208); AT(sb_csum, 216);
+AT(max_dev, 220); AT(pad3, 224);
+#undef AT
+_Static_assert(sizeof(struct md_sb_disk) == MD_SB_FIXED_BYTES, "fixed part is 256 bytes");
+_Static_assert(MD_SB_FIXED_BYTES + 2 * MD_SB_MAX_DEV == MD_SB_BYTES, "roles fill 4 KiB");
 
 #define OFF(f) offsetof(struct md_sb_disk, f)
-_Static_assert(OFF(feature_map) == 8, "feature_map");
-_Static_assert(OFF(set_uuid) == 16, "set_uuid");
-_Static_assert(OFF(set_name) == 32, "set_name");
-_Static_assert(OFF(ctime) == 64, "ctime");
-_Static_assert(OFF(level) == 72, "level");
-_Static_assert(OFF(size) == 80, "size");
-_Static_assert(OFF(chunksize) == 88, "chunksize");
-_Static_assert(OFF(bitmap_offset) == 96, "bitmap_offset");
-_Static_assert(OFF(reshape_position) == 104, "reshape_position");
-_Static_assert(OFF(new_offset) == 124, "new_offset");
-_Static_assert(OFF(data_offset) == 128, "data_offset");
-_Static_assert(OFF(recovery_offset) == 152, "recovery_offset");
-_Static_assert(OFF(dev_number) == 160, "dev_number");
-_Static_assert(OFF(device_uuid) == 168, "device_uuid");
-_Static_assert(OFF(devflags) == 184, "devflags");
-_Static_assert(OFF(bblog_size) == 186, "bblog_size");
-_Static_assert(OFF(bblog_offset) == 188, "bblog_offset");
-_Static_assert(OFF(utime) == 192, "utime");
-_Static_assert(OFF(resync_offset) == 208, "resync_offset");
-_Static_assert(OFF(sb_csum) == 216, "sb_csum");
-_Static_assert(OFF(max_dev) == 220, "max_dev");
-_Static_assert(OFF(pad3) == 224, "pad3");
-_Static_assert(sizeof(struct md_sb_disk) == 256, "fixed part is 256 bytes");
-_Static_assert(256 + 2 * MD_SB_MAX_DEV <= MD_SB_BYTES, "roles fit in 4 KiB");
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t get64(const uint8_t *p) { return get32(p) | (uint64_t)get32(p + 4) << 32; }
-
-uint32_t md_sb_checksum(const uint8_t *sb, uint32_t max_dev)
+static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t whylen, const char *fmt, ...)
 {
-    size_t len = 256 + 2 * (size_t)max_dev;
-    uint64_t sum = 0;
-    size_t i;
-    for (i = 0; i + 4 <= len; i += 4)
-        sum += i == OFF(sb_csum) ? 0 : get32(sb + i);
+    if (!why || !whylen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
+uint32_t md_sb_checksum(const uint8_t *encoded, uint32_t max_dev)
+{
+    if (max_dev > MD_SB_MAX_DEV)
+        max_dev = MD_SB_MAX_DEV;
+    uint32_t len = md_sb_len(max_dev);
+    uint64_t acc = 0;
+    uint32_t i = 0;
+    for (; i + 4 <= len; i += 4)
+        if (i != OFF(sb_csum)) /* the stored checksum counts as zero */
+            acc += le32_get(encoded + i);
     if (len - i == 2)
-        sum += get16(sb + i);
-    return (uint32_t)((sum & 0xffffffffu) + (sum >> 32));
+        acc += le16_get(encoded + i);
+    /* One fold only: md adds the carry word once and truncates. */
+    return (uint32_t)((acc & 0xffffffffu) + (acc >> 32));
 }
 
 int md_sb_encode(const struct md_sb *sb, uint8_t *out)
@@ -88,200 +107,292 @@ int md_sb_encode(const struct md_sb *sb, uint8_t *out)
     if (sb->max_dev > MD_SB_MAX_DEV)
         return -EINVAL;
     memset(out, 0, MD_SB_BYTES);
-    put32(out + OFF(magic), MD_SB_MAGIC);
-    put32(out + OFF(major_version), 1);
-    put32(out + OFF(feature_map), sb->feature_map);
+    le32_put(out + OFF(magic), MD_SB_MAGIC);
+    le32_put(out + OFF(major_version), MD_SB_MAJOR);
+    le32_put(out + OFF(feature_map), sb->feature_map);
     memcpy(out + OFF(set_uuid), sb->set_uuid, 16);
     memcpy(out + OFF(set_name), sb->set_name, 32);
-    put64(out + OFF(ctime), sb->ctime);
-    put32(out + OFF(level), (uint32_t)sb->level);
-    put32(out + OFF(layout), sb->layout);
-    put64(out + OFF(size), sb->size);
-    put32(out + OFF(chunksize), sb->chunksize);
-    put32(out + OFF(raid_disks), sb->raid_disks);
-    put32(out + OFF(bitmap_offset), (uint32_t)sb->bitmap_offset);
-    put32(out + OFF(new_level), sb->new_level);
-    put64(out + OFF(reshape_position), sb->reshape_position);
-    put32(out + OFF(delta_disks), (uint32_t)sb->delta_disks);
-    put32(out + OFF(new_layout), sb->new_layout);
-    put32(out + OFF(new_chunk), sb->new_chunk);
-    put32(out + OFF(new_offset), (uint32_t)sb->new_offset);
-    put64(out + OFF(data_offset), sb->data_offset);
-    put64(out + OFF(data_size), sb->data_size);
-    put64(out + OFF(super_offset), sb->super_offset);
-    put64(out + OFF(recovery_offset), sb->recovery_offset);
-    put32(out + OFF(dev_number), sb->dev_number);
-    put32(out + OFF(cnt_corrected_read), sb->cnt_corrected_read);
+    le64_put(out + OFF(ctime), sb->ctime);
+    le32_put(out + OFF(level), (uint32_t)sb->level);
+    le32_put(out + OFF(layout), sb->layout);
+    le64_put(out + OFF(size), sb->size);
+    le32_put(out + OFF(chunksize), sb->chunksize);
+    le32_put(out + OFF(raid_disks), sb->raid_disks);
+    le32_put(out + OFF(bitmap_offset), (uint32_t)sb->bitmap_offset);
+    le32_put(out + OFF(new_level), sb->new_level);
+    le64_put(out + OFF(reshape_position), sb->reshape_position);
+    le32_put(out + OFF(delta_disks), (uint32_t)sb->delta_disks);
+    le32_put(out + OFF(new_layout), sb->new_layout);
+    le32_put(out + OFF(new_chunk), sb->new_chunk);
+    le32_put(out + OFF(new_offset), (uint32_t)sb->new_offset);
+    le64_put(out + OFF(data_offset), sb->data_offset);
+    le64_put(out + OFF(data_size), sb->data_size);
+    le64_put(out + OFF(super_offset), sb->super_offset);
+    le64_put(out + OFF(recovery_offset), sb->recovery_offset);
+    le32_put(out + OFF(dev_number), sb->dev_number);
+    le32_put(out + OFF(cnt_corrected_read), sb->cnt_corrected_read);
     memcpy(out + OFF(device_uuid), sb->device_uuid, 16);
     out[OFF(devflags)] = sb->devflags;
     out[OFF(bblog_shift)] = sb->bblog_shift;
-    put16(out + OFF(bblog_size), sb->bblog_size);
-    put32(out + OFF(bblog_offset), (uint32_t)sb->bblog_offset);
-    put64(out + OFF(utime), sb->utime);
-    put64(out + OFF(events), sb->events);
-    put64(out + OFF(resync_offset), sb->resync_offset);
-    put32(out + OFF(max_dev), sb->max_dev);
+    le16_put(out + OFF(bblog_size), sb->bblog_size);
+    le32_put(out + OFF(bblog_offset), (uint32_t)sb->bblog_offset);
+    le64_put(out + OFF(utime), sb->utime);
+    le64_put(out + OFF(events), sb->events);
+    le64_put(out + OFF(resync_offset), sb->resync_offset);
+    le32_put(out + OFF(max_dev), sb->max_dev);
     for (uint32_t i = 0; i < sb->max_dev; i++)
-        put16(out + 256 + 2 * i, sb->dev_roles[i]);
-    put32(out + OFF(sb_csum), md_sb_checksum(out, sb->max_dev));
+        le16_put(out + MD_SB_FIXED_BYTES + 2 * i, sb->dev_roles[i]);
+    le32_put(out + OFF(sb_csum), md_sb_checksum(out, sb->max_dev));
     return 0;
 }
 
-static int fail(char *why, size_t whylen, int err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *why, size_t whylen, int err, const char *fmt, ...)
+static int all_zero(const uint8_t *p, size_t n)
 {
-    if (why && whylen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return err;
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
 }
 
 int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, char *why, size_t whylen)
 {
-    memset(sb, 0, sizeof *sb);
-    uint32_t magic = get32(in + OFF(magic));
-    if (magic != MD_SB_MAGIC)
-        return fail(why, whylen, -EINVAL, "no md superblock at sector %llu (magic 0x%08x, want 0x%08x)",
-                    (unsigned long long)read_at_sector, magic, MD_SB_MAGIC);
-    uint32_t major = get32(in + OFF(major_version));
-    if (major != 1)
-        return fail(why, whylen, -EINVAL, "md superblock version %u is not supported (only 1.x)", major);
-    sb->max_dev = get32(in + OFF(max_dev));
-    if (sb->max_dev > MD_SB_MAX_DEV)
-        return fail(why, whylen, -EINVAL, "superblock lists %u devices, more than md's %d", sb->max_dev,
-                    MD_SB_MAX_DEV);
-    sb->sb_csum = get32(in + OFF(sb_csum));
-    uint32_t computed = md_sb_checksum(in, sb->max_dev);
-    if (computed != sb->sb_csum)
-        return fail(why, whylen, -EBADMSG, "bad superblock checksum (stored 0x%08x, computed 0x%08x)", sb->sb_csum,
-                    computed);
-    sb->feature_map = get32(in + OFF(feature_map));
-    if (sb->feature_map & ~MD_FEATURE_ALL)
-        return fail(why, whylen, -EOPNOTSUPP, "unknown md feature bits 0x%x", sb->feature_map & ~MD_FEATURE_ALL);
-    if (get32(in + OFF(pad0)))
-        return fail(why, whylen, -EINVAL, "superblock padding (pad0) is not zero");
-    for (int i = 0; i < 32; i++)
-        if (in[OFF(pad3) + i])
-            return fail(why, whylen, -EINVAL, "superblock padding (pad3) is not zero");
+    /* Every byte (struct padding included) is set, so decodes compare with memcmp. */
+    memset(sb, 0, sizeof(*sb));
+
+    /* The checks run in the kernel's order (super_1_load): identity first,
+     * then the fields needed to find the checksummed length, the checksum,
+     * then the contents the checksum vouches for. */
+    uint32_t magic = le32_get(in + OFF(magic));
+    if (magic != MD_SB_MAGIC) {
+        say(why, whylen, "no md superblock (magic 0x%08x, expected 0x%08x)", magic, MD_SB_MAGIC);
+        return -EINVAL;
+    }
+    uint32_t major = le32_get(in + OFF(major_version));
+    if (major != MD_SB_MAJOR) {
+        say(why, whylen, "md superblock major version %u (only 1 is known)", major);
+        return -EINVAL;
+    }
+    uint32_t max_dev = le32_get(in + OFF(max_dev));
+    if (max_dev > MD_SB_MAX_DEV) {
+        say(why, whylen, "max_dev %u larger than %u", max_dev, MD_SB_MAX_DEV);
+        return -EINVAL;
+    }
+    uint64_t super_offset = le64_get(in + OFF(super_offset));
+    if (super_offset != read_at_sector) {
+        say(why, whylen, "superblock says it lives at sector %llu but was read at sector %llu",
+            (unsigned long long)super_offset, (unsigned long long)read_at_sector);
+        return -EINVAL;
+    }
+    uint32_t stored = le32_get(in + OFF(sb_csum));
+    uint32_t computed = md_sb_checksum(in, max_dev);
+    if (stored != computed) {
+        say(why, whylen, "bad checksum (stored 0x%08x, computed 0x%08x)", stored, computed);
+        return -EBADMSG;
+    }
+    uint32_t features = le32_get(in + OFF(feature_map));
+    if (features & ~MD_FEATURE_ALL) {
+        say(why, whylen, "unknown feature bits 0x%x (feature_map 0x%x)", features & ~MD_FEATURE_ALL,
+            features);
+        return -EOPNOTSUPP;
+    }
+    if (!all_zero(in + OFF(pad0), 4) || !all_zero(in + OFF(pad3), 32)) {
+        say(why, whylen, "non-zero reserved bytes (pad0 or pad3)");
+        return -EINVAL;
+    }
+
+    sb->feature_map = features;
     memcpy(sb->set_uuid, in + OFF(set_uuid), 16);
     memcpy(sb->set_name, in + OFF(set_name), 32);
-    sb->ctime = get64(in + OFF(ctime));
-    sb->level = (int32_t)get32(in + OFF(level));
-    sb->layout = get32(in + OFF(layout));
-    sb->size = get64(in + OFF(size));
-    sb->chunksize = get32(in + OFF(chunksize));
-    sb->raid_disks = get32(in + OFF(raid_disks));
-    sb->bitmap_offset = (int32_t)get32(in + OFF(bitmap_offset));
-    sb->new_level = get32(in + OFF(new_level));
-    sb->reshape_position = get64(in + OFF(reshape_position));
-    sb->delta_disks = (int32_t)get32(in + OFF(delta_disks));
-    sb->new_layout = get32(in + OFF(new_layout));
-    sb->new_chunk = get32(in + OFF(new_chunk));
-    sb->new_offset = (int32_t)get32(in + OFF(new_offset));
-    sb->data_offset = get64(in + OFF(data_offset));
-    sb->data_size = get64(in + OFF(data_size));
-    sb->super_offset = get64(in + OFF(super_offset));
-    sb->recovery_offset = get64(in + OFF(recovery_offset));
-    sb->dev_number = get32(in + OFF(dev_number));
-    sb->cnt_corrected_read = get32(in + OFF(cnt_corrected_read));
+    sb->ctime = le64_get(in + OFF(ctime));
+    sb->level = (int32_t)le32_get(in + OFF(level));
+    sb->layout = le32_get(in + OFF(layout));
+    sb->size = le64_get(in + OFF(size));
+    sb->chunksize = le32_get(in + OFF(chunksize));
+    sb->raid_disks = le32_get(in + OFF(raid_disks));
+    sb->bitmap_offset = (int32_t)le32_get(in + OFF(bitmap_offset));
+    sb->new_level = le32_get(in + OFF(new_level));
+    sb->reshape_position = le64_get(in + OFF(reshape_position));
+    sb->delta_disks = (int32_t)le32_get(in + OFF(delta_disks));
+    sb->new_layout = le32_get(in + OFF(new_layout));
+    sb->new_chunk = le32_get(in + OFF(new_chunk));
+    sb->new_offset = (int32_t)le32_get(in + OFF(new_offset));
+    sb->data_offset = le64_get(in + OFF(data_offset));
+    sb->data_size = le64_get(in + OFF(data_size));
+    sb->super_offset = super_offset;
+    sb->recovery_offset = le64_get(in + OFF(recovery_offset));
+    sb->dev_number = le32_get(in + OFF(dev_number));
+    sb->cnt_corrected_read = le32_get(in + OFF(cnt_corrected_read));
     memcpy(sb->device_uuid, in + OFF(device_uuid), 16);
     sb->devflags = in[OFF(devflags)];
     sb->bblog_shift = in[OFF(bblog_shift)];
-    sb->bblog_size = get16(in + OFF(bblog_size));
-    sb->bblog_offset = (int32_t)get32(in + OFF(bblog_offset));
-    sb->utime = get64(in + OFF(utime));
-    sb->events = get64(in + OFF(events));
-    sb->resync_offset = get64(in + OFF(resync_offset));
-    for (uint32_t i = 0; i < sb->max_dev; i++)
-        sb->dev_roles[i] = get16(in + 256 + 2 * i);
+    sb->bblog_size = le16_get(in + OFF(bblog_size));
+    sb->bblog_offset = (int32_t)le32_get(in + OFF(bblog_offset));
+    sb->utime = le64_get(in + OFF(utime));
+    sb->events = le64_get(in + OFF(events));
+    sb->resync_offset = le64_get(in + OFF(resync_offset));
+    sb->sb_csum = stored;
+    sb->max_dev = max_dev;
+    for (uint32_t i = 0; i < max_dev; i++)
+        sb->dev_roles[i] = le16_get(in + MD_SB_FIXED_BYTES + 2 * i);
 
-    if (sb->super_offset != read_at_sector)
-        return fail(why, whylen, -EINVAL, "superblock says it lives at sector %llu but was read at %llu",
-                    (unsigned long long)sb->super_offset, (unsigned long long)read_at_sector);
-    if (sb->data_size < 10)
-        return fail(why, whylen, -EINVAL, "superblock data size %llu sectors is too small",
-                    (unsigned long long)sb->data_size);
-    uint64_t sb_sectors = (256 + 2 * (uint64_t)sb->max_dev + 511) / 512;
-    if (sb->data_offset < sb->super_offset + sb_sectors)
-        return fail(why, whylen, -EINVAL, "data offset %llu overlaps the superblock",
-                    (unsigned long long)sb->data_offset);
-    if (sb->dev_number >= sb->max_dev)
-        return fail(why, whylen, -EINVAL, "device number %u is outside the %u-entry role table", sb->dev_number,
-                    sb->max_dev);
+    if (sb->data_size < 10) {
+        say(why, whylen, "data_size %llu sectors is below md's minimum of 10",
+            (unsigned long long)sb->data_size);
+        return -EINVAL;
+    }
+    /* v1.1 and v1.2 (superblock at sector 0 or 8) keep the data after the
+     * superblock; the kernel rounds the superblock up to the logical block
+     * size (512 here). A v1.0 superblock sits near the end of the member,
+     * after the data, and has no such rule. */
+    uint64_t sb_end = super_offset + md_sb_sectors(max_dev);
+    if (super_offset <= MD_SB_V12_SECTOR) {
+        if (sb->data_offset < sb_end) {
+            say(why, whylen, "data_offset %llu overlaps the superblock (sectors %llu..%llu)",
+                (unsigned long long)sb->data_offset, (unsigned long long)super_offset,
+                (unsigned long long)sb_end - 1);
+            return -EINVAL;
+        }
+        /* Unsigned arithmetic: fuzzed offsets must not overflow. */
+        if ((features & MD_FEATURE_NEW_OFFSET) && sb->new_offset < 0 &&
+            (uint64_t)(-(int64_t)sb->new_offset) > sb->data_offset - sb_end) {
+            say(why, whylen, "new data offset (data_offset %llu %d) overlaps the superblock",
+                (unsigned long long)sb->data_offset, sb->new_offset);
+            return -EINVAL;
+        }
+    }
+    /* Not a kernel rule (md grows max_dev to cover every device number),
+     * but every reader indexes dev_roles[dev_number], so refuse it here. */
+    if (sb->dev_number >= max_dev) {
+        say(why, whylen, "dev_number %u outside dev_roles[%u]", sb->dev_number, max_dev);
+        return -EINVAL;
+    }
     return 0;
 }
 
-uint32_t md_bitmap_space(uint64_t dev_sectors, int level)
+/* ---- Creating members -------------------------------------------------- */
+
+uint32_t md_choose_bm_space(uint64_t dev_sectors)
 {
-    if (level == 0 || dev_sectors < 128)
+    if (dev_sectors < 128)                      /* < 64 KiB: no room */
         return 0;
-    if (dev_sectors < 8ull * 1024 * 1024 * 2) /* up to 8 GiB: 4 KiB */
-        return 8;
-    if (dev_sectors < 200ull * 1024 * 1024 * 2) /* up to 200 GiB: 64 KiB */
+    if (dev_sectors >= 200ull * 1024 * 1024 * 2) /* >= 200 GiB: 128 KiB */
+        return 256;
+    if (dev_sectors > 8ull * 1024 * 1024 * 2)   /* > 8 GiB: 64 KiB */
         return 128;
-    return 256;
+    return 8;                                   /* 4 KiB */
 }
 
-uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors, int level)
+/* Reshape headroom: room for mdadm --grow to move data without a backup
+ * file. 128 MiB, shrunk on small devices but never below 2 chunks. */
+static uint64_t headroom_sectors(uint64_t dev_sectors, uint32_t chunk_sectors)
 {
-    uint64_t headroom = 128 * 1024 * 2; /* 128 MiB of reshape room */
-    uint64_t min_headroom = 2 * (uint64_t)(chunk_sectors ? chunk_sectors : 8);
-    while (headroom * 1024 > dev_sectors && headroom / 2 >= min_headroom)
+    uint64_t headroom = 128ull * 1024 * 2;
+    while ((headroom << 10) > dev_sectors && headroom / 2 >= 2ull * chunk_sectors && headroom > 1)
         headroom /= 2;
-    uint64_t off = 24 + md_bitmap_space(dev_sectors, level) + headroom;
+    return headroom;
+}
+
+uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors)
+{
+    uint64_t off = 24 + md_choose_bm_space(dev_sectors) + headroom_sectors(dev_sectors, chunk_sectors);
     return (off + 2047) / 2048 * 2048;
 }
 
-void md_sb_init_array(struct md_sb *sb, const struct md_sb_create_params *p)
+uint32_t md_choose_max_dev(uint32_t n)
 {
-    memset(sb, 0, sizeof *sb);
+    /* 256 + 2*max_dev must be a whole number of sectors: max_dev = 128 mod 256. */
+    uint32_t m = 128;
+    while (m < n && m + 256 <= MD_SB_MAX_DEV)
+        m += 256;
+    return m < n ? MD_SB_MAX_DEV : m;
+}
+
+int md_sb_make_name(const char *name, const char *homehost, char out[32])
+{
+    char host[256];
+    memset(out, 0, 32);
+    if (!name || !*name || strlen(name) > 31)
+        return -EINVAL;
+    if (!homehost) {
+        /* mdadm's default homehost is the machine's name (gethostname). */
+        if (gethostname(host, sizeof(host)) != 0)
+            host[0] = 0;
+        host[sizeof(host) - 1] = 0;
+        homehost = host;
+    }
+    size_t hl = strlen(homehost), nl = strlen(name);
+    if (!strchr(name, ':') && hl && hl + 1 + nl <= 31) {
+        memcpy(out, homehost, hl);
+        out[hl] = ':';
+        memcpy(out + hl + 1, name, nl);
+    } else
+        memcpy(out, name, strlen(name));
+    return 0;
+}
+
+int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t dev_number,
+               const uint8_t device_uuid[16], uint64_t member_sectors, char *why, size_t whylen)
+{
+    memset(sb, 0, sizeof(*sb));
+    if (p->raid_disks == 0 || p->raid_disks > MD_SB_MAX_DEV || dev_number >= p->raid_disks) {
+        say(why, whylen, "raid_disks %u / device %u out of range", p->raid_disks, dev_number);
+        return -EINVAL;
+    }
+    if (p->level != 1 && p->level > 0 && p->chunk_sectors == 0) {
+        say(why, whylen, "level %d needs a chunk size", p->level);
+        return -EINVAL;
+    }
+    if (md_sb_make_name(p->name, p->homehost, sb->set_name) < 0) {
+        say(why, whylen, "array name must be 1 to 31 bytes");
+        return -EINVAL;
+    }
+    uint64_t data_offset = p->data_offset ? p->data_offset
+                                          : md_choose_data_offset(p->dev_sectors, p->chunk_sectors);
+    uint32_t max_dev = md_choose_max_dev(p->raid_disks);
+    if (data_offset < MD_SB_V12_SECTOR + md_sb_sectors(max_dev) + 8 ||
+        p->dev_sectors < data_offset + 10 || member_sectors < p->dev_sectors) {
+        say(why, whylen, "member of %llu sectors too small for data offset %llu",
+            (unsigned long long)member_sectors, (unsigned long long)data_offset);
+        return -EINVAL;
+    }
+
     memcpy(sb->set_uuid, p->uuid, 16);
-    char host[64] = "";
-    if (p->homehost)
-        snprintf(host, sizeof host, "%s", p->homehost);
-    else if (gethostname(host, sizeof host) != 0)
-        host[0] = 0;
-    host[sizeof host - 1] = 0;
-    char full[160];
-    /* mdadm stores "homehost:name" when it fits in 31 characters */
-    if (!strchr(p->name, ':') && host[0] && snprintf(full, sizeof full, "%s:%s", host, p->name) < 32)
-        memcpy(sb->set_name, full, strlen(full));
-    else
-        memcpy(sb->set_name, p->name, strnlen(p->name, 31));
     sb->ctime = p->ctime;
     sb->utime = p->ctime;
     sb->level = p->level;
     sb->layout = p->layout;
-    sb->size = p->size;
     sb->chunksize = p->chunk_sectors;
     sb->raid_disks = p->raid_disks;
-    sb->data_offset = p->data_offset;
+    /* mdadm records 0 for RAID-0 (each member's length is data_size);
+     * otherwise the common usable length, whole chunks only. */
+    uint64_t usable = p->dev_sectors - data_offset;
+    if (p->level > 0 && p->chunk_sectors && p->level != 1)
+        usable -= usable % p->chunk_sectors;
+    sb->size = p->level <= 0 ? 0 : usable;
+    sb->data_offset = data_offset;
+    sb->data_size = member_sectors - data_offset;
     sb->super_offset = MD_SB_V12_SECTOR;
-    sb->max_dev = 128;
-    while (sb->max_dev < p->raid_disks)
-        sb->max_dev += 256; /* the superblock grows by whole 512-byte sectors */
-    for (uint32_t i = 0; i < sb->max_dev; i++)
-        sb->dev_roles[i] = i < p->raid_disks && p->slot_present[i] ? (uint16_t)i : MD_ROLE_SPARE;
-    sb->bblog_size = 8;
-    sb->bblog_shift = 0;
-    sb->events = 0;
-    sb->resync_offset = 0;
-}
-
-void md_sb_init_member(struct md_sb *sb, uint32_t dev_number, const uint8_t device_uuid[16], uint64_t dev_sectors)
-{
     sb->dev_number = dev_number;
     memcpy(sb->device_uuid, device_uuid, 16);
-    sb->data_size = dev_sectors > sb->data_offset ? dev_sectors - sb->data_offset : 0;
-    uint32_t bm = md_bitmap_space(dev_sectors, sb->level);
-    uint64_t sb_end = MD_SB_V12_SECTOR + 8 + bm;
-    /* the log goes after the superblock and bitmap space, or just before
-     * the data if that does not fit */
-    if (sb_end + sb->bblog_size <= sb->data_offset)
-        sb->bblog_offset = (int32_t)(8 + bm);
+
+    /* Bad-block log: 8 sectors (512 entries, md's one-page cap) after the
+     * bitmap space, or just before the data when that does not fit. The
+     * md fixtures show RAID-0 reserving no bitmap space (log at sb+8). */
+    uint32_t bm_space = p->level > 0 ? md_choose_bm_space(p->dev_sectors) : 0;
+    sb->bblog_size = 8;
+    sb->bblog_shift = 0;
+    if (MD_SB_V12_SECTOR + 8 + bm_space + 8 <= data_offset)
+        sb->bblog_offset = (int32_t)(8 + bm_space);
     else
-        sb->bblog_offset = (int32_t)(sb->data_offset - sb->bblog_size - MD_SB_V12_SECTOR);
+        sb->bblog_offset = (int32_t)(data_offset - 8 - MD_SB_V12_SECTOR);
+
+    sb->events = 0;
+    sb->resync_offset = (p->assume_clean || p->level <= 0) ? MD_RESYNC_CLEAN : 0;
+    sb->max_dev = max_dev;
+    for (uint32_t i = 0; i < max_dev; i++)
+        sb->dev_roles[i] = MD_ROLE_SPARE;
+    for (uint32_t i = 0; i < p->raid_disks; i++)
+        if (!p->missing || !p->missing[i])
+            sb->dev_roles[i] = (uint16_t)i;
+    return 0;
 }
