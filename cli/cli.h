@@ -31,5 +31,41 @@ int cli_setup_parity(const char *verb);
 
 int cmd_selftest(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+struct cli_members {
+    int n;
+    const char *path[URAID_MAX_MEMBERS];
+};
+
+/* A verb's own options, parsed before the shared ones: parse() returns 1 if
+ * it consumed argv[*i] (advancing *i past any value), 0 if not its option,
+ * -1 after printing an error. */
+struct cli_extra {
+    int (*parse)(const char *verb, int argc, char **argv, int *i, void *ctx);
+    void *ctx;
+    const char *usage;
+};
+
+/* Parses [--force] [extra options] MEMBER... Returns 0, -1 when --help was
+ * printed (exit 0), or an exit status after a one-line error. */
+int cli_parse_members(const char *verb, int argc, char **argv, struct cli_members *mem,
+                      struct uraid_open_params *op, const struct cli_extra *extra);
+
+/* Runs the parity selection and opens the array; prints the one-line reason
+ * on failure and returns non-zero. */
+int cli_open_array(const char *verb, const struct cli_members *mem, const struct uraid_open_params *op,
+                   struct uraid_array **out);
+
+int cli_write_all(int fd, const void *buf, size_t len);
+
+int cmd_create(int argc, char **argv);
+int cmd_examine(int argc, char **argv);
+int cmd_detail(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_write(int argc, char **argv);
+
+void cli_print_uuid(const uint8_t *u);
+const char *cli_human_size(uint64_t bytes, char *buf, size_t len);
+const char *cli_time(uint64_t secs, char *buf, size_t len);
+
 
 #endif

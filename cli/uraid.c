@@ -13,6 +13,11 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
+    {"create", cmd_create, "create an array: --level L --raid-devices N [--chunk SIZE] [--layout NAME] MEMBERS..."},
+    {"examine", cmd_examine, "print each member's md superblock like mdadm --examine"},
+    {"detail", cmd_detail, "print the array like mdadm --detail, with its [UU_U] state"},
+    {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},
+    {"write", cmd_write, "write stdin into the array [--offset BYTES] (works degraded)"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
 };

@@ -11,6 +11,8 @@
 #define URAID_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "uraid_parity.h"
 
@@ -32,6 +34,106 @@ const char *uraid_strerror(int err);
 
 /* Version string of the library. */
 const char *uraid_version(void);
+
+
+/* ---- Arrays ----------------------------------------------------------------
+ * An array is a set of member files or block devices carrying md v1.2
+ * superblocks (4 KiB from the start of each member). Calls that can fail for
+ * a reason a user must act on fill `why` (if not NULL) with one line naming
+ * the member and the reason, e.g. "member /srv/d2.img: bad superblock
+ * checksum (stored 0x1234, computed 0x5678)". */
+
+#define URAID_MAX_MEMBERS 256
+
+struct uraid_array;
+
+struct uraid_create_params {
+    int level;              /* 0, 1, 4, 5 or 6 */
+    int raid_devices;       /* n: member slots, including "missing" ones */
+    uint32_t chunk_bytes;   /* power of two >= 4096; 0 = 512 KiB (mdadm's default) */
+    int layout;             /* md layout number; -1 = left-symmetric (RAID-5/6) */
+    const char *name;       /* array name; NULL = "0" like mdadm's /dev/md0 */
+    const char *homehost;   /* NULL = this machine's hostname */
+    const uint8_t *uuid;    /* 16 bytes, NULL = random */
+    int assume_clean;       /* skip the initial parity sync */
+    /* Called during the initial sync with sectors done and total (may be NULL). */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *progress_ctx;
+};
+
+/* Creates an array on `nmembers` paths in slot order; the path "missing"
+ * leaves a slot empty (the array is then created degraded). Every member
+ * must exist and be large enough; none may carry a superblock of a live
+ * array unless force is set... nothing is written before every check has
+ * passed. Without assume_clean, parity (or mirrors) is made consistent
+ * before the call returns. Returns 0 or a negative errno. */
+int uraid_create(const char *const *members, int nmembers, const struct uraid_create_params *p,
+                 int force, char *why, size_t whylen);
+
+struct uraid_open_params {
+    int force;     /* open a dirty + degraded array (parity may be stale) */
+    int readonly;  /* never write to the members */
+};
+
+/* Assembles an array from its members, given in any order: the superblocks
+ * decide the slots. Refuses (without writing a byte) members of different
+ * arrays, two members claiming one slot, unknown feature bits, bad
+ * checksums, members smaller than the recorded size, more missing members
+ * than the level survives, and a dirty + degraded array unless force. A
+ * member whose events lag by more than one is stale: it is left out (the
+ * array opens degraded if it can) and named in the log. */
+int uraid_open(const char *const *members, int nmembers, const struct uraid_open_params *p,
+               struct uraid_array **out, char *why, size_t whylen);
+
+/* Flushes, records the array as clean in every member and frees it. */
+int uraid_close(struct uraid_array *a);
+
+/* Array size in bytes. */
+uint64_t uraid_size(const struct uraid_array *a);
+
+/* Reads or writes len bytes at byte offset `offset`; both must be multiples
+ * of 512 and inside the array. Writes keep P (and Q) consistent; reads of a
+ * missing member's chunks are reconstructed. Returns 0 or a negative errno
+ * (-EIO when the data cannot be read or rebuilt). */
+int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset);
+int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset);
+
+/* Makes every completed write durable on the members. */
+int uraid_flush(struct uraid_array *a);
+
+enum uraid_member_state {
+    URAID_MEMBER_IN_SYNC = 0,
+    URAID_MEMBER_MISSING,  /* slot without a device */
+    URAID_MEMBER_FAULTY,   /* marked faulty */
+    URAID_MEMBER_SPARE,
+    URAID_MEMBER_STALE,    /* given but left out: its events lag */
+};
+
+struct uraid_member_info {
+    char path[256];         /* "" when missing */
+    int slot;               /* raid slot, -1 for spares and stale members */
+    int dev_number;         /* index in dev_roles, -1 when missing */
+    enum uraid_member_state state;
+    uint64_t events;
+    uint64_t data_offset_sectors;
+    uint32_t corrected_reads;
+};
+
+struct uraid_array_info {
+    int level, layout, raid_devices;
+    uint32_t chunk_bytes;
+    uint64_t size_bytes;             /* array */
+    uint64_t member_data_sectors;    /* "Used Dev Size" per member, sectors */
+    uint8_t uuid[16];
+    char name[33];
+    uint64_t ctime, utime, events;
+    int clean;                       /* 1 = resync_offset says fully in sync */
+    int degraded;                    /* number of slots not in sync */
+    int nmembers;                    /* entries in member[]: slots first, then the rest */
+    struct uraid_member_info member[URAID_MAX_MEMBERS];
+};
+
+int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);
 
 #ifdef __cplusplus
 }

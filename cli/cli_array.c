@@ -1,0 +1,82 @@
+/* Helpers for the verbs that open an array from its members. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cli_parse_members(const char *verb, int argc, char **argv, struct cli_members *mem,
+                      struct uraid_open_params *op, const struct cli_extra *extra)
+{
+    memset(mem, 0, sizeof *mem);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            printf("usage: uraid %s [--force] %s MEMBER...\n", verb, extra ? extra->usage : "");
+            return -1; /* help printed: the verb exits 0 */
+        }
+        if (extra) {
+            int r = extra->parse(verb, argc, argv, &i, extra->ctx);
+            if (r < 0)
+                return 2;
+            if (r > 0)
+                continue;
+        }
+        if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
+            op->force = 1;
+        } else if (!strcmp(a, "--")) {
+            for (i++; i < argc; i++)
+                mem->path[mem->n++] = argv[i];
+            break;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error(verb, "unknown option '%s' (try 'uraid %s --help')", a, verb);
+            return 2;
+        } else {
+            if (mem->n >= URAID_MAX_MEMBERS) {
+                cli_error(verb, "too many members (at most %d)", URAID_MAX_MEMBERS);
+                return 2;
+            }
+            mem->path[mem->n++] = a;
+        }
+    }
+    if (mem->n == 0) {
+        cli_error(verb, "no members given (usage: uraid %s %s MEMBER...)", verb, extra ? extra->usage : "");
+        return 2;
+    }
+    for (int i = 0; i < mem->n; i++)
+        for (int j = i + 1; j < mem->n; j++)
+            if (!strcmp(mem->path[i], mem->path[j])) {
+                cli_error(verb, "member %s is given twice", mem->path[i]);
+                return 2;
+            }
+    return 0;
+}
+
+int cli_open_array(const char *verb, const struct cli_members *mem, const struct uraid_open_params *op,
+                   struct uraid_array **out)
+{
+    if (cli_setup_parity(verb))
+        return 1;
+    char why[512];
+    int rc = uraid_open(mem->path, mem->n, op, out, why, sizeof why);
+    if (rc) {
+        cli_error(verb, "%s", why[0] ? why : uraid_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
+int cli_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}

@@ -1,0 +1,114 @@
+/* uraid detail MEMBERS...: the array the way `mdadm --detail` shows it, plus
+ * /proc/mdstat's [n/m] [UU_U] status. Opens read-only: writes nothing. */
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "layout.h"
+
+void cli_print_uuid(const uint8_t *u)
+{
+    for (int i = 0; i < 16; i++)
+        printf("%s%02x", i && i % 4 == 0 ? ":" : "", u[i]);
+}
+
+const char *cli_human_size(uint64_t bytes, char *buf, size_t len)
+{
+    /* mdadm style: "(9.00 MiB 9.44 MB)" */
+    static const char *bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    static const char *dec[] = {"KB", "MB", "GB", "TB", "PB"};
+    double b = (double)bytes / 1024, d = (double)bytes / 1000;
+    int i = 0, j = 0;
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    while (d >= 1000 && j < 4) {
+        d /= 1000;
+        j++;
+    }
+    snprintf(buf, len, "%.2f %s %.2f %s", b, bin[i], d, dec[j]);
+    return buf;
+}
+
+const char *cli_time(uint64_t secs, char *buf, size_t len)
+{
+    time_t t = (time_t)(secs & 0xffffffffffull);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(buf, len, "%a %b %e %H:%M:%S %Y", &tm);
+    return buf;
+}
+
+int cmd_detail(int argc, char **argv)
+{
+    struct cli_members mem;
+    struct uraid_open_params op = {.readonly = 1};
+    int rc = cli_parse_members("detail", argc, argv, &mem, &op, NULL);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    op.readonly = 1;
+    struct uraid_array *a;
+    if (cli_open_array("detail", &mem, &op, &a))
+        return 1;
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    char h[64], t[64], cs[16];
+    int active = 0, spare = 0, failed = 0, total = 0;
+    for (int i = 0; i < info.nmembers; i++) {
+        const struct uraid_member_info *m = &info.member[i];
+        if (m->state == URAID_MEMBER_IN_SYNC)
+            active++;
+        else if (m->state == URAID_MEMBER_SPARE)
+            spare++;
+        else if (m->state == URAID_MEMBER_FAULTY || m->state == URAID_MEMBER_STALE)
+            failed++;
+        if (m->path[0])
+            total++;
+    }
+    printf("           Version : 1.2\n");
+    printf("     Creation Time : %s\n", cli_time(info.ctime, t, sizeof t));
+    printf("        Raid Level : raid%d\n", info.level);
+    printf("        Array Size : %llu (%s)\n", (unsigned long long)(info.size_bytes / 1024),
+           cli_human_size(info.size_bytes, h, sizeof h));
+    if (info.level != 0)
+        printf("     Used Dev Size : %llu (%s)\n", (unsigned long long)(info.member_data_sectors / 2),
+               cli_human_size(info.member_data_sectors * 512, h, sizeof h));
+    printf("      Raid Devices : %d\n", info.raid_devices);
+    printf("     Total Devices : %d\n", total);
+    printf("       Persistence : Superblock is persistent\n\n");
+    printf("       Update Time : %s\n", cli_time(info.utime, t, sizeof t));
+    printf("             State : %s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "");
+    printf("    Active Devices : %d\n", active);
+    printf("   Working Devices : %d\n", active + spare);
+    printf("    Failed Devices : %d\n", failed);
+    printf("     Spare Devices : %d\n\n", spare);
+    if (info.level == 4 || info.level == 5 || info.level == 6)
+        printf("            Layout : %s\n", layout_name(info.level, info.layout));
+    if (info.level != 1)
+        printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
+    printf("Consistency Policy : resync\n\n");
+    printf("              Name : %s\n", info.name);
+    printf("              UUID : ");
+    cli_print_uuid(info.uuid);
+    printf("\n            Events : %llu\n\n", (unsigned long long)info.events);
+    printf("            Status : [%d/%d] [", info.raid_devices, info.raid_devices - info.degraded);
+    for (int s = 0; s < info.raid_devices; s++)
+        putchar(info.member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
+    printf("]\n\n");
+    printf("    Number   RaidDevice State\n");
+    for (int i = 0; i < info.nmembers; i++) {
+        const struct uraid_member_info *m = &info.member[i];
+        char num[16], slot[16];
+        snprintf(num, sizeof num, m->dev_number >= 0 ? "%d" : "-", m->dev_number);
+        snprintf(slot, sizeof slot, m->slot >= 0 ? "%d" : "-", m->slot);
+        const char *state = m->state == URAID_MEMBER_IN_SYNC   ? "active sync"
+                            : m->state == URAID_MEMBER_MISSING ? "removed"
+                            : m->state == URAID_MEMBER_SPARE   ? "spare"
+                            : m->state == URAID_MEMBER_FAULTY  ? "faulty"
+                                                               : "stale (left out)";
+        printf("    %6s   %10s %-18s %s\n", num, slot, state, m->path);
+    }
+    uraid_close(a);
+    return 0;
+}

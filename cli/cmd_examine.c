@@ -1,0 +1,114 @@
+/* uraid examine MEMBER...: each member's superblock the way
+ * `mdadm --examine` prints it. Reads only. */
+#include <string.h>
+
+#include "cli.h"
+#include "layout.h"
+#include "member/member.h"
+#include "meta/superblock.h"
+
+int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen);
+
+static void print_array_state(const struct md_sb *sb)
+{
+    /* one letter per raid slot: A active, . missing (from this member's view) */
+    char state[URAID_MAX_MEMBERS + 1];
+    int n = (int)sb->raid_disks < URAID_MAX_MEMBERS ? (int)sb->raid_disks : URAID_MAX_MEMBERS;
+    memset(state, '.', (size_t)n);
+    state[n] = 0;
+    for (uint32_t d = 0; d < sb->max_dev; d++) {
+        uint16_t r = sb->dev_roles[d];
+        if (r < (uint16_t)n)
+            state[r] = 'A';
+    }
+    printf("   Array State : %s ('A' == active, '.' == missing, 'R' == replacing)\n", state);
+}
+
+static int examine_one(const char *path)
+{
+    struct member *m;
+    int rc = member_open_file(path, 1, &m);
+    if (rc) {
+        cli_error("examine", "member %s: cannot open: %s", path, uraid_strerror(rc));
+        return 1;
+    }
+    struct md_sb sb;
+    char why[300];
+    rc = array_read_superblock(m, &sb, why, sizeof why);
+    if (rc) {
+        cli_error("examine", "%s", why);
+        member_close(m);
+        return 1;
+    }
+    char t[64], h[64], cs[16];
+    printf("%s:\n", path);
+    printf("          Magic : a92b4efc\n");
+    printf("        Version : 1.2\n");
+    printf("    Feature Map : 0x%x\n", sb.feature_map);
+    printf("     Array UUID : ");
+    cli_print_uuid(sb.set_uuid);
+    printf("\n           Name : %.32s\n", sb.set_name);
+    printf("  Creation Time : %s\n", cli_time(sb.ctime, t, sizeof t));
+    printf("     Raid Level : raid%d\n", sb.level);
+    printf("   Raid Devices : %u\n\n", sb.raid_disks);
+    printf(" Avail Dev Size : %llu sectors\n", (unsigned long long)sb.data_size);
+    struct layout_geom g = {sb.level, (int)sb.layout, (int)sb.raid_disks, sb.chunksize};
+    uint64_t array_sectors = 0;
+    if (layout_array_sectors(&g, sb.size, &array_sectors) == 0)
+        printf("     Array Size : %llu KiB (%s)\n", (unsigned long long)(array_sectors / 2),
+               cli_human_size(array_sectors * 512, h, sizeof h));
+    if (sb.size != sb.data_size)
+        printf("  Used Dev Size : %llu sectors\n", (unsigned long long)sb.size);
+    printf("    Data Offset : %llu sectors\n", (unsigned long long)sb.data_offset);
+    printf("   Super Offset : %llu sectors\n", (unsigned long long)sb.super_offset);
+    if (sb.feature_map & MD_FEATURE_RECOVERY_OFFSET)
+        printf("Recovery Offset : %llu sectors\n", (unsigned long long)sb.recovery_offset);
+    printf("          State : %s\n", sb.resync_offset == MD_RESYNC_CLEAN ? "clean" : "active");
+    printf("    Device UUID : ");
+    cli_print_uuid(sb.device_uuid);
+    printf("\n\n");
+    if (sb.feature_map & MD_FEATURE_BITMAP_OFFSET)
+        printf("Internal Bitmap : %d sectors from superblock\n", sb.bitmap_offset);
+    printf("    Update Time : %s\n", cli_time(sb.utime, t, sizeof t));
+    if (sb.bblog_offset && sb.bblog_size)
+        printf("  Bad Block Log : %u entries available at offset %d sectors%s\n", sb.bblog_size * 512u / 8,
+               sb.bblog_offset, (sb.feature_map & MD_FEATURE_BAD_BLOCKS) ? " - bad blocks present." : "");
+    printf("       Checksum : %x - correct\n", sb.sb_csum);
+    printf("         Events : %llu\n\n", (unsigned long long)sb.events);
+    if (sb.level == 4 || sb.level == 5 || sb.level == 6)
+        printf("         Layout : %s\n", layout_name(sb.level, (int)sb.layout));
+    if (sb.level != 1)
+        printf("     Chunk Size : %s\n\n", cli_format_size((uint64_t)sb.chunksize * 512, cs, sizeof cs));
+    uint16_t role = sb.dev_number < sb.max_dev ? sb.dev_roles[sb.dev_number] : MD_ROLE_SPARE;
+    if (role == MD_ROLE_SPARE)
+        printf("   Device Role : spare\n");
+    else if (role == MD_ROLE_FAULTY)
+        printf("   Device Role : faulty\n");
+    else
+        printf("   Device Role : Active device %u\n", role);
+    print_array_state(&sb);
+    member_close(m);
+    return 0;
+}
+
+int cmd_examine(int argc, char **argv)
+{
+    int status = 0, any = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: uraid examine MEMBER...\n");
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("examine", "unknown option '%s'", argv[i]);
+            return 2;
+        }
+        any = 1;
+        status |= examine_one(argv[i]);
+    }
+    if (!any) {
+        cli_error("examine", "no members given (usage: uraid examine MEMBER...)");
+        return 2;
+    }
+    return status;
+}

@@ -1,0 +1,410 @@
+/* Assembly (opening an array from its members), superblock updates, clean
+ * and dirty state, closing, and the info the CLI prints.
+ *
+ * Assembly rules (md's, md-format.md 1.5): the member with the highest
+ * events is the reference; a member more than one event behind is stale and
+ * left out; the reference's dev_roles decide each member's slot. Every check
+ * runs before anything is written, and opening writes nothing at all: the
+ * first write marks the array dirty. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "array/array.h"
+#include "log.h"
+
+#define SB_BYTES 4096u
+#define SB_OFFSET_BYTES 4096u
+
+static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (!why || !whylen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
+int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
+{
+    uint8_t buf[SB_BYTES] __attribute__((aligned(4096)));
+    if (m->size < SB_OFFSET_BYTES + SB_BYTES) {
+        say(why, whylen, "member %s: too small to hold an md superblock (%llu bytes)", m->path,
+            (unsigned long long)m->size);
+        return -EINVAL;
+    }
+    int rc = member_read(m, buf, SB_BYTES, SB_OFFSET_BYTES);
+    if (rc) {
+        say(why, whylen, "member %s: cannot read the superblock: %s", m->path, uraid_strerror(rc));
+        return rc;
+    }
+    char reason[200];
+    rc = md_sb_decode(buf, SB_OFFSET_BYTES / 512, sb, reason, sizeof reason);
+    if (rc)
+        say(why, whylen, "member %s: %s", m->path, reason);
+    return rc;
+}
+
+static int write_superblock(struct member *m, const struct md_sb *sb)
+{
+    uint8_t buf[SB_BYTES] __attribute__((aligned(4096)));
+    int rc = md_sb_encode(sb, buf);
+    if (rc)
+        return rc;
+    return member_write(m, buf, SB_BYTES, SB_OFFSET_BYTES);
+}
+
+static uint64_t now_seconds(void) { return (uint64_t)time(NULL); }
+
+/* The array-wide fields of the template go into each member's own
+ * superblock, which keeps its per-member fields (dev_number, device_uuid,
+ * data_offset, bad-block log, corrected reads...). */
+static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
+{
+    dst->events = tmpl->events;
+    dst->utime = tmpl->utime;
+    dst->resync_offset = tmpl->resync_offset;
+    dst->max_dev = tmpl->max_dev;
+    memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
+}
+
+uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_sectors)
+{
+    if (sb->level != 0)
+        return sb->size;
+    /* mdadm writes size 0 for RAID-0: the members' data areas, in chunks */
+    uint64_t room = smallest_member_sectors > sb->data_offset ? smallest_member_sectors - sb->data_offset : 0;
+    return sb->chunksize ? room / sb->chunksize * sb->chunksize : 0;
+}
+
+int array_write_superblocks(struct uraid_array *a)
+{
+    if (a->readonly)
+        return -EROFS;
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb.events++;
+    a->sb.utime = now_seconds();
+    int rc = 0, written = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        struct array_slot *sl = &a->slot[s];
+        if (!sl->dev || sl->state != URAID_MEMBER_IN_SYNC)
+            continue;
+        merge_array_fields(&sl->sb, &a->sb);
+        int r = write_superblock(sl->dev, &sl->sb);
+        if (r == 0)
+            r = member_flush(sl->dev);
+        if (r) {
+            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its superblock: %s", sl->dev->path,
+                      uraid_strerror(r));
+            rc = r;
+        } else {
+            written++;
+        }
+    }
+    for (int e = 0; e < a->nextra; e++) {
+        struct array_slot *sl = &a->extra[e];
+        if (!sl->dev || sl->state != URAID_MEMBER_SPARE)
+            continue;
+        merge_array_fields(&sl->sb, &a->sb);
+        if (write_superblock(sl->dev, &sl->sb) == 0)
+            member_flush(sl->dev);
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+    return written ? 0 : (rc ? rc : -EIO);
+}
+
+int array_mark_dirty(struct uraid_array *a)
+{
+    if (a->dirty)
+        return 0;
+    a->sb.resync_offset = 0;
+    int rc = array_write_superblocks(a);
+    if (rc == 0)
+        a->dirty = 1;
+    return rc;
+}
+
+/* ---- opening ----------------------------------------------------------------- */
+
+static void uuid_text(const uint8_t *u, char *out)
+{
+    /* mdadm's form: four groups of 8 hex digits separated by ':' */
+    int o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i && i % 4 == 0)
+            out[o++] = ':';
+        o += sprintf(out + o, "%02x", u[i]);
+    }
+}
+
+static int same_array(const struct md_sb *x, const struct md_sb *y)
+{
+    return !memcmp(x->set_uuid, y->set_uuid, 16);
+}
+
+static int same_geometry(const struct md_sb *x, const struct md_sb *y)
+{
+    return x->level == y->level && x->layout == y->layout && x->chunksize == y->chunksize &&
+           x->raid_disks == y->raid_disks && x->size == y->size;
+}
+
+static const char *level_name(int level)
+{
+    switch (level) {
+    case 0: return "RAID-0";
+    case 1: return "RAID-1";
+    case 4: return "RAID-4";
+    case 5: return "RAID-5";
+    case 6: return "RAID-6";
+    default: return "this level";
+    }
+}
+
+/* Features this engine can honour. Others (reshape, journal, PPL, cluster)
+ * change how data is laid out or written, so opening would be unsafe. */
+#define UNSUPPORTED_FEATURES \
+    (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_NEW_OFFSET | MD_FEATURE_JOURNAL | \
+     MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+
+static void free_array(struct uraid_array *a)
+{
+    if (!a)
+        return;
+    for (int s = 0; s < URAID_MAX_MEMBERS; s++)
+        member_close(a->slot[s].dev);
+    for (int e = 0; e < a->nextra; e++)
+        member_close(a->extra[e].dev);
+    pthread_mutex_destroy(&a->io_lock);
+    pthread_mutex_destroy(&a->meta_lock);
+    free(a);
+}
+
+int uraid_open(const char *const *paths, int n, const struct uraid_open_params *p, struct uraid_array **out,
+               char *why, size_t whylen)
+{
+    struct uraid_open_params defaults = {0};
+    if (!p)
+        p = &defaults;
+    say(why, whylen, "%s", "");
+    if (!paths || n < 1 || n > URAID_MAX_MEMBERS || !out) {
+        say(why, whylen, "no members given");
+        return -EINVAL;
+    }
+    struct member **dev = calloc((size_t)n, sizeof *dev);
+    struct md_sb *sb = calloc((size_t)n, sizeof *sb);
+    struct uraid_array *a = calloc(1, sizeof *a);
+    int rc = 0;
+    if (!dev || !sb || !a) {
+        rc = -ENOMEM;
+        say(why, whylen, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&a->io_lock, NULL);
+    pthread_mutex_init(&a->meta_lock, NULL);
+
+    for (int i = 0; i < n; i++) {
+        rc = member_open_file(paths[i], p->readonly, &dev[i]);
+        if (rc) {
+            say(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
+            goto fail;
+        }
+        rc = array_read_superblock(dev[i], &sb[i], why, whylen);
+        if (rc)
+            goto fail;
+        if (sb[i].feature_map & UNSUPPORTED_FEATURES) {
+            say(why, whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)", paths[i],
+                sb[i].feature_map);
+            rc = -EOPNOTSUPP;
+            goto fail;
+        }
+    }
+    /* one array, one geometry */
+    int ref = 0;
+    for (int i = 0; i < n; i++) {
+        if (!same_array(&sb[i], &sb[0])) {
+            char u0[40], ui[40];
+            uuid_text(sb[0].set_uuid, u0);
+            uuid_text(sb[i].set_uuid, ui);
+            say(why, whylen, "member %s belongs to a different array (UUID %s) than %s (UUID %s)", paths[i], ui,
+                paths[0], u0);
+            rc = -EINVAL;
+            goto fail;
+        }
+        if (!same_geometry(&sb[i], &sb[0])) {
+            say(why, whylen, "member %s disagrees with %s about the array's level, layout, chunk, size or members",
+                paths[i], paths[0]);
+            rc = -EINVAL;
+            goto fail;
+        }
+        for (int j = 0; j < i; j++)
+            if (sb[i].dev_number == sb[j].dev_number) {
+                say(why, whylen, "members %s and %s both claim device number %u (one is a copy of the other?)",
+                    paths[j], paths[i], sb[i].dev_number);
+                rc = -EINVAL;
+                goto fail;
+            }
+        if (sb[i].events > sb[ref].events)
+            ref = i;
+    }
+    const struct md_sb *R = &sb[ref];
+    a->sb = *R;
+    a->geom.level = R->level;
+    a->geom.layout = (int)R->layout;
+    a->geom.raid_disks = (int)R->raid_disks;
+    a->geom.chunk_sectors = R->chunksize;
+    char gwhy[160];
+    if (layout_check(&a->geom, gwhy, sizeof gwhy)) {
+        say(why, whylen, "member %s: %s", paths[ref], gwhy);
+        rc = -EINVAL;
+        goto fail;
+    }
+    a->k = layout_data_disks(&a->geom);
+    a->nparity = a->geom.level == 1 ? a->geom.raid_disks - 1 : layout_parity_count(&a->geom);
+    uint64_t smallest_data = UINT64_MAX;
+    for (int i = 0; i < n; i++)
+        if (sb[i].data_size < smallest_data)
+            smallest_data = sb[i].data_size;
+    a->member_sectors = array_member_sectors(R, smallest_data + R->data_offset);
+    if (a->geom.level == 1)
+        a->size_sectors = R->size;
+    else
+        a->size_sectors = R->size / a->geom.chunk_sectors * a->geom.chunk_sectors * (uint64_t)a->k;
+    a->readonly = p->readonly;
+
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        a->slot[s].state = URAID_MEMBER_MISSING;
+
+    for (int i = 0; i < n; i++) {
+        uint16_t role = sb[i].dev_number < R->max_dev ? R->dev_roles[sb[i].dev_number] : MD_ROLE_SPARE;
+        struct array_slot *sl;
+        int stale = sb[i].events + 1 < R->events;
+        if (stale || role == MD_ROLE_FAULTY || role == MD_ROLE_SPARE || role >= (uint16_t)a->geom.raid_disks) {
+            sl = &a->extra[a->nextra++];
+            sl->state = stale ? URAID_MEMBER_STALE : role == MD_ROLE_FAULTY ? URAID_MEMBER_FAULTY : URAID_MEMBER_SPARE;
+            if (stale)
+                uraid_log(URAID_LOG_WARN,
+                          "member %s is stale (events %llu, the array is at %llu): left out; rebuild it to reuse it",
+                          paths[i], (unsigned long long)sb[i].events, (unsigned long long)R->events);
+        } else {
+            sl = &a->slot[role];
+            if (sl->dev) {
+                say(why, whylen, "members %s and %s both claim slot %u", sl->dev->path, paths[i], role);
+                rc = -EINVAL;
+                goto fail;
+            }
+            /* a member still being rebuilt is not in sync yet */
+            sl->state = (sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET) ? URAID_MEMBER_STALE : URAID_MEMBER_IN_SYNC;
+        }
+        sl->sb = sb[i];
+        sl->data_offset = sb[i].data_offset;
+        sl->dev = dev[i];
+        dev[i] = NULL;
+        uint64_t need = sl->data_offset + a->member_sectors;
+        if (sl->state == URAID_MEMBER_IN_SYNC && sl->dev->size / 512 < need) {
+            say(why, whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)", sl->dev->path,
+                (unsigned long long)(sl->dev->size / 512), (unsigned long long)need);
+            rc = -EINVAL;
+            goto fail;
+        }
+    }
+    int missing = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
+    if (missing > a->nparity) {
+        say(why, whylen, "cannot start the %s array: %d of %d members missing or out of date, it survives %d",
+            level_name(a->geom.level), missing, a->geom.raid_disks, a->nparity);
+        rc = -ENODEV;
+        goto fail;
+    }
+    a->dirty = R->resync_offset != MD_RESYNC_CLEAN;
+    a->opened_dirty = a->dirty;
+    if (a->dirty && missing && a->nparity && !p->force) {
+        say(why, whylen,
+            "the array was not shut down cleanly and is degraded (%d missing): parity may be stale, so data could "
+            "be rebuilt wrong; use --force to open it anyway",
+            missing);
+        rc = -EUCLEAN;
+        goto fail;
+    }
+    free(dev);
+    free(sb);
+    *out = a;
+    return 0;
+
+fail:
+    if (dev)
+        for (int i = 0; i < n; i++)
+            member_close(dev[i]);
+    free(dev);
+    free(sb);
+    free_array(a);
+    return rc;
+}
+
+int uraid_close(struct uraid_array *a)
+{
+    if (!a)
+        return 0;
+    int rc = uraid_flush(a);
+    /* An array that was found dirty stays dirty until a resync has made its
+     * parity trustworthy again: closing must not hide an unclean shutdown. */
+    if (rc == 0 && a->dirty && !a->opened_dirty && !a->readonly) {
+        a->sb.resync_offset = MD_RESYNC_CLEAN;
+        rc = array_write_superblocks(a);
+    }
+    free_array(a);
+    return rc;
+}
+
+int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)
+{
+    memset(info, 0, sizeof *info);
+    const struct md_sb *R = &a->sb;
+    info->level = a->geom.level;
+    info->layout = a->geom.layout;
+    info->raid_devices = a->geom.raid_disks;
+    info->chunk_bytes = a->geom.chunk_sectors * 512u;
+    info->size_bytes = a->size_sectors * 512;
+    info->member_data_sectors = a->member_sectors;
+    memcpy(info->uuid, R->set_uuid, 16);
+    memcpy(info->name, R->set_name, 32);
+    info->ctime = R->ctime;
+    info->utime = R->utime;
+    info->events = R->events;
+    info->clean = !a->dirty;
+    int nm = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        struct uraid_member_info *mi = &info->member[nm++];
+        const struct array_slot *sl = &a->slot[s];
+        mi->slot = s;
+        mi->state = sl->state;
+        info->degraded += sl->state != URAID_MEMBER_IN_SYNC;
+        if (sl->dev) {
+            snprintf(mi->path, sizeof mi->path, "%s", sl->dev->path);
+            mi->dev_number = (int)sl->sb.dev_number;
+            mi->events = sl->sb.events;
+            mi->data_offset_sectors = sl->data_offset;
+            mi->corrected_reads = sl->sb.cnt_corrected_read;
+        } else {
+            mi->dev_number = -1;
+        }
+    }
+    for (int e = 0; e < a->nextra && nm < URAID_MAX_MEMBERS; e++) {
+        struct uraid_member_info *mi = &info->member[nm++];
+        const struct array_slot *sl = &a->extra[e];
+        mi->slot = -1;
+        mi->state = sl->state;
+        snprintf(mi->path, sizeof mi->path, "%s", sl->dev ? sl->dev->path : "");
+        mi->dev_number = (int)sl->sb.dev_number;
+        mi->events = sl->sb.events;
+        mi->data_offset_sectors = sl->data_offset;
+        mi->corrected_reads = sl->sb.cnt_corrected_read;
+    }
+    info->nmembers = nm;
+    return 0;
+}

@@ -1,0 +1,279 @@
+/* Creating an array: every check first (geometry, members, sizes, existing
+ * superblocks), then the superblocks and empty bad-block logs, then the
+ * initial sync unless assume_clean.
+ *
+ * What we write follows mdadm 4.2 (docs/FORMAT.md): data_offset chosen by
+ * mdadm's rule for the smallest member, "size" = the smallest member's room
+ * rounded down to whole chunks, max_dev 128 (a 512-byte superblock), a bad-
+ * block log of 8 sectors, and resync_offset = 0 until the sync is done. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "array/array.h"
+#include "log.h"
+
+#define SB_OFFSET_BYTES 4096u
+#define SYNC_BYTES (8u << 20) /* per member per sync step */
+
+static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (!why || !whylen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
+static int random_bytes(uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0)
+            return -errno;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int is_missing(const char *path) { return !strcmp(path, "missing"); }
+
+/* Writes the superblock and an empty bad-block log to one member. */
+static int write_new_member(struct member *m, const struct md_sb *sb)
+{
+    uint8_t buf[4096] __attribute__((aligned(4096)));
+    int rc = md_sb_encode(sb, buf);
+    if (rc == 0)
+        rc = member_write(m, buf, sizeof buf, SB_OFFSET_BYTES);
+    if (rc == 0 && sb->bblog_size) {
+        /* an empty log is all 0xff: every entry unused */
+        size_t len = (size_t)sb->bblog_size * 512;
+        uint8_t *log = malloc(len);
+        if (!log)
+            return -ENOMEM;
+        memset(log, 0xff, len);
+        int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
+        rc = member_write(m, log, len, (uint64_t)at * 512);
+        free(log);
+    }
+    return rc;
+}
+
+/* Makes parity (or mirrors) consistent over the whole array, stripe rows in
+ * large steps, reporting progress. Returns 0 or a negative errno. */
+static int initial_sync(struct uraid_array *a, const struct uraid_create_params *p)
+{
+    int n = a->geom.raid_disks;
+    uint64_t total = a->member_sectors, done = 0;
+    uint32_t step = SYNC_BYTES / 512;
+    if (a->geom.level != 1)
+        step -= step % a->geom.chunk_sectors ? step % a->geom.chunk_sectors : 0;
+    if (step == 0)
+        step = a->geom.chunk_sectors;
+    uint8_t *mem = aligned_alloc(4096, (size_t)(n + 1) * step * 512);
+    if (!mem)
+        return -ENOMEM;
+    int rc = 0;
+    while (done < total && rc == 0) {
+        uint32_t nsec = total - done < step ? (uint32_t)(total - done) : step;
+        if (a->geom.level == 1) {
+            /* copy the first present mirror to the others */
+            int src = -1;
+            for (int m = 0; m < n && src < 0; m++)
+                if (slot_ok(a, m))
+                    src = m;
+            rc = member_read(a->slot[src].dev, mem, (size_t)nsec * 512, (a->slot[src].data_offset + done) * 512);
+            for (int m = 0; m < n && rc == 0; m++)
+                if (m != src && slot_ok(a, m))
+                    rc = member_write(a->slot[m].dev, mem, (size_t)nsec * 512, (a->slot[m].data_offset + done) * 512);
+        } else {
+            rc = array_resync_range(a, done, nsec);
+        }
+        done += nsec;
+        if (p->progress)
+            p->progress(p->progress_ctx, done, total);
+    }
+    free(mem);
+    return rc;
+}
+
+int uraid_create(const char *const *paths, int n, const struct uraid_create_params *p, int force, char *why,
+                 size_t whylen)
+{
+    say(why, whylen, "%s", "");
+    if (!p || !paths) {
+        say(why, whylen, "no parameters");
+        return -EINVAL;
+    }
+    if (n != p->raid_devices) {
+        say(why, whylen, "%d members given for --raid-devices %d (use 'missing' for an empty slot)", n,
+            p->raid_devices);
+        return -EINVAL;
+    }
+    if (n < 1 || n > URAID_MAX_MEMBERS) {
+        say(why, whylen, "--raid-devices must be 1..%d", URAID_MAX_MEMBERS);
+        return -EINVAL;
+    }
+    uint32_t chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512u * 1024;
+    if (chunk_bytes < 4096 || (chunk_bytes & (chunk_bytes - 1))) {
+        say(why, whylen, "chunk size must be a power of two of at least 4K, got %u bytes", chunk_bytes);
+        return -EINVAL;
+    }
+    struct layout_geom g = {
+        .level = p->level,
+        .layout = p->layout >= 0 ? p->layout : (p->level == 5 || p->level == 6 ? LAYOUT_LEFT_SYMMETRIC : 0),
+        .raid_disks = n,
+        .chunk_sectors = chunk_bytes / 512,
+    };
+    if (g.level == 4)
+        g.layout = 0; /* what mdadm writes; md ignores it for RAID-4 */
+    char gwhy[160];
+    if (layout_check(&g, gwhy, sizeof gwhy)) {
+        say(why, whylen, "%s", gwhy);
+        return -EINVAL;
+    }
+    int nparity = g.level == 1 ? n - 1 : layout_parity_count(&g);
+    int nmissing = 0;
+    uint8_t missing_flags[URAID_MAX_MEMBERS] = {0};
+    for (int i = 0; i < n; i++) {
+        missing_flags[i] = (uint8_t)is_missing(paths[i]);
+        nmissing += is_missing(paths[i]);
+        for (int j = 0; j < i; j++)
+            if (!is_missing(paths[i]) && !strcmp(paths[i], paths[j])) {
+                say(why, whylen, "member %s is given twice", paths[i]);
+                return -EINVAL;
+            }
+    }
+    if (nmissing > nparity) {
+        say(why, whylen, "%d members are 'missing' but RAID-%d survives only %d", nmissing, g.level, nparity);
+        return -EINVAL;
+    }
+
+    struct uraid_array *a = calloc(1, sizeof *a);
+    if (!a)
+        return -ENOMEM;
+    pthread_mutex_init(&a->io_lock, NULL);
+    pthread_mutex_init(&a->meta_lock, NULL);
+    a->geom = g;
+    a->k = layout_data_disks(&g);
+    a->nparity = nparity;
+    int rc = 0;
+    uint64_t smallest = UINT64_MAX;
+    for (int i = 0; i < n; i++) {
+        a->slot[i].state = URAID_MEMBER_MISSING;
+        if (is_missing(paths[i]))
+            continue;
+        rc = member_open_file(paths[i], 0, &a->slot[i].dev);
+        if (rc) {
+            say(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
+            goto out;
+        }
+        a->slot[i].state = URAID_MEMBER_IN_SYNC;
+        struct md_sb old;
+        char owhy[200];
+        if (!force && array_read_superblock(a->slot[i].dev, &old, owhy, sizeof owhy) == 0) {
+            char name[33] = {0};
+            memcpy(name, old.set_name, 32);
+            say(why, whylen, "member %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it",
+                paths[i], name, old.level);
+            rc = -EEXIST;
+            goto out;
+        }
+        uint64_t sectors = a->slot[i].dev->size / 512;
+        if (sectors < smallest)
+            smallest = sectors;
+    }
+    if (smallest == UINT64_MAX) {
+        say(why, whylen, "every member is 'missing'");
+        rc = -EINVAL;
+        goto out;
+    }
+    /* the superblocks, as mdadm --create lays them out */
+    struct md_sb_create_params cp = {
+        .level = g.level,
+        .layout = (uint32_t)g.layout,
+        .chunk_sectors = g.level == 1 ? 0 : g.chunk_sectors,
+        .raid_disks = (uint32_t)n,
+        .dev_sectors = smallest,
+        .name = p->name ? p->name : "0",
+        .homehost = p->homehost,
+        .ctime = (uint64_t)time(NULL),
+        .missing = missing_flags,
+        .assume_clean = p->assume_clean || nmissing,
+    };
+    if (p->uuid)
+        memcpy(cp.uuid, p->uuid, 16);
+    else if ((rc = random_bytes(cp.uuid, 16)) != 0) {
+        say(why, whylen, "cannot get random bytes for the array UUID: %s", uraid_strerror(rc));
+        goto out;
+    }
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        struct array_slot *sl = &a->slot[i];
+        if (!sl->dev)
+            continue;
+        uint8_t dev_uuid[16];
+        char swhy[200];
+        if ((rc = random_bytes(dev_uuid, 16)) != 0)
+            goto out;
+        rc = md_sb_init(&sl->sb, &cp, (uint32_t)i, dev_uuid, sl->dev->size / 512, swhy, sizeof swhy);
+        if (rc) {
+            say(why, whylen, "member %s: %s", paths[i], swhy);
+            goto out;
+        }
+        sl->data_offset = sl->sb.data_offset;
+        if (first < 0)
+            first = i;
+    }
+    a->sb = a->slot[first].sb;
+    a->member_sectors = array_member_sectors(&a->sb, smallest);
+    if (a->member_sectors < 2ull * (g.level == 1 ? 8 : g.chunk_sectors)) {
+        say(why, whylen, "members are too small: the smallest has %llu sectors, which leaves no room for two chunks "
+            "after the %llu-sector data offset", (unsigned long long)smallest,
+            (unsigned long long)a->sb.data_offset);
+        rc = -ENOSPC;
+        goto out;
+    }
+    a->size_sectors = g.level == 1 ? a->member_sectors : a->member_sectors * (uint64_t)a->k;
+    a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
+
+    /* every check passed: write */
+    for (int i = 0; i < n; i++) {
+        struct array_slot *sl = &a->slot[i];
+        if (!sl->dev)
+            continue;
+        rc = write_new_member(sl->dev, &sl->sb);
+        if (rc == 0)
+            rc = member_flush(sl->dev);
+        if (rc) {
+            say(why, whylen, "member %s: cannot write the superblock: %s", paths[i], uraid_strerror(rc));
+            goto out;
+        }
+    }
+    if (a->dirty) {
+        rc = initial_sync(a, p);
+        if (rc) {
+            say(why, whylen, "initial sync failed: %s (the array exists but is marked dirty)", uraid_strerror(rc));
+            goto out;
+        }
+        a->sb.resync_offset = MD_RESYNC_CLEAN;
+        rc = array_write_superblocks(a);
+        if (rc == 0)
+            a->dirty = 0;
+    }
+out:
+    for (int i = 0; i < n; i++)
+        member_close(a->slot[i].dev);
+    pthread_mutex_destroy(&a->io_lock);
+    pthread_mutex_destroy(&a->meta_lock);
+    free(a);
+    return rc;
+}
