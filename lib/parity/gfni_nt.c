@@ -5,15 +5,26 @@
  * in cache they lose (the output must go all the way to memory), so the timed
  * choice keeps 'gfni' there. rmw and recovery read or are followed by reads of
  * what they write, so they use ordinary stores, like 'gfni'. */
-#include "gfni_kernels.h"
+#include "gfni_gen.h"
 
+/* The k-specialised 4-zmm loops (gfni_gen.h) when the outputs are 64-byte
+ * aligned and k has one; otherwise the shared loop, which itself falls back
+ * to ordinary stores for misaligned outputs. */
 static void gfni_nt_gen_p(int k, size_t len, const uint8_t *const *d, uint8_t *p)
 {
+    if (gk_nt_ok(p, p) && gg_gen_p(k, len, d, p)) {
+        _mm_sfence(); /* streaming stores are weakly ordered: publish them */
+        return;
+    }
     gk_gen_p(k, len, d, p, 1);
 }
 
 static void gfni_nt_gen_pq(int k, size_t len, const uint8_t *const *d, uint8_t *p, uint8_t *q)
 {
+    if (gk_nt_ok(p ? p : q, q) && gg_gen_pq(k, len, d, p, q)) {
+        _mm_sfence();
+        return;
+    }
     gk_gen_pq(k, len, d, p, q, 1);
 }
 
