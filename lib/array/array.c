@@ -171,14 +171,46 @@ static const char *level_name(int level)
     (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_NEW_OFFSET | MD_FEATURE_JOURNAL | \
      MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
 
+/* Loads a member's bad-block log when its superblock says it is not empty. */
+static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
+{
+    const struct md_sb *sb = &sl->sb;
+    if (!(sb->feature_map & MD_FEATURE_BAD_BLOCKS) || !sb->bblog_offset || !sb->bblog_size)
+        return 0;
+    size_t bytes = (size_t)sb->bblog_size * 512;
+    if (bytes > MD_BB_MAX_LOG_BYTES)
+        bytes = MD_BB_MAX_LOG_BYTES;
+    uint8_t *area = malloc(bytes);
+    sl->badblocks = malloc(sizeof *sl->badblocks);
+    if (!area || !sl->badblocks) {
+        free(area);
+        return -ENOMEM;
+    }
+    int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
+    int rc = at > 0 ? member_read(sl->dev, area, bytes, (uint64_t)at * 512) : -EINVAL;
+    if (rc == 0)
+        rc = md_bb_decode(area, bytes, sb->bblog_shift, sl->badblocks);
+    if (rc)
+        say(why, whylen, "member %s: cannot read its bad-block log: %s", sl->dev->path, uraid_strerror(rc));
+    else if (sl->badblocks->count)
+        uraid_log(URAID_LOG_INFO, "member %s: %u bad-block ranges listed; they are rebuilt from the other members",
+                  sl->dev->path, sl->badblocks->count);
+    free(area);
+    return rc;
+}
+
 static void free_array(struct uraid_array *a)
 {
     if (!a)
         return;
-    for (int s = 0; s < URAID_MAX_MEMBERS; s++)
+    for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
-    for (int e = 0; e < a->nextra; e++)
+        free(a->slot[s].badblocks);
+    }
+    for (int e = 0; e < a->nextra; e++) {
         member_close(a->extra[e].dev);
+        free(a->extra[e].badblocks);
+    }
     pthread_mutex_destroy(&a->io_lock);
     pthread_mutex_destroy(&a->meta_lock);
     free(a);
@@ -243,8 +275,13 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         }
         for (int j = 0; j < i; j++)
             if (sb[i].dev_number == sb[j].dev_number) {
-                say(why, whylen, "members %s and %s both claim device number %u (one is a copy of the other?)",
-                    paths[j], paths[i], sb[i].dev_number);
+                say(why, whylen,
+                    "members %s and %s both claim slot %d (device number %u): one is a copy of the other; give only one",
+                    paths[j], paths[i],
+                    sb[i].dev_number < sb[i].max_dev && sb[i].dev_roles[sb[i].dev_number] <= MD_ROLE_MAX_ACTIVE
+                        ? (int)sb[i].dev_roles[sb[i].dev_number]
+                        : -1,
+                    sb[i].dev_number);
                 rc = -EINVAL;
                 goto fail;
             }
@@ -312,6 +349,9 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
             goto fail;
         }
     }
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].state == URAID_MEMBER_IN_SYNC && (rc = load_badblocks(&a->slot[s], why, whylen)) != 0)
+            goto fail;
     int missing = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
         missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;

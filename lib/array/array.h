@@ -13,6 +13,7 @@
 
 #include "layout.h"
 #include "member/member.h"
+#include "meta/badblocks.h"
 #include "meta/superblock.h"
 #include "uraid.h"
 
@@ -21,6 +22,7 @@ struct array_slot {
     struct md_sb sb;           /* this member's superblock (valid when dev or stale) */
     enum uraid_member_state state;
     uint64_t data_offset;      /* sectors */
+    struct md_bblist *badblocks; /* md's bad-block log, NULL when empty */
 };
 
 struct uraid_array {
@@ -61,6 +63,13 @@ uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_s
 
 /* Regenerates parity for member sectors [start, start + nsec). (rw.c) */
 int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec);
+
+/* 1 if member sectors [start, start + len) past data_offset hold a block
+ * md listed as bad: such rows are rebuilt from the other members. */
+static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint64_t len)
+{
+    return sl->badblocks && md_bb_check(sl->badblocks, sl->data_offset + start, len, NULL, NULL);
+}
 
 /* Slot usable for reads and writes. */
 static inline int slot_ok(const struct uraid_array *a, int s)

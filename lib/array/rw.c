@@ -63,6 +63,10 @@ static void op_free(struct stripe_op *op) { free(op->mem); }
 
 static int op_read_member(struct uraid_array *a, struct stripe_op *op, int m)
 {
+    if (slot_has_bad(&a->slot[m], op->stripe * a->geom.chunk_sectors + op->row, op->nrows)) {
+        op->unavailable[m] = 1;
+        return -EIO;
+    }
     int rc = member_read(a->slot[m].dev, op->block[m], (size_t)op->nrows * SECTOR,
                          member_byte(a, m, op->stripe, op->row));
     if (rc) {
@@ -137,7 +141,7 @@ static void log_unreadable(struct uraid_array *a, uint64_t stripe, uint32_t row,
 static int read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec)
 {
     for (int m = 0; m < a->geom.raid_disks; m++) {
-        if (!slot_ok(a, m))
+        if (!slot_ok(a, m) || slot_has_bad(&a->slot[m], sector, nsec))
             continue;
         int rc = member_read(a->slot[m].dev, buf, (size_t)nsec * SECTOR, (a->slot[m].data_offset + sector) * SECTOR);
         if (rc == 0)
@@ -154,7 +158,7 @@ static int read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uin
 static int read_piece(struct uraid_array *a, uint8_t *buf, const struct layout_addr *ad, uint32_t nsec)
 {
     int disk = ad->disk;
-    if (slot_ok(a, disk)) {
+    if (slot_ok(a, disk) && !slot_has_bad(&a->slot[disk], ad->member_sector, nsec)) {
         int rc = member_read(a->slot[disk].dev, buf, (size_t)nsec * SECTOR,
                              (a->slot[disk].data_offset + ad->member_sector) * SECTOR);
         if (rc == 0)
