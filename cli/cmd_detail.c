@@ -14,9 +14,13 @@ void cli_print_uuid(const uint8_t *u)
 
 const char *cli_human_size(uint64_t bytes, char *buf, size_t len)
 {
-    /* mdadm style: "(9.00 MiB 9.44 MB)" */
+    /* mdadm style: " (9.00 MiB 9.44 MB)", and nothing below 5000 KiB */
     static const char *bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
     static const char *dec[] = {"KB", "MB", "GB", "TB", "PB"};
+    if (bytes < 5000 * 1024) {
+        buf[0] = 0;
+        return buf;
+    }
     double b = (double)bytes / 1024, d = (double)bytes / 1000;
     int i = 0, j = 0;
     while (b >= 1024 && i < 4) {
@@ -27,7 +31,7 @@ const char *cli_human_size(uint64_t bytes, char *buf, size_t len)
         d /= 1000;
         j++;
     }
-    snprintf(buf, len, "%.2f %s %.2f %s", b, bin[i], d, dec[j]);
+    snprintf(buf, len, " (%.2f %s %.2f %s)", b, bin[i], d, dec[j]);
     return buf;
 }
 
@@ -69,10 +73,10 @@ int cmd_detail(int argc, char **argv)
     printf("           Version : 1.2\n");
     printf("     Creation Time : %s\n", cli_time(info.ctime, t, sizeof t));
     printf("        Raid Level : raid%d\n", info.level);
-    printf("        Array Size : %llu (%s)\n", (unsigned long long)(info.size_bytes / 1024),
+    printf("        Array Size : %llu%s\n", (unsigned long long)(info.size_bytes / 1024),
            cli_human_size(info.size_bytes, h, sizeof h));
     if (info.level != 0)
-        printf("     Used Dev Size : %llu (%s)\n", (unsigned long long)(info.member_data_sectors / 2),
+        printf("     Used Dev Size : %llu%s\n", (unsigned long long)(info.member_data_sectors / 2),
                cli_human_size(info.member_data_sectors * 512, h, sizeof h));
     printf("      Raid Devices : %d\n", info.raid_devices);
     printf("     Total Devices : %d\n", total);

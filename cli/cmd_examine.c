@@ -51,11 +51,13 @@ static int examine_one(const char *path)
     printf("  Creation Time : %s\n", cli_time(sb.ctime, t, sizeof t));
     printf("     Raid Level : raid%d\n", sb.level);
     printf("   Raid Devices : %u\n\n", sb.raid_disks);
-    printf(" Avail Dev Size : %llu sectors\n", (unsigned long long)sb.data_size);
+    printf(" Avail Dev Size : %llu sectors%s\n", (unsigned long long)sb.data_size,
+           cli_human_size(sb.data_size * 512, h, sizeof h));
     struct layout_geom g = {sb.level, (int)sb.layout, (int)sb.raid_disks, sb.chunksize};
     uint64_t array_sectors = 0;
-    if (layout_array_sectors(&g, sb.size, &array_sectors) == 0)
-        printf("     Array Size : %llu KiB (%s)\n", (unsigned long long)(array_sectors / 2),
+    /* like mdadm, no array size when the superblock records none (RAID-0) */
+    if (sb.size && layout_array_sectors(&g, sb.size, &array_sectors) == 0)
+        printf("     Array Size : %llu KiB%s\n", (unsigned long long)(array_sectors / 2),
                cli_human_size(array_sectors * 512, h, sizeof h));
     if (sb.size != sb.data_size)
         printf("  Used Dev Size : %llu sectors\n", (unsigned long long)sb.size);
