@@ -310,7 +310,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     if (a->geom.level == 1)
         a->size_sectors = R->size;
     else
-        a->size_sectors = R->size / a->geom.chunk_sectors * a->geom.chunk_sectors * (uint64_t)a->k;
+        a->size_sectors = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors * (uint64_t)a->k;
     a->readonly = p->readonly;
 
     for (int s = 0; s < a->geom.raid_disks; s++)
