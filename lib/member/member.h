@@ -19,6 +19,11 @@ struct member_ops {
     int (*write)(struct member *m, const void *buf, size_t len, uint64_t offset);
     int (*flush)(struct member *m);
     void (*close)(struct member *m);
+    /* Optional: a file descriptor the I/O engine may hand to io_uring for
+     * this exact request (the backend decides, e.g. an O_DIRECT descriptor
+     * only for aligned buffers), or -1 to go through read/write. Layers
+     * (fault, throttle) leave it NULL so every request passes through them. */
+    int (*direct_fd)(struct member *m, const void *buf, size_t len, uint64_t offset, int write);
 };
 
 struct member {
@@ -46,5 +51,51 @@ static inline int member_write(struct member *m, const void *buf, size_t len, ui
 static inline int member_flush(struct member *m) { return m->ops->flush(m); }
 
 void member_close(struct member *m);
+
+/* File descriptor for io_uring, or -1 (see member_ops.direct_fd). */
+static inline int member_direct_fd(struct member *m, const void *buf, size_t len, uint64_t off, int write)
+{
+    return m->ops->direct_fd ? m->ops->direct_fd(m, buf, len, off, write) : -1;
+}
+
+/* ---- Layers for tests, benchmarks and simulation (stack on any member) ----
+ * Each wrap takes ownership of `inner` (closing the layer closes it) and
+ * keeps inner's path and size. */
+
+/* Fault injection (lib/member/fault.c). Rules apply to byte ranges:
+ * reads and/or writes there fail with `err`, or writes there are silently
+ * dropped (reported as success, data not written). */
+enum fault_what { FAULT_READ = 1, FAULT_WRITE = 2, FAULT_DROP_WRITE = 4 };
+
+struct fault_rule {
+    unsigned what;          /* FAULT_* bits */
+    uint64_t start, len;    /* bytes on the member */
+    int err;                /* negative errno for FAULT_READ/WRITE (default -EIO) */
+};
+
+int member_fault_wrap(struct member *inner, struct member **out);
+/* Runtime control (thread-safe; m must be a fault layer, else -EINVAL). */
+int member_fault_add(struct member *m, const struct fault_rule *r);
+int member_fault_clear(struct member *m);
+int member_fault_vanish(struct member *m);            /* every later call fails -ENXIO */
+int member_fault_latency(struct member *m, uint32_t usec); /* added to every request */
+/* Counts of requests the layer failed or dropped (for tests). */
+uint64_t member_fault_hits(struct member *m);
+
+/* Throttling (lib/member/throttle.c): a simulated disk with a bandwidth (bytes
+ * per second, 0 = unlimited) and a fixed per-request latency; requests to
+ * one throttled member are served one at a time, like one disk head. */
+int member_throttle_wrap(struct member *inner, uint64_t bytes_per_sec, uint32_t latency_usec, struct member **out);
+
+/* Applies a layer spec from the command line (lib/member/spec.c), wrapping
+ * *m in place:
+ *   "throttle=60M"            60 MB/s (K/M/G are powers of 1000 for rates)
+ *   "throttle=150M,latency=100us"
+ *   "latency=2ms"
+ *   "read-eio=1M+64K"         reads of bytes [1 MiB, 1 MiB + 64 KiB) fail with EIO
+ *   "write-eio=0+4K", "drop-writes=8M+1M", "vanish"
+ * Several specs are separated by ';'. Returns 0 or -EINVAL with a one-line
+ * reason in why. */
+int member_apply_spec(struct member **m, const char *spec, char *why, size_t whylen);
 
 #endif
