@@ -23,6 +23,14 @@ CPPFLAGS += -DHAVE_ISAL
 LDLIBS   += -lisal
 endif
 
+# liburing is optional: without it the I/O engine runs every request on its
+# thread pool.
+HAVE_URING := $(shell test -f /usr/include/liburing.h && echo 1)
+ifeq ($(HAVE_URING),1)
+CPPFLAGS += -DHAVE_URING
+LDLIBS   += -luring
+endif
+
 LIB_SRC  := $(sort $(shell find lib -name '*.c'))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
