@@ -82,11 +82,32 @@ uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_s
     return sb->chunksize ? room / sb->chunksize * sb->chunksize : 0;
 }
 
+/* md's super_1_sync rebuilds dev_roles on every superblock update: a raid
+ * slot stays recorded only for the member that is present in it; an absent
+ * member's entry becomes 0xffff. Without this, a member left out of a
+ * degraded write is only one event behind if the process dies before the
+ * clean close (first write: events + 1), and assembly, which accepts one
+ * event behind, would take it back in sync although it missed the writes.
+ * With its role dropped it comes back as a spare and the array stays
+ * degraded (and dirty + degraded, so it is refused unless forced). */
+static void drop_absent_roles(struct uraid_array *a)
+{
+    for (uint32_t i = 0; i < a->sb.max_dev && i < MD_SB_MAX_DEV; i++) {
+        uint16_t role = a->sb.dev_roles[i];
+        if (role >= (uint16_t)a->geom.raid_disks)
+            continue; /* spare, faulty, journal: kept as recorded */
+        const struct array_slot *sl = &a->slot[role];
+        if (!sl->dev || sl->sb.dev_number != i)
+            a->sb.dev_roles[i] = MD_ROLE_SPARE;
+    }
+}
+
 int array_write_superblocks(struct uraid_array *a)
 {
     if (a->readonly)
         return -EROFS;
     pthread_mutex_lock(&a->meta_lock);
+    drop_absent_roles(a);
     a->sb.events++;
     a->sb.utime = now_seconds();
     int rc = 0, written = 0;
@@ -214,6 +235,35 @@ static void free_array(struct uraid_array *a)
     pthread_mutex_destroy(&a->io_lock);
     pthread_mutex_destroy(&a->meta_lock);
     free(a);
+}
+
+/* For the refusal messages: which slots have no in-sync member, naming the
+ * member left out of each (stale or being rebuilt), e.g. "slot 1 missing,
+ * slot 3 stale: /d3.img". */
+static void describe_missing(const struct uraid_array *a, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (int s = 0; s < a->geom.raid_disks && o < len; s++) {
+        const struct array_slot *sl = &a->slot[s];
+        if (sl->state == URAID_MEMBER_IN_SYNC)
+            continue;
+        const char *who = sl->dev ? sl->dev->path : NULL, *what = sl->dev ? "being rebuilt" : "missing";
+        for (int e = 0; e < a->nextra && !who; e++) {
+            const struct md_sb *esb = &a->extra[e].sb;
+            /* a member left out still names, in its own superblock, the slot it held */
+            if ((a->extra[e].state == URAID_MEMBER_STALE || a->extra[e].state == URAID_MEMBER_SPARE) &&
+                esb->dev_number < esb->max_dev && esb->dev_roles[esb->dev_number] == s) {
+                who = a->extra[e].dev->path;
+                what = a->extra[e].state == URAID_MEMBER_STALE ? "stale" : "dropped while it was away";
+            }
+        }
+        int w = snprintf(out + o, len - o, "%sslot %d %s%s%s", o ? ", " : "", s, what, who ? ": " : "",
+                         who ? who : "");
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
 }
 
 int uraid_open(const char *const *paths, int n, const struct uraid_open_params *p, struct uraid_array **out,
@@ -355,9 +405,11 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     int missing = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
         missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
+    char gone[512];
+    describe_missing(a, gone, sizeof gone);
     if (missing > a->nparity) {
-        say(why, whylen, "cannot start the %s array: %d of %d members missing or out of date, it survives %d",
-            level_name(a->geom.level), missing, a->geom.raid_disks, a->nparity);
+        say(why, whylen, "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
+            level_name(a->geom.level), missing, a->geom.raid_disks, gone, a->nparity);
         rc = -ENODEV;
         goto fail;
     }
@@ -365,9 +417,9 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     a->opened_dirty = a->dirty;
     if (a->dirty && missing && a->nparity && !p->force) {
         say(why, whylen,
-            "the array was not shut down cleanly and is degraded (%d missing): parity may be stale, so data could "
+            "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
             "be rebuilt wrong; use --force to open it anyway",
-            missing);
+            gone);
         rc = -EUCLEAN;
         goto fail;
     }

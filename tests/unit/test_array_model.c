@@ -453,8 +453,8 @@ int main(int argc, char **argv)
         {6, 4, 8, raid6, 14, 2},
     };
     static const uint32_t chunks[] = {4096, 8192, 65536};
-    int rounds = quick ? 4 : longrun ? 16 : 10;
-    int ops = quick ? 16 : longrun ? 150 : 80;
+    int rounds = quick ? 6 : longrun ? 16 : 10;
+    int ops = quick ? 30 : longrun ? 150 : 80;
     int passes = longrun ? longrun : 1;
     double t0 = now();
     for (int pass = 0; pass < passes; pass++) {
@@ -463,7 +463,7 @@ int main(int argc, char **argv)
             int span = sp->nhi - sp->nlo + 1;
             int nbase = (int)rng_below(&rng, (uint64_t)span);
             for (int l = 0; l < sp->nlayouts; l++) {
-                int reps = quick ? 1 : sp->reps;
+                int reps = quick && sp->nlayouts > 1 ? 1 : sp->reps;
                 for (int rep = 0; rep < reps; rep++) {
                     struct cfg c = {
                         .level = sp->level,
