@@ -1,0 +1,384 @@
+/* Layer specs from the command line, e.g.
+ *     --member-layer 'throttle=60M,latency=100us;read-eio=1M+64K'
+ * ';' separates specs and each spec becomes one layer on top of the previous
+ * one, in order. Inside a spec, ',' separates items:
+ *   - a spec with throttle=RATE is a simulated disk (member_throttle_wrap);
+ *     its latency=TIME is the disk's per-request latency, served one request
+ *     at a time;
+ *   - any other spec is a fault-injection layer: latency=TIME (added to every
+ *     request, requests still run concurrently, like a slow link),
+ *     read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish.
+ *     Consecutive fault specs share one fault layer.
+ * Sizes are bytes with binary suffixes (4096, 64K, 1M, 2G, 1T; "KiB" and
+ * "K" are the same); rates are bytes per second with decimal suffixes, like
+ * disk datasheets (60M = 60,000,000 B/s; "60MB/s" and "57Mi" work too);
+ * times need a unit (ns, us, ms, s).
+ *
+ * The whole string is checked before any layer is applied, so a typo in the
+ * third spec does not leave *m half-wrapped. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "member/member.h"
+
+#define ITEM_MAX 256
+
+struct layer {
+    int throttle;           /* else a fault layer */
+    int has_rate, has_latency;
+    uint64_t rate;          /* bytes per second */
+    uint32_t latency_usec;
+};
+
+static int fail(char *why, size_t whylen, const char *item, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *why, size_t whylen, const char *item, const char *fmt, ...)
+{
+    if (why && whylen) {
+        char reason[160];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof reason, fmt, ap);
+        va_end(ap);
+        snprintf(why, whylen, "bad layer spec '%s': %s", item, reason);
+    }
+    return -EINVAL;
+}
+
+/* Strict unsigned decimal (or 0x hex) integer: no sign, no spaces. Sets
+ * *end past the digits. Returns -1 on no digits or overflow. */
+static int parse_uint(const char *s, uint64_t *v, const char **end)
+{
+    int base = 10;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        s += 2;
+    }
+    if (!isxdigit((unsigned char)s[0]) || (base == 10 && !isdigit((unsigned char)s[0])))
+        return -1;
+    errno = 0;
+    char *e;
+    unsigned long long x = strtoull(s, &e, base);
+    if (errno)
+        return -1;
+    *v = x;
+    *end = e;
+    return 0;
+}
+
+/* Byte count: INTEGER[K|M|G|T][i][B], binary multiples. */
+static int parse_size(const char *s, uint64_t *out, const char **msg)
+{
+    uint64_t v;
+    const char *e;
+    if (parse_uint(s, &v, &e)) {
+        *msg = "expected a byte count such as 4096, 64K or 1M";
+        return -1;
+    }
+    int shift = 0;
+    switch (toupper((unsigned char)*e)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case 'T': shift = 40; break;
+    }
+    if (shift) {
+        e++;
+        if (*e == 'i')
+            e++;
+    }
+    if (*e == 'B')
+        e++;
+    if (*e) {
+        *msg = "unknown size suffix (use K, M, G or T: powers of 1024)";
+        return -1;
+    }
+    if (shift && v > (UINT64_MAX >> shift)) {
+        *msg = "size too large";
+        return -1;
+    }
+    *out = v << shift;
+    return 0;
+}
+
+/* Non-negative decimal with an optional fraction ("1.5"); strtod alone would
+ * also take signs, spaces, "inf" and hex floats. */
+static int parse_decimal(const char *s, double *v, const char **end)
+{
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
+    const char *p = s;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    char num[64];
+    if ((size_t)(p - s) >= sizeof num)
+        return -1;
+    memcpy(num, s, (size_t)(p - s));
+    num[p - s] = 0;
+    *v = strtod(num, NULL);
+    *end = p;
+    return isfinite(*v) ? 0 : -1;
+}
+
+/* Bytes per second: NUMBER[K|M|G|T (x1000) or Ki|Mi|Gi|Ti (x1024)][B][/s]. */
+static int parse_rate(const char *s, uint64_t *out, const char **msg)
+{
+    double v;
+    const char *e;
+    if (parse_decimal(s, &v, &e)) {
+        *msg = "expected a rate in bytes per second such as 60M (60 MB/s) or 500K";
+        return -1;
+    }
+    double mult = 1;
+    int exp = 0;
+    switch (toupper((unsigned char)*e)) {
+    case 'K': exp = 1; break;
+    case 'M': exp = 2; break;
+    case 'G': exp = 3; break;
+    case 'T': exp = 4; break;
+    }
+    if (exp) {
+        e++;
+        int binary = *e == 'i';
+        if (binary)
+            e++;
+        for (int i = 0; i < exp; i++)
+            mult *= binary ? 1024 : 1000;
+    }
+    if (*e == 'B')
+        e++;
+    if (!strcmp(e, "/s"))
+        e += 2;
+    if (*e) {
+        *msg = "unknown rate suffix (use K, M, G: bytes per second, powers of 1000)";
+        return -1;
+    }
+    v *= mult;
+    if (v >= 18446744073709551615.0) {
+        *msg = "rate too large";
+        return -1;
+    }
+    *out = (uint64_t)(v + 0.5);
+    return 0;
+}
+
+/* Time: NUMBER followed by ns, us, ms or s; returned in microseconds. */
+static int parse_time_usec(const char *s, uint32_t *out, const char **msg)
+{
+    double v;
+    const char *e;
+    if (parse_decimal(s, &v, &e)) {
+        *msg = "expected a time such as 100us or 2ms";
+        return -1;
+    }
+    double usec;
+    if (!strcmp(e, "ns"))
+        usec = v / 1000;
+    else if (!strcmp(e, "us"))
+        usec = v;
+    else if (!strcmp(e, "ms"))
+        usec = v * 1000;
+    else if (!strcmp(e, "s"))
+        usec = v * 1000000;
+    else if (!*e && v == 0)
+        usec = 0;
+    else {
+        *msg = *e ? "unknown time unit (use ns, us, ms or s)" : "a time needs a unit (ns, us, ms or s)";
+        return -1;
+    }
+    if (usec > 4294967295.0) {
+        *msg = "time too large (at most 4294 s)";
+        return -1;
+    }
+    *out = (uint32_t)(usec + 0.5);
+    if (!*out && v > 0)
+        *out = 1; /* a requested delay never rounds to none */
+    return 0;
+}
+
+/* OFF+LEN, both sizes, LEN > 0, and starting inside the member. */
+static int parse_range(const char *s, uint64_t member_size, uint64_t *start, uint64_t *len, const char **msg)
+{
+    const char *plus = strchr(s, '+');
+    char off[64];
+    if (!plus || (size_t)(plus - s) >= sizeof off) {
+        *msg = "expected OFFSET+LENGTH such as 1M+64K";
+        return -1;
+    }
+    memcpy(off, s, (size_t)(plus - s));
+    off[plus - s] = 0;
+    if (parse_size(off, start, msg) || parse_size(plus + 1, len, msg))
+        return -1;
+    if (!*len) {
+        *msg = "the range is empty (LENGTH is 0)";
+        return -1;
+    }
+    if (member_size && *start >= member_size) {
+        *msg = "the range starts at or past the member's end";
+        return -1;
+    }
+    return 0;
+}
+
+static void trim(char **s)
+{
+    while (isspace((unsigned char)**s))
+        (*s)++;
+    char *e = *s + strlen(*s);
+    while (e > *s && isspace((unsigned char)e[-1]))
+        *--e = 0;
+}
+
+/* One ';'-separated spec (modifiable copy). With apply, wraps *m; without,
+ * only checks. Errors name the item at fault. */
+static int do_spec(struct member **m, char *spec, int apply, char *why, size_t whylen)
+{
+    struct layer L = {0};
+    char *save = NULL;
+    char orig[ITEM_MAX * 4];
+    snprintf(orig, sizeof orig, "%s", spec);
+    /* First pass: is it a throttle spec? That decides what latency means. */
+    {
+        char copy[ITEM_MAX * 4];
+        snprintf(copy, sizeof copy, "%s", spec);
+        for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+            trim(&it);
+            if (!strncmp(it, "throttle=", 9) || !strcmp(it, "throttle"))
+                L.throttle = 1;
+        }
+    }
+    struct member *top = *m;
+    uint64_t size = top->size;
+    int vanish = 0;
+    save = NULL;
+    for (char *it = strtok_r(spec, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        trim(&it);
+        if (!*it)
+            return fail(why, whylen, orig, "empty item");
+        char *eq = strchr(it, '=');
+        const char *val = eq ? eq + 1 : NULL;
+        size_t klen = eq ? (size_t)(eq - it) : strlen(it);
+        const char *msg = NULL;
+#define KEY(k) (klen == strlen(k) && !strncmp(it, k, klen))
+        if (KEY("vanish")) {
+            if (val)
+                return fail(why, whylen, it, "vanish takes no value");
+            if (L.throttle)
+                return fail(why, whylen, it, "vanish cannot share a spec with throttle; separate them with ';'");
+            vanish = 1;
+            continue;
+        }
+        if (!val || !*val)
+            return fail(why, whylen, it, "expected KEY=VALUE (throttle, latency, read-eio, write-eio, drop-writes, vanish)");
+        if (KEY("throttle")) {
+            if (L.has_rate)
+                return fail(why, whylen, it, "throttle given twice in one spec");
+            if (parse_rate(val, &L.rate, &msg))
+                return fail(why, whylen, it, "%s", msg);
+            L.has_rate = 1;
+        } else if (KEY("latency")) {
+            if (L.has_latency)
+                return fail(why, whylen, it, "latency given twice in one spec");
+            if (parse_time_usec(val, &L.latency_usec, &msg))
+                return fail(why, whylen, it, "%s", msg);
+            L.has_latency = 1;
+        } else if (KEY("read-eio") || KEY("write-eio") || KEY("drop-writes")) {
+            struct fault_rule r = {0};
+            if (L.throttle)
+                return fail(why, whylen, it, "fault rules cannot share a spec with throttle; separate them with ';'");
+            if (parse_range(val, size, &r.start, &r.len, &msg)) {
+                if (msg && strstr(msg, "past the member's end"))
+                    return fail(why, whylen, it, "%s (%llu bytes)", msg, (unsigned long long)size);
+                return fail(why, whylen, it, "%s", msg);
+            }
+            r.what = KEY("read-eio") ? FAULT_READ : KEY("write-eio") ? FAULT_WRITE : FAULT_DROP_WRITE;
+            r.err = -EIO;
+            if (apply) {
+                int rc = 0;
+                if (strcmp(top->ops->kind, "fault"))
+                    rc = member_fault_wrap(top, &top);
+                if (!rc)
+                    *m = top;
+                if (!rc)
+                    rc = member_fault_add(top, &r);
+                if (rc)
+                    return rc;
+            }
+        } else {
+            return fail(why, whylen, it, "unknown key (use throttle, latency, read-eio, write-eio, drop-writes, vanish)");
+        }
+#undef KEY
+    }
+    if (!apply)
+        return 0;
+    int rc = 0;
+    if (L.throttle) {
+        rc = member_throttle_wrap(top, L.rate, L.latency_usec, &top);
+        if (!rc)
+            *m = top;
+        return rc;
+    }
+    if ((L.has_latency || vanish) && strcmp(top->ops->kind, "fault")) {
+        rc = member_fault_wrap(top, &top);
+        if (rc)
+            return rc;
+        *m = top;
+    }
+    if (L.has_latency)
+        rc = member_fault_latency(top, L.latency_usec);
+    if (!rc && vanish)
+        rc = member_fault_vanish(top);
+    return rc;
+}
+
+static int run_all(struct member **m, const char *spec, int apply, char *why, size_t whylen)
+{
+    char *copy = strdup(spec);
+    if (!copy)
+        return -ENOMEM;
+    int rc = 0, any = 0;
+    char *save = NULL;
+    for (char *s = strtok_r(copy, ";", &save); s && !rc; s = strtok_r(NULL, ";", &save)) {
+        trim(&s);
+        if (!*s)
+            continue; /* "a;;b" and a trailing ';' are harmless */
+        if (strlen(s) >= ITEM_MAX * 4)
+            rc = fail(why, whylen, "...", "spec too long");
+        else
+            rc = do_spec(m, s, apply, why, whylen);
+        any = 1;
+    }
+    if (!rc && !any)
+        rc = fail(why, whylen, spec, "no layer given");
+    free(copy);
+    return rc;
+}
+
+int member_apply_spec(struct member **m, const char *spec, char *why, size_t whylen)
+{
+    if (why && whylen)
+        why[0] = 0;
+    if (!m || !*m || !spec)
+        return fail(why, whylen, spec ? spec : "(null)", "no member or no spec");
+    /* Check everything first: a bad spec leaves *m exactly as it was. */
+    int rc = run_all(m, spec, 0, why, whylen);
+    if (rc)
+        return rc;
+    rc = run_all(m, spec, 1, why, whylen);
+    if (rc && why && whylen && !why[0])
+        snprintf(why, whylen, "applying layer spec '%s': %s", spec, strerror(-rc));
+    return rc;
+}
