@@ -135,13 +135,23 @@ int array_write_superblocks(struct uraid_array *a)
         if (write_superblock(sl->dev, &sl->sb) == 0)
             member_flush(sl->dev);
     }
+    if (written)
+        a->sb_written = 1;
     pthread_mutex_unlock(&a->meta_lock);
     return written ? 0 : (rc ? rc : -EIO);
 }
 
 int array_mark_dirty(struct uraid_array *a)
 {
-    if (a->dirty)
+    /* An array opened dirty is already marked on disk, but if it is also
+     * degraded (forced open) its superblocks still give the absent members
+     * their slots: write them once before the first write so those roles
+     * are dropped (drop_absent_roles), or a member that misses these writes
+     * would later be taken back in sync at the same events. */
+    int absent = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        absent |= !a->slot[s].dev;
+    if (a->dirty && (a->sb_written || !absent))
         return 0;
     a->sb.resync_offset = 0;
     int rc = array_write_superblocks(a);

@@ -34,6 +34,7 @@ struct uraid_array {
     int readonly;
     int dirty;                 /* resync_offset = 0 is on disk */
     int opened_dirty;          /* found dirty at open: stays dirty until resynced */
+    int sb_written;            /* superblocks written since open (roles are current) */
     struct md_sb sb;           /* the array-wide template (highest events) */
 
     struct array_slot slot[URAID_MAX_MEMBERS];     /* by raid slot, raid_disks entries */

@@ -466,6 +466,28 @@ static void test_dirty_degraded(void)
         struct md_sb sb;
         CHECK(sb_get(A.p[i], &sb) == 0 && sb.resync_offset != MD_RESYNC_CLEAN, "%s still dirty", A.p[i]);
     }
+
+    /* writes through a forced dirty + degraded open: the member left out
+     * missed them, so it must not come back in sync afterwards even though
+     * the array was already dirty (no clean/dirty transition to bump events) */
+    rc = uraid_open(three, 3, &force, &a, why, sizeof why);
+    CHECK(rc == 0, "forced open: %d (%s)", rc, why);
+    if (rc == 0) {
+        arr_scribble(&A, a);
+        CHECK(uraid_close(a) == 0);
+    }
+    const char *want2[] = {"cleanly", "force", A.p[1], NULL};
+    expect_refusal(A.p, A.n, NULL, -EUCLEAN, A.p, A.n, want2);
+    rc = uraid_open(A.p, A.n, &force, &a, why, sizeof why);
+    CHECK(rc == 0, "forced open with every member: %d (%s)", rc, why);
+    if (rc == 0) {
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.degraded == 1 && info.member[1].state == URAID_MEMBER_MISSING, "degraded %d, slot 1 state %d",
+              info.degraded, info.member[1].state);
+        arr_verify(&A, a);
+        CHECK(uraid_close(a) == 0);
+    }
     arr_free(&A);
 }
 
