@@ -73,6 +73,14 @@ int uraid_create(const char *const *members, int nmembers, const struct uraid_cr
 struct uraid_open_params {
     int force;     /* open a dirty + degraded array (parity may be stale) */
     int readonly;  /* never write to the members */
+    /* Simulation layers for tests, benchmarks and demos (may be NULL): one
+     * spec per path given to uraid_open, in the same order, NULL or "" for
+     * none. Syntax: "throttle=60M[,latency=100us]", "latency=2ms",
+     * "read-eio=OFF+LEN", "write-eio=OFF+LEN", "drop-writes=OFF+LEN",
+     * "vanish", joined with ';' (offsets in member bytes). */
+    const char *const *member_sim;
+    int io_threads;    /* I/O engine worker threads; 0 = default */
+    int no_uring;      /* 1 = thread pool only (io_uring is used when available) */
 };
 
 /* Assembles an array from its members, given in any order: the superblocks
@@ -134,6 +142,32 @@ struct uraid_array_info {
 };
 
 int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);
+
+/* What the data path did since open (or the last reset). Member I/O counts
+ * cover data and parity only, not superblock updates. */
+struct uraid_counters {
+    uint64_t member_reads, member_writes;
+    uint64_t member_read_bytes, member_write_bytes;
+    uint64_t reconstructions;     /* pieces served by rebuilding from the stripe */
+    uint64_t corrected_reads;     /* read errors fixed by rewriting the member */
+    uint64_t writes_full_stripe;  /* stripes written without reads */
+    uint64_t writes_rmw;          /* read-modify-write */
+    uint64_t writes_rcw;          /* reconstruct-write */
+    uint64_t writes_degraded;     /* stripes that had to be rebuilt to be written */
+    uint64_t member_failures;     /* members marked faulty */
+};
+
+int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c);
+void uraid_reset_counters(struct uraid_array *a);
+
+/* Test and simulation hook: applies a member_sim spec (see
+ * uraid_open_params) at run time to the member in raid slot `slot`; the
+ * member must have been opened with a fault layer (any member_sim spec, e.g.
+ * "latency=0us"). Returns 0, -EINVAL, or -ENODEV for an empty slot. */
+int uraid_inject(struct uraid_array *a, int slot, const char *spec);
+
+/* The I/O engine in use: "io_uring" or "threads". */
+const char *uraid_io_engine(struct uraid_array *a);
 
 #ifdef __cplusplus
 }

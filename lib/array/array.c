@@ -230,6 +230,28 @@ static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
     return rc;
 }
 
+/* Wraps a member in the simulation layers of its member_sim spec: always a
+ * fault layer first (so faults can be injected at run time), then whatever
+ * the spec adds on top (throttling, latency, fault rules). */
+static int open_sim_layers(struct member **dev, struct member **fault, const char *spec, char *why, size_t whylen)
+{
+    if (!spec)
+        return 0;
+    int rc = member_fault_wrap(*dev, dev);
+    if (rc) {
+        say(why, whylen, "member %s: cannot add a fault layer: %s", (*dev)->path, uraid_strerror(rc));
+        return rc;
+    }
+    *fault = *dev;
+    if (!*spec)
+        return 0;
+    char reason[256];
+    rc = member_apply_spec(dev, spec, reason, sizeof reason);
+    if (rc)
+        say(why, whylen, "member %s: %s", (*dev)->path, reason);
+    return rc;
+}
+
 static void free_array(struct uraid_array *a)
 {
     if (!a)
@@ -242,8 +264,7 @@ static void free_array(struct uraid_array *a)
         member_close(a->extra[e].dev);
         free(a->extra[e].badblocks);
     }
-    pthread_mutex_destroy(&a->io_lock);
-    pthread_mutex_destroy(&a->meta_lock);
+    array_runtime_fini(a);
     free(a);
 }
 
@@ -287,7 +308,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         say(why, whylen, "no members given");
         return -EINVAL;
     }
-    struct member **dev = calloc((size_t)n, sizeof *dev);
+    struct member **dev = calloc((size_t)n, sizeof *dev), **fault = NULL;
     struct md_sb *sb = calloc((size_t)n, sizeof *sb);
     struct uraid_array *a = calloc(1, sizeof *a);
     int rc = 0;
@@ -296,8 +317,12 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         say(why, whylen, "out of memory");
         goto fail;
     }
-    pthread_mutex_init(&a->io_lock, NULL);
-    pthread_mutex_init(&a->meta_lock, NULL);
+    fault = calloc((size_t)n, sizeof *fault);
+    if (!fault || (rc = array_runtime_init(a, p)) != 0) {
+        rc = rc ? rc : -ENOMEM;
+        say(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
+        goto fail;
+    }
 
     for (int i = 0; i < n; i++) {
         rc = member_open_file(paths[i], p->readonly, &dev[i]);
@@ -305,6 +330,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
             say(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
             goto fail;
         }
+        if (p->member_sim && (rc = open_sim_layers(&dev[i], &fault[i], p->member_sim[i], why, whylen)) != 0)
+            goto fail;
         rc = array_read_superblock(dev[i], &sb[i], why, whylen);
         if (rc)
             goto fail;
@@ -400,6 +427,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         sl->sb = sb[i];
         sl->data_offset = sb[i].data_offset;
         sl->dev = dev[i];
+        sl->fault = fault[i];
         dev[i] = NULL;
         uint64_t need = sl->data_offset + a->member_sectors;
         if (sl->state == URAID_MEMBER_IN_SYNC && sl->dev->size / 512 < need) {
@@ -434,6 +462,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         goto fail;
     }
     free(dev);
+    free(fault);
     free(sb);
     *out = a;
     return 0;
@@ -443,6 +472,7 @@ fail:
         for (int i = 0; i < n; i++)
             member_close(dev[i]);
     free(dev);
+    free(fault);
     free(sb);
     free_array(a);
     return rc;

@@ -11,6 +11,8 @@
 
 #include <pthread.h>
 
+#include "array/stripe.h"
+#include "io/engine.h"
 #include "layout.h"
 #include "member/member.h"
 #include "meta/badblocks.h"
@@ -23,6 +25,7 @@ struct array_slot {
     enum uraid_member_state state;
     uint64_t data_offset;      /* sectors */
     struct md_bblist *badblocks; /* md's bad-block log, NULL when empty */
+    struct member *fault;      /* the fault layer under dev (member_sim), or NULL */
 };
 
 struct uraid_array {
@@ -41,11 +44,28 @@ struct uraid_array {
     int nextra;                                    /* spares and stale members, for info */
     struct array_slot extra[URAID_MAX_MEMBERS];
 
-    /* Issue 3's data path is serial: one lock around every request. The I/O
-     * engine (issue 4) replaces it with per-stripe locks. */
-    pthread_mutex_t io_lock;
-    pthread_mutex_t meta_lock;
+    struct io_engine *io;      /* parallel member I/O */
+    struct stripe_locks locks; /* writers of one stripe are serialised */
+    struct uraid_counters counters; /* updated with atomics */
+    int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */
+    pthread_mutex_t meta_lock; /* superblock template and member state changes */
 };
+
+/* Sets up and tears down what the data path needs (I/O engine, stripe
+ * locks, the meta lock). (state.c) */
+int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p);
+void array_runtime_fini(struct uraid_array *a);
+
+/* 0, or -EINVAL/-ENOSPC for a byte range that is unaligned or outside. (state.c) */
+int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset);
+
+/* Member m failed an I/O: mark it faulty (superblocks of the others) and
+ * return 0 if the level has redundancy left for it, else log and return
+ * -EIO without marking anything. (state.c) */
+int array_member_failed(struct uraid_array *a, int m, int err, const char *what);
+
+/* A read error on member m was corrected by rewriting it. (state.c) */
+void array_note_corrected_read(struct uraid_array *a, int m);
 
 /* Writes every present member's superblock after `update` changed the
  * template; bumps events. (array.c) */
@@ -75,7 +95,8 @@ static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint
 /* Slot usable for reads and writes. */
 static inline int slot_ok(const struct uraid_array *a, int s)
 {
-    return a->slot[s].dev && a->slot[s].state == URAID_MEMBER_IN_SYNC;
+    /* state changes under meta_lock while other threads do I/O */
+    return a->slot[s].dev && __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_IN_SYNC;
 }
 
 #endif

@@ -160,12 +160,15 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     struct uraid_array *a = calloc(1, sizeof *a);
     if (!a)
         return -ENOMEM;
-    pthread_mutex_init(&a->io_lock, NULL);
-    pthread_mutex_init(&a->meta_lock, NULL);
+    int rc = array_runtime_init(a, NULL);
+    if (rc) {
+        say(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
+        free(a);
+        return rc;
+    }
     a->geom = g;
     a->k = layout_data_disks(&g);
     a->nparity = nparity;
-    int rc = 0;
     uint64_t smallest = UINT64_MAX;
     for (int i = 0; i < n; i++) {
         a->slot[i].state = URAID_MEMBER_MISSING;
@@ -272,8 +275,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
 out:
     for (int i = 0; i < n; i++)
         member_close(a->slot[i].dev);
-    pthread_mutex_destroy(&a->io_lock);
-    pthread_mutex_destroy(&a->meta_lock);
+    array_runtime_fini(a);
     free(a);
     return rc;
 }

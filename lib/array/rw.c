@@ -1,17 +1,20 @@
-/* The data path, first version: correct and serial. A request is split into
- * stripes; for each stripe every member read is decided, issued, parity is
- * computed on buffers and the writes are issued. The I/O engine (issue 4)
- * keeps this structure and makes the per-stripe I/O parallel.
+/* The data path. A request is mapped to stripes; for each stripe every
+ * member read and write is decided before any is issued (stripe.c chooses
+ * full-stripe, read-modify-write or reconstruct-write by fewest reads, as md
+ * does); all reads of a group of stripes go to the I/O engine together,
+ * parity is computed on the buffers, and all writes go out together.
  *
- * Reads: a data chunk on an in-sync member is read directly; if its member
- * is missing or the read fails, the rows are rebuilt from the rest of the
- * stripe (any `nparity` blocks may be unavailable).
- * Writes (RAID-4/5/6): reconstruct-write. The old contents of data blocks
- * the write does not fully cover are read (rebuilt if unavailable), the new
- * data is laid over them, P and Q are regenerated from all data blocks, and
- * the changed data blocks plus P and Q are written to the members that are
- * present. A degraded stripe therefore always keeps parity that rebuilds
- * the missing chunk. */
+ * Reads of healthy members take no lock (concurrent overlapping reads and
+ * writes of a block device have no defined order). Anything that rebuilds
+ * from the rest of a stripe, and every write, holds that stripe's lock, so
+ * parity is never computed from a half-updated stripe.
+ *
+ * Faults: a member read that fails is rebuilt from the rest of the stripe
+ * and the rebuilt data written back to that member (md's read-error
+ * correction, counted in its cnt_corrected_read); a member that fails a
+ * write, or has vanished, is marked faulty in the other members'
+ * superblocks and the array goes on degraded, as long as the level has
+ * redundancy left for it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,321 +23,599 @@
 #include "log.h"
 
 #define SECTOR 512u
+/* Upper bound on the bytes of member buffers one write group uses; a
+ * group is also at most MAX_GROUP stripes. */
+#define GROUP_BYTES (32u << 20)
+#define MAX_GROUP 64
 
-/* Rows [row, row + nrows) of one stripe, one buffer per member. */
-struct stripe_op {
+/* ---- per-thread scratch memory: no allocation on the I/O path once warm --- */
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+struct scratch {
+    size_t size;
+    uint8_t *mem;
+};
+
+static void scratch_free(void *p)
+{
+    struct scratch *s = p;
+    free(s->mem);
+    free(s);
+}
+
+static void scratch_key_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+static uint8_t *scratch_get(size_t size)
+{
+    pthread_once(&scratch_once, scratch_key_init);
+    struct scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s)
+            return NULL;
+        pthread_setspecific(scratch_key, s);
+    }
+    if (s->size < size) {
+        free(s->mem);
+        s->mem = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+        s->size = s->mem ? size : 0;
+    }
+    return s->mem;
+}
+
+/* ---- counters and member I/O -------------------------------------------------- */
+
+static void count_ops(struct uraid_array *a, const struct io_op *ops, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ops[i].kind == IO_READ) {
+            __atomic_add_fetch(&a->counters.member_reads, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&a->counters.member_read_bytes, ops[i].len, __ATOMIC_RELAXED);
+        } else {
+            __atomic_add_fetch(&a->counters.member_writes, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&a->counters.member_write_bytes, ops[i].len, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+static void run_ops(struct uraid_array *a, struct io_op *ops, int n)
+{
+    if (n == 0)
+        return;
+    count_ops(a, ops, n);
+    io_engine_run(a->io, ops, n);
+}
+
+static struct io_op make_op(struct uraid_array *a, int m, enum io_kind kind, void *buf, uint32_t nsec,
+                            uint64_t member_sector)
+{
+    struct io_op op = {
+        .m = a->slot[m].dev,
+        .kind = kind,
+        .buf = buf,
+        .len = (size_t)nsec * SECTOR,
+        .offset = (a->slot[m].data_offset + member_sector) * SECTOR,
+    };
+    return op;
+}
+
+/* ---- one stripe's rows, one buffer per member --------------------------------- */
+
+struct stripe_rows {
     uint64_t stripe;
     uint32_t row, nrows;
     struct stripe_map map;
-    uint8_t *mem;
     uint8_t *block[URAID_MAX_MEMBERS];
-    uint8_t *zero;                        /* an all-zero block (DDF Q slots) */
     unsigned char unavailable[URAID_MAX_MEMBERS];
 };
 
-static uint64_t member_byte(const struct uraid_array *a, int disk, uint64_t stripe, uint32_t row)
+static void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r)
 {
-    return (a->slot[disk].data_offset + stripe * a->geom.chunk_sectors + row) * SECTOR;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        r->unavailable[m] =
+            !slot_ok(a, m) || slot_has_bad(&a->slot[m], r->stripe * a->geom.chunk_sectors + r->row, r->nrows);
 }
 
-static int op_init(struct uraid_array *a, struct stripe_op *op, uint64_t stripe, uint32_t row, uint32_t nrows)
-{
-    int n = a->geom.raid_disks;
-    size_t len = (size_t)nrows * SECTOR;
-    op->stripe = stripe;
-    op->row = row;
-    op->nrows = nrows;
-    int rc = layout_stripe(&a->geom, stripe, &op->map);
-    if (rc)
-        return rc;
-    op->mem = aligned_alloc(64, (size_t)(n + 1) * len);
-    if (!op->mem)
-        return -ENOMEM;
-    for (int m = 0; m < n; m++) {
-        op->block[m] = op->mem + (size_t)m * len;
-        op->unavailable[m] = !slot_ok(a, m);
-    }
-    op->zero = op->mem + (size_t)n * len;
-    memset(op->zero, 0, len);
-    return 0;
-}
-
-static void op_free(struct stripe_op *op) { free(op->mem); }
-
-static int op_read_member(struct uraid_array *a, struct stripe_op *op, int m)
-{
-    if (slot_has_bad(&a->slot[m], op->stripe * a->geom.chunk_sectors + op->row, op->nrows)) {
-        op->unavailable[m] = 1;
-        return -EIO;
-    }
-    int rc = member_read(a->slot[m].dev, op->block[m], (size_t)op->nrows * SECTOR,
-                         member_byte(a, m, op->stripe, op->row));
-    if (rc) {
-        uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
-                  a->slot[m].dev->path,
-                  (unsigned long long)(member_byte(a, m, op->stripe, op->row) / SECTOR), uraid_strerror(rc));
-        op->unavailable[m] = 1;
-    }
-    return rc;
-}
-
-static int op_count_unavailable(const struct uraid_array *a, const struct stripe_op *op)
+static int rows_count_unavailable(const struct uraid_array *a, const struct stripe_rows *r)
 {
     int lost = 0;
     for (int m = 0; m < a->geom.raid_disks; m++)
-        lost += op->unavailable[m];
+        lost += r->unavailable[m];
     return lost;
 }
 
-/* Rebuilds every unavailable member's rows from the others (which must
- * already be in op->block). */
-static int op_rebuild(struct uraid_array *a, struct stripe_op *op)
+/* Rebuilds every unavailable member's rows from the others (already read
+ * into r->block). zero is an all-zero block for DDF's P/Q slots. */
+static int rows_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero)
 {
-    const struct stripe_map *map = &op->map;
-    int n = a->geom.raid_disks, nslots = map->nslots, raid6 = a->nparity == 2;
+    const struct stripe_map *map = &r->map;
+    int nslots = map->nslots, raid6 = a->nparity == 2;
     void *blocks[URAID_PARITY_MAX_K + 2];
     int lost[2], nlost = 0;
+    if (rows_count_unavailable(a, r) > a->nparity)
+        return -EIO;
     for (int j = 0; j < nslots; j++) {
         int m = map->slot_disk[j];
-        blocks[j] = m < 0 ? op->zero : op->block[m];
-        if (m >= 0 && op->unavailable[m] && nlost < 2)
+        blocks[j] = m < 0 ? zero : r->block[m];
+        if (m >= 0 && r->unavailable[m])
             lost[nlost++] = j;
     }
-    blocks[nslots] = op->block[map->p_disk];
-    if (op->unavailable[map->p_disk] && nlost < 2)
+    blocks[nslots] = r->block[map->p_disk];
+    if (r->unavailable[map->p_disk])
         lost[nlost++] = nslots;
     if (raid6) {
-        blocks[nslots + 1] = op->block[map->q_disk];
-        if (op->unavailable[map->q_disk] && nlost < 2)
+        blocks[nslots + 1] = r->block[map->q_disk];
+        if (r->unavailable[map->q_disk])
             lost[nlost++] = nslots + 1;
     }
     if (nlost == 0)
         return 0;
-    if (op_count_unavailable(a, op) > a->nparity || nlost > a->nparity)
-        return -EIO;
-    (void)n;
-    return uraid_recover(nslots, (size_t)op->nrows * SECTOR, blocks, raid6, nlost, lost);
+    return uraid_recover(nslots, (size_t)r->nrows * SECTOR, blocks, raid6, nlost, lost);
 }
 
-/* Reads every available member's rows and rebuilds the rest. */
-static int op_read_all(struct uraid_array *a, struct stripe_op *op)
+/* Reads every available member's rows (one batch), marks the ones that fail
+ * unavailable, and rebuilds the unavailable ones. failed[] (may be NULL)
+ * gets the members whose read failed. */
+static int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero,
+                                 unsigned char *failed)
 {
-    for (int m = 0; m < a->geom.raid_disks; m++)
-        if (!op->unavailable[m])
-            op_read_member(a, op, m);
-    if (op_count_unavailable(a, op) > a->nparity)
-        return -EIO;
-    return op_rebuild(a, op);
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int nops = 0, who[URAID_MAX_MEMBERS];
+    for (int m = 0; m < a->geom.raid_disks; m++) {
+        if (r->unavailable[m])
+            continue;
+        who[nops] = m;
+        ops[nops++] = make_op(a, m, IO_READ, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
+    }
+    run_ops(a, ops, nops);
+    for (int i = 0; i < nops; i++)
+        if (ops[i].result) {
+            r->unavailable[who[i]] = 1;
+            if (failed)
+                failed[who[i]] = 1;
+            uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
+                      a->slot[who[i]].dev->path, (unsigned long long)(ops[i].offset / SECTOR),
+                      uraid_strerror(ops[i].result));
+        }
+    return rows_rebuild(a, r, zero);
 }
 
-static void log_unreadable(struct uraid_array *a, uint64_t stripe, uint32_t row, uint32_t nrows)
+static void log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t row, uint32_t nrows)
 {
+    uint64_t first = stripe * a->geom.chunk_sectors + row;
     uraid_log(URAID_LOG_ERROR,
-              "stripe %llu (member sectors %llu-%llu past data_offset): more members unavailable than %s survives",
-              (unsigned long long)stripe, (unsigned long long)(stripe * a->geom.chunk_sectors + row),
-              (unsigned long long)(stripe * a->geom.chunk_sectors + row + nrows - 1),
-              a->geom.level == 6 ? "RAID-6" : a->geom.level == 0 ? "RAID-0" : "this level");
+              "stripe %llu, member sectors %llu-%llu past data_offset: more blocks unreadable than RAID-%d survives; "
+              "those array sectors cannot be read",
+              (unsigned long long)stripe, (unsigned long long)first, (unsigned long long)(first + nrows - 1),
+              a->geom.level);
 }
 
-/* ---- reads ------------------------------------------------------------------- */
+/* After a read error on member m was served by rebuilding, write the rebuilt
+ * rows back to m (md's correction); count it on success, fail the member if
+ * the rewrite fails too. */
+static void correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector)
+{
+    if (a->readonly || !slot_ok(a, m))
+        return;
+    struct io_op op = make_op(a, m, IO_WRITE, (void *)data, nsec, member_sector);
+    run_ops(a, &op, 1);
+    if (op.result == 0) {
+        array_note_corrected_read(a, m);
+        uraid_log(URAID_LOG_INFO, "member %s: sectors %llu-%llu rewritten from parity after a read error",
+                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR),
+                  (unsigned long long)(op.offset / SECTOR + nsec - 1));
+    } else {
+        array_member_failed(a, m, op.result, "rewriting after a read error");
+    }
+}
+
+/* ---- reads ----------------------------------------------------------------------- */
 
 static int read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec)
 {
+    int failed[URAID_MAX_MEMBERS], nfailed = 0;
     for (int m = 0; m < a->geom.raid_disks; m++) {
         if (!slot_ok(a, m) || slot_has_bad(&a->slot[m], sector, nsec))
             continue;
-        int rc = member_read(a->slot[m].dev, buf, (size_t)nsec * SECTOR, (a->slot[m].data_offset + sector) * SECTOR);
-        if (rc == 0)
+        struct io_op op = make_op(a, m, IO_READ, buf, nsec, sector);
+        run_ops(a, &op, 1);
+        if (op.result == 0) {
+            for (int i = 0; i < nfailed; i++)
+                correct_read_error(a, failed[i], buf, nsec, sector);
             return 0;
+        }
         uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); trying another mirror",
-                  a->slot[m].dev->path, (unsigned long long)(a->slot[m].data_offset + sector), uraid_strerror(rc));
+                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR), uraid_strerror(op.result));
+        failed[nfailed++] = m;
     }
     uraid_log(URAID_LOG_ERROR, "array sectors %llu-%llu: no mirror could be read", (unsigned long long)sector,
               (unsigned long long)(sector + nsec - 1));
     return -EIO;
 }
 
-/* One piece inside one chunk: direct read, else rebuild from the stripe. */
-static int read_piece(struct uraid_array *a, uint8_t *buf, const struct layout_addr *ad, uint32_t nsec)
+/* Serves one chunk piece by rebuilding it from its stripe (stripe locked). */
+static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct layout_addr *ad, uint32_t nsec,
+                              int direct_failed)
 {
-    int disk = ad->disk;
-    if (slot_ok(a, disk) && !slot_has_bad(&a->slot[disk], ad->member_sector, nsec)) {
-        int rc = member_read(a->slot[disk].dev, buf, (size_t)nsec * SECTOR,
-                             (a->slot[disk].data_offset + ad->member_sector) * SECTOR);
-        if (rc == 0)
-            return 0;
-        uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
-                  a->slot[disk].dev->path, (unsigned long long)(a->slot[disk].data_offset + ad->member_sector),
-                  uraid_strerror(rc));
-    }
     if (a->nparity == 0) {
-        log_unreadable(a, ad->stripe, ad->chunk_off, nsec);
+        log_unrecoverable(a, ad->stripe, ad->chunk_off, nsec);
         return -EIO;
     }
-    struct stripe_op op;
-    int rc = op_init(a, &op, ad->stripe, ad->chunk_off, nsec);
-    if (rc)
-        return rc;
-    op.unavailable[disk] = 1;
-    rc = op_read_all(a, &op);
+    uint16_t held[1];
+    int nheld = stripe_lock_set(&a->locks, &ad->stripe, 1, held);
+    int n = a->geom.raid_disks;
+    size_t len = (size_t)nsec * SECTOR;
+    uint8_t *mem = scratch_get((size_t)(n + 1) * len);
+    int rc = mem ? 0 : -ENOMEM;
+    struct stripe_rows r = {.stripe = ad->stripe, .row = ad->chunk_off, .nrows = nsec};
     if (rc == 0)
-        memcpy(buf, op.block[disk], (size_t)nsec * SECTOR);
-    else
-        log_unreadable(a, ad->stripe, ad->chunk_off, nsec);
-    op_free(&op);
+        rc = layout_stripe(&a->geom, ad->stripe, &r.map);
+    if (rc == 0) {
+        for (int m = 0; m < n; m++)
+            r.block[m] = mem + (size_t)m * len;
+        uint8_t *zero = mem + (size_t)n * len;
+        memset(zero, 0, len);
+        rows_mark_unavailable(a, &r);
+        r.unavailable[ad->disk] = 1;
+        unsigned char failed[URAID_MAX_MEMBERS] = {0};
+        rc = rows_read_and_rebuild(a, &r, zero, failed);
+        if (rc == 0) {
+            memcpy(buf, r.block[ad->disk], len);
+            __atomic_add_fetch(&a->counters.reconstructions, 1, __ATOMIC_RELAXED);
+            if (direct_failed)
+                correct_read_error(a, ad->disk, r.block[ad->disk], nsec, ad->member_sector);
+            for (int m = 0; m < n; m++)
+                if (failed[m])
+                    correct_read_error(a, m, r.block[m], nsec, r.stripe * a->geom.chunk_sectors + r.row);
+        } else {
+            log_unrecoverable(a, ad->stripe, ad->chunk_off, nsec);
+        }
+    }
+    stripe_unlock_set(&a->locks, held, nheld);
     return rc;
 }
 
-static int range_ok(const struct uraid_array *a, size_t len, uint64_t offset)
-{
-    if (len % SECTOR || offset % SECTOR)
-        return -EINVAL;
-    if (offset > a->size_sectors * SECTOR || len > a->size_sectors * SECTOR - offset)
-        return -ENOSPC;
-    return 0;
-}
+struct piece {
+    struct layout_addr ad;
+    uint32_t nsec;
+    uint8_t *buf;
+};
+
+#define READ_BATCH 256
 
 int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
 {
-    int rc = range_ok(a, len, offset);
+    int rc = array_range_ok(a, len, offset);
     if (rc)
         return rc;
     uint8_t *p = buf;
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
-    pthread_mutex_lock(&a->io_lock);
     if (a->geom.level == 1) {
-        rc = read_mirror(a, p, sector, (uint32_t)(end - sector));
-        pthread_mutex_unlock(&a->io_lock);
-        return rc;
+        /* one mirror per request, round robin, so parallel readers share members */
+        return read_mirror(a, p, sector, (uint32_t)(end - sector));
     }
+    struct piece pieces[READ_BATCH];
+    struct io_op ops[READ_BATCH];
+    int idx[READ_BATCH];
     while (sector < end && rc == 0) {
-        struct layout_addr ad;
-        rc = layout_map(&a->geom, sector, &ad);
-        if (rc)
-            break;
-        uint64_t left = a->geom.chunk_sectors - ad.chunk_off;
-        uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
-        rc = read_piece(a, p, &ad, nsec);
-        p += (size_t)nsec * SECTOR;
-        sector += nsec;
+        /* map up to READ_BATCH chunk pieces, issue the direct reads together */
+        int np = 0, nops = 0;
+        while (sector < end && np < READ_BATCH) {
+            struct piece *pc = &pieces[np];
+            rc = layout_map(&a->geom, sector, &pc->ad);
+            if (rc)
+                return rc;
+            uint64_t left = a->geom.chunk_sectors - pc->ad.chunk_off;
+            pc->nsec = (uint32_t)(end - sector < left ? end - sector : left);
+            pc->buf = p;
+            int m = pc->ad.disk;
+            idx[np] = -1;
+            if (slot_ok(a, m) && !slot_has_bad(&a->slot[m], pc->ad.member_sector, pc->nsec)) {
+                idx[np] = nops;
+                ops[nops++] = make_op(a, m, IO_READ, p, pc->nsec, pc->ad.member_sector);
+            }
+            p += (size_t)pc->nsec * SECTOR;
+            sector += pc->nsec;
+            np++;
+        }
+        run_ops(a, ops, nops);
+        for (int i = 0; i < np && rc == 0; i++) {
+            int direct_failed = idx[i] >= 0 && ops[idx[i]].result != 0;
+            if (idx[i] >= 0 && !direct_failed)
+                continue;
+            if (direct_failed)
+                uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
+                          a->slot[pieces[i].ad.disk].dev->path, (unsigned long long)(ops[idx[i]].offset / SECTOR),
+                          uraid_strerror(ops[idx[i]].result));
+            rc = read_rebuild_piece(a, pieces[i].buf, &pieces[i].ad, pieces[i].nsec, direct_failed);
+        }
     }
-    pthread_mutex_unlock(&a->io_lock);
     return rc;
 }
 
-/* ---- writes ------------------------------------------------------------------ */
+/* ---- writes -------------------------------------------------------------------------- */
 
-static int write_member(struct uraid_array *a, int m, const void *buf, uint32_t nsec, uint64_t member_sector)
+struct wstripe {
+    struct stripe_rows r;
+    uint64_t r0, r1;                       /* written sectors, relative to the stripe's data start */
+    const uint8_t *src;                    /* user data for array sector (stripe start + r0) */
+    enum write_method method;
+    unsigned char written[URAID_MAX_MEMBERS], covered[URAID_MAX_MEMBERS]; /* by data index */
+    uint8_t *old[URAID_MAX_MEMBERS];       /* RMW: old contents of written blocks, by data index */
+    uint8_t *pscratch, *qscratch, *zero;   /* parity targets for missing P/Q; DDF zero slot */
+};
+
+/* Plans one stripe: rows, coverage, method. */
+static int plan_write(struct uraid_array *a, struct wstripe *w)
 {
-    int rc = member_write(a->slot[m].dev, buf, (size_t)nsec * SECTOR, (a->slot[m].data_offset + member_sector) * SECTOR);
+    uint32_t c = a->geom.chunk_sectors;
+    uint32_t d0 = (uint32_t)(w->r0 / c), d1 = (uint32_t)((w->r1 - 1) / c);
+    w->r.row = d0 == d1 ? (uint32_t)(w->r0 % c) : 0;
+    uint32_t row_end = d0 == d1 ? (uint32_t)((w->r1 - 1) % c + 1) : c;
+    w->r.nrows = row_end - w->r.row;
+    int rc = layout_stripe(&a->geom, w->r.stripe, &w->r.map);
     if (rc)
-        uraid_log(URAID_LOG_ERROR, "member %s: write error at sector %llu (%s)", a->slot[m].dev->path,
-                  (unsigned long long)(a->slot[m].data_offset + member_sector), uraid_strerror(rc));
+        return rc;
+    rows_mark_unavailable(a, &w->r);
+    for (int d = 0; d < a->k; d++) {
+        uint64_t lo = (uint64_t)d * c + w->r.row, hi = (uint64_t)d * c + row_end;
+        w->written[d] = w->r0 < hi && w->r1 > lo;
+        w->covered[d] = w->r0 <= lo && w->r1 >= hi;
+    }
+    struct write_choice_in in = {
+        .n = a->geom.raid_disks, .k = a->k, .nparity = a->nparity, .map = &w->r.map,
+        .written = w->written, .covered = w->covered, .unavailable = w->r.unavailable,
+    };
+    int reads;
+    w->method = write_choose(&in, &reads);
+    return 0;
+}
+
+/* Bytes of member buffers a planned stripe needs. */
+static size_t wstripe_bytes(const struct uraid_array *a, const struct wstripe *w)
+{
+    size_t len = (size_t)w->r.nrows * SECTOR;
+    return (size_t)(a->geom.raid_disks + a->k + 3) * len;
+}
+
+static void wstripe_buffers(struct uraid_array *a, struct wstripe *w, uint8_t *mem)
+{
+    size_t len = (size_t)w->r.nrows * SECTOR;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        w->r.block[m] = mem + (size_t)m * len;
+    mem += (size_t)a->geom.raid_disks * len;
+    for (int d = 0; d < a->k; d++)
+        w->old[d] = mem + (size_t)d * len;
+    mem += (size_t)a->k * len;
+    w->pscratch = mem;
+    w->qscratch = mem + len;
+    w->zero = mem + 2 * len;
+    memset(w->zero, 0, len);
+}
+
+/* The member reads a planned stripe needs, appended to ops. */
+static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_op *ops, int *nops, int *owner,
+                            int self)
+{
+    const struct stripe_map *map = &w->r.map;
+    uint64_t msec = w->r.stripe * a->geom.chunk_sectors + w->r.row;
+    int parity = (map->p_disk >= 0 && !w->r.unavailable[map->p_disk]) ||
+                 (map->q_disk >= 0 && !w->r.unavailable[map->q_disk]);
+    for (int d = 0; d < a->k; d++) {
+        int m = map->data_disk[d];
+        void *dst = NULL;
+        if (w->method == WRITE_RMW && w->written[d])
+            dst = w->old[d];
+        else if (w->method == WRITE_RCW && !w->covered[d] && !w->r.unavailable[m] && (w->written[d] || parity))
+            dst = w->r.block[m]; /* without parity to compute, only partly written blocks are read */
+        if (dst) {
+            owner[*nops] = self;
+            ops[(*nops)++] = make_op(a, m, IO_READ, dst, w->r.nrows, msec);
+        }
+    }
+    if (w->method == WRITE_RMW) {
+        int par[2] = {map->p_disk, map->q_disk};
+        for (int i = 0; i < a->nparity; i++)
+            if (par[i] >= 0 && !w->r.unavailable[par[i]]) {
+                owner[*nops] = self;
+                ops[(*nops)++] = make_op(a, par[i], IO_READ, w->r.block[par[i]], w->r.nrows, msec);
+            }
+    }
+}
+
+/* The new contents of data index d's rows: old (or zeros) overlaid with the
+ * user's data, in w->r.block. For RMW the old rows are in w->old[d]. */
+static void overlay(struct uraid_array *a, struct wstripe *w)
+{
+    uint32_t c = a->geom.chunk_sectors;
+    size_t len = (size_t)w->r.nrows * SECTOR;
+    for (int d = 0; d < a->k; d++) {
+        if (!w->written[d])
+            continue;
+        uint8_t *blk = w->r.block[w->r.map.data_disk[d]];
+        if (w->method == WRITE_RMW && !w->covered[d])
+            memcpy(blk, w->old[d], len);
+        uint64_t lo = (uint64_t)d * c + w->r.row, hi = lo + w->r.nrows;
+        uint64_t s0 = w->r0 > lo ? w->r0 : lo, s1 = w->r1 < hi ? w->r1 : hi;
+        memcpy(blk + (s0 - lo) * SECTOR, w->src + (s0 - w->r0) * SECTOR, (size_t)(s1 - s0) * SECTOR);
+    }
+}
+
+static int compute_parity(struct uraid_array *a, struct wstripe *w)
+{
+    const struct stripe_map *map = &w->r.map;
+    size_t len = (size_t)w->r.nrows * SECTOR;
+    if (a->nparity == 0)
+        return 0;
+    uint8_t *p = w->r.unavailable[map->p_disk] ? w->pscratch : w->r.block[map->p_disk];
+    uint8_t *q = a->nparity == 2 ? (w->r.unavailable[map->q_disk] ? w->qscratch : w->r.block[map->q_disk]) : NULL;
+    if (w->method == WRITE_RMW) {
+        int slots[URAID_PARITY_MAX_K], n = 0;
+        const void *olds[URAID_PARITY_MAX_K], *news[URAID_PARITY_MAX_K];
+        /* rmw takes slots in increasing Q-slot order */
+        for (int j = 0; j < map->nslots; j++) {
+            int m = map->slot_disk[j];
+            if (m < 0 || map->disk_role[m] < 0 || !w->written[map->disk_role[m]])
+                continue;
+            int d = map->disk_role[m];
+            slots[n] = j;
+            olds[n] = w->old[d];
+            news[n] = w->r.block[m];
+            n++;
+        }
+        return uraid_rmw(n, slots, len, olds, news, p, q);
+    }
+    const void *src[URAID_PARITY_MAX_K];
+    for (int j = 0; j < map->nslots; j++)
+        src[j] = map->slot_disk[j] < 0 ? w->zero : w->r.block[map->slot_disk[j]];
+    return q ? uraid_gen_pq(map->nslots, len, src, p, q) : uraid_gen_p(map->nslots, len, src, p);
+}
+
+static void add_writes(struct uraid_array *a, struct wstripe *w, struct io_op *ops, int *nops, int *owner, int self)
+{
+    const struct stripe_map *map = &w->r.map;
+    uint64_t msec = w->r.stripe * a->geom.chunk_sectors + w->r.row;
+    for (int d = 0; d < a->k; d++) {
+        int m = map->data_disk[d];
+        if (w->written[d] && !w->r.unavailable[m]) {
+            owner[*nops] = self;
+            ops[(*nops)++] = make_op(a, m, IO_WRITE, w->r.block[m], w->r.nrows, msec);
+        }
+    }
+    int par[2] = {map->p_disk, map->q_disk};
+    for (int i = 0; i < a->nparity; i++)
+        if (par[i] >= 0 && !w->r.unavailable[par[i]]) {
+            owner[*nops] = self;
+            ops[(*nops)++] = make_op(a, par[i], IO_WRITE, w->r.block[par[i]], w->r.nrows, msec);
+        }
+}
+
+static void count_method(struct uraid_array *a, enum write_method m)
+{
+    uint64_t *c = m == WRITE_FULL  ? &a->counters.writes_full_stripe
+                  : m == WRITE_RMW ? &a->counters.writes_rmw
+                  : m == WRITE_RCW ? &a->counters.writes_rcw
+                                   : &a->counters.writes_degraded;
+    __atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
+}
+
+/* Writes a group of planned stripes: reads, parity, writes, each phase as
+ * one batch. Called with the group's stripe locks held. */
+static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
+{
+    int maxops = nw * (a->geom.raid_disks + a->k + 2);
+    struct io_op *ops = malloc(sizeof *ops * (size_t)maxops);
+    int *owner = malloc(sizeof *owner * (size_t)maxops);
+    if (!ops || !owner) {
+        free(ops);
+        free(owner);
+        return -ENOMEM;
+    }
+    int rc = 0, nops = 0;
+    for (int i = 0; i < nw; i++)
+        if (ws[i].method != WRITE_REBUILD)
+            add_write_reads(a, &ws[i], ops, &nops, owner, i);
+    run_ops(a, ops, nops);
+    /* a failed read turns its stripe into a rebuild */
+    for (int i = 0; i < nops; i++)
+        if (ops[i].result) {
+            uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s) during a write; rebuilding the stripe",
+                      ops[i].m->path, (unsigned long long)(ops[i].offset / SECTOR), uraid_strerror(ops[i].result));
+            ws[owner[i]].method = WRITE_REBUILD;
+        }
+    for (int i = 0; i < nw && rc == 0; i++) {
+        struct wstripe *w = &ws[i];
+        if (w->method == WRITE_REBUILD) {
+            rows_mark_unavailable(a, &w->r);
+            unsigned char failed[URAID_MAX_MEMBERS] = {0};
+            rc = rows_read_and_rebuild(a, &w->r, w->zero, failed);
+            if (rc) {
+                log_unrecoverable(a, w->r.stripe, w->r.row, w->r.nrows);
+                break;
+            }
+            /* the failed members get the full new rows below, which corrects them */
+            for (int m = 0; m < a->geom.raid_disks; m++)
+                if (failed[m] && slot_ok(a, m))
+                    w->r.unavailable[m] = 0;
+            w->method = WRITE_RCW;
+            count_method(a, WRITE_REBUILD);
+        } else {
+            count_method(a, w->method);
+        }
+        overlay(a, w);
+        rc = compute_parity(a, w);
+    }
+    if (rc == 0) {
+        nops = 0;
+        for (int i = 0; i < nw; i++)
+            add_writes(a, &ws[i], ops, &nops, owner, i);
+        run_ops(a, ops, nops);
+        for (int i = 0; i < nops && rc == 0; i++)
+            if (ops[i].result) {
+                int m = -1;
+                for (int s = 0; s < a->geom.raid_disks; s++)
+                    if (a->slot[s].dev == ops[i].m)
+                        m = s;
+                /* the write is still durable if the level can lose this member */
+                rc = array_member_failed(a, m, ops[i].result, "writing");
+            }
+    }
+    free(ops);
+    free(owner);
     return rc;
 }
 
 static int write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec)
 {
-    int written = 0, rc = 0;
-    for (int m = 0; m < a->geom.raid_disks; m++) {
-        if (!slot_ok(a, m))
-            continue;
-        int r = write_member(a, m, buf, nsec, sector);
-        if (r == 0)
-            written++;
-        else
-            rc = r;
-    }
-    return written ? 0 : (rc ? rc : -EIO);
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int n = 0;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        if (slot_ok(a, m))
+            ops[n++] = make_op(a, m, IO_WRITE, (void *)buf, nsec, sector);
+    uint64_t stripe = sector / 8;
+    uint16_t held[1];
+    int nheld = stripe_lock_set(&a->locks, &stripe, 1, held);
+    run_ops(a, ops, n);
+    stripe_unlock_set(&a->locks, held, nheld);
+    int rc = n ? 0 : -EIO;
+    for (int i = 0; i < n && rc == 0; i++)
+        if (ops[i].result) {
+            for (int m = 0; m < a->geom.raid_disks; m++)
+                if (a->slot[m].dev == ops[i].m)
+                    rc = array_member_failed(a, m, ops[i].result, "writing");
+        }
+    return rc;
 }
 
-static int write_striped_piece(struct uraid_array *a, const uint8_t *buf, const struct layout_addr *ad, uint32_t nsec)
+static int write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
 {
-    if (!slot_ok(a, ad->disk)) {
-        log_unreadable(a, ad->stripe, ad->chunk_off, nsec);
-        return -EIO;
-    }
-    return write_member(a, ad->disk, buf, nsec, ad->member_sector);
-}
-
-/* Writes array sectors [s0, s1) that lie in one stripe (RAID-4/5/6). */
-static int write_stripe(struct uraid_array *a, const uint8_t *buf, uint64_t stripe, uint64_t s0, uint64_t s1)
-{
-    uint32_t c = a->geom.chunk_sectors;
-    uint64_t base = stripe * (uint64_t)a->k * c;
-    uint64_t r0 = s0 - base, r1 = s1 - base;
-    uint32_t d0 = (uint32_t)(r0 / c), d1 = (uint32_t)((r1 - 1) / c);
-    /* rows touched: one chunk's sub-range, or whole chunks when the write
-     * spans several data chunks of the stripe */
-    uint32_t row = d0 == d1 ? (uint32_t)(r0 % c) : 0;
-    uint32_t row_end = d0 == d1 ? (uint32_t)((r1 - 1) % c + 1) : c;
-    uint32_t nrows = row_end - row;
-
-    struct stripe_op op;
-    int rc = op_init(a, &op, stripe, row, nrows);
-    if (rc)
-        return rc;
-    const struct stripe_map *map = &op.map;
-
-    /* which data blocks are fully overwritten in rows [row, row_end) */
-    unsigned char covered[URAID_MAX_MEMBERS] = {0};
-    for (int d = 0; d < a->k; d++) {
-        uint64_t lo = (uint64_t)d * c + row, hi = (uint64_t)d * c + row_end;
-        covered[d] = r0 <= lo && r1 >= hi;
-    }
-    /* old contents needed: uncovered data blocks. If one of them is
-     * unavailable, read everything and rebuild instead. */
-    int need_rebuild = 0;
-    for (int d = 0; d < a->k && !need_rebuild; d++)
-        if (!covered[d] && op.unavailable[map->data_disk[d]])
-            need_rebuild = 1;
-    if (!need_rebuild) {
-        for (int d = 0; d < a->k; d++) {
-            int m = map->data_disk[d];
-            if (!covered[d] && op_read_member(a, &op, m))
-                need_rebuild = 1;
+    struct io_op ops[READ_BATCH];
+    int rc = 0;
+    while (sector < end && rc == 0) {
+        int n = 0;
+        while (sector < end && n < READ_BATCH) {
+            struct layout_addr ad;
+            rc = layout_map(&a->geom, sector, &ad);
+            if (rc)
+                return rc;
+            uint64_t left = a->geom.chunk_sectors - ad.chunk_off;
+            uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
+            if (!slot_ok(a, ad.disk))
+                return -EIO;
+            ops[n++] = make_op(a, ad.disk, IO_WRITE, (void *)p, nsec, ad.member_sector);
+            p += (size_t)nsec * SECTOR;
+            sector += nsec;
         }
+        run_ops(a, ops, n);
+        for (int i = 0; i < n && rc == 0; i++)
+            if (ops[i].result) {
+                uraid_log(URAID_LOG_ERROR, "member %s: write error at sector %llu (%s); RAID-0 has no redundancy",
+                          ops[i].m->path, (unsigned long long)(ops[i].offset / SECTOR), uraid_strerror(ops[i].result));
+                rc = ops[i].result;
+            }
     }
-    if (need_rebuild) {
-        rc = op_read_all(a, &op);
-        if (rc) {
-            log_unreadable(a, stripe, row, nrows);
-            op_free(&op);
-            return rc;
-        }
-    }
-    /* lay the new data over the old */
-    for (int d = 0; d < a->k; d++) {
-        uint64_t lo = (uint64_t)d * c + row, hi = (uint64_t)d * c + row_end;
-        uint64_t w0 = r0 > lo ? r0 : lo, w1 = r1 < hi ? r1 : hi;
-        if (w0 >= w1)
-            continue;
-        memcpy(op.block[map->data_disk[d]] + (w0 - lo) * SECTOR, buf + (base + w0 - s0) * SECTOR,
-               (size_t)(w1 - w0) * SECTOR);
-    }
-    /* parity from all data blocks, in Q slot order */
-    const void *src[URAID_PARITY_MAX_K];
-    for (int j = 0; j < map->nslots; j++)
-        src[j] = map->slot_disk[j] < 0 ? op.zero : op.block[map->slot_disk[j]];
-    size_t len = (size_t)nrows * SECTOR;
-    if (a->nparity == 2)
-        rc = uraid_gen_pq(map->nslots, len, src, op.block[map->p_disk], op.block[map->q_disk]);
-    else
-        rc = uraid_gen_p(map->nslots, len, src, op.block[map->p_disk]);
-
-    /* write the changed data blocks, then P and Q, to the members present */
-    for (int d = 0; d < a->k && rc == 0; d++) {
-        int m = map->data_disk[d];
-        uint64_t lo = (uint64_t)d * c + row, hi = (uint64_t)d * c + row_end;
-        if (r0 >= hi || r1 <= lo || !slot_ok(a, m))
-            continue;
-        rc = write_member(a, m, op.block[m], nrows, stripe * c + row);
-    }
-    if (rc == 0 && slot_ok(a, map->p_disk))
-        rc = write_member(a, map->p_disk, op.block[map->p_disk], nrows, stripe * c + row);
-    if (rc == 0 && a->nparity == 2 && slot_ok(a, map->q_disk))
-        rc = write_member(a, map->q_disk, op.block[map->q_disk], nrows, stripe * c + row);
-    op_free(&op);
     return rc;
 }
 
@@ -342,41 +623,66 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
 {
     if (a->readonly)
         return -EROFS;
-    int rc = range_ok(a, len, offset);
+    int rc = array_range_ok(a, len, offset);
     if (rc || len == 0)
         return rc;
-    pthread_mutex_lock(&a->io_lock);
     rc = array_mark_dirty(a);
+    if (rc)
+        return rc;
     const uint8_t *p = buf;
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
-    if (rc == 0 && a->geom.level == 1) {
-        rc = write_mirror(a, p, sector, (uint32_t)(end - sector));
-        pthread_mutex_unlock(&a->io_lock);
-        return rc;
-    }
+    if (a->geom.level == 1)
+        return write_mirror(a, p, sector, (uint32_t)(end - sector));
+    if (a->geom.level == 0)
+        return write_raid0(a, p, sector, end);
+
     uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
+    struct wstripe *ws = malloc(sizeof *ws * MAX_GROUP);
+    if (!ws)
+        return -ENOMEM;
     while (rc == 0 && sector < end) {
-        if (a->geom.level == 0) {
-            struct layout_addr ad;
-            rc = layout_map(&a->geom, sector, &ad);
-            if (rc)
+        /* plan a group of stripes under their locks */
+        int nw = 0;
+        size_t bytes = 0;
+        uint64_t stripes[MAX_GROUP];
+        uint64_t s = sector;
+        while (s < end && nw < MAX_GROUP) {
+            uint64_t stripe = s / stripe_sectors, base = stripe * stripe_sectors;
+            uint64_t stop = base + stripe_sectors < end ? base + stripe_sectors : end;
+            size_t need = (size_t)(a->geom.raid_disks + a->k + 3) * a->geom.chunk_sectors * SECTOR;
+            if (nw && bytes + need > GROUP_BYTES)
                 break;
-            uint64_t left = a->geom.chunk_sectors - ad.chunk_off;
-            uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
-            rc = write_striped_piece(a, p, &ad, nsec);
-            p += (size_t)nsec * SECTOR;
-            sector += nsec;
-            continue;
+            stripes[nw] = stripe;
+            ws[nw].r.stripe = stripe;
+            ws[nw].r0 = s - base;
+            ws[nw].r1 = stop - base;
+            ws[nw].src = p + (s - sector) * SECTOR;
+            bytes += need;
+            nw++;
+            s = stop;
         }
-        uint64_t stripe = sector / stripe_sectors;
-        uint64_t stop = (stripe + 1) * stripe_sectors;
-        if (stop > end)
-            stop = end;
-        rc = write_stripe(a, p, stripe, sector, stop);
-        p += (stop - sector) * SECTOR;
-        sector = stop;
+        uint16_t held[MAX_GROUP];
+        int nheld = stripe_lock_set(&a->locks, stripes, nw, held);
+        size_t total = 0;
+        for (int i = 0; i < nw && rc == 0; i++) {
+            rc = plan_write(a, &ws[i]);
+            total += wstripe_bytes(a, &ws[i]);
+        }
+        uint8_t *mem = rc == 0 ? scratch_get(total) : NULL;
+        if (rc == 0 && !mem)
+            rc = -ENOMEM;
+        if (rc == 0) {
+            for (int i = 0; i < nw; i++) {
+                wstripe_buffers(a, &ws[i], mem);
+                mem += wstripe_bytes(a, &ws[i]);
+            }
+            rc = write_group(a, ws, nw);
+        }
+        stripe_unlock_set(&a->locks, held, nheld);
+        p += (s - sector) * SECTOR;
+        sector = s;
     }
-    pthread_mutex_unlock(&a->io_lock);
+    free(ws);
     return rc;
 }
 
@@ -384,61 +690,80 @@ int uraid_flush(struct uraid_array *a)
 {
     int rc = 0;
     for (int m = 0; m < a->geom.raid_disks; m++)
-        if (a->slot[m].dev && !a->readonly) {
+        if (slot_ok(a, m) && !a->readonly) {
             int r = member_flush(a->slot[m].dev);
             if (r && !rc)
-                rc = r;
+                rc = array_member_failed(a, m, r, "flushing");
         }
     return rc;
 }
 
 uint64_t uraid_size(const struct uraid_array *a) { return a->size_sectors * SECTOR; }
 
-/* ---- resync ------------------------------------------------------------------ */
+/* ---- resync ------------------------------------------------------------------------ */
 
 /* Makes P and Q agree with the data for member sectors [start, start +
- * nsec) of every stripe in that range (start and nsec whole chunks, except
- * that the range may end at the member's end). A stripe with a missing data
- * member has nothing to resync on RAID-5; on RAID-6 Q is rewritten so that
- * it rebuilds the same missing data as P. */
+ * nsec) (whole chunks, except at the member's end), one stripe per batch of
+ * reads and one of writes. A stripe with a missing data member has nothing
+ * to resync on RAID-5; on RAID-6 Q is rewritten so it rebuilds the same
+ * missing data as P. */
 int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
 {
     uint32_t c = a->geom.chunk_sectors;
-    int rc = 0;
-    pthread_mutex_lock(&a->io_lock);
+    int n = a->geom.raid_disks, rc = 0;
+    size_t len = (size_t)c * SECTOR;
+    uint8_t *mem = scratch_get((size_t)(n + 3) * len);
+    if (!mem)
+        return -ENOMEM;
     for (uint64_t s = start / c; rc == 0 && s * c < start + nsec; s++) {
-        struct stripe_op op;
-        rc = op_init(a, &op, s, 0, c);
-        if (rc)
-            break;
-        const struct stripe_map *map = &op.map;
-        int missing_data = 0;
-        for (int d = 0; d < a->k; d++) {
-            int m = map->data_disk[d];
-            if (op.unavailable[m] || op_read_member(a, &op, m))
-                missing_data++;
+        struct wstripe w = {.r = {.stripe = s, .row = 0, .nrows = c}};
+        uint16_t held[1];
+        int nheld = stripe_lock_set(&a->locks, &s, 1, held);
+        rc = layout_stripe(&a->geom, s, &w.r.map);
+        if (rc == 0) {
+            for (int m = 0; m < n; m++)
+                w.r.block[m] = mem + (size_t)m * len;
+            w.pscratch = mem + (size_t)n * len;
+            w.qscratch = w.pscratch + len;
+            w.zero = w.qscratch + len;
+            memset(w.zero, 0, len);
+            rows_mark_unavailable(a, &w.r);
+            int missing_data = 0;
+            for (int d = 0; d < a->k; d++)
+                missing_data += w.r.unavailable[w.r.map.data_disk[d]];
+            if (missing_data == 0) {
+                struct io_op ops[URAID_MAX_MEMBERS];
+                int nops = 0;
+                for (int d = 0; d < a->k; d++)
+                    ops[nops++] = make_op(a, w.r.map.data_disk[d], IO_READ, w.r.block[w.r.map.data_disk[d]], c, s * c);
+                run_ops(a, ops, nops);
+                for (int i = 0; i < nops && rc == 0; i++)
+                    rc = ops[i].result;
+                if (rc == 0) {
+                    w.method = WRITE_RCW;
+                    rc = compute_parity(a, &w);
+                }
+            } else if (a->nparity == 2 && missing_data == 1 && !w.r.unavailable[w.r.map.p_disk] &&
+                       !w.r.unavailable[w.r.map.q_disk]) {
+                w.r.unavailable[w.r.map.q_disk] = 1; /* rebuild the data from P, then Q from the data */
+                rc = rows_read_and_rebuild(a, &w.r, w.zero, NULL);
+                w.r.unavailable[w.r.map.q_disk] = 0;
+            } else {
+                stripe_unlock_set(&a->locks, held, nheld);
+                continue;
+            }
+            if (rc == 0) {
+                struct io_op ops[2];
+                int nops = 0, par[2] = {w.r.map.p_disk, w.r.map.q_disk};
+                for (int i = 0; i < a->nparity; i++)
+                    if (!w.r.unavailable[par[i]])
+                        ops[nops++] = make_op(a, par[i], IO_WRITE, w.r.block[par[i]], c, s * c);
+                run_ops(a, ops, nops);
+                for (int i = 0; i < nops && rc == 0; i++)
+                    rc = ops[i].result;
+            }
         }
-        size_t len = (size_t)c * SECTOR;
-        if (missing_data == 0) {
-            const void *src[URAID_PARITY_MAX_K];
-            for (int j = 0; j < map->nslots; j++)
-                src[j] = map->slot_disk[j] < 0 ? op.zero : op.block[map->slot_disk[j]];
-            rc = a->nparity == 2 ? uraid_gen_pq(map->nslots, len, src, op.block[map->p_disk], op.block[map->q_disk])
-                                 : uraid_gen_p(map->nslots, len, src, op.block[map->p_disk]);
-            if (rc == 0 && slot_ok(a, map->p_disk))
-                rc = write_member(a, map->p_disk, op.block[map->p_disk], c, s * c);
-            if (rc == 0 && a->nparity == 2 && slot_ok(a, map->q_disk))
-                rc = write_member(a, map->q_disk, op.block[map->q_disk], c, s * c);
-        } else if (a->nparity == 2 && missing_data == 1 && slot_ok(a, map->p_disk) && slot_ok(a, map->q_disk)) {
-            rc = op_read_member(a, &op, map->p_disk);
-            op.unavailable[map->q_disk] = 1;
-            if (rc == 0)
-                rc = op_rebuild(a, &op);
-            if (rc == 0)
-                rc = write_member(a, map->q_disk, op.block[map->q_disk], c, s * c);
-        }
-        op_free(&op);
+        stripe_unlock_set(&a->locks, held, nheld);
     }
-    pthread_mutex_unlock(&a->io_lock);
     return rc;
 }

@@ -1,0 +1,141 @@
+/* Run-time member state: failures, corrected reads, counters, range checks.
+ *
+ * Member state machine (per slot):
+ *   IN_SYNC --write/flush error or vanished, redundancy left--> FAULTY
+ *            (dev_roles = 0xfffe and events + 1 in the other members'
+ *             superblocks, as md does; the array runs degraded)
+ *   IN_SYNC --error with no redundancy left--> IN_SYNC (the request fails
+ *            with -EIO; nothing is marked, so the members on disk still
+ *            describe an array that --force can assemble)
+ * A FAULTY slot is never read or written again in this process. */
+#include <errno.h>
+#include <string.h>
+
+#include "array/array.h"
+#include "log.h"
+
+int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset)
+{
+    if (len % 512 || offset % 512)
+        return -EINVAL;
+    uint64_t size = a->size_sectors * 512;
+    if (offset > size || len > size - offset)
+        return -ENOSPC;
+    return 0;
+}
+
+static void status_text(const struct uraid_array *a, char *out)
+{
+    int n = a->geom.raid_disks;
+    out[0] = '[';
+    for (int s = 0; s < n; s++)
+        out[1 + s] = slot_ok(a, s) ? 'U' : '_';
+    out[1 + n] = ']';
+    out[2 + n] = 0;
+}
+
+int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
+{
+    if (m < 0)
+        return err ? err : -EIO;
+    pthread_mutex_lock(&a->meta_lock);
+    if (!slot_ok(a, m)) {
+        pthread_mutex_unlock(&a->meta_lock);
+        return 0; /* another request already failed it */
+    }
+    int missing = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        missing += !slot_ok(a, s);
+    const char *path = a->slot[m].dev->path;
+    if (missing + 1 > a->nparity) {
+        pthread_mutex_unlock(&a->meta_lock);
+        uraid_log(URAID_LOG_ERROR,
+                  "member %s failed while %s (%s) and RAID-%d has no redundancy left for it: the request fails; "
+                  "the member is not marked faulty, so the array can still be assembled with --force",
+                  path, what, uraid_strerror(err), a->geom.level);
+        return -EIO;
+    }
+    __atomic_store_n(&a->slot[m].state, URAID_MEMBER_FAULTY, __ATOMIC_RELEASE);
+    uint32_t dev_number = a->slot[m].sb.dev_number;
+    if (dev_number < a->sb.max_dev)
+        a->sb.dev_roles[dev_number] = MD_ROLE_FAULTY;
+    __atomic_add_fetch(&a->counters.member_failures, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&a->meta_lock);
+
+    int rc = array_write_superblocks(a);
+    char st[URAID_MAX_MEMBERS + 3];
+    status_text(a, st);
+    uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s): marked faulty, the array continues degraded %s%s", path,
+              what, uraid_strerror(err), st, rc ? " (superblock update failed on some members)" : "");
+    return 0;
+}
+
+void array_note_corrected_read(struct uraid_array *a, int m)
+{
+    pthread_mutex_lock(&a->meta_lock);
+    a->slot[m].sb.cnt_corrected_read++;
+    a->corrected_unsaved = 1;
+    pthread_mutex_unlock(&a->meta_lock);
+    __atomic_add_fetch(&a->counters.corrected_reads, 1, __ATOMIC_RELAXED);
+}
+
+int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c)
+{
+    c->member_reads = __atomic_load_n(&a->counters.member_reads, __ATOMIC_RELAXED);
+    c->member_writes = __atomic_load_n(&a->counters.member_writes, __ATOMIC_RELAXED);
+    c->member_read_bytes = __atomic_load_n(&a->counters.member_read_bytes, __ATOMIC_RELAXED);
+    c->member_write_bytes = __atomic_load_n(&a->counters.member_write_bytes, __ATOMIC_RELAXED);
+    c->reconstructions = __atomic_load_n(&a->counters.reconstructions, __ATOMIC_RELAXED);
+    c->corrected_reads = __atomic_load_n(&a->counters.corrected_reads, __ATOMIC_RELAXED);
+    c->writes_full_stripe = __atomic_load_n(&a->counters.writes_full_stripe, __ATOMIC_RELAXED);
+    c->writes_rmw = __atomic_load_n(&a->counters.writes_rmw, __ATOMIC_RELAXED);
+    c->writes_rcw = __atomic_load_n(&a->counters.writes_rcw, __ATOMIC_RELAXED);
+    c->writes_degraded = __atomic_load_n(&a->counters.writes_degraded, __ATOMIC_RELAXED);
+    c->member_failures = __atomic_load_n(&a->counters.member_failures, __ATOMIC_RELAXED);
+    return 0;
+}
+
+void uraid_reset_counters(struct uraid_array *a)
+{
+    uint64_t *c = (uint64_t *)&a->counters;
+    for (size_t i = 0; i < sizeof a->counters / sizeof *c; i++)
+        __atomic_store_n(&c[i], 0, __ATOMIC_RELAXED);
+}
+
+int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
+{
+    pthread_mutex_init(&a->meta_lock, NULL);
+    stripe_locks_init(&a->locks);
+    struct io_engine_params ep = {.workers = p ? p->io_threads : 0, .use_uring = !(p && p->no_uring)};
+    return io_engine_create(&ep, &a->io);
+}
+
+void array_runtime_fini(struct uraid_array *a)
+{
+    if (a->io)
+        io_engine_destroy(a->io);
+    a->io = NULL;
+    stripe_locks_destroy(&a->locks);
+    pthread_mutex_destroy(&a->meta_lock);
+}
+
+const char *uraid_io_engine(struct uraid_array *a) { return io_engine_kind(a->io); }
+
+int uraid_inject(struct uraid_array *a, int slot, const char *spec)
+{
+    if (slot < 0 || slot >= a->geom.raid_disks || !spec)
+        return -EINVAL;
+    struct member *f = a->slot[slot].fault;
+    if (!a->slot[slot].dev)
+        return -ENODEV;
+    if (!f)
+        return -EINVAL;
+    if (!strcmp(spec, "clear"))
+        return member_fault_clear(f);
+    if (strstr(spec, "throttle"))
+        return -EINVAL; /* a simulated disk is chosen at open, not injected */
+    struct member *top = f;
+    int rc = member_apply_spec(&top, spec, NULL, 0);
+    /* fault items go into the existing fault layer; nothing may wrap it */
+    return rc ? rc : (top == f ? 0 : -EINVAL);
+}
