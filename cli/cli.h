@@ -34,6 +34,12 @@ int cmd_bench(int argc, char **argv);
 struct cli_members {
     int n;
     const char *path[URAID_MAX_MEMBERS];
+    /* --member-layer SPEC (every member) or --member-layer MEMBER:SPEC */
+    const char *layer_all;
+    int nlayers;
+    const char *layer_arg[URAID_MAX_MEMBERS];
+    const char *sim[URAID_MAX_MEMBERS];   /* per path, built by cli_parse_members */
+    char sim_text[URAID_MAX_MEMBERS][256];
 };
 
 /* A verb's own options, parsed before the shared ones: parse() returns 1 if

@@ -12,7 +12,10 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid %s [--force] %s MEMBER...\n", verb, extra ? extra->usage : "");
+            printf("usage: uraid %s [--force] [--member-layer [MEMBER:]SPEC] %s MEMBER...\n"
+                   "  --member-layer simulates disks and faults: throttle=60M[,latency=100us], latency=2ms,\n"
+                   "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish (';' joins)\n",
+                   verb, extra ? extra->usage : "");
             return -1; /* help printed: the verb exits 0 */
         }
         if (extra) {
@@ -24,6 +27,13 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
         }
         if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
             op->force = 1;
+        } else if (!strcmp(a, "--member-layer")) {
+            if (i + 1 >= argc) {
+                cli_error(verb, "--member-layer needs a spec, e.g. 'throttle=60M' or 'MEMBER:read-eio=1M+64K'");
+                return 2;
+            }
+            if (mem->nlayers < URAID_MAX_MEMBERS)
+                mem->layer_arg[mem->nlayers++] = argv[++i];
         } else if (!strcmp(a, "--")) {
             for (i++; i < argc; i++)
                 mem->path[mem->n++] = argv[i];
@@ -49,6 +59,31 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
                 cli_error(verb, "member %s is given twice", mem->path[i]);
                 return 2;
             }
+    /* simulation layers: "SPEC" for every member, "MEMBER:SPEC" for one */
+    for (int l = 0; l < mem->nlayers; l++) {
+        const char *arg = mem->layer_arg[l], *colon = strchr(arg, ':');
+        int target = -1;
+        if (colon)
+            for (int i = 0; i < mem->n; i++)
+                if (strlen(mem->path[i]) == (size_t)(colon - arg) && !strncmp(mem->path[i], arg, (size_t)(colon - arg)))
+                    target = i;
+        if (colon && target < 0) {
+            cli_error(verb, "--member-layer '%s': '%.*s' is not one of the members given", arg, (int)(colon - arg), arg);
+            return 2;
+        }
+        const char *spec = target >= 0 ? colon + 1 : arg;
+        for (int i = 0; i < mem->n; i++) {
+            if (target >= 0 && i != target)
+                continue;
+            size_t used = strlen(mem->sim_text[i]);
+            snprintf(mem->sim_text[i] + used, sizeof mem->sim_text[i] - used, "%s%s", used ? ";" : "", spec);
+        }
+    }
+    if (mem->nlayers) {
+        for (int i = 0; i < mem->n; i++)
+            mem->sim[i] = mem->sim_text[i];
+        op->member_sim = mem->sim;
+    }
     return 0;
 }
 
