@@ -33,21 +33,26 @@
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
+/* Two per-thread areas: member buffers, and the write planner's stripe
+ * descriptors (large: one stripe map each). Both grow, never shrink. */
+enum { SCRATCH_BUFFERS = 0, SCRATCH_PLANS = 1, SCRATCH_AREAS = 2 };
+
 struct scratch {
-    size_t size;
-    uint8_t *mem;
+    size_t size[SCRATCH_AREAS];
+    uint8_t *mem[SCRATCH_AREAS];
 };
 
 static void scratch_free(void *p)
 {
     struct scratch *s = p;
-    free(s->mem);
+    for (int i = 0; i < SCRATCH_AREAS; i++)
+        free(s->mem[i]);
     free(s);
 }
 
 static void scratch_key_init(void) { pthread_key_create(&scratch_key, scratch_free); }
 
-static uint8_t *scratch_get(size_t size)
+static uint8_t *scratch_area(int area, size_t size)
 {
     pthread_once(&scratch_once, scratch_key_init);
     struct scratch *s = pthread_getspecific(scratch_key);
@@ -57,13 +62,15 @@ static uint8_t *scratch_get(size_t size)
             return NULL;
         pthread_setspecific(scratch_key, s);
     }
-    if (s->size < size) {
-        free(s->mem);
-        s->mem = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
-        s->size = s->mem ? size : 0;
+    if (s->size[area] < size) {
+        free(s->mem[area]);
+        s->mem[area] = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+        s->size[area] = s->mem[area] ? size : 0;
     }
-    return s->mem;
+    return s->mem[area];
 }
+
+static uint8_t *scratch_get(size_t size) { return scratch_area(SCRATCH_BUFFERS, size); }
 
 /* ---- counters and member I/O -------------------------------------------------- */
 
@@ -637,7 +644,9 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
         return write_raid0(a, p, sector, end);
 
     uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
-    struct wstripe *ws = malloc(sizeof *ws * MAX_GROUP);
+    uint64_t nstripes = (end - 1) / stripe_sectors - sector / stripe_sectors + 1;
+    size_t nplans = nstripes < MAX_GROUP ? (size_t)nstripes : MAX_GROUP;
+    struct wstripe *ws = (struct wstripe *)scratch_area(SCRATCH_PLANS, sizeof *ws * nplans);
     if (!ws)
         return -ENOMEM;
     while (rc == 0 && sector < end) {
@@ -682,7 +691,6 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
         p += (s - sector) * SECTOR;
         sector = s;
     }
-    free(ws);
     return rc;
 }
 

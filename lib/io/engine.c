@@ -550,6 +550,20 @@ int io_engine_run(struct io_engine *e, struct io_op *ops, int n)
     if (n == 0)
         return 0;
 
+    /* Members whose requests are a memcpy that never blocks (tmpfs) are
+     * served on this thread: a hand-off to a worker or to io_uring's
+     * workers costs several times the copy. */
+    int all_inline = 1;
+    for (int i = 0; i < n && all_inline; i++)
+        all_inline = ops[i].m && ops[i].m->inline_io;
+    if (all_inline) {
+        run_inline(ops, n, NULL, 0);
+        for (int i = 0; i < n; i++)
+            if (ops[i].result)
+                return ops[i].result;
+        return 0;
+    }
+
     const int *fds = NULL; /* NULL: every op goes to the pool */
     int ndirect = 0;
 #ifdef HAVE_URING

@@ -11,6 +11,8 @@
  * them. Only concurrent overlapping requests could race, and the array's
  * stripe locks never issue those. */
 #include <errno.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <stdlib.h>
@@ -158,8 +160,19 @@ static size_t direct_align(int fd, int blockdev)
 /* Opens the O_DIRECT descriptor if the filesystem accepts it and an aligned
  * read through it really works (some filesystems accept the flag at open and
  * fail every request with EINVAL). Returns -1 when O_DIRECT is unusable. */
+static int memory_backed(int fd)
+{
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+}
+
 static int open_direct(const char *path, int flags, int fd, int blockdev, size_t *align)
 {
+    /* On tmpfs and ramfs the page cache is the storage: O_DIRECT saves no
+     * copy there, and it makes io_uring hand every request to its worker
+     * threads (a context switch each) instead of completing it inline. */
+    if (!blockdev && memory_backed(fd))
+        return -1;
     size_t a = direct_align(fd, blockdev);
     if (!a)
         return -1;
@@ -234,6 +247,7 @@ int member_open_file(const char *path, int readonly, struct member **out)
     m->path = name;
     m->size = size;
     m->readonly = readonly;
+    m->inline_io = !S_ISBLK(st.st_mode) && memory_backed(fd);
     m->priv = f;
     *out = m;
     return 0;

@@ -31,6 +31,9 @@ struct member {
     char *path;          /* as the user named it, for messages */
     uint64_t size;       /* bytes */
     int readonly;
+    int inline_io;       /* requests cost a memcpy and never block (tmpfs, ramfs):
+                          * the I/O engine runs them on the caller's thread, as a
+                          * hand-off to another thread would cost more than the copy */
     void *priv;          /* the backend's state */
 };
 
