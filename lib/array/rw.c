@@ -433,7 +433,10 @@ static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_
 }
 
 /* The new contents of data index d's rows: old (or zeros) overlaid with the
- * user's data, in w->r.block. For RMW the old rows are in w->old[d]. */
+ * user's data, in w->r.block. For RMW the old rows are in w->old[d]. A
+ * block the write covers whole is not copied: its buffer pointer is moved
+ * to the user's data, which parity and the member write then read in place
+ * (this runs after any rebuild, so nothing writes through that pointer). */
 static void overlay(struct uraid_array *a, struct wstripe *w)
 {
     uint32_t c = a->geom.chunk_sectors;
@@ -441,10 +444,15 @@ static void overlay(struct uraid_array *a, struct wstripe *w)
     for (int d = 0; d < a->k; d++) {
         if (!w->written[d])
             continue;
-        uint8_t *blk = w->r.block[w->r.map.data_disk[d]];
-        if (w->method == WRITE_RMW && !w->covered[d])
-            memcpy(blk, w->old[d], len);
+        int m = w->r.map.data_disk[d];
         uint64_t lo = (uint64_t)d * c + w->r.row, hi = lo + w->r.nrows;
+        if (w->covered[d]) {
+            w->r.block[m] = (uint8_t *)(uintptr_t)(w->src + (lo - w->r0) * SECTOR);
+            continue;
+        }
+        uint8_t *blk = w->r.block[m];
+        if (w->method == WRITE_RMW)
+            memcpy(blk, w->old[d], len);
         uint64_t s0 = w->r0 > lo ? w->r0 : lo, s1 = w->r1 < hi ? w->r1 : hi;
         memcpy(blk + (s0 - lo) * SECTOR, w->src + (s0 - w->r0) * SECTOR, (size_t)(s1 - s0) * SECTOR);
     }
