@@ -135,8 +135,10 @@ int array_write_superblocks(struct uraid_array *a)
         if (write_superblock(sl->dev, &sl->sb) == 0)
             member_flush(sl->dev);
     }
-    if (written)
+    if (written) {
         a->sb_written = 1;
+        a->corrected_unsaved = 0; /* the counts went out with the superblocks */
+    }
     pthread_mutex_unlock(&a->meta_lock);
     return written ? 0 : (rc ? rc : -EIO);
 }
@@ -485,8 +487,14 @@ int uraid_close(struct uraid_array *a)
     int rc = uraid_flush(a);
     /* An array that was found dirty stays dirty until a resync has made its
      * parity trustworthy again: closing must not hide an unclean shutdown. */
-    if (rc == 0 && a->dirty && !a->opened_dirty && !a->readonly) {
-        a->sb.resync_offset = MD_RESYNC_CLEAN;
+    int mark_clean = a->dirty && !a->opened_dirty;
+    /* Corrected read errors are counted in each member's superblock
+     * (cnt_corrected_read, as md does); an open that only read never
+     * marked the array dirty, so without this the counts of its
+     * corrections would be lost at close. */
+    if (rc == 0 && !a->readonly && (mark_clean || a->corrected_unsaved)) {
+        if (mark_clean)
+            a->sb.resync_offset = MD_RESYNC_CLEAN;
         rc = array_write_superblocks(a);
     }
     free_array(a);
