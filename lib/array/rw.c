@@ -162,16 +162,17 @@ static int rows_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *z
     return uraid_recover(nslots, (size_t)r->nrows * SECTOR, blocks, raid6, nlost, lost);
 }
 
-/* Reads every available member's rows (one batch), marks the ones that fail
- * unavailable, and rebuilds the unavailable ones. failed[] (may be NULL)
- * gets the members whose read failed. */
+/* Reads every available member's rows (one batch) except those already in
+ * r->block (have[m], may be NULL), marks the ones that fail unavailable, and
+ * rebuilds the unavailable ones. failed[] (may be NULL) gets the members
+ * whose read failed. */
 static int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero,
-                                 unsigned char *failed)
+                                 unsigned char *failed, const unsigned char *have)
 {
     struct io_op ops[URAID_MAX_MEMBERS];
     int nops = 0, who[URAID_MAX_MEMBERS];
     for (int m = 0; m < a->geom.raid_disks; m++) {
-        if (r->unavailable[m])
+        if (r->unavailable[m] || (have && have[m]))
             continue;
         who[nops] = m;
         ops[nops++] = make_op(a, m, IO_READ, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
@@ -243,8 +244,45 @@ static int read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uin
 }
 
 /* Serves one chunk piece by rebuilding it from its stripe (stripe locked). */
+struct piece {
+    struct layout_addr ad;
+    uint32_t nsec;
+    uint8_t *buf;
+    int op;           /* index of its direct read in the batch, -1 if none */
+    uint32_t gen;     /* the stripe's seqlock count before the direct reads */
+};
+
+/* The pieces of one read batch: consecutive chunks of the array. */
+struct read_batch {
+    struct piece *pieces;
+    int np;
+    const struct io_op *ops;
+    uint64_t first_chunk;
+};
+
+/* The user-buffer copy of data index d's rows [row, row + nrows) of a stripe,
+ * if this batch read them directly, successfully, and no writer has touched
+ * the stripe since; else NULL (the rows must be read again under the lock). */
+static uint8_t *reusable_rows(struct uraid_array *a, const struct read_batch *rb, uint64_t stripe, int d,
+                              uint32_t row, uint32_t nrows)
+{
+    if (!rb)
+        return NULL;
+    uint64_t chunk = stripe * (uint64_t)a->k + (uint64_t)d;
+    if (chunk < rb->first_chunk || chunk - rb->first_chunk >= (uint64_t)rb->np)
+        return NULL;
+    const struct piece *pc = &rb->pieces[chunk - rb->first_chunk];
+    if (pc->op < 0 || rb->ops[pc->op].result || pc->ad.chunk_off > row ||
+        pc->ad.chunk_off + pc->nsec < row + nrows)
+        return NULL;
+    uint32_t now = stripe_gen(&a->locks, stripe);
+    if ((pc->gen & 1) || now != pc->gen)
+        return NULL;
+    return pc->buf + (size_t)(row - pc->ad.chunk_off) * SECTOR;
+}
+
 static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct layout_addr *ad, uint32_t nsec,
-                              int direct_failed)
+                              int direct_failed, const struct read_batch *rb)
 {
     if (a->nparity == 0) {
         log_unrecoverable(a, ad->stripe, ad->chunk_off, nsec);
@@ -266,8 +304,18 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
         memset(zero, 0, len);
         rows_mark_unavailable(a, &r);
         r.unavailable[ad->disk] = 1;
+        /* data rows this request already read need not be read again */
+        unsigned char reused[URAID_MAX_MEMBERS] = {0};
+        for (int d = 0; d < a->k; d++) {
+            int m = r.map.data_disk[d];
+            uint8_t *have = m == ad->disk || r.unavailable[m] ? NULL : reusable_rows(a, rb, ad->stripe, d, r.row, nsec);
+            if (have) {
+                r.block[m] = have;
+                reused[m] = 1;
+            }
+        }
         unsigned char failed[URAID_MAX_MEMBERS] = {0};
-        rc = rows_read_and_rebuild(a, &r, zero, failed);
+        rc = rows_read_and_rebuild(a, &r, zero, failed, reused);
         if (rc == 0) {
             memcpy(buf, r.block[ad->disk], len);
             __atomic_add_fetch(&a->counters.reconstructions, 1, __ATOMIC_RELAXED);
@@ -284,12 +332,6 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
     return rc;
 }
 
-struct piece {
-    struct layout_addr ad;
-    uint32_t nsec;
-    uint8_t *buf;
-};
-
 #define READ_BATCH 256
 
 int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
@@ -305,7 +347,6 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
     }
     struct piece pieces[READ_BATCH];
     struct io_op ops[READ_BATCH];
-    int idx[READ_BATCH];
     while (sector < end && rc == 0) {
         /* map up to READ_BATCH chunk pieces, issue the direct reads together */
         int np = 0, nops = 0;
@@ -317,10 +358,11 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
             uint64_t left = a->geom.chunk_sectors - pc->ad.chunk_off;
             pc->nsec = (uint32_t)(end - sector < left ? end - sector : left);
             pc->buf = p;
+            pc->gen = stripe_gen(&a->locks, pc->ad.stripe);
             int m = pc->ad.disk;
-            idx[np] = -1;
+            pc->op = -1;
             if (slot_ok(a, m) && !slot_has_bad(&a->slot[m], pc->ad.member_sector, pc->nsec)) {
-                idx[np] = nops;
+                pc->op = nops;
                 ops[nops++] = make_op(a, m, IO_READ, p, pc->nsec, pc->ad.member_sector);
             }
             p += (size_t)pc->nsec * SECTOR;
@@ -328,15 +370,17 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
             np++;
         }
         run_ops(a, ops, nops);
+        struct read_batch rb = {.pieces = pieces, .np = np, .ops = ops,
+                                .first_chunk = pieces[0].ad.array_sector / a->geom.chunk_sectors};
         for (int i = 0; i < np && rc == 0; i++) {
-            int direct_failed = idx[i] >= 0 && ops[idx[i]].result != 0;
-            if (idx[i] >= 0 && !direct_failed)
+            int op = pieces[i].op, direct_failed = op >= 0 && ops[op].result != 0;
+            if (op >= 0 && !direct_failed)
                 continue;
             if (direct_failed)
                 uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
-                          a->slot[pieces[i].ad.disk].dev->path, (unsigned long long)(ops[idx[i]].offset / SECTOR),
-                          uraid_strerror(ops[idx[i]].result));
-            rc = read_rebuild_piece(a, pieces[i].buf, &pieces[i].ad, pieces[i].nsec, direct_failed);
+                          a->slot[pieces[i].ad.disk].dev->path, (unsigned long long)(ops[op].offset / SECTOR),
+                          uraid_strerror(ops[op].result));
+            rc = read_rebuild_piece(a, pieces[i].buf, &pieces[i].ad, pieces[i].nsec, direct_failed, &rb);
         }
     }
     return rc;
@@ -545,7 +589,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
         if (w->method == WRITE_REBUILD) {
             rows_mark_unavailable(a, &w->r);
             unsigned char failed[URAID_MAX_MEMBERS] = {0};
-            rc = rows_read_and_rebuild(a, &w->r, w->zero, failed);
+            rc = rows_read_and_rebuild(a, &w->r, w->zero, failed, NULL);
             if (rc) {
                 log_unrecoverable(a, w->r.stripe, w->r.row, w->r.nrows);
                 break;
@@ -693,7 +737,9 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
                 wstripe_buffers(a, &ws[i], mem);
                 mem += wstripe_bytes(a, &ws[i]);
             }
+            stripe_gen_bump(&a->locks, held, nheld);
             rc = write_group(a, ws, nw);
+            stripe_gen_bump(&a->locks, held, nheld);
         }
         stripe_unlock_set(&a->locks, held, nheld);
         p += (s - sector) * SECTOR;
@@ -735,6 +781,7 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
         struct wstripe w = {.r = {.stripe = s, .row = 0, .nrows = c}};
         uint16_t held[1];
         int nheld = stripe_lock_set(&a->locks, &s, 1, held);
+        stripe_gen_bump(&a->locks, held, nheld);
         rc = layout_stripe(&a->geom, s, &w.r.map);
         if (rc == 0) {
             for (int m = 0; m < n; m++)
@@ -762,9 +809,10 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
             } else if (a->nparity == 2 && missing_data == 1 && !w.r.unavailable[w.r.map.p_disk] &&
                        !w.r.unavailable[w.r.map.q_disk]) {
                 w.r.unavailable[w.r.map.q_disk] = 1; /* rebuild the data from P, then Q from the data */
-                rc = rows_read_and_rebuild(a, &w.r, w.zero, NULL);
+                rc = rows_read_and_rebuild(a, &w.r, w.zero, NULL, NULL);
                 w.r.unavailable[w.r.map.q_disk] = 0;
             } else {
+                stripe_gen_bump(&a->locks, held, nheld);
                 stripe_unlock_set(&a->locks, held, nheld);
                 continue;
             }
@@ -779,6 +827,7 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
                     rc = ops[i].result;
             }
         }
+        stripe_gen_bump(&a->locks, held, nheld);
         stripe_unlock_set(&a->locks, held, nheld);
     }
     return rc;

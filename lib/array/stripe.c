@@ -2,11 +2,13 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 void stripe_locks_init(struct stripe_locks *l)
 {
     for (int i = 0; i < STRIPE_LOCKS; i++)
         pthread_mutex_init(&l->m[i], NULL);
+    memset(l->gen, 0, sizeof l->gen);
 }
 
 void stripe_locks_destroy(struct stripe_locks *l)

@@ -18,7 +18,25 @@
 
 struct stripe_locks {
     pthread_mutex_t m[STRIPE_LOCKS];
+    /* Per lock: odd while a writer changes a stripe under it, +2 per write
+     * (a seqlock). A reader that read data chunks without the lock may reuse
+     * them under the lock only if the count is even and unchanged since
+     * before its reads. */
+    uint32_t gen[STRIPE_LOCKS];
 };
+
+static inline uint32_t stripe_gen(const struct stripe_locks *l, uint64_t stripe)
+{
+    return __atomic_load_n(&l->gen[stripe % STRIPE_LOCKS], __ATOMIC_ACQUIRE);
+}
+
+/* Called by writers for every lock they hold, before and after changing
+ * the stripes' members. */
+static inline void stripe_gen_bump(struct stripe_locks *l, const uint16_t *held, int nheld)
+{
+    for (int i = 0; i < nheld; i++)
+        __atomic_add_fetch(&l->gen[held[i]], 1, __ATOMIC_ACQ_REL);
+}
 
 void stripe_locks_init(struct stripe_locks *l);
 void stripe_locks_destroy(struct stripe_locks *l);

@@ -24,8 +24,10 @@ int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_by
         return -errno;
     }
     const char *paths[FX_MAXM];
+    char dir[sizeof f->dir]; /* a copy: gcc -O1 cannot tell f->dir and f->path[] apart (-Wrestrict) */
+    memcpy(dir, f->dir, sizeof dir);
     for (int s = 0; s < n; s++) {
-        snprintf(f->path[s], sizeof f->path[s], "%s/m%d.img", f->dir, s);
+        snprintf(f->path[s], sizeof f->path[s], "%s/m%d.img", dir, s);
         paths[s] = f->path[s];
         int fd = open(f->path[s], O_RDWR | O_CREAT | O_TRUNC, 0600);
         if (fd < 0 || ftruncate(fd, (off_t)member_bytes)) {
