@@ -51,8 +51,24 @@ simd_flags = $(strip \
   $(if $(filter %/avx512.c,$1),-mavx512f -mavx512bw -mavx512vl) \
   $(if $(filter %/gfni.c %/gfni_nt.c,$1),-mavx512f -mavx512bw -mavx512vl -mgfni))
 
+# Front-ends (issue 5): the nbdkit plugin, built when nbdkit's header is
+# present; FUSE support in the uraid command when libfuse3 is present.
+HAVE_NBDKIT := $(shell test -f /usr/include/nbdkit-plugin.h && echo 1)
+HAVE_FUSE3 := $(shell pkg-config --exists fuse3 2>/dev/null && echo 1)
+PLUGIN_SRC := $(sort $(wildcard plugins/nbdkit-*.c))
+ifeq ($(HAVE_NBDKIT),1)
+PLUGINS := $(PLUGIN_SRC:plugins/%.c=$(BUILD)/%.so)
+endif
+ifeq ($(HAVE_FUSE3),1)
+CLI_FUSE_CFLAGS := -DHAVE_FUSE3 $(shell pkg-config --cflags fuse3)
+CLI_FUSE_LIBS := $(shell pkg-config --libs fuse3)
+endif
+
 .PHONY: all check demo fuzz bench clean deps unit-tests san-tests
-all: $(BUILD)/liburaid.a $(BUILD)/liburaid.so $(BUILD)/uraid
+all: $(BUILD)/liburaid.a $(BUILD)/liburaid.so $(BUILD)/uraid $(PLUGINS)
+
+$(BUILD)/nbdkit-%.so: plugins/nbdkit-%.c $(BUILD)/liburaid.a
+	$(CC) $(WARN) $(CFLAGS) -fPIC -shared $(CPPFLAGS) -o $@ $< $(BUILD)/liburaid.a $(LDLIBS)
 
 deps:
 	@sh scripts/deps.sh
@@ -76,8 +92,12 @@ $(SAN)/liburaid.a: $(SAN_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(BUILD)/cli/%.o: cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CLI_FUSE_CFLAGS) -MMD -MP -c $< -o $@
+
 $(BUILD)/uraid: $(CLI_OBJ) $(BUILD)/liburaid.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/liburaid.a $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/liburaid.a $(LDLIBS) $(CLI_FUSE_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TESTLIB_OBJ) $(BUILD)/liburaid.a
 	@mkdir -p $(dir $@)
