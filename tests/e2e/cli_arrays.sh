@@ -1,0 +1,76 @@
+#!/bin/sh
+# The array commands as a user runs them, and what they do with bad input:
+# every refusal is one line on stderr, a non-zero exit, and no member changed.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/e2e.sh
+
+d="$t_tmp"
+for i in 0 1 2 3; do truncate -s 32M "$d/m$i.img"; done
+truncate -s 1M "$d/tiny.img"
+head -c 4M /dev/urandom > "$d/notarray.img"
+
+sums() { sha256sum "$d"/*.img | sha256sum | cut -d' ' -f1; }
+
+# expect_refusal NAME PATTERN COMMAND...: one stderr line matching PATTERN,
+# exit status non-zero, and every member file unchanged.
+expect_refusal() {
+    name=$1 pattern=$2; shift 2
+    before=$(sums)
+    "$@" >"$t_tmp/out" 2>"$t_tmp/err"; rc=$?
+    after=$(sums)
+    lines=$(grep -c . "$t_tmp/err")
+    if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] && grep -q -- "$pattern" "$t_tmp/err" && [ "$before" = "$after" ]; then
+        t_ok "$name"
+    else
+        t_fail "$name" "rc=$rc lines=$lines changed=$([ "$before" = "$after" ] && echo no || echo yes): $(cat "$t_tmp/err")"
+    fi
+}
+
+expect_refusal "create: unknown level" "unknown level" $URAID create --level 7 --raid-devices 4 "$d"/m?.img
+expect_refusal "create: chunk not a power of two" "chunk size must be a power of two" \
+    $URAID create --level 5 --raid-devices 4 --chunk 48K "$d"/m?.img
+expect_refusal "create: member count mismatch" "members given for --raid-devices" \
+    $URAID create --level 5 --raid-devices 5 "$d"/m?.img
+expect_refusal "create: too many missing" "survives only" \
+    $URAID create --level 5 --raid-devices 4 "$d/m0.img" "$d/m1.img" missing missing
+expect_refusal "create: member too small" "too small" \
+    $URAID create --level 5 --raid-devices 4 "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/tiny.img"
+expect_refusal "create: member given twice" "given twice" \
+    $URAID create --level 5 --raid-devices 4 "$d/m0.img" "$d/m1.img" "$d/m1.img" "$d/m3.img"
+expect_refusal "create: missing file" "cannot open" \
+    $URAID create --level 5 --raid-devices 4 "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/nosuch.img"
+expect_refusal "create: unknown layout" "unknown layout" \
+    $URAID create --level 6 --raid-devices 4 --layout sideways "$d"/m?.img
+
+if $URAID create --level 5 --raid-devices 4 --chunk 64K --name cli "$d"/m?.img >/dev/null 2>&1; then
+    t_ok "create RAID-5"
+else
+    t_fail "create RAID-5"
+fi
+expect_refusal "create over an existing array without --force" "already belongs to an md array" \
+    $URAID create --level 5 --raid-devices 4 "$d"/m?.img
+expect_refusal "examine a file that is not a member" "no md superblock" $URAID examine "$d/notarray.img"
+expect_refusal "detail with a foreign file among the members" "no md superblock" \
+    $URAID detail "$d/m0.img" "$d/m1.img" "$d/notarray.img"
+expect_refusal "detail with no members" "no members given" $URAID detail
+expect_refusal "cat with a member given twice" "given twice" $URAID cat "$d/m0.img" "$d/m0.img" "$d/m1.img"
+expect_refusal "unknown option" "unknown option" $URAID detail --frobnicate "$d"/m?.img
+expect_refusal "write past the end" "does not fit" sh -c "head -c 1M /dev/zero | $URAID write --offset 95M $d/m0.img $d/m1.img $d/m2.img $d/m3.img"
+expect_refusal "bad member layer spec" "bad layer spec" $URAID cat --member-layer 'throttle=9Q' "$d"/m?.img
+
+# write and read back through the commands, whole and degraded
+head -c 5M /dev/urandom > "$d/data"
+if $URAID write --offset 1M "$d"/m?.img < "$d/data" 2>"$t_tmp/err"; then
+    got=$($URAID cat "$d/m3.img" "$d/m0.img" "$d/m2.img" | dd bs=1M skip=1 count=5 iflag=fullblock 2>/dev/null | sha256sum)
+    [ "$got" = "$(sha256sum < "$d/data")" ] && t_ok "write then cat (degraded, shuffled)" || t_fail "write then cat"
+else
+    t_fail "write" "$(cat "$t_tmp/err")"
+fi
+$URAID detail "$d"/m?.img > "$t_tmp/detail" 2>&1
+grep -q 'State : clean' "$t_tmp/detail" && grep -q '\[4/4\] \[UUUU\]' "$t_tmp/detail" \
+    && t_ok "detail after a clean close: clean, [UUUU]" || t_fail "detail" "$(cat "$t_tmp/detail")"
+# mdadm agrees on what we wrote
+mdadm --examine "$d/m2.img" > "$t_tmp/md" 2>&1
+grep -q 'State : clean' "$t_tmp/md" && grep -q 'Checksum : .* - correct' "$t_tmp/md" && grep -q 'Device Role : Active device 2' "$t_tmp/md" \
+    && t_ok "mdadm --examine agrees" || t_fail "mdadm --examine" "$(cat "$t_tmp/md")"
+t_finish
