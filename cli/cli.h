@@ -68,6 +68,7 @@ int cmd_examine(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_write(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 void cli_print_uuid(const uint8_t *u);
 const char *cli_human_size(uint64_t bytes, char *buf, size_t len);

@@ -18,6 +18,7 @@ static const struct verb verbs[] = {
     {"detail", cmd_detail, "print the array like mdadm --detail, with its [UU_U] state"},
     {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},
     {"write", cmd_write, "write stdin into the array [--offset BYTES] (works degraded)"},
+    {"serve", cmd_serve, "serve the array over NBD with nbdkit: [--socket PATH | --port N] [--control PATH] MEMBERS..."},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
 };

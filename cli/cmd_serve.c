@@ -1,0 +1,290 @@
+/* uraid serve MEMBERS... [--socket PATH | --port N] [--control PATH]
+ *                        [--force] [--member-layer [MEMBER:]SPEC]
+ *
+ * Serves the array over NBD by running nbdkit with the uraid plugin
+ * (plugins/nbdkit-uraid-plugin.c) in the foreground: nbdkit speaks the
+ * protocol, the plugin translates to the array API, and this verb only
+ * checks the input, finds the two programs and looks after the child. Any
+ * NBD client works: nbdinfo, nbdcopy, qemu-img, fio --ioengine=nbd,
+ * nbd-client.
+ *
+ * The members are checked with a read-only open first, so a wrong path or a
+ * non-array file gets the same one-line error as every other verb and
+ * nothing is written. SIGINT, SIGTERM and SIGHUP are forwarded to nbdkit,
+ * whose plugin then closes the array cleanly; the socket file is removed on
+ * the way out. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define PLUGIN_NAME "nbdkit-uraid-plugin.so"
+
+struct serve_opts {
+    const char *socket;
+    const char *port;
+    const char *control;
+};
+
+static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ctx)
+{
+    struct serve_opts *o = ctx;
+    const char *a = argv[*i], **dst = NULL;
+    if (!strcmp(a, "--socket") || !strcmp(a, "-U"))
+        dst = &o->socket;
+    else if (!strcmp(a, "--port") || !strcmp(a, "-p"))
+        dst = &o->port;
+    else if (!strcmp(a, "--control"))
+        dst = &o->control;
+    else
+        return 0;
+    if (*i + 1 >= argc) {
+        cli_error(verb, "%s needs a value", a);
+        return -1;
+    }
+    *dst = argv[++*i];
+    return 1;
+}
+
+/* The plugin built next to this binary (build/), then the places a package
+ * or `make install` would put it; URAID_NBDKIT_PLUGIN overrides. */
+static int find_plugin(char *out, size_t len)
+{
+    const char *env = getenv("URAID_NBDKIT_PLUGIN");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return access(out, R_OK) == 0 ? 0 : -1;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            const char *rel[] = {"/", "/../lib/nbdkit/plugins/", "/../lib/x86_64-linux-gnu/nbdkit/plugins/"};
+            for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+                int w = snprintf(out, len, "%s%s%s", exe, rel[i], PLUGIN_NAME);
+                if (w > 0 && (size_t)w < len && access(out, R_OK) == 0)
+                    return 0;
+            }
+        }
+    }
+    const char *dirs[] = {"/usr/local/lib/nbdkit/plugins", "/usr/lib/x86_64-linux-gnu/nbdkit/plugins",
+                          "/usr/lib/nbdkit/plugins", "/usr/lib64/nbdkit/plugins"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(out, len, "%s/%s", dirs[i], PLUGIN_NAME);
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+static int have_program(const char *name)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    char dir[PATH_MAX];
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        int w = snprintf(dir, sizeof dir, "%.*s/%s", (int)n, path, name);
+        if (n && w > 0 && (size_t)w < sizeof dir && access(dir, X_OK) == 0)
+            return 1;
+        path += n + (path[n] == ':');
+    }
+    return 0;
+}
+
+/* Refuses a socket path a live server answers on (two servers on one
+ * array would corrupt it), removes a stale socket left by a dead one, and
+ * never deletes a file that is not a socket. */
+static int check_socket_path(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        cli_error("serve", "socket path %s is too long (at most %zu bytes)", path, sizeof sa.sun_path - 1);
+        return -1;
+    }
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (!S_ISSOCK(st.st_mode)) {
+        cli_error("serve", "%s exists and is not a socket; refusing to replace it", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        cli_error("serve", "socket: %s", strerror(errno));
+        return -1;
+    }
+    int live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    if (live) {
+        cli_error("serve", "a server is already listening on %s", path);
+        return -1;
+    }
+    unlink(path);
+    return 0;
+}
+
+/* argv for nbdkit; every string it points at outlives the exec. */
+static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const struct cli_members *mem,
+                          const struct uraid_open_params *op)
+{
+    size_t max = 16 + 2 * (size_t)mem->n + (size_t)mem->nlayers;
+    char **av = calloc(max, sizeof *av);
+    if (!av)
+        return NULL;
+    size_t k = 0;
+    av[k++] = "nbdkit";
+    av[k++] = "--foreground";
+    /* nbdkit dies with us even if we are killed with SIGKILL */
+    av[k++] = "--exit-with-parent";
+    if (cli.verbose)
+        av[k++] = "--verbose";
+    if (o->socket) {
+        av[k++] = "--unix";
+        av[k++] = (char *)o->socket;
+    } else if (o->port) {
+        av[k++] = "--port";
+        av[k++] = (char *)o->port;
+    }
+    av[k++] = (char *)plugin;
+    for (int i = 0; i < mem->n; i++)
+        if (asprintf(&av[k++], "member=%s", mem->path[i]) < 0)
+            return NULL;
+    /* the raw [MEMBER:]SPEC strings: the plugin resolves them the same way */
+    for (int i = 0; i < mem->nlayers; i++)
+        if (asprintf(&av[k++], "layer=%s", mem->layer_arg[i]) < 0)
+            return NULL;
+    if (op->force)
+        av[k++] = "force=1";
+    if (o->control && asprintf(&av[k++], "control=%s", o->control) < 0)
+        return NULL;
+    av[k] = NULL;
+    return av;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    struct serve_opts o = {0};
+    struct cli_extra extra = {serve_parse, &o, "[--socket PATH | --port N] [--control PATH]"};
+    struct cli_members mem;
+    struct uraid_open_params op = {0};
+    int rc = cli_parse_members("serve", argc, argv, &mem, &op, &extra);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (o.socket && o.port) {
+        cli_error("serve", "give either --socket PATH or --port N, not both");
+        return 2;
+    }
+    if (o.port) {
+        char *end;
+        long p = strtol(o.port, &end, 10);
+        if (*end || p < 1 || p > 65535) {
+            cli_error("serve", "--port '%s' is not a TCP port number", o.port);
+            return 2;
+        }
+    }
+    if (!have_program("nbdkit")) {
+        cli_error("serve", "nbdkit is not installed: apt-get install nbdkit");
+        return 1;
+    }
+    char plugin[PATH_MAX];
+    if (find_plugin(plugin, sizeof plugin)) {
+        cli_error("serve", "cannot find %s next to the uraid binary or in nbdkit's plugin directories "
+                           "(build it with 'make' after apt-get install nbdkit-plugin-dev, or set URAID_NBDKIT_PLUGIN)",
+                  PLUGIN_NAME);
+        return 1;
+    }
+
+    /* Every refusal of uraid_open, without writing a byte. */
+    struct uraid_open_params probe_op = op;
+    probe_op.readonly = 1;
+    struct uraid_array *probe;
+    if (cli_open_array("serve", &mem, &probe_op, &probe))
+        return 1;
+    uraid_close(probe);
+
+    if (o.socket && check_socket_path(o.socket))
+        return 1;
+    char **av = nbdkit_argv(&o, plugin, &mem, &op);
+    if (!av) {
+        cli_error("serve", "out of memory");
+        return 1;
+    }
+
+    /* Signals are taken synchronously with sigwaitinfo, so forwarding them
+     * and reaping the child happen in one plain loop. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+
+    if (o.socket)
+        fprintf(stderr, "uraid serve: nbd+unix:///?socket=%s (%d members; SIGINT/SIGTERM stops)\n", o.socket, mem.n);
+    else
+        fprintf(stderr, "uraid serve: nbd://localhost:%s (%d members; SIGINT/SIGTERM stops)\n",
+                o.port ? o.port : "10809", mem.n);
+
+    pid_t child = fork();
+    if (child < 0) {
+        cli_error("serve", "fork: %s", strerror(errno));
+        return 1;
+    }
+    if (child == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL); /* the mask survives exec */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        execvp("nbdkit", av);
+        fprintf(stderr, "uraid serve: cannot run nbdkit: %s\n", strerror(errno));
+        _exit(127);
+    }
+
+    int status = 0, stopping = 0;
+    for (;;) {
+        siginfo_t si;
+        int sig = sigwaitinfo(&set, &si);
+        if (sig < 0)
+            continue; /* EINTR */
+        if (sig != SIGCHLD) {
+            /* the first signal asks nbdkit to stop; a second one insists */
+            kill(child, stopping ? SIGKILL : SIGTERM);
+            stopping = 1;
+            continue;
+        }
+        pid_t w = waitpid(child, &status, WNOHANG);
+        if (w == child)
+            break;
+    }
+    if (o.socket) {
+        struct stat st;
+        if (lstat(o.socket, &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(o.socket);
+    }
+    if (WIFEXITED(status)) {
+        if (WEXITSTATUS(status) && !stopping)
+            cli_error("serve", "nbdkit exited with status %d", WEXITSTATUS(status));
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        if (stopping && WTERMSIG(status) == SIGTERM)
+            return 0;
+        cli_error("serve", "nbdkit was killed by signal %d", WTERMSIG(status));
+        return 1;
+    }
+    return 1;
+}

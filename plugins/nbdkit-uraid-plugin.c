@@ -1,0 +1,313 @@
+/* nbdkit-uraid-plugin: serves one uraid array over NBD.
+ *
+ *   nbdkit build/nbdkit-uraid-plugin.so member=A member=B ... \
+ *          [force=1] [layer=SPEC | layer=MEMBER:SPEC]... [control=PATH]
+ *
+ * ("member" is the magic key, so bare paths work too: `nbdkit PLUGIN A B C`.)
+ *
+ * A thin front-end (DESIGN.md habit 12): it translates NBD requests into
+ * uraid_read / uraid_write / uraid_flush and engine errors into NBD errors.
+ * Assembly, degraded reads, parity and member failure are the engine's
+ * business; nothing here decides anything about RAID.
+ *
+ * Life cycle: the members are checked with a read-only open in get_ready,
+ * so bad input fails before nbdkit binds a socket and the message reaches
+ * the user's terminal. The array the server uses is opened in after_fork:
+ * nbdkit forks into the background after get_ready (unless --foreground),
+ * and the engine's worker threads and io_uring rings would not survive a
+ * fork. It is closed in unload, which writes the clean state to every
+ * member, so a server stopped with SIGTERM/SIGINT leaves a clean array. */
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uraid.h"
+#include "uraid_ctl.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static const char *members[URAID_MAX_MEMBERS];
+static int nmembers;
+/* layer= arguments as given; resolved against members in config_complete
+ * because nbdkit passes keys in command-line order and a MEMBER:SPEC layer
+ * may come before its member= key. */
+static const char *layer_arg[URAID_MAX_MEMBERS];
+static int nlayers;
+static char sim_text[URAID_MAX_MEMBERS][256];
+static const char *sim[URAID_MAX_MEMBERS];
+static struct uraid_open_params open_params;
+static const char *control_path;
+
+static struct uraid_array *array;
+
+/* Library messages: errors and warnings matter to whoever runs the server
+ * (a stale member left out, a member failed on a write error), so they go
+ * through nbdkit_error, which reaches stderr or syslog like nbdkit's own;
+ * the rest only with -v. */
+static void log_to_nbdkit(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    if (level == URAID_LOG_ERROR)
+        nbdkit_error("%s", msg);
+    else if (level == URAID_LOG_WARN)
+        nbdkit_error("warning: %s", msg);
+    else
+        nbdkit_debug("%s", msg);
+}
+
+static void uraid_plugin_load(void)
+{
+    uraid_set_log(log_to_nbdkit, NULL, URAID_LOG_DEBUG);
+}
+
+static int uraid_plugin_config(const char *key, const char *value)
+{
+    if (!strcmp(key, "member")) {
+        if (nmembers >= URAID_MAX_MEMBERS) {
+            nbdkit_error("too many members (at most %d)", URAID_MAX_MEMBERS);
+            return -1;
+        }
+        for (int i = 0; i < nmembers; i++)
+            if (!strcmp(members[i], value)) {
+                nbdkit_error("member %s is given twice", value);
+                return -1;
+            }
+        members[nmembers++] = value;
+    } else if (!strcmp(key, "force")) {
+        int r = nbdkit_parse_bool(value);
+        if (r < 0)
+            return -1;
+        open_params.force = r;
+    } else if (!strcmp(key, "layer")) {
+        if (nlayers >= URAID_MAX_MEMBERS) {
+            nbdkit_error("too many layer= keys");
+            return -1;
+        }
+        layer_arg[nlayers++] = value;
+    } else if (!strcmp(key, "control")) {
+        control_path = value;
+    } else {
+        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=)", key);
+        return -1;
+    }
+    return 0;
+}
+
+/* layer=SPEC applies to every member, layer=MEMBER:SPEC to that member
+ * (the same rule as the CLI's --member-layer); specs are joined with ';',
+ * the syntax uraid_open_params.member_sim takes. */
+static int resolve_layers(void)
+{
+    for (int l = 0; l < nlayers; l++) {
+        const char *arg = layer_arg[l], *colon = strchr(arg, ':');
+        int target = -1;
+        if (colon)
+            for (int i = 0; i < nmembers; i++)
+                if (strlen(members[i]) == (size_t)(colon - arg) && !strncmp(members[i], arg, (size_t)(colon - arg)))
+                    target = i;
+        if (colon && target < 0) {
+            nbdkit_error("layer=%s: '%.*s' is not one of the members given", arg, (int)(colon - arg), arg);
+            return -1;
+        }
+        const char *spec = target >= 0 ? colon + 1 : arg;
+        for (int i = 0; i < nmembers; i++) {
+            if (target >= 0 && i != target)
+                continue;
+            size_t used = strlen(sim_text[i]);
+            int n = snprintf(sim_text[i] + used, sizeof sim_text[i] - used, "%s%s", used ? ";" : "", spec);
+            if (n < 0 || (size_t)n >= sizeof sim_text[i] - used) {
+                nbdkit_error("layer specs for member %s are too long", members[i]);
+                return -1;
+            }
+        }
+    }
+    if (nlayers) {
+        for (int i = 0; i < nmembers; i++)
+            sim[i] = sim_text[i];
+        open_params.member_sim = sim;
+    }
+    return 0;
+}
+
+static int uraid_plugin_config_complete(void)
+{
+    if (nmembers == 0) {
+        nbdkit_error("no members given: use member=PATH (once per member)");
+        return -1;
+    }
+    if (control_path) {
+        /* INTEGRATION POINT (issue 5, control socket): lib/ctl is not in
+         * the tree yet, so uraid_ctl_start cannot be linked. When it lands,
+         * start it in after_fork right after uraid_open:
+         *     uraid_ctl_start(array, control_path, request_stop, NULL, &ctl, why, sizeof why)
+         * with request_stop calling nbdkit_shutdown(), and call
+         * uraid_ctl_stop(ctl) in unload before uraid_close. Until then the
+         * key is refused rather than silently ignored. */
+        nbdkit_error("control=%s: this build has no control socket (lib/ctl is not integrated yet)", control_path);
+        return -1;
+    }
+    return resolve_layers();
+}
+
+/* Checks the members (every refusal uraid_open knows) without writing a
+ * byte, while errors still reach the terminal and before a socket is bound. */
+static int uraid_plugin_get_ready(void)
+{
+    struct uraid_open_params ro = open_params;
+    struct uraid_array *probe;
+    char why[512] = "";
+    ro.readonly = 1;
+    int rc = uraid_open(members, nmembers, &ro, &probe, why, sizeof why);
+    if (rc) {
+        nbdkit_error("%s", why[0] ? why : uraid_strerror(rc));
+        return -1;
+    }
+    uraid_close(probe);
+    return 0;
+}
+
+static int uraid_plugin_after_fork(void)
+{
+    char why[512] = "";
+    int rc = uraid_open(members, nmembers, &open_params, &array, why, sizeof why);
+    if (rc) {
+        nbdkit_error("%s", why[0] ? why : uraid_strerror(rc));
+        return -1;
+    }
+    nbdkit_debug("array of %llu bytes on %d members, I/O engine %s", (unsigned long long)uraid_size(array),
+                 nmembers, uraid_io_engine(array));
+    return 0;
+}
+
+/* A clean close flushes and records the array clean in every member. */
+static void uraid_plugin_unload(void)
+{
+    if (array) {
+        int rc = uraid_close(array);
+        if (rc)
+            nbdkit_error("closing the array: %s", uraid_strerror(rc));
+        array = NULL;
+    }
+}
+
+/* Every connection shares the one array: there is no per-connection state. */
+static void *uraid_plugin_open(int readonly)
+{
+    if (!array)
+        nbdkit_error("the array is not open");
+    return array;
+}
+
+static int64_t uraid_plugin_get_size(void *handle)
+{
+    return (int64_t)uraid_size(handle);
+}
+
+/* The engine takes 512-byte multiples; advertising that lets clients that
+ * honour NBD block size constraints align their requests. 4 KiB is preferred
+ * because smaller writes cost a read-modify-write of whole member blocks. */
+static int uraid_plugin_block_size(void *handle, uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
+{
+    *minimum = 512;
+    *preferred = 4096;
+    *maximum = 0xffffffff;
+    return 0;
+}
+
+/* Safe because this process opens the array once and every connection uses
+ * that one object: a read on any connection sees every write completed on
+ * any other (the engine's stripe locks order them), and uraid_flush makes
+ * every completed write durable on all members, whichever connection
+ * issued it. That is exactly what NBD_FLAG_CAN_MULTI_CONN promises. */
+static int uraid_plugin_can_multi_conn(void *handle)
+{
+    return 1;
+}
+
+static int uraid_plugin_can_flush(void *handle)
+{
+    return 1;
+}
+
+/* FUA is a write followed by uraid_flush (the engine has no per-write FUA). */
+static int uraid_plugin_can_fua(void *handle)
+{
+    return NBDKIT_FUA_NATIVE;
+}
+
+/* Engine results are negative errnos; anything outside the errno range is
+ * reported to the client as EIO. */
+static int fail(int rc, const char *what, uint32_t count, uint64_t offset)
+{
+    int err = rc < 0 && -rc < 4096 ? -rc : EIO;
+    nbdkit_error("uraid: %s of %u bytes at array offset %llu: %s (errno %d)", what, count,
+                 (unsigned long long)offset, uraid_strerror(rc), err);
+    nbdkit_set_error(err);
+    return -1;
+}
+
+static int uraid_plugin_pread(void *handle, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+    int rc = uraid_read(handle, buf, count, offset);
+    return rc ? fail(rc, "read", count, offset) : 0;
+}
+
+static int uraid_plugin_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+    int rc = uraid_write(handle, buf, count, offset);
+    if (rc)
+        return fail(rc, "write", count, offset);
+    if (flags & NBDKIT_FLAG_FUA) {
+        rc = uraid_flush(handle);
+        if (rc)
+            return fail(rc, "flush (FUA write)", count, offset);
+    }
+    return 0;
+}
+
+static int uraid_plugin_flush(void *handle, uint32_t flags)
+{
+    int rc = uraid_flush(handle);
+    if (rc) {
+        int err = -rc < 4096 ? -rc : EIO;
+        nbdkit_error("uraid: flush: %s (errno %d)", uraid_strerror(rc), err);
+        nbdkit_set_error(err);
+        return -1;
+    }
+    return 0;
+}
+
+/* No .trim / .zero / .extents: the engine has no discard or zeroing
+ * primitive, and nbdkit emulates zero with pwrite when .zero is absent. */
+static struct nbdkit_plugin plugin = {
+    .name = "uraid",
+    .longname = "uraid user-space RAID array (md v1.2 members)",
+    .version = "0.1.0",
+    .description = "Serves a uraid array (Linux md on-disk format) over NBD.",
+    .magic_config_key = "member",
+    .config_help = "member=PATH       a member file or block device (repeat; any order)\n"
+                   "force=BOOL        open a dirty and degraded array\n"
+                   "layer=[MEMBER:]SPEC  simulated disk/fault layer (see uraid --member-layer)\n"
+                   "control=PATH      control socket (uraid fail/remove/add/status)",
+    .load = uraid_plugin_load,
+    .unload = uraid_plugin_unload,
+    .config = uraid_plugin_config,
+    .config_complete = uraid_plugin_config_complete,
+    .get_ready = uraid_plugin_get_ready,
+    .after_fork = uraid_plugin_after_fork,
+    .open = uraid_plugin_open,
+    .get_size = uraid_plugin_get_size,
+    .block_size = uraid_plugin_block_size,
+    .can_multi_conn = uraid_plugin_can_multi_conn,
+    .can_flush = uraid_plugin_can_flush,
+    .can_fua = uraid_plugin_can_fua,
+    .pread = uraid_plugin_pread,
+    .pwrite = uraid_plugin_pwrite,
+    .flush = uraid_plugin_flush,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)
