@@ -69,6 +69,7 @@ int cmd_detail(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
 
 void cli_print_uuid(const uint8_t *u);
 const char *cli_human_size(uint64_t bytes, char *buf, size_t len);

@@ -19,6 +19,7 @@ static const struct verb verbs[] = {
     {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},
     {"write", cmd_write, "write stdin into the array [--offset BYTES] (works degraded)"},
     {"serve", cmd_serve, "serve the array over NBD with nbdkit: [--socket PATH | --port N] [--control PATH] MEMBERS..."},
+    {"mount", cmd_mount, "serve the array as DIR/array and DIR/status over FUSE: MEMBERS... DIR [--foreground]"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
 };

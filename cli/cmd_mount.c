@@ -1,0 +1,553 @@
+/* uraid mount MEMBERS... DIR: serves the array through FUSE as DIR/array (one
+ * file, the array's size) and DIR/status (read-only text), so the kernel can
+ * use it: `losetup --direct-io=on -f --show DIR/array`.
+ *
+ * A thin front-end (DESIGN.md "thin front-ends"): every request is
+ * translated into uraid_read / uraid_write / uraid_flush; nothing is decided
+ * here. The low-level libfuse API is used rather than fuse_main because the
+ * high-level one mallocs a buffer (and a path string) for every read, and
+ * the I/O path must not allocate once warm: each FUSE worker thread keeps
+ * one aligned buffer for its whole life.
+ *
+ * Lifecycle: fork (unless --foreground) -> open the array in the child (the
+ * engine's threads and io_uring rings would not survive a fork made after) ->
+ * mount -> tell the waiting parent "ready" -> serve -> on unmount or
+ * SIGTERM/SIGINT/SIGHUP leave the loop, unmount, close the array (which
+ * writes the clean state). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef HAVE_FUSE3
+int cmd_mount(int argc, char **argv)
+{
+    cli_error("mount", "this uraid was built without FUSE: install libfuse3-dev and fuse3 "
+                       "(sh scripts/deps.sh) and rebuild with make");
+    return 1;
+}
+#else
+
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <syslog.h>
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+enum { INO_ROOT = 1, INO_ARRAY = 2, INO_STATUS = 3 };
+#define SECTOR 512u
+/* Largest request the kernel sends (FUSE_MAX_MAX_PAGES = 256 pages) plus the
+ * two edge sectors of a misaligned one. */
+#define IOBUF_SIZE ((1u << 20) + 2 * 4096u)
+
+struct mount_ctx {
+    struct uraid_array *a;
+    uint64_t size;
+    /* Misaligned writes read-modify-write their edge sectors; they take this
+     * exclusively so two of them sharing a sector (or an aligned write to
+     * it) cannot interleave and lose bytes. Aligned writes share it. */
+    pthread_rwlock_t rmw_lock;
+    pthread_key_t buf_key;
+    const char *control;
+};
+
+/* The calling worker's aligned buffer: allocated on its first request and
+ * freed by the key's destructor when libfuse retires the thread. */
+static uint8_t *thread_buf(struct mount_ctx *m)
+{
+    uint8_t *b = pthread_getspecific(m->buf_key);
+    if (!b) {
+        if (posix_memalign((void **)&b, 4096, IOBUF_SIZE))
+            return NULL;
+        pthread_setspecific(m->buf_key, b);
+    }
+    return b;
+}
+
+/* INTEGRATION POINT (issue 5, lib/ctl): DIR/status must show what `uraid
+ * status` shows. When lib/ctl implements uraid_status_text()
+ * (include/uraid_ctl.h), replace the body of this function with
+ *     return uraid_status_text(a, buf, len) ? -1 : (int)strlen(buf);
+ * Until then the text is built here from uraid_get_info, in the same
+ * /proc/mdstat + mdadm --detail style. Returns the length, or -1. */
+static int status_text(struct uraid_array *a, char *buf, size_t len)
+{
+    struct uraid_array_info *info = malloc(sizeof *info);
+    struct uraid_counters c;
+    if (!info || uraid_get_info(a, info) || uraid_get_counters(a, &c)) {
+        free(info);
+        return -1;
+    }
+    size_t n = 0;
+#define OUT(...) (n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__))
+    char cs[16];
+    OUT("uraid : active raid%d, %s, chunk %s, %d devices\n", info->level, info->name,
+        cli_format_size(info->chunk_bytes, cs, sizeof cs), info->raid_devices);
+    OUT("State : %s%s\n", info->clean ? "clean" : "active", info->degraded ? ", degraded" : "");
+    OUT("%llu blocks [%d/%d] [", (unsigned long long)(info->size_bytes / 1024), info->raid_devices,
+        info->raid_devices - info->degraded);
+    for (int s = 0; s < info->raid_devices; s++)
+        OUT("%c", info->member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
+    OUT("]\nEvents : %llu\nI/O engine : %s\n", (unsigned long long)info->events, uraid_io_engine(a));
+    static const char *const states[] = {"active sync", "removed", "faulty", "spare", "stale (left out)"};
+    for (int i = 0; i < info->nmembers; i++) {
+        const struct uraid_member_info *mi = &info->member[i];
+        OUT("  slot %2d  %-16s %s\n", mi->slot, states[mi->state], mi->path[0] ? mi->path : "-");
+    }
+    OUT("member reads %llu (%llu bytes), writes %llu (%llu bytes)\n", (unsigned long long)c.member_reads,
+        (unsigned long long)c.member_read_bytes, (unsigned long long)c.member_writes,
+        (unsigned long long)c.member_write_bytes);
+    OUT("stripe writes: full %llu, rmw %llu, rcw %llu, degraded %llu\n", (unsigned long long)c.writes_full_stripe,
+        (unsigned long long)c.writes_rmw, (unsigned long long)c.writes_rcw, (unsigned long long)c.writes_degraded);
+    OUT("reconstructions %llu, corrected reads %llu, member failures %llu\n",
+        (unsigned long long)c.reconstructions, (unsigned long long)c.corrected_reads,
+        (unsigned long long)c.member_failures);
+#undef OUT
+    free(info);
+    return n < len ? (int)n : (int)len - 1;
+}
+
+#define STATUS_MAX 65536
+
+static int fill_attr(struct mount_ctx *m, fuse_ino_t ino, struct stat *st)
+{
+    memset(st, 0, sizeof *st);
+    st->st_ino = ino;
+    st->st_uid = getuid();
+    st->st_gid = getgid();
+    if (ino == INO_ROOT) {
+        st->st_mode = S_IFDIR | 0755;
+        st->st_nlink = 2;
+    } else if (ino == INO_ARRAY) {
+        st->st_mode = S_IFREG | 0600;
+        st->st_nlink = 1;
+        st->st_size = (off_t)m->size;
+        st->st_blocks = (blkcnt_t)(m->size / 512);
+        st->st_blksize = 4096;
+    } else if (ino == INO_STATUS) {
+        /* the real length, so tools that trust st_size read it all */
+        char *t = malloc(STATUS_MAX);
+        int n = t ? status_text(m->a, t, STATUS_MAX) : -1;
+        free(t);
+        if (n < 0)
+            return -EIO;
+        st->st_mode = S_IFREG | 0444;
+        st->st_nlink = 1;
+        st->st_size = n;
+    } else {
+        return -ENOENT;
+    }
+    return 0;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    struct fuse_entry_param e;
+    memset(&e, 0, sizeof e);
+    if (parent != INO_ROOT)
+        e.ino = 0;
+    else if (!strcmp(name, "array"))
+        e.ino = INO_ARRAY;
+    else if (!strcmp(name, "status"))
+        e.ino = INO_STATUS;
+    if (!e.ino) {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    int rc = fill_attr(m, e.ino, &e.attr);
+    if (rc) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
+    /* the array's attributes never change; the status length does */
+    e.attr_timeout = e.ino == INO_ARRAY ? 3600.0 : 0.0;
+    e.entry_timeout = 3600.0;
+    fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct stat st;
+    int rc = fill_attr(fuse_req_userdata(req), ino, &st);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_attr(req, &st, ino == INO_STATUS ? 0.0 : 3600.0);
+}
+
+/* The array is a fixed-size file: truncating it to its own size (what an
+ * O_TRUNC open of a block-device-like file asks) is accepted, any other size
+ * is refused rather than silently ignored. */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    if (ino != INO_ARRAY) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    if ((to_set & FUSE_SET_ATTR_SIZE) && (uint64_t)attr->st_size != m->size) {
+        fuse_reply_err(req, EPERM);
+        return;
+    }
+    struct stat st;
+    fill_attr(m, ino, &st);
+    fuse_reply_attr(req, &st, 3600.0);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    if (ino != INO_ROOT) {
+        fuse_reply_err(req, ENOTDIR);
+        return;
+    }
+    static const struct {
+        const char *name;
+        fuse_ino_t ino;
+        mode_t mode;
+    } ents[] = {{".", INO_ROOT, S_IFDIR}, {"..", INO_ROOT, S_IFDIR}, {"array", INO_ARRAY, S_IFREG},
+                {"status", INO_STATUS, S_IFREG}};
+    char buf[1024];
+    size_t used = 0;
+    for (size_t i = (size_t)off; i < sizeof ents / sizeof ents[0]; i++) {
+        struct stat st = {.st_ino = ents[i].ino, .st_mode = ents[i].mode};
+        size_t want = fuse_add_direntry(req, NULL, 0, ents[i].name, NULL, 0);
+        if (used + want > size || used + want > sizeof buf)
+            break;
+        fuse_add_direntry(req, buf + used, sizeof buf - used, ents[i].name, &st, (off_t)(i + 1));
+        used += want;
+    }
+    fuse_reply_buf(req, buf, used);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    if (ino == INO_ROOT) {
+        fuse_reply_err(req, EISDIR);
+        return;
+    }
+    /* direct_io: no page cache in front of the array (a loop device with
+     * --direct-io=on would otherwise hold every block twice) */
+    fi->direct_io = 1;
+    if (ino == INO_ARRAY) {
+        fi->keep_cache = 0;
+        fuse_reply_open(req, fi);
+        return;
+    }
+    if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+        fuse_reply_err(req, EACCES);
+        return;
+    }
+    /* status: one snapshot per open, so a reader never sees two states mixed */
+    char *t = malloc(STATUS_MAX);
+    if (!t || status_text(m->a, t, STATUS_MAX) < 0) {
+        free(t);
+        fuse_reply_err(req, EIO);
+        return;
+    }
+    fi->fh = (uint64_t)(uintptr_t)t;
+    fuse_reply_open(req, fi);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    if (ino == INO_STATUS)
+        free((void *)(uintptr_t)fi->fh);
+    fuse_reply_err(req, 0);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    if (ino == INO_STATUS) {
+        const char *t = (const char *)(uintptr_t)fi->fh;
+        size_t len = strlen(t);
+        size_t o = (size_t)off < len ? (size_t)off : len;
+        fuse_reply_buf(req, t + o, len - o < size ? len - o : size);
+        return;
+    }
+    uint64_t uoff = (uint64_t)off;
+    if (uoff >= m->size) {
+        fuse_reply_buf(req, NULL, 0);
+        return;
+    }
+    if (size > m->size - uoff)
+        size = (size_t)(m->size - uoff);
+    /* With direct_io the kernel passes the caller's offset and length
+     * through unchanged (cat, head -c ...), so read the covering sectors and
+     * reply from inside them. */
+    uint64_t a0 = uoff & ~(uint64_t)(SECTOR - 1), a1 = (uoff + size + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
+    uint8_t *b = thread_buf(m);
+    if (!b || a1 - a0 > IOBUF_SIZE) {
+        fuse_reply_err(req, b ? EINVAL : ENOMEM);
+        return;
+    }
+    int rc = uraid_read(m->a, b, (size_t)(a1 - a0), a0);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_buf(req, (const char *)b + (uoff - a0), size);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    uint64_t uoff = (uint64_t)off;
+    if (ino != INO_ARRAY) {
+        fuse_reply_err(req, EBADF);
+        return;
+    }
+    if (uoff >= m->size) {
+        fuse_reply_err(req, size ? ENOSPC : 0);
+        return;
+    }
+    if (size > m->size - uoff)
+        size = (size_t)(m->size - uoff); /* short write at the end, like a block device */
+    uint64_t a0 = uoff & ~(uint64_t)(SECTOR - 1), a1 = (uoff + size + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
+    int misaligned = a0 != uoff || a1 != uoff + size;
+    uint8_t *b = thread_buf(m);
+    if (!b || a1 - a0 > IOBUF_SIZE) {
+        fuse_reply_err(req, b ? EINVAL : ENOMEM);
+        return;
+    }
+    int rc = 0;
+    if (misaligned)
+        pthread_rwlock_wrlock(&m->rmw_lock);
+    else
+        pthread_rwlock_rdlock(&m->rmw_lock);
+    if (a0 != uoff)
+        rc = uraid_read(m->a, b, SECTOR, a0);
+    if (!rc && a1 != uoff + size && (a1 - SECTOR != a0 || a0 == uoff))
+        rc = uraid_read(m->a, b + (a1 - SECTOR - a0), SECTOR, a1 - SECTOR);
+    /* Always copied: FUSE's request buffer puts the data 80 bytes into a
+     * page, and members only take the O_DIRECT path from aligned memory. */
+    if (!rc) {
+        memcpy(b + (uoff - a0), data, size);
+        rc = uraid_write(m->a, b, (size_t)(a1 - a0), a0);
+    }
+    pthread_rwlock_unlock(&m->rmw_lock);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    fuse_reply_err(req, ino == INO_ARRAY ? -uraid_flush(m->a) : 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+    op_flush(req, ino, fi);
+}
+
+static const struct fuse_lowlevel_ops mount_ops = {
+    .lookup = op_lookup,
+    .getattr = op_getattr,
+    .setattr = op_setattr,
+    .readdir = op_readdir,
+    .open = op_open,
+    .release = op_release,
+    .read = op_read,
+    .write = op_write,
+    .flush = op_flush,
+    .fsync = op_fsync,
+};
+
+struct mount_opts {
+    int foreground;
+    const char *control;
+};
+
+static int parse_mount_opt(const char *verb, int argc, char **argv, int *i, void *ctx)
+{
+    struct mount_opts *o = ctx;
+    if (!strcmp(argv[*i], "--foreground") || !strcmp(argv[*i], "-F")) {
+        o->foreground = 1;
+        return 1;
+    }
+    if (!strcmp(argv[*i], "--control")) {
+        if (*i + 1 >= argc) {
+            cli_error(verb, "--control needs a socket path");
+            return -1;
+        }
+        o->control = argv[++*i];
+        return 1;
+    }
+    return 0;
+}
+
+static void log_to_syslog(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+    syslog(prio[level], "%s", msg);
+}
+
+/* Runs in the process that serves (the child unless --foreground). `ready`
+ * is the pipe to the waiting parent (-1 in the foreground): one byte is
+ * written once the mount is up; errors before that go to stderr. */
+static int serve(struct cli_members *mem, struct uraid_open_params *op, const char *dir, struct mount_opts *o,
+                 int ready)
+{
+    /* PF_MEMALLOC_NOIO for this thread and every thread created after it
+     * (engine workers, FUSE workers): the kernel's writeback may be waiting
+     * on us, so our allocations must not wait on writeback. Root only. */
+    if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) && errno != EPERM && errno != EINVAL)
+        cli_error("mount", "warning: PR_SET_IO_FLUSHER: %s", strerror(errno));
+    /* The engine's threads are created by uraid_open: keep the stop signals
+     * away from them, so they reach the threads that can end the FUSE loop. */
+    sigset_t stop, old;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &old);
+
+    struct mount_ctx m = {.control = o->control};
+    if (cli_open_array("mount", mem, op, &m.a))
+        return 1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    m.size = uraid_size(m.a);
+    pthread_rwlock_init(&m.rmw_lock, NULL);
+    pthread_key_create(&m.buf_key, free);
+
+    char fsname[64];
+    snprintf(fsname, sizeof fsname, "-ofsname=uraid,subtype=uraid");
+    char *fargv[] = {"uraid", fsname, NULL};
+    struct fuse_args args = FUSE_ARGS_INIT(2, fargv);
+    int status = 1;
+    struct fuse_session *se = fuse_session_new(&args, &mount_ops, sizeof mount_ops, &m);
+    if (!se) {
+        cli_error("mount", "cannot start a FUSE session");
+        goto close_array;
+    }
+    if (fuse_session_mount(se, dir)) {
+        cli_error("mount", "cannot mount on %s (is /dev/fuse usable and fusermount3 installed?)", dir);
+        goto destroy;
+    }
+    if (fuse_set_signal_handlers(se)) {
+        cli_error("mount", "cannot install signal handlers");
+        goto unmount;
+    }
+    /* INTEGRATION POINT (issue 5, lib/ctl): when lib/ctl implements
+     * uraid_ctl_start(), start it here on o->control (default
+     * URAID_CTL_DEFAULT_DIR "/<name>.sock") with an on_stop that calls
+     * fuse_session_exit(se), and uraid_ctl_stop() it after the loop.
+     * cmd_mount refuses --control until then (see cmd_mount below). */
+    if (ready >= 0) {
+        /* detached like a mount helper: the parent reports success */
+        uraid_set_log(log_to_syslog, NULL, cli.verbose ? URAID_LOG_INFO : URAID_LOG_WARN);
+        openlog("uraid", LOG_PID, LOG_DAEMON);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            if (null > 2)
+                close(null);
+        }
+        if (chdir("/")) {
+            /* nothing depends on the working directory any more */
+        }
+        char ok = 0;
+        if (write(ready, &ok, 1) != 1) {
+            /* parent gone: keep serving anyway */
+        }
+        close(ready);
+    }
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    /* workers stay alive between bursts so their buffers stay warm */
+    fuse_loop_cfg_set_max_threads(cfg, 16);
+    fuse_loop_cfg_set_idle_threads(cfg, 16);
+    int rc = fuse_session_loop_mt(se, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    status = rc < 0 ? 1 : 0;
+    fuse_remove_signal_handlers(se);
+unmount:
+    fuse_session_unmount(se);
+destroy:
+    fuse_session_destroy(se);
+close_array:
+    {
+        int crc = uraid_close(m.a);
+        if (crc) {
+            cli_error("mount", "closing the array: %s", uraid_strerror(crc));
+            status = 1;
+        }
+    }
+    return status;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+    struct cli_members mem;
+    struct uraid_open_params op = {0};
+    struct mount_opts o = {0};
+    struct cli_extra extra = {parse_mount_opt, &o, "[--control PATH] [--foreground] MEMBER... DIR"};
+    int rc = cli_parse_members("mount", argc, argv, &mem, &op, &extra);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (mem.n < 2) {
+        cli_error("mount", "need the members and a mount directory (uraid mount MEMBER... DIR)");
+        return 2;
+    }
+    const char *dir_arg = mem.path[--mem.n];
+    char dir[PATH_MAX];
+    struct stat st;
+    if (!realpath(dir_arg, dir) || stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        cli_error("mount", "%s is not a directory", dir_arg);
+        return 2;
+    }
+    if (o.control) {
+        /* INTEGRATION POINT (issue 5, lib/ctl): see serve() */
+        cli_error("mount", "--control: the control socket (lib/ctl) is not in this build yet");
+        return 2;
+    }
+    if (o.foreground)
+        return serve(&mem, &op, dir, &o, -1);
+
+    int pfd[2];
+    if (pipe(pfd)) {
+        cli_error("mount", "pipe: %s", strerror(errno));
+        return 1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        cli_error("mount", "fork: %s", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        close(pfd[0]);
+        setsid();
+        _exit(serve(&mem, &op, dir, &o, pfd[1]));
+    }
+    close(pfd[1]);
+    char ok;
+    ssize_t n;
+    do
+        n = read(pfd[0], &ok, 1);
+    while (n < 0 && errno == EINTR);
+    close(pfd[0]);
+    if (n == 1)
+        return 0; /* mounted; the child serves on */
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    return WIFEXITED(ws) && WEXITSTATUS(ws) ? WEXITSTATUS(ws) : 1;
+}
+#endif
