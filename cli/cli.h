@@ -68,6 +68,12 @@ int cmd_examine(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_write(int argc, char **argv);
+/* cmd_control.c: requests to a serving array's control socket */
+int cmd_status(int argc, char **argv);
+int cmd_fail(int argc, char **argv);
+int cmd_remove(int argc, char **argv);
+int cmd_add(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 

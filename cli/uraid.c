@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "uraid_ctl.h"
 
 struct verb {
     const char *name;
@@ -20,6 +21,11 @@ static const struct verb verbs[] = {
     {"write", cmd_write, "write stdin into the array [--offset BYTES] (works degraded)"},
     {"serve", cmd_serve, "serve the array over NBD with nbdkit: [--socket PATH | --port N] [--control PATH] MEMBERS..."},
     {"mount", cmd_mount, "serve the array as DIR/array and DIR/status over FUSE: MEMBERS... DIR [--foreground]"},
+    {"status", cmd_status, "a serving array's state, members and counters: [--control PATH]"},
+    {"fail", cmd_fail, "mark a member of a serving array faulty: [--control PATH] MEMBER"},
+    {"remove", cmd_remove, "forget a faulty or spare member of a serving array: [--control PATH] MEMBER"},
+    {"add", cmd_add, "add a spare to a serving array: [--control PATH] MEMBER"},
+    {"stop", cmd_stop, "ask a serving array to shut down cleanly: [--control PATH]"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
 };
@@ -33,7 +39,9 @@ static void usage(FILE *out)
                  "  -v, --verbose     report the parity routine chosen and other decisions\n"
                  "  --parity NAME     force a parity routine (also URAID_PARITY=NAME)\n"
                  "  -h, --help        this text\n"
-                 "  --version         print the version\n");
+                 "  --version         print the version\n"
+                 "\nstatus, fail, remove, add and stop talk to the control socket of a serving array:\n"
+                 "--control PATH, else $URAID_CONTROL, else the only socket in " URAID_CTL_DEFAULT_DIR "\n");
 }
 
 static void log_to_stderr(void *ctx, enum uraid_log_level level, const char *msg)

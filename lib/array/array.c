@@ -524,7 +524,8 @@ int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)
         mi->slot = s;
         mi->state = sl->state;
         info->degraded += sl->state != URAID_MEMBER_IN_SYNC;
-        if (sl->dev) {
+        /* a removed member's dev stays open until close (manage.c) */
+        if (sl->dev && sl->state != URAID_MEMBER_MISSING) {
             snprintf(mi->path, sizeof mi->path, "%s", sl->dev->path);
             mi->dev_number = (int)sl->sb.dev_number;
             mi->events = sl->sb.events;

@@ -64,6 +64,15 @@ int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset);
  * -EIO without marking anything. (state.c) */
 int array_member_failed(struct uraid_array *a, int m, int err, const char *what);
 
+/* Member management while open, for the control socket (manage.c): name
+ * is a path as given at open or a raid slot number. 0 or a negative errno
+ * with one line in why: -ENODEV not a member, -EBUSY beyond redundancy
+ * (fail) or still active (remove), -EINVAL not active (fail), -EEXIST
+ * already a member or another array's (add), -ENOSPC too small (add). */
+int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t whylen);
+int array_manage_remove(struct uraid_array *a, const char *name, char *why, size_t whylen);
+int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t whylen);
+
 /* A read error on member m was corrected by rewriting it. (state.c) */
 void array_note_corrected_read(struct uraid_array *a, int m);
 

@@ -1,0 +1,146 @@
+/* uraid status|fail|remove|add|stop [--control PATH] [MEMBER]: requests to
+ * the control socket of a serving array (include/uraid_ctl.h), like
+ * `mdadm --manage` and `cat /proc/mdstat` for md. The socket is PATH, else
+ * $URAID_CONTROL, else the one socket in URAID_CTL_DEFAULT_DIR (/run/uraid,
+ * where servers started without --control put theirs, one per array: with
+ * a single array serving, no option is needed; with several, the command
+ * names them and asks for --control). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "uraid_ctl.h"
+
+#define RESPONSE_BYTES (256 * 1024)
+
+static void usage(FILE *out, const char *verb, int member)
+{
+    fprintf(out,
+            "usage: uraid %s [--control PATH]%s\n"
+            "  --control PATH   the serving array's control socket (default: $URAID_CONTROL,\n"
+            "                   else the only socket in %s)\n",
+            verb, member ? " MEMBER" : "", URAID_CTL_DEFAULT_DIR);
+    if (member)
+        fprintf(out, "  MEMBER           a member path as given when the array was opened, or its raid slot number\n");
+}
+
+/* The one socket in URAID_CTL_DEFAULT_DIR: 0 with its path, -ENOENT when
+ * there is none, -EEXIST with the names listed when there are several. */
+static int default_socket(char *out, size_t len)
+{
+    DIR *d = opendir(URAID_CTL_DEFAULT_DIR);
+    if (!d)
+        return -ENOENT;
+    int n = 0;
+    char names[400] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char p[512];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", URAID_CTL_DEFAULT_DIR, e->d_name);
+        if (lstat(p, &st) || !S_ISSOCK(st.st_mode))
+            continue;
+        if (n++ == 0)
+            snprintf(out, len, "%s", p);
+        size_t u = strlen(names);
+        snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "", e->d_name);
+    }
+    closedir(d);
+    if (n > 1)
+        snprintf(out, len, "%s", names);
+    return n == 0 ? -ENOENT : n > 1 ? -EEXIST : 0;
+}
+
+/* One request; prints the answer (status text on stdout, errors as one line
+ * on stderr). Exit status 0 for "ok", 1 for an error response or no server. */
+static int control(const char *verb, int argc, char **argv, int member)
+{
+    const char *path = getenv("URAID_CONTROL");
+    if (path && !*path)
+        path = NULL;
+    const char *arg = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            usage(stdout, verb, member);
+            return 0;
+        } else if (!strcmp(o, "--control")) {
+            if (i + 1 >= argc) {
+                cli_error(verb, "--control needs a socket path");
+                return 2;
+            }
+            path = argv[++i];
+        } else if (!strncmp(o, "--control=", 10)) {
+            path = o + 10;
+        } else if (o[0] == '-' && o[1] && strcmp(o, "--") != 0) {
+            cli_error(verb, "unknown option '%s' (try 'uraid %s --help')", o, verb);
+            return 2;
+        } else {
+            if (!strcmp(o, "--") && i + 1 < argc)
+                o = argv[++i];
+            if (!member || arg) {
+                cli_error(verb, "unexpected argument '%s' (try 'uraid %s --help')", o, verb);
+                return 2;
+            }
+            arg = o;
+        }
+    }
+    if (member && !arg) {
+        cli_error(verb, "which member? (usage: uraid %s [--control PATH] MEMBER)", verb);
+        return 2;
+    }
+    if (arg && strpbrk(arg, "\n\r")) {
+        cli_error(verb, "a member path cannot contain a newline");
+        return 2;
+    }
+    char req[4200];
+    if (snprintf(req, sizeof req, "%s%s%s", verb, arg ? " " : "", arg ? arg : "") >= 4096) {
+        cli_error(verb, "member path too long");
+        return 2;
+    }
+    static char found[512];
+    if (!path) {
+        int rc = default_socket(found, sizeof found);
+        if (rc == -ENOENT) {
+            cli_error(verb, "no server is listening in %s (give --control PATH)", URAID_CTL_DEFAULT_DIR);
+            return 1;
+        }
+        if (rc) {
+            cli_error(verb, "several arrays serve in %s (%s): give --control PATH", URAID_CTL_DEFAULT_DIR, found);
+            return 2;
+        }
+        path = found;
+    }
+    char *resp = malloc(RESPONSE_BYTES);
+    if (!resp) {
+        cli_error(verb, "out of memory");
+        return 1;
+    }
+    int rc = uraid_ctl_request(path, req, resp, RESPONSE_BYTES);
+    int status = 1;
+    if (rc == -ENOENT || rc == -ECONNREFUSED) {
+        cli_error(verb, "no server is listening on %s", path);
+    } else if (rc && rc != -EMSGSIZE) {
+        cli_error(verb, "%s: %s", path, uraid_strerror(rc));
+    } else if (!strncmp(resp, "ok", 2) && (resp[2] == '\n' || !resp[2])) {
+        fputs(resp + (resp[2] ? 3 : 2), stdout);
+        status = 0;
+    } else {
+        /* "error: reason": one line, without our own newline doubling */
+        char *nl = strchr(resp, '\n');
+        if (nl)
+            *nl = 0;
+        cli_error(verb, "%s", !strncmp(resp, "error: ", 7) ? resp + 7 : resp);
+    }
+    free(resp);
+    return status;
+}
+
+int cmd_status(int argc, char **argv) { return control("status", argc, argv, 0); }
+int cmd_fail(int argc, char **argv) { return control("fail", argc, argv, 1); }
+int cmd_remove(int argc, char **argv) { return control("remove", argc, argv, 1); }
+int cmd_add(int argc, char **argv) { return control("add", argc, argv, 1); }
+int cmd_stop(int argc, char **argv) { return control("stop", argc, argv, 0); }

@@ -1,0 +1,146 @@
+/* The status text of an open array: what the control socket's "status"
+ * returns and a FUSE mount's status file shows. /proc/mdstat's line first
+ * (so scripts can grep "[4/3] [UU_U]"), then mdadm --detail's facts, the
+ * members, the data path's counters and the parity routines in use. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "array/array.h"
+#include "layout.h"
+#include "uraid_ctl.h"
+
+struct out {
+    char *buf;
+    size_t len, used;
+    int truncated;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    if (o->used >= o->len) {
+        o->truncated = 1;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(o->buf + o->used, o->len - o->used, fmt, ap);
+    va_end(ap);
+    if (w < 0)
+        return;
+    if ((size_t)w >= o->len - o->used) {
+        o->truncated = 1;
+        o->used = o->len;
+    } else {
+        o->used += (size_t)w;
+    }
+}
+
+static const char *member_state(const struct uraid_member_info *m)
+{
+    switch (m->state) {
+    case URAID_MEMBER_IN_SYNC: return "active sync";
+    case URAID_MEMBER_MISSING: return "removed";
+    case URAID_MEMBER_FAULTY: return "faulty";
+    case URAID_MEMBER_SPARE: return "spare";
+    case URAID_MEMBER_STALE: return m->slot >= 0 ? "rebuilding" : "stale";
+    }
+    return "?";
+}
+
+/* mdstat's flag after a member: (F) faulty, (S) spare, (R)-like for stale */
+static const char *mdstat_flag(const struct uraid_member_info *m)
+{
+    switch (m->state) {
+    case URAID_MEMBER_FAULTY: return "(F)";
+    case URAID_MEMBER_SPARE: return "(S)";
+    case URAID_MEMBER_STALE: return "(stale)";
+    default: return "";
+    }
+}
+
+int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
+{
+    if (!a || !buf || !buflen)
+        return -EINVAL;
+    static __thread struct uraid_array_info info; /* ~80 KiB: not on a thread's stack */
+    /* member state changes (control requests) happen under meta_lock */
+    pthread_mutex_lock(&a->meta_lock);
+    uraid_get_info(a, &info);
+    int dirty_open = a->opened_dirty;
+    pthread_mutex_unlock(&a->meta_lock);
+    struct uraid_counters c;
+    uraid_get_counters(a, &c);
+
+    struct out o = {buf, buflen, 0, 0};
+    int n = info.raid_devices, active = 0, faulty = 0, spare = 0;
+    for (int i = 0; i < info.nmembers; i++) {
+        active += info.member[i].slot >= 0 && info.member[i].state == URAID_MEMBER_IN_SYNC;
+        faulty += info.member[i].state == URAID_MEMBER_FAULTY;
+        spare += info.member[i].state == URAID_MEMBER_SPARE;
+    }
+    put(&o, "uraid: active%s raid%d", a->readonly ? " (read-only)" : "", info.level);
+    for (int i = 0; i < info.nmembers; i++) {
+        const struct uraid_member_info *m = &info.member[i];
+        if (!m->path[0])
+            continue;
+        if (m->slot >= 0)
+            put(&o, " %s[%d]%s", m->path, m->slot, mdstat_flag(m));
+        else
+            put(&o, " %s%s", m->path, mdstat_flag(m));
+    }
+    put(&o, " [%d/%d] [", n, active);
+    for (int s = 0; s < n; s++)
+        put(&o, "%c", info.member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
+    put(&o, "]\n");
+
+    char name[33] = {0};
+    memcpy(name, info.name, 32);
+    put(&o, "        Name : %s\n", name);
+    put(&o, "        UUID : ");
+    for (int i = 0; i < 16; i++)
+        put(&o, "%s%02x", i && i % 4 == 0 ? ":" : "", info.uuid[i]);
+    put(&o, "\n  Raid Level : raid%d\n", info.level);
+    put(&o, "  Array Size : %llu bytes\n", (unsigned long long)info.size_bytes);
+    put(&o, "Used Dev Size : %llu sectors\n", (unsigned long long)info.member_data_sectors);
+    if (info.level != 1)
+        put(&o, "  Chunk Size : %uK\n      Layout : %s\n", info.chunk_bytes / 1024,
+            layout_name(info.level, info.layout));
+    put(&o, "       State : %s%s%s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "",
+        dirty_open ? ", not shut down cleanly (parity may be stale)" : "", a->readonly ? ", read-only" : "");
+    put(&o, "      Events : %llu\n", (unsigned long long)info.events);
+    put(&o, "Raid Devices : %d\n Active Devices : %d\nFailed Devices : %d\n Spare Devices : %d\n", n, active,
+        faulty, spare);
+    put(&o, "\n  Slot  DevNum  State          Events  Corrected  Path\n");
+    for (int i = 0; i < info.nmembers; i++) {
+        const struct uraid_member_info *m = &info.member[i];
+        char slot[12], dev[12];
+        snprintf(slot, sizeof slot, m->slot >= 0 ? "%d" : "-", m->slot);
+        snprintf(dev, sizeof dev, m->dev_number >= 0 ? "%d" : "-", m->dev_number);
+        put(&o, "  %4s  %6s  %-12s %8llu  %9u  %s\n", slot, dev, member_state(m), (unsigned long long)m->events,
+            m->corrected_reads, m->path[0] ? m->path : "-");
+    }
+    put(&o, "\ncounters: member reads %llu (%llu bytes), member writes %llu (%llu bytes)\n",
+        (unsigned long long)c.member_reads, (unsigned long long)c.member_read_bytes,
+        (unsigned long long)c.member_writes, (unsigned long long)c.member_write_bytes);
+    put(&o, "          stripe writes: full %llu, rmw %llu, rcw %llu, degraded %llu\n",
+        (unsigned long long)c.writes_full_stripe, (unsigned long long)c.writes_rmw, (unsigned long long)c.writes_rcw,
+        (unsigned long long)c.writes_degraded);
+    put(&o, "          reconstructions %llu, corrected reads %llu, member failures %llu\n",
+        (unsigned long long)c.reconstructions, (unsigned long long)c.corrected_reads,
+        (unsigned long long)c.member_failures);
+    put(&o, "parity:");
+    for (int op = 0; op < URAID_OP_COUNT; op++) {
+        double mbps = uraid_parity_chosen_mbps((enum uraid_parity_op)op);
+        put(&o, "%s %s %s", op ? "," : "", uraid_parity_op_name((enum uraid_parity_op)op),
+            uraid_parity_chosen((enum uraid_parity_op)op));
+        if (mbps > 0)
+            put(&o, " (%.0f MB/s)", mbps);
+    }
+    put(&o, "\nio engine: %s\n", uraid_io_engine(a));
+    /* background work (rebuild, scrub) reports a "recovery = ..." line here
+     * once it exists */
+    return o.truncated ? -ENOBUFS : 0;
+}
