@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "uraid_ctl.h"
 
 #ifndef HAVE_FUSE3
 int cmd_mount(int argc, char **argv)
@@ -40,6 +41,7 @@ int cmd_mount(int argc, char **argv)
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -60,6 +62,7 @@ struct mount_ctx {
     pthread_rwlock_t rmw_lock;
     pthread_key_t buf_key;
     const char *control;
+    struct timespec mounted_at; /* every inode's times: nothing here has a history */
 };
 
 /* The calling worker's aligned buffer: allocated on its first request and
@@ -75,47 +78,11 @@ static uint8_t *thread_buf(struct mount_ctx *m)
     return b;
 }
 
-/* INTEGRATION POINT (issue 5, lib/ctl): DIR/status must show what `uraid
- * status` shows. When lib/ctl implements uraid_status_text()
- * (include/uraid_ctl.h), replace the body of this function with
- *     return uraid_status_text(a, buf, len) ? -1 : (int)strlen(buf);
- * Until then the text is built here from uraid_get_info, in the same
- * /proc/mdstat + mdadm --detail style. Returns the length, or -1. */
+/* DIR/status shows what `uraid status` shows (lib/ctl builds the text).
+ * Returns the length, or -1. */
 static int status_text(struct uraid_array *a, char *buf, size_t len)
 {
-    struct uraid_array_info *info = malloc(sizeof *info);
-    struct uraid_counters c;
-    if (!info || uraid_get_info(a, info) || uraid_get_counters(a, &c)) {
-        free(info);
-        return -1;
-    }
-    size_t n = 0;
-#define OUT(...) (n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__))
-    char cs[16];
-    OUT("uraid : active raid%d, %s, chunk %s, %d devices\n", info->level, info->name,
-        cli_format_size(info->chunk_bytes, cs, sizeof cs), info->raid_devices);
-    OUT("State : %s%s\n", info->clean ? "clean" : "active", info->degraded ? ", degraded" : "");
-    OUT("%llu blocks [%d/%d] [", (unsigned long long)(info->size_bytes / 1024), info->raid_devices,
-        info->raid_devices - info->degraded);
-    for (int s = 0; s < info->raid_devices; s++)
-        OUT("%c", info->member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
-    OUT("]\nEvents : %llu\nI/O engine : %s\n", (unsigned long long)info->events, uraid_io_engine(a));
-    static const char *const states[] = {"active sync", "removed", "faulty", "spare", "stale (left out)"};
-    for (int i = 0; i < info->nmembers; i++) {
-        const struct uraid_member_info *mi = &info->member[i];
-        OUT("  slot %2d  %-16s %s\n", mi->slot, states[mi->state], mi->path[0] ? mi->path : "-");
-    }
-    OUT("member reads %llu (%llu bytes), writes %llu (%llu bytes)\n", (unsigned long long)c.member_reads,
-        (unsigned long long)c.member_read_bytes, (unsigned long long)c.member_writes,
-        (unsigned long long)c.member_write_bytes);
-    OUT("stripe writes: full %llu, rmw %llu, rcw %llu, degraded %llu\n", (unsigned long long)c.writes_full_stripe,
-        (unsigned long long)c.writes_rmw, (unsigned long long)c.writes_rcw, (unsigned long long)c.writes_degraded);
-    OUT("reconstructions %llu, corrected reads %llu, member failures %llu\n",
-        (unsigned long long)c.reconstructions, (unsigned long long)c.corrected_reads,
-        (unsigned long long)c.member_failures);
-#undef OUT
-    free(info);
-    return n < len ? (int)n : (int)len - 1;
+    return uraid_status_text(a, buf, len) ? -1 : (int)strlen(buf);
 }
 
 #define STATUS_MAX 65536
@@ -124,6 +91,7 @@ static int fill_attr(struct mount_ctx *m, fuse_ino_t ino, struct stat *st)
 {
     memset(st, 0, sizeof *st);
     st->st_ino = ino;
+    st->st_mtim = st->st_ctim = st->st_atim = m->mounted_at;
     st->st_uid = getuid();
     st->st_gid = getgid();
     if (ino == INO_ROOT) {
@@ -398,6 +366,31 @@ static void log_to_syslog(void *ctx, enum uraid_log_level level, const char *msg
     syslog(prio[level], "%s", msg);
 }
 
+/* A control client's "stop": fuse_session_exit() alone only sets a flag the
+ * loop's main thread checks when woken, so raise the signal that wakes it
+ * and takes the same clean path as `kill -TERM`. */
+static void on_ctl_stop(void *ctx)
+{
+    kill(getpid(), SIGTERM);
+}
+
+/* Without --control the socket goes where `uraid status/fail/...` look by
+ * default (like `uraid serve`): URAID_CTL_DEFAULT_DIR/<uuid>.sock, only
+ * when that directory can be made (root); serving must not depend on it. */
+static const char *default_control(struct uraid_array *a, char *buf, size_t len)
+{
+    if ((mkdir(URAID_CTL_DEFAULT_DIR, 0700) && errno != EEXIST) || access(URAID_CTL_DEFAULT_DIR, W_OK))
+        return NULL;
+    static struct uraid_array_info info; /* ~80 KiB; called once, before any worker */
+    if (uraid_get_info(a, &info))
+        return NULL;
+    int k = snprintf(buf, len, "%s/", URAID_CTL_DEFAULT_DIR);
+    for (int i = 0; i < 16; i++)
+        k += snprintf(buf + k, len - (size_t)k, "%02x", info.uuid[i]);
+    snprintf(buf + k, len - (size_t)k, ".sock");
+    return buf;
+}
+
 /* Runs in the process that serves (the child unless --foreground). `ready`
  * is the pipe to the waiting parent (-1 in the foreground): one byte is
  * written once the mount is up; errors before that go to stderr. */
@@ -421,8 +414,8 @@ static int serve(struct cli_members *mem, struct uraid_open_params *op, const ch
     struct mount_ctx m = {.control = o->control};
     if (cli_open_array("mount", mem, op, &m.a))
         return 1;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     m.size = uraid_size(m.a);
+    clock_gettime(CLOCK_REALTIME, &m.mounted_at);
     pthread_rwlock_init(&m.rmw_lock, NULL);
     pthread_key_create(&m.buf_key, free);
 
@@ -440,15 +433,23 @@ static int serve(struct cli_members *mem, struct uraid_open_params *op, const ch
         cli_error("mount", "cannot mount on %s (is /dev/fuse usable and fusermount3 installed?)", dir);
         goto destroy;
     }
+    /* Handlers before anything can raise a stop (the control thread's
+     * "stop" sends SIGTERM), so no stop ever meets the default action. */
     if (fuse_set_signal_handlers(se)) {
         cli_error("mount", "cannot install signal handlers");
         goto unmount;
     }
-    /* INTEGRATION POINT (issue 5, lib/ctl): when lib/ctl implements
-     * uraid_ctl_start(), start it here on o->control (default
-     * URAID_CTL_DEFAULT_DIR "/<name>.sock") with an on_stop that calls
-     * fuse_session_exit(se), and uraid_ctl_stop() it after the loop.
-     * cmd_mount refuses --control until then (see cmd_mount below). */
+    char default_ctl[128], why[512];
+    const char *ctl_path = o->control ? o->control : default_control(m.a, default_ctl, sizeof default_ctl);
+    struct uraid_ctl *ctl = NULL;
+    /* started while the stop signals are still blocked: its thread keeps
+     * them blocked too */
+    if (ctl_path && uraid_ctl_start(m.a, ctl_path, on_ctl_stop, NULL, &ctl, why, sizeof why)) {
+        cli_error("mount", "control socket %s: %s", ctl_path, why);
+        fuse_remove_signal_handlers(se);
+        goto unmount;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (ready >= 0) {
         /* detached like a mount helper: the parent reports success */
         uraid_set_log(log_to_syslog, NULL, cli.verbose ? URAID_LOG_INFO : URAID_LOG_WARN);
@@ -477,6 +478,8 @@ static int serve(struct cli_members *mem, struct uraid_open_params *op, const ch
     int rc = fuse_session_loop_mt(se, cfg);
     fuse_loop_cfg_destroy(cfg);
     status = rc < 0 ? 1 : 0;
+    if (ctl)
+        uraid_ctl_stop(ctl);
     fuse_remove_signal_handlers(se);
 unmount:
     fuse_session_unmount(se);
@@ -498,7 +501,19 @@ int cmd_mount(int argc, char **argv)
     struct cli_members mem;
     struct uraid_open_params op = {0};
     struct mount_opts o = {0};
-    struct cli_extra extra = {parse_mount_opt, &o, "[--control PATH] [--foreground] MEMBER... DIR"};
+    struct cli_extra extra = {parse_mount_opt, &o, "[--control PATH] [--foreground]"};
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            /* the shared usage ends in MEMBER...; mount also takes DIR last */
+            printf("usage: uraid mount [--force] [--member-layer [MEMBER:]SPEC] [--control PATH] [--foreground]\n"
+                   "                   MEMBER... DIR\n"
+                   "  serves the array as DIR/array (a file of the array's size; reads and writes go to\n"
+                   "  the array, fsync flushes it) and DIR/status (the array's state, read-only).\n"
+                   "  Detaches once mounted unless --foreground; 'fusermount3 -u DIR' or SIGTERM\n"
+                   "  stops serving and closes the array clean.\n"
+                   "  --member-layer simulates disks and faults (see 'uraid detail --help').\n");
+            return 0;
+        }
     int rc = cli_parse_members("mount", argc, argv, &mem, &op, &extra);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -511,11 +526,6 @@ int cmd_mount(int argc, char **argv)
     struct stat st;
     if (!realpath(dir_arg, dir) || stat(dir, &st) || !S_ISDIR(st.st_mode)) {
         cli_error("mount", "%s is not a directory", dir_arg);
-        return 2;
-    }
-    if (o.control) {
-        /* INTEGRATION POINT (issue 5, lib/ctl): see serve() */
-        cli_error("mount", "--control: the control socket (lib/ctl) is not in this build yet");
         return 2;
     }
     if (o.foreground)

@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.." || exit 1
 
 mnt=$t_tmp/fuse
 ext=$t_tmp/ext4
+ctl=$t_tmp/ctl.sock
 loop=""
 pid=""
 T="timeout 20"
@@ -50,7 +51,7 @@ $T $URAID create --level 6 --raid-devices 6 --chunk 64K $members >"$t_tmp/create
 
 # start_daemon MEMBERS...: foreground daemon in the background, waits for DIR/array
 start_daemon() {
-    $URAID mount --foreground "$@" "$mnt" >"$t_tmp/daemon.log" 2>&1 &
+    $URAID mount --foreground --control "$ctl" "$@" "$mnt" >"$t_tmp/daemon.log" 2>&1 &
     pid=$!
     n=0
     while [ ! -f "$mnt/array" ] && [ $n -lt 100 ]; do
@@ -84,6 +85,8 @@ kib=$($T $URAID detail $members 2>/dev/null | sed -n 's/^ *Array Size : \([0-9]*
 $T cat "$mnt/status" >"$t_tmp/status" 2>&1
 grep -q '\[6/6\] \[UUUUUU\]' "$t_tmp/status" && t_ok "status readable, shows [6/6] [UUUUUU]" \
     || t_fail "status" "$(cat "$t_tmp/status")"
+$T $URAID status --control "$ctl" 2>&1 | grep -q '\[6/6\] \[UUUUUU\]' && t_ok "uraid status over the control socket" \
+    || t_fail "uraid status --control" "$($URAID status --control "$ctl" 2>&1)"
 # misaligned I/O through the file itself (direct_io passes it through unchanged)
 printf 'uraid-odd-offset' | $T dd of="$mnt/array" bs=1 seek=100000001 conv=notrunc status=none
 got=$($T dd if="$mnt/array" bs=1 skip=100000001 count=16 status=none)
@@ -93,7 +96,8 @@ got=$($T dd if="$mnt/array" bs=1 skip=100000001 count=16 status=none)
 if ! attach; then
     t_fail "losetup --direct-io=on on $mnt/array"; t_finish; exit 1
 fi
-t_ok "losetup --direct-io=on $loop"
+[ "$(cat "/sys/block/${loop#/dev/}/loop/dio" 2>/dev/null)" = 1 ] && t_ok "losetup --direct-io=on $loop (dio=1)" \
+    || t_fail "loop device uses direct I/O" "dio=$(cat "/sys/block/${loop#/dev/}/loop/dio" 2>&1)"
 $T mkfs.ext4 -q -F "$loop" >"$t_tmp/mkfs.log" 2>&1 && t_ok "mkfs.ext4 on the loop device" \
     || { t_fail "mkfs.ext4" "$(cat "$t_tmp/mkfs.log")"; t_finish; exit 1; }
 $T mount "$loop" "$ext" && t_ok "mount ext4" || { t_fail "mount ext4"; t_finish; exit 1; }
@@ -153,7 +157,17 @@ if start_daemon $deg && attach -r && $T mount -o ro,noload "$loop" "$ext"; then
 else
     t_fail "degraded mount" "$(cat "$t_tmp/daemon.log")"
 fi
-timeout 10 umount "$ext"; detach; stop_daemon || t_fail "degraded daemon exit" "$(cat "$t_tmp/daemon.log")"
+timeout 10 umount "$ext"; detach
+# stopped through the control socket this time: the daemon unmounts itself
+if $T $URAID stop --control "$ctl" >/dev/null 2>&1; then
+    n=0
+    while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    wait "$pid" && ! grep -q " $mnt " /proc/mounts && t_ok "uraid stop: daemon unmounts and exits 0" \
+        || t_fail "uraid stop" "$(cat "$t_tmp/daemon.log")"
+    pid=""
+else
+    t_fail "uraid stop --control"; stop_daemon
+fi
 
 # kill -9 during writes: synced data survives, the array reopens dirty.
 # shellcheck disable=SC2086
