@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "uraid_ctl.h"
 
 #define PLUGIN_NAME "nbdkit-uraid-plugin.so"
 
@@ -110,6 +111,8 @@ static int have_program(const char *name)
  * never deletes a file that is not a socket. */
 static int check_socket_path(const char *path)
 {
+    if (!path)
+        return 0;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
         cli_error("serve", "socket path %s is too long (at most %zu bytes)", path, sizeof sa.sun_path - 1);
@@ -215,9 +218,24 @@ int cmd_serve(int argc, char **argv)
     struct uraid_array *probe;
     if (cli_open_array("serve", &mem, &probe_op, &probe))
         return 1;
+    /* Without --control the control socket goes where `uraid status/fail/...`
+     * look when given no --control: URAID_CTL_DEFAULT_DIR, one socket per
+     * array named by its UUID. Only when that directory can be made
+     * (root): serving must not depend on it. */
+    char default_ctl[128];
+    if (!o.control && (mkdir(URAID_CTL_DEFAULT_DIR, 0700) == 0 || errno == EEXIST) &&
+        access(URAID_CTL_DEFAULT_DIR, W_OK) == 0) {
+        static struct uraid_array_info info;
+        uraid_get_info(probe, &info);
+        int k = snprintf(default_ctl, sizeof default_ctl, "%s/", URAID_CTL_DEFAULT_DIR);
+        for (int i = 0; i < 16; i++)
+            k += snprintf(default_ctl + k, sizeof default_ctl - (size_t)k, "%02x", info.uuid[i]);
+        snprintf(default_ctl + k, sizeof default_ctl - (size_t)k, ".sock");
+        o.control = default_ctl;
+    }
     uraid_close(probe);
 
-    if (o.socket && check_socket_path(o.socket))
+    if (check_socket_path(o.socket) || check_socket_path(o.control))
         return 1;
     char **av = nbdkit_argv(&o, plugin, &mem, &op);
     if (!av) {
@@ -236,10 +254,11 @@ int cmd_serve(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &set, &old);
 
     if (o.socket)
-        fprintf(stderr, "uraid serve: nbd+unix:///?socket=%s (%d members; SIGINT/SIGTERM stops)\n", o.socket, mem.n);
+        fprintf(stderr, "uraid serve: nbd+unix:///?socket=%s", o.socket);
     else
-        fprintf(stderr, "uraid serve: nbd://localhost:%s (%d members; SIGINT/SIGTERM stops)\n",
-                o.port ? o.port : "10809", mem.n);
+        fprintf(stderr, "uraid serve: nbd://localhost:%s", o.port ? o.port : "10809");
+    fprintf(stderr, " (%d members%s%s; SIGINT/SIGTERM stops)\n", mem.n, o.control ? ", control " : "",
+            o.control ? o.control : "");
 
     pid_t child = fork();
     if (child < 0) {
@@ -270,10 +289,13 @@ int cmd_serve(int argc, char **argv)
         if (w == child)
             break;
     }
-    if (o.socket) {
+    /* nbdkit is gone: nobody can be serving on the sockets we checked were
+     * free, so remove whatever a killed nbdkit left behind. */
+    const char *leftovers[] = {o.socket, o.control};
+    for (int i = 0; i < 2; i++) {
         struct stat st;
-        if (lstat(o.socket, &st) == 0 && S_ISSOCK(st.st_mode))
-            unlink(o.socket);
+        if (leftovers[i] && lstat(leftovers[i], &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(leftovers[i]);
     }
     if (WIFEXITED(status)) {
         if (WEXITSTATUS(status) && !stopping)

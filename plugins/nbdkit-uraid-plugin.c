@@ -10,6 +10,10 @@
  * Assembly, degraded reads, parity and member failure are the engine's
  * business; nothing here decides anything about RAID.
  *
+ * control=PATH serves the control socket (include/uraid_ctl.h) for the
+ * array this process owns, so `uraid fail/remove/add/status --control PATH`
+ * act on the live array instead of opening the members a second time.
+ *
  * Life cycle: the members are checked with a read-only open in get_ready,
  * so bad input fails before nbdkit binds a socket and the message reaches
  * the user's terminal. The array the server uses is opened in after_fork:
@@ -44,6 +48,7 @@ static struct uraid_open_params open_params;
 static const char *control_path;
 
 static struct uraid_array *array;
+static struct uraid_ctl *ctl;
 
 /* Library messages: errors and warnings matter to whoever runs the server
  * (a stale member left out, a member failed on a write error), so they go
@@ -139,17 +144,6 @@ static int uraid_plugin_config_complete(void)
         nbdkit_error("no members given: use member=PATH (once per member)");
         return -1;
     }
-    if (control_path) {
-        /* INTEGRATION POINT (issue 5, control socket): lib/ctl is not in
-         * the tree yet, so uraid_ctl_start cannot be linked. When it lands,
-         * start it in after_fork right after uraid_open:
-         *     uraid_ctl_start(array, control_path, request_stop, NULL, &ctl, why, sizeof why)
-         * with request_stop calling nbdkit_shutdown(), and call
-         * uraid_ctl_stop(ctl) in unload before uraid_close. Until then the
-         * key is refused rather than silently ignored. */
-        nbdkit_error("control=%s: this build has no control socket (lib/ctl is not integrated yet)", control_path);
-        return -1;
-    }
     return resolve_layers();
 }
 
@@ -170,6 +164,14 @@ static int uraid_plugin_get_ready(void)
     return 0;
 }
 
+/* A "stop" request on the control socket: nbdkit then stops accepting,
+ * finishes the requests in flight and calls unload, which closes the array
+ * cleanly, the same path as SIGTERM. */
+static void request_stop(void *ctx)
+{
+    nbdkit_shutdown();
+}
+
 static int uraid_plugin_after_fork(void)
 {
     char why[512] = "";
@@ -180,12 +182,26 @@ static int uraid_plugin_after_fork(void)
     }
     nbdkit_debug("array of %llu bytes on %d members, I/O engine %s", (unsigned long long)uraid_size(array),
                  nmembers, uraid_io_engine(array));
+    if (control_path) {
+        /* Started after the fork for the same reason as the array: its
+         * thread would not survive it. */
+        rc = uraid_ctl_start(array, control_path, request_stop, NULL, &ctl, why, sizeof why);
+        if (rc) {
+            nbdkit_error("control socket %s: %s", control_path, why[0] ? why : uraid_strerror(rc));
+            return -1;
+        }
+    }
     return 0;
 }
 
 /* A clean close flushes and records the array clean in every member. */
 static void uraid_plugin_unload(void)
 {
+    /* the control thread uses the array: stop it first */
+    if (ctl) {
+        uraid_ctl_stop(ctl);
+        ctl = NULL;
+    }
     if (array) {
         int rc = uraid_close(array);
         if (rc)

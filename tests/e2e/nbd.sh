@@ -4,6 +4,7 @@
 # files: nbdinfo's size equals `uraid detail`'s; nbdcopy and qemu-img copy
 # images in and out unchanged; fio (8 connections, random writes of 4k-512k,
 # crc32c verify) passes, also while a member fails on a write error mid-run;
+# `uraid fail --control` mid-run likewise, and `uraid stop` stops it;
 # SIGTERM leaves a clean array that mdadm --examine agrees with; a second
 # server on a live socket, bad options and bad members are refused with one
 # line and leave the members untouched. Every step is bounded by `timeout`.
@@ -201,7 +202,7 @@ done
 # the member faulty.
 if start_server --member-layer "$t_tmp/d3:write-eio=24M+8M"; then
     if run_fio; then
-        t_ok "fio verify passes while member d3 fails mid-run"
+        t_ok "fio verify passes while member d3 fails on a write error mid-run"
     else
         t_fail "fio verify with a failing member" "$(tail -n 5 "$t_tmp/fio.out")"
     fi
@@ -212,6 +213,54 @@ if start_server --member-layer "$t_tmp/d3:write-eio=24M+8M"; then
         || t_fail "failed member recorded" "$(grep -E 'State :|Status' "$t_tmp/detail")"
 else
     t_fail "serve with a fault layer" "$(tail -n 3 "$t_tmp/server.err")"
+fi
+
+# The control socket: on a fresh array, `uraid fail --control` takes a member
+# out while fio writes (members throttled so the run lasts a few seconds),
+# fio still verifies, `uraid status` shows [6/5], and `uraid stop` shuts the
+# server down cleanly.
+m=""
+for i in 0 1 2 3 4 5; do
+    rm -f "$t_tmp/d$i"; truncate -s 64M "$t_tmp/d$i"
+    m="$m $t_tmp/d$i"
+done
+ctl=$t_tmp/ctl.sock
+# shellcheck disable=SC2086
+timeout 60 $URAID create --level 6 --raid-devices 6 --assume-clean $m >/dev/null 2>&1 || t_fail "second create"
+if start_server --control "$ctl" --member-layer "throttle=40M"; then
+    run_fio &
+    fio_pid=$!
+    sleep 1.5
+    if timeout 20 $URAID fail --control "$ctl" "$t_tmp/d2" >"$t_tmp/fail.out" 2>&1; then
+        kill -0 "$fio_pid" 2>/dev/null && t_ok "uraid fail --control d2 while fio runs" \
+            || t_fail "fail was mid-run" "fio had already finished; slow the members down"
+    else
+        t_fail "uraid fail --control" "$(cat "$t_tmp/fail.out")"
+    fi
+    if wait "$fio_pid"; then
+        t_ok "fio verify passes with d2 failed mid-run"
+    else
+        t_fail "fio verify with d2 failed mid-run" "$(tail -n 5 "$t_tmp/fio.out")"
+    fi
+    timeout 20 $URAID status --control "$ctl" >"$t_tmp/status" 2>&1
+    grep -q "\[6/5\]" "$t_tmp/status" && t_ok "uraid status --control shows [6/5]" \
+        || t_fail "uraid status --control" "$(cat "$t_tmp/status")"
+    timeout 20 $URAID stop --control "$ctl" >"$t_tmp/stop.out" 2>&1 || t_fail "uraid stop --control" "$(cat "$t_tmp/stop.out")"
+    n=0
+    while kill -0 "$server_pid" 2>/dev/null && [ $n -lt 80 ]; do sleep 0.25; n=$((n + 1)); done
+    if kill -0 "$server_pid" 2>/dev/null; then
+        t_fail "uraid stop --control stops the server"
+    else
+        wait "$server_pid"; rc=$?; server_pid=""
+        [ $rc -eq 0 ] && [ ! -e "$sock" ] && [ ! -e "$ctl" ] && t_ok "uraid stop --control: server exits 0, both sockets removed" \
+            || t_fail "uraid stop --control" "rc=$rc $(ls "$t_tmp")"
+    fi
+    # shellcheck disable=SC2086
+    $URAID detail $m >"$t_tmp/detail" 2>&1
+    grep -q "\[6/5\]" "$t_tmp/detail" && grep -q "State : clean, degraded" "$t_tmp/detail" \
+        && t_ok "after stop: clean, degraded [6/5]" || t_fail "after stop" "$(grep -E 'State :|Status' "$t_tmp/detail")"
+else
+    t_fail "serve with --control" "$(tail -n 3 "$t_tmp/server.err")"
 fi
 
 t_finish
