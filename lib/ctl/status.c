@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "array/array.h"
@@ -65,25 +66,28 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
 {
     if (!a || !buf || !buflen)
         return -EINVAL;
-    static __thread struct uraid_array_info info; /* ~80 KiB: not on a thread's stack */
+    /* ~80 KiB: not on a thread's stack (FUSE and nbdkit threads are small) */
+    struct uraid_array_info *ip = malloc(sizeof *ip);
+    if (!ip)
+        return -ENOMEM;
     /* member state changes (control requests) happen under meta_lock */
     pthread_mutex_lock(&a->meta_lock);
-    uraid_get_info(a, &info);
+    uraid_get_info(a, ip);
     int dirty_open = a->opened_dirty;
     pthread_mutex_unlock(&a->meta_lock);
     struct uraid_counters c;
     uraid_get_counters(a, &c);
 
     struct out o = {buf, buflen, 0, 0};
-    int n = info.raid_devices, active = 0, faulty = 0, spare = 0;
-    for (int i = 0; i < info.nmembers; i++) {
-        active += info.member[i].slot >= 0 && info.member[i].state == URAID_MEMBER_IN_SYNC;
-        faulty += info.member[i].state == URAID_MEMBER_FAULTY;
-        spare += info.member[i].state == URAID_MEMBER_SPARE;
+    int n = ip->raid_devices, active = 0, faulty = 0, spare = 0;
+    for (int i = 0; i < ip->nmembers; i++) {
+        active += ip->member[i].slot >= 0 && ip->member[i].state == URAID_MEMBER_IN_SYNC;
+        faulty += ip->member[i].state == URAID_MEMBER_FAULTY;
+        spare += ip->member[i].state == URAID_MEMBER_SPARE;
     }
-    put(&o, "uraid: active%s raid%d", a->readonly ? " (read-only)" : "", info.level);
-    for (int i = 0; i < info.nmembers; i++) {
-        const struct uraid_member_info *m = &info.member[i];
+    put(&o, "uraid: active%s raid%d", a->readonly ? " (read-only)" : "", ip->level);
+    for (int i = 0; i < ip->nmembers; i++) {
+        const struct uraid_member_info *m = &ip->member[i];
         if (!m->path[0])
             continue;
         if (m->slot >= 0)
@@ -93,29 +97,29 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     }
     put(&o, " [%d/%d] [", n, active);
     for (int s = 0; s < n; s++)
-        put(&o, "%c", info.member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
+        put(&o, "%c", ip->member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
     put(&o, "]\n");
 
     char name[33] = {0};
-    memcpy(name, info.name, 32);
+    memcpy(name, ip->name, 32);
     put(&o, "        Name : %s\n", name);
     put(&o, "        UUID : ");
     for (int i = 0; i < 16; i++)
-        put(&o, "%s%02x", i && i % 4 == 0 ? ":" : "", info.uuid[i]);
-    put(&o, "\n  Raid Level : raid%d\n", info.level);
-    put(&o, "  Array Size : %llu bytes\n", (unsigned long long)info.size_bytes);
-    put(&o, "Used Dev Size : %llu sectors\n", (unsigned long long)info.member_data_sectors);
-    if (info.level != 1)
-        put(&o, "  Chunk Size : %uK\n      Layout : %s\n", info.chunk_bytes / 1024,
-            layout_name(info.level, info.layout));
-    put(&o, "       State : %s%s%s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "",
+        put(&o, "%s%02x", i && i % 4 == 0 ? ":" : "", ip->uuid[i]);
+    put(&o, "\n  Raid Level : raid%d\n", ip->level);
+    put(&o, "  Array Size : %llu bytes\n", (unsigned long long)ip->size_bytes);
+    put(&o, "Used Dev Size : %llu sectors\n", (unsigned long long)ip->member_data_sectors);
+    if (ip->level != 1)
+        put(&o, "  Chunk Size : %uK\n      Layout : %s\n", ip->chunk_bytes / 1024,
+            layout_name(ip->level, ip->layout));
+    put(&o, "       State : %s%s%s%s\n", ip->clean ? "clean" : "active", ip->degraded ? ", degraded" : "",
         dirty_open ? ", not shut down cleanly (parity may be stale)" : "", a->readonly ? ", read-only" : "");
-    put(&o, "      Events : %llu\n", (unsigned long long)info.events);
+    put(&o, "      Events : %llu\n", (unsigned long long)ip->events);
     put(&o, "Raid Devices : %d\n Active Devices : %d\nFailed Devices : %d\n Spare Devices : %d\n", n, active,
         faulty, spare);
     put(&o, "\n  Slot  DevNum  State          Events  Corrected  Path\n");
-    for (int i = 0; i < info.nmembers; i++) {
-        const struct uraid_member_info *m = &info.member[i];
+    for (int i = 0; i < ip->nmembers; i++) {
+        const struct uraid_member_info *m = &ip->member[i];
         char slot[12], dev[12];
         snprintf(slot, sizeof slot, m->slot >= 0 ? "%d" : "-", m->slot);
         snprintf(dev, sizeof dev, m->dev_number >= 0 ? "%d" : "-", m->dev_number);
@@ -142,5 +146,6 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     put(&o, "\nio engine: %s\n", uraid_io_engine(a));
     /* background work (rebuild, scrub) reports a "recovery = ..." line here
      * once it exists */
+    free(ip);
     return o.truncated ? -ENOBUFS : 0;
 }

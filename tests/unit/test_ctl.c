@@ -11,10 +11,12 @@
  *     replaced; a path that is not a socket is refused;
  *   - add a spare (role 0xffff in its superblock, listed in status), remove
  *     a failed member and a spare, refuse to remove an active one;
+ *   - fail and remove while a writer runs (RAID-6): no write fails, all read back;
  *   - stop calls on_stop, also when on_stop stops the server itself;
  *   - the data written before and after still reads back.
  * URAID_TEST_QUICK=1 skips the 2-second silent-client case. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,6 +304,29 @@ static void test_ctl(void)
     harness_end();
 }
 
+struct writer {
+    struct fx *f;
+    struct uraid_array *a;
+    int stop, errors;
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    struct rng rng;
+    rng_seed(&rng, harness_seed());
+    size_t len = 64u << 10;
+    uint8_t *buf = aligned_alloc(4096, len);
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t off = rng_below(&rng, (w->f->size - len) / 4096) * 4096;
+        rng_fill(&rng, buf, len);
+        if (fx_write(w->f, w->a, buf, len, off))
+            w->errors++;
+    }
+    free(buf);
+    return NULL;
+}
+
 /* RAID-6: the mdstat line with two failures and uraid_status_text's
  * truncation report. */
 static void test_raid6(void)
@@ -319,7 +344,26 @@ static void test_raid6(void)
     snprintf(sock, sizeof sock, "%s/ctl.sock", f.dir);
     struct uraid_ctl *c = NULL;
     CHECK(uraid_ctl_start(a, sock, NULL, NULL, &c, why, sizeof why) == 0, "%s", why);
+    /* fail and remove while a writer is busy: every acknowledged write
+     * reads back (a removed member's device must stay valid for requests
+     * in flight) */
+    struct writer w = {&f, a, 0, 0};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, writer_main, &w) == 0);
+    sleep_ms(50);
     CHECK(req(sock, "fail 4") == 0 && !strcmp(resp, "ok\n"), "%s", resp);
+    sleep_ms(20);
+    CHECK(req(sock, "remove 4") == 0 && !strcmp(resp, "ok\n"), "remove by slot number: %s", resp);
+    char r[400];
+    snprintf(r, sizeof r, "remove %s", f.path[4]);
+    CHECK(req(sock, r) == 0 && starts(resp, "error:") && strstr(resp, "not a member"), "%s", resp);
+    sleep_ms(50);
+    __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(w.errors == 0, "%d write errors", w.errors);
+    fx_verify_all(&f, a, "writes during fail and remove");
+    snprintf(r, sizeof r, "add %s", f.path[4]);
+    CHECK(req(sock, r) == 0 && !strcmp(resp, "ok\n"), "re-add as a spare: %s", resp);
     CHECK(req(sock, "status") == 0 && strstr(resp, "uraid: active raid6 ") && strstr(resp, "[6/5] [UUUU_U]"), "%s",
           resp);
     CHECK(req(sock, "fail 0") == 0 && !strcmp(resp, "ok\n"), "%s", resp);
