@@ -278,8 +278,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
         fuse_reply_err(req, EBADF);
         return;
     }
+    if (size == 0) {
+        fuse_reply_write(req, 0);
+        return;
+    }
     if (uoff >= m->size) {
-        fuse_reply_err(req, size ? ENOSPC : 0);
+        fuse_reply_err(req, ENOSPC);
         return;
     }
     if (size > m->size - uoff)
@@ -324,7 +328,17 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
     op_flush(req, ino, fi);
 }
 
+/* Requests must fit a worker's buffer with their two edge sectors; the
+ * kernel never sends more than max_write (reads: its own 256-page limit,
+ * which IOBUF_SIZE covers). */
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+    if (conn->max_write > (1u << 20))
+        conn->max_write = 1u << 20;
+}
+
 static const struct fuse_lowlevel_ops mount_ops = {
+    .init = op_init,
     .lookup = op_lookup,
     .getattr = op_getattr,
     .setattr = op_setattr,
