@@ -43,6 +43,16 @@ void uraid_log(enum uraid_log_level level, const char *fmt, ...)
     fn(ctx, level, msg);
 }
 
+void uraid_why(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (!why || !whylen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, whylen, fmt, ap);
+    va_end(ap);
+}
+
 const char *uraid_strerror(int err)
 {
     if (err >= 0)

@@ -8,4 +8,8 @@
 void uraid_log(enum uraid_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int uraid_log_enabled(enum uraid_log_level level);
 
+/* Formats a one-line reason into why (when why is not NULL and whylen > 0):
+ * the message a refusal hands back to the caller. */
+void uraid_why(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -7,7 +7,6 @@
  * runs before anything is written, and opening writes nothing at all: the
  * first write marks the array dirty. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,34 +18,23 @@
 #define SB_BYTES 4096u
 #define SB_OFFSET_BYTES 4096u
 
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
-
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
 {
     uint8_t buf[SB_BYTES] __attribute__((aligned(4096)));
     if (m->size < SB_OFFSET_BYTES + SB_BYTES) {
-        say(why, whylen, "member %s: too small to hold an md superblock (%llu bytes)", m->path,
+        uraid_why(why, whylen, "member %s: too small to hold an md superblock (%llu bytes)", m->path,
             (unsigned long long)m->size);
         return -EINVAL;
     }
     int rc = member_read(m, buf, SB_BYTES, SB_OFFSET_BYTES);
     if (rc) {
-        say(why, whylen, "member %s: cannot read the superblock: %s", m->path, uraid_strerror(rc));
+        uraid_why(why, whylen, "member %s: cannot read the superblock: %s", m->path, uraid_strerror(rc));
         return rc;
     }
     char reason[200];
     rc = md_sb_decode(buf, SB_OFFSET_BYTES / 512, sb, reason, sizeof reason);
     if (rc)
-        say(why, whylen, "member %s: %s", m->path, reason);
+        uraid_why(why, whylen, "member %s: %s", m->path, reason);
     return rc;
 }
 
@@ -224,7 +212,7 @@ static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
     if (rc == 0)
         rc = md_bb_decode(area, bytes, sb->bblog_shift, sl->badblocks);
     if (rc)
-        say(why, whylen, "member %s: cannot read its bad-block log: %s", sl->dev->path, uraid_strerror(rc));
+        uraid_why(why, whylen, "member %s: cannot read its bad-block log: %s", sl->dev->path, uraid_strerror(rc));
     else if (sl->badblocks->count)
         uraid_log(URAID_LOG_INFO, "member %s: %u bad-block ranges listed; they are rebuilt from the other members",
                   sl->dev->path, sl->badblocks->count);
@@ -241,7 +229,7 @@ static int open_sim_layers(struct member **dev, struct member **fault, const cha
         return 0;
     int rc = member_fault_wrap(*dev, dev);
     if (rc) {
-        say(why, whylen, "member %s: cannot add a fault layer: %s", (*dev)->path, uraid_strerror(rc));
+        uraid_why(why, whylen, "member %s: cannot add a fault layer: %s", (*dev)->path, uraid_strerror(rc));
         return rc;
     }
     *fault = *dev;
@@ -250,7 +238,7 @@ static int open_sim_layers(struct member **dev, struct member **fault, const cha
     char reason[256];
     rc = member_apply_spec(dev, spec, reason, sizeof reason);
     if (rc)
-        say(why, whylen, "member %s: %s", (*dev)->path, reason);
+        uraid_why(why, whylen, "member %s: %s", (*dev)->path, reason);
     return rc;
 }
 
@@ -305,9 +293,9 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     struct uraid_open_params defaults = {0};
     if (!p)
         p = &defaults;
-    say(why, whylen, "%s", "");
+    uraid_why(why, whylen, "%s", "");
     if (!paths || n < 1 || n > URAID_MAX_MEMBERS || !out) {
-        say(why, whylen, "no members given");
+        uraid_why(why, whylen, "no members given");
         return -EINVAL;
     }
     struct member **dev = calloc((size_t)n, sizeof *dev), **fault = NULL;
@@ -316,20 +304,20 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     int rc = 0;
     if (!dev || !sb || !a) {
         rc = -ENOMEM;
-        say(why, whylen, "out of memory");
+        uraid_why(why, whylen, "out of memory");
         goto fail;
     }
     fault = calloc((size_t)n, sizeof *fault);
     if (!fault || (rc = array_runtime_init(a, p)) != 0) {
         rc = rc ? rc : -ENOMEM;
-        say(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
         goto fail;
     }
 
     for (int i = 0; i < n; i++) {
         rc = member_open_file(paths[i], p->readonly, &dev[i]);
         if (rc) {
-            say(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
+            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
             goto fail;
         }
         if (p->member_sim && (rc = open_sim_layers(&dev[i], &fault[i], p->member_sim[i], why, whylen)) != 0)
@@ -338,7 +326,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         if (rc)
             goto fail;
         if (sb[i].feature_map & UNSUPPORTED_FEATURES) {
-            say(why, whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)", paths[i],
+            uraid_why(why, whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)", paths[i],
                 sb[i].feature_map);
             rc = -EOPNOTSUPP;
             goto fail;
@@ -351,20 +339,20 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
             char u0[40], ui[40];
             uuid_text(sb[0].set_uuid, u0);
             uuid_text(sb[i].set_uuid, ui);
-            say(why, whylen, "member %s belongs to a different array (UUID %s) than %s (UUID %s)", paths[i], ui,
+            uraid_why(why, whylen, "member %s belongs to a different array (UUID %s) than %s (UUID %s)", paths[i], ui,
                 paths[0], u0);
             rc = -EINVAL;
             goto fail;
         }
         if (!same_geometry(&sb[i], &sb[0])) {
-            say(why, whylen, "member %s disagrees with %s about the array's level, layout, chunk, size or members",
+            uraid_why(why, whylen, "member %s disagrees with %s about the array's level, layout, chunk, size or members",
                 paths[i], paths[0]);
             rc = -EINVAL;
             goto fail;
         }
         for (int j = 0; j < i; j++)
             if (sb[i].dev_number == sb[j].dev_number) {
-                say(why, whylen,
+                uraid_why(why, whylen,
                     "members %s and %s both claim slot %d (device number %u): one is a copy of the other; give only one",
                     paths[j], paths[i],
                     sb[i].dev_number < sb[i].max_dev && sb[i].dev_roles[sb[i].dev_number] <= MD_ROLE_MAX_ACTIVE
@@ -385,7 +373,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     a->geom.chunk_sectors = R->chunksize;
     char gwhy[160];
     if (layout_check(&a->geom, gwhy, sizeof gwhy)) {
-        say(why, whylen, "member %s: %s", paths[ref], gwhy);
+        uraid_why(why, whylen, "member %s: %s", paths[ref], gwhy);
         rc = -EINVAL;
         goto fail;
     }
@@ -419,7 +407,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         } else {
             sl = &a->slot[role];
             if (sl->dev) {
-                say(why, whylen, "members %s and %s both claim slot %u", sl->dev->path, paths[i], role);
+                uraid_why(why, whylen, "members %s and %s both claim slot %u", sl->dev->path, paths[i], role);
                 rc = -EINVAL;
                 goto fail;
             }
@@ -433,7 +421,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         dev[i] = NULL;
         uint64_t need = sl->data_offset + a->member_sectors;
         if (sl->state == URAID_MEMBER_IN_SYNC && sl->dev->size / 512 < need) {
-            say(why, whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)", sl->dev->path,
+            uraid_why(why, whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)", sl->dev->path,
                 (unsigned long long)(sl->dev->size / 512), (unsigned long long)need);
             rc = -EINVAL;
             goto fail;
@@ -448,7 +436,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     char gone[512];
     describe_missing(a, gone, sizeof gone);
     if (missing > a->nparity) {
-        say(why, whylen, "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
+        uraid_why(why, whylen, "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
             level_name(a->geom.level), missing, a->geom.raid_disks, gone, a->nparity);
         rc = -ENODEV;
         goto fail;
@@ -456,7 +444,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     a->dirty = R->resync_offset != MD_RESYNC_CLEAN;
     a->opened_dirty = a->dirty;
     if (a->dirty && missing && a->nparity && !p->force) {
-        say(why, whylen,
+        uraid_why(why, whylen,
             "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
             "be rebuilt wrong; use --force to open it anyway",
             gone);

@@ -7,7 +7,6 @@
  * rounded down to whole chunks, max_dev 128 (a 512-byte superblock), a bad-
  * block log of 8 sectors, and resync_offset = 0 until the sync is done. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +19,6 @@
 
 #define SB_OFFSET_BYTES 4096u
 #define SYNC_BYTES (8u << 20) /* per member per sync step */
-
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 static int random_bytes(uint8_t *p, size_t n)
 {
@@ -108,23 +96,23 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
 int uraid_create(const char *const *paths, int n, const struct uraid_create_params *p, int force, char *why,
                  size_t whylen)
 {
-    say(why, whylen, "%s", "");
+    uraid_why(why, whylen, "%s", "");
     if (!p || !paths) {
-        say(why, whylen, "no parameters");
+        uraid_why(why, whylen, "no parameters");
         return -EINVAL;
     }
     if (n != p->raid_devices) {
-        say(why, whylen, "%d members given for --raid-devices %d (use 'missing' for an empty slot)", n,
+        uraid_why(why, whylen, "%d members given for --raid-devices %d (use 'missing' for an empty slot)", n,
             p->raid_devices);
         return -EINVAL;
     }
     if (n < 1 || n > URAID_MAX_MEMBERS) {
-        say(why, whylen, "--raid-devices must be 1..%d", URAID_MAX_MEMBERS);
+        uraid_why(why, whylen, "--raid-devices must be 1..%d", URAID_MAX_MEMBERS);
         return -EINVAL;
     }
     uint32_t chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512u * 1024;
     if (chunk_bytes < 4096 || (chunk_bytes & (chunk_bytes - 1))) {
-        say(why, whylen, "chunk size must be a power of two of at least 4K, got %u bytes", chunk_bytes);
+        uraid_why(why, whylen, "chunk size must be a power of two of at least 4K, got %u bytes", chunk_bytes);
         return -EINVAL;
     }
     struct layout_geom g = {
@@ -137,7 +125,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         g.layout = 0; /* what mdadm writes; md ignores it for RAID-4 */
     char gwhy[160];
     if (layout_check(&g, gwhy, sizeof gwhy)) {
-        say(why, whylen, "%s", gwhy);
+        uraid_why(why, whylen, "%s", gwhy);
         return -EINVAL;
     }
     int nparity = g.level == 1 ? n - 1 : layout_parity_count(&g);
@@ -148,12 +136,12 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         nmissing += is_missing(paths[i]);
         for (int j = 0; j < i; j++)
             if (!is_missing(paths[i]) && !strcmp(paths[i], paths[j])) {
-                say(why, whylen, "member %s is given twice", paths[i]);
+                uraid_why(why, whylen, "member %s is given twice", paths[i]);
                 return -EINVAL;
             }
     }
     if (nmissing > nparity) {
-        say(why, whylen, "%d members are 'missing' but RAID-%d survives only %d", nmissing, g.level, nparity);
+        uraid_why(why, whylen, "%d members are 'missing' but RAID-%d survives only %d", nmissing, g.level, nparity);
         return -EINVAL;
     }
 
@@ -162,7 +150,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         return -ENOMEM;
     int rc = array_runtime_init(a, NULL);
     if (rc) {
-        say(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
         free(a);
         return rc;
     }
@@ -176,7 +164,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
             continue;
         rc = member_open_file(paths[i], 0, &a->slot[i].dev);
         if (rc) {
-            say(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
+            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
             goto out;
         }
         a->slot[i].state = URAID_MEMBER_IN_SYNC;
@@ -185,7 +173,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         if (!force && array_read_superblock(a->slot[i].dev, &old, owhy, sizeof owhy) == 0) {
             char name[33] = {0};
             memcpy(name, old.set_name, 32);
-            say(why, whylen, "member %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it",
+            uraid_why(why, whylen, "member %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it",
                 paths[i], name, old.level);
             rc = -EEXIST;
             goto out;
@@ -195,7 +183,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
             smallest = sectors;
     }
     if (smallest == UINT64_MAX) {
-        say(why, whylen, "every member is 'missing'");
+        uraid_why(why, whylen, "every member is 'missing'");
         rc = -EINVAL;
         goto out;
     }
@@ -215,7 +203,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     if (p->uuid)
         memcpy(cp.uuid, p->uuid, 16);
     else if ((rc = random_bytes(cp.uuid, 16)) != 0) {
-        say(why, whylen, "cannot get random bytes for the array UUID: %s", uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot get random bytes for the array UUID: %s", uraid_strerror(rc));
         goto out;
     }
     int first = -1;
@@ -229,7 +217,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
             goto out;
         rc = md_sb_init(&sl->sb, &cp, (uint32_t)i, dev_uuid, sl->dev->size / 512, swhy, sizeof swhy);
         if (rc) {
-            say(why, whylen, "member %s: %s", paths[i], swhy);
+            uraid_why(why, whylen, "member %s: %s", paths[i], swhy);
             goto out;
         }
         sl->data_offset = sl->sb.data_offset;
@@ -239,7 +227,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     a->sb = a->slot[first].sb;
     a->member_sectors = array_member_sectors(&a->sb, smallest);
     if (a->member_sectors < 2ull * (g.level == 1 ? 8 : g.chunk_sectors)) {
-        say(why, whylen, "members are too small: the smallest has %llu sectors, which leaves no room for two chunks "
+        uraid_why(why, whylen, "members are too small: the smallest has %llu sectors, which leaves no room for two chunks "
             "after the %llu-sector data offset", (unsigned long long)smallest,
             (unsigned long long)a->sb.data_offset);
         rc = -ENOSPC;
@@ -257,14 +245,14 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         if (rc == 0)
             rc = member_flush(sl->dev);
         if (rc) {
-            say(why, whylen, "member %s: cannot write the superblock: %s", paths[i], uraid_strerror(rc));
+            uraid_why(why, whylen, "member %s: cannot write the superblock: %s", paths[i], uraid_strerror(rc));
             goto out;
         }
     }
     if (a->dirty) {
         rc = initial_sync(a, p);
         if (rc) {
-            say(why, whylen, "initial sync failed: %s (the array exists but is marked dirty)", uraid_strerror(rc));
+            uraid_why(why, whylen, "initial sync failed: %s (the array exists but is marked dirty)", uraid_strerror(rc));
             goto out;
         }
         a->sb.resync_offset = MD_RESYNC_CLEAN;

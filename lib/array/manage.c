@@ -18,7 +18,6 @@
  * Spares and stale members in extra[] are never touched by the data path,
  * so those are closed at once. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +28,6 @@
 #include "log.h"
 
 #define SB_OFFSET_BYTES 4096u
-
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 /* A slot whose member was removed keeps its struct member (see above). */
 static int slot_present(const struct array_slot *sl) { return sl->dev && sl->state != URAID_MEMBER_MISSING; }
@@ -99,7 +87,7 @@ static const char *state_word(enum uraid_member_state st)
 int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t whylen)
 {
     if (a->readonly) {
-        say(why, whylen, "the array is open read-only");
+        uraid_why(why, whylen, "the array is open read-only");
         return -EROFS;
     }
     int slot, extra;
@@ -111,24 +99,24 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
     enum uraid_member_state st = slot >= 0 ? a->slot[slot].state : extra >= 0 ? a->extra[extra].state : 0;
     pthread_mutex_unlock(&a->meta_lock);
     if (rc) {
-        say(why, whylen, "%s is not a member of this array", name);
+        uraid_why(why, whylen, "%s is not a member of this array", name);
         return -ENODEV;
     }
     if (slot < 0 || st != URAID_MEMBER_IN_SYNC) {
-        say(why, whylen, "%s is %s, not an active member: only active members can be failed", name,
+        uraid_why(why, whylen, "%s is %s, not an active member: only active members can be failed", name,
             slot < 0 ? state_word(st) : state_word(st));
         return -EINVAL;
     }
     /* checked here for a clear message; array_member_failed checks again
      * under the lock and refuses (-EIO) without marking anything */
     if (missing + 1 > a->nparity) {
-        say(why, whylen, "failing %s would leave RAID-%d with %d of %d members missing; it survives %d", name,
+        uraid_why(why, whylen, "failing %s would leave RAID-%d with %d of %d members missing; it survives %d", name,
             a->geom.level, missing + 1, a->geom.raid_disks, a->nparity);
         return -EBUSY;
     }
     rc = array_member_failed(a, slot, -EIO, "failed by request");
     if (rc == -EIO) {
-        say(why, whylen, "failing %s would exceed the redundancy of RAID-%d", name, a->geom.level);
+        uraid_why(why, whylen, "failing %s would exceed the redundancy of RAID-%d", name, a->geom.level);
         return -EBUSY;
     }
     return rc;
@@ -137,20 +125,20 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
 int array_manage_remove(struct uraid_array *a, const char *name, char *why, size_t whylen)
 {
     if (a->readonly) {
-        say(why, whylen, "the array is open read-only");
+        uraid_why(why, whylen, "the array is open read-only");
         return -EROFS;
     }
     int slot, extra;
     pthread_mutex_lock(&a->meta_lock);
     if (find_member(a, name, &slot, &extra)) {
         pthread_mutex_unlock(&a->meta_lock);
-        say(why, whylen, "%s is not a member of this array", name);
+        uraid_why(why, whylen, "%s is not a member of this array", name);
         return -ENODEV;
     }
     struct array_slot *sl = slot >= 0 ? &a->slot[slot] : &a->extra[extra];
     if (sl->state == URAID_MEMBER_IN_SYNC) {
         pthread_mutex_unlock(&a->meta_lock);
-        say(why, whylen, "%s is an active member: fail it first", name);
+        uraid_why(why, whylen, "%s is an active member: fail it first", name);
         return -EBUSY;
     }
     uint32_t dn = sl->sb.dev_number;
@@ -174,7 +162,7 @@ int array_manage_remove(struct uraid_array *a, const char *name, char *why, size
     int rc = array_write_superblocks(a);
     uraid_log(URAID_LOG_INFO, "member %s removed from the array", name);
     if (rc)
-        say(why, whylen, "%s removed, but the superblocks could not be updated: %s", name, uraid_strerror(rc));
+        uraid_why(why, whylen, "%s removed, but the superblocks could not be updated: %s", name, uraid_strerror(rc));
     return rc;
 }
 
@@ -218,11 +206,11 @@ static int free_dev_number(const struct uraid_array *a)
 int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t whylen)
 {
     if (a->readonly) {
-        say(why, whylen, "the array is open read-only");
+        uraid_why(why, whylen, "the array is open read-only");
         return -EROFS;
     }
     if (a->nextra >= URAID_MAX_MEMBERS) {
-        say(why, whylen, "too many spare and stale members");
+        uraid_why(why, whylen, "too many spare and stale members");
         return -ENOSPC;
     }
     int slot, extra;
@@ -230,20 +218,20 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
     int known = find_member(a, path, &slot, &extra) == 0;
     pthread_mutex_unlock(&a->meta_lock);
     if (known) {
-        say(why, whylen, "%s is already a member of this array", path);
+        uraid_why(why, whylen, "%s is already a member of this array", path);
         return -EEXIST;
     }
     struct member *m;
     int rc = member_open_file(path, 0, &m);
     if (rc) {
-        say(why, whylen, "cannot open %s: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot open %s: %s", path, uraid_strerror(rc));
         return rc;
     }
     struct md_sb old;
     if (array_read_superblock(m, &old, NULL, 0) == 0 && memcmp(old.set_uuid, a->sb.set_uuid, 16)) {
         char name[33] = {0};
         memcpy(name, old.set_name, 32);
-        say(why, whylen, "%s belongs to another md array (name '%s'); wipe its superblock to reuse it", path, name);
+        uraid_why(why, whylen, "%s belongs to another md array (name '%s'); wipe its superblock to reuse it", path, name);
         member_close(m);
         return -EEXIST;
     }
@@ -252,7 +240,7 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
     uint64_t need = sb.data_offset + a->member_sectors;
     if (m->size / 512 < need) {
         pthread_mutex_unlock(&a->meta_lock);
-        say(why, whylen, "%s is too small: %llu sectors, the array needs %llu (data offset %llu + %llu)", path,
+        uraid_why(why, whylen, "%s is too small: %llu sectors, the array needs %llu (data offset %llu + %llu)", path,
             (unsigned long long)(m->size / 512), (unsigned long long)need, (unsigned long long)sb.data_offset,
             (unsigned long long)a->member_sectors);
         member_close(m);
@@ -261,7 +249,7 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
     int dn = free_dev_number(a);
     if (dn < 0) {
         pthread_mutex_unlock(&a->meta_lock);
-        say(why, whylen, "no free device number in the superblock (max_dev %u)", a->sb.max_dev);
+        uraid_why(why, whylen, "no free device number in the superblock (max_dev %u)", a->sb.max_dev);
         member_close(m);
         return -ENOSPC;
     }
@@ -275,13 +263,13 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
     sb.devflags = 0;
     pthread_mutex_unlock(&a->meta_lock);
     if (getrandom(sb.device_uuid, 16, 0) != 16) {
-        say(why, whylen, "cannot get random bytes for the device UUID");
+        uraid_why(why, whylen, "cannot get random bytes for the device UUID");
         member_close(m);
         return -EIO;
     }
     rc = write_spare(m, &sb);
     if (rc) {
-        say(why, whylen, "cannot write the superblock of %s: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot write the superblock of %s: %s", path, uraid_strerror(rc));
         member_close(m);
         return rc;
     }
@@ -298,6 +286,6 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
     rc = array_write_superblocks(a);
     uraid_log(URAID_LOG_INFO, "member %s added as a spare (device number %d)", path, dn);
     if (rc)
-        say(why, whylen, "%s added, but the superblocks could not be updated: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "%s added, but the superblocks could not be updated: %s", path, uraid_strerror(rc));
     return rc;
 }
