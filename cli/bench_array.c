@@ -25,7 +25,7 @@
 #define MiB (1024u * 1024u)
 
 struct bopts {
-    int members, threads, json, no_uring, throttle;
+    int members, threads, seq_threads, json, no_uring, throttle;
     uint64_t member_bytes, chunk;
     double seconds;
     const char *dir;
@@ -279,7 +279,7 @@ static int bench_level(const struct bopts *o, int level, int *first)
             printf("  parity: gen_p=%s gen_pq=%s rmw=%s recov=%s; member I/O: %s\n",
                    uraid_parity_chosen(URAID_OP_GEN_P), uraid_parity_chosen(URAID_OP_GEN_PQ),
                    uraid_parity_chosen(URAID_OP_RMW), uraid_parity_chosen(URAID_OP_RECOV), uraid_io_engine(a));
-        struct job j = {.a = a, .size = uraid_size(a), .seconds = o->seconds, .io = MiB, .threads = 2};
+        struct job j = {.a = a, .size = uraid_size(a), .seconds = o->seconds, .io = MiB, .threads = o->seq_threads};
         j.kind = SEQ_WRITE;
         double w = median3(&j);
         print_row(o, level, state, "seq write 1M", w, raw_seq_write, raw_seq_write * share, first);
@@ -349,7 +349,7 @@ static int bench_throttled(const struct bopts *o, int *first)
 
 int bench_array(int argc, char **argv)
 {
-    struct bopts o = {.members = 6, .threads = 8, .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 2,
+    struct bopts o = {.members = 6, .threads = 8, .seq_threads = 2, .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 2,
                       .dir = "/dev/shm"};
     int levels[2] = {5, 6}, nlevels = 2;
     for (int i = 1; i < argc; i++) {
@@ -371,6 +371,9 @@ int bench_array(int argc, char **argv)
         } else if (!strcmp(a, "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64) {
             o.threads = atoi(v);
             i++;
+        } else if (!strcmp(a, "--seq-threads") && v && atoi(v) >= 1 && atoi(v) <= 64) {
+            o.seq_threads = atoi(v);
+            i++;
         } else if (!strcmp(a, "--seconds") && v && atof(v) > 0) {
             o.seconds = atof(v);
             i++;
@@ -385,7 +388,7 @@ int bench_array(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
-                   "                         [--threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
+                   "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
                    "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");
             return 0;
         } else {

@@ -301,7 +301,8 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
         for (int m = 0; m < n; m++)
             r.block[m] = mem + (size_t)m * len;
         uint8_t *zero = mem + (size_t)n * len;
-        memset(zero, 0, len);
+        if (r.map.nslots != a->k)
+            memset(zero, 0, len); /* only DDF layouts feed zero blocks to the parity engine */
         rows_mark_unavailable(a, &r);
         r.unavailable[ad->disk] = 1;
         /* data rows this request already read need not be read again */
@@ -443,7 +444,10 @@ static void wstripe_buffers(struct uraid_array *a, struct wstripe *w, uint8_t *m
     w->pscratch = mem;
     w->qscratch = mem + len;
     w->zero = mem + 2 * len;
-    memset(w->zero, 0, len);
+    /* only DDF layouts feed zero blocks to the parity engine: zeroing a
+     * chunk per stripe otherwise costs a tenth of a full-stripe write */
+    if (w->r.map.nslots != a->k)
+        memset(w->zero, 0, len);
 }
 
 /* The member reads a planned stripe needs, appended to ops. */
@@ -789,7 +793,8 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
             w.pscratch = mem + (size_t)n * len;
             w.qscratch = w.pscratch + len;
             w.zero = w.qscratch + len;
-            memset(w.zero, 0, len);
+            if (w.r.map.nslots != a->k)
+                memset(w.zero, 0, len);
             rows_mark_unavailable(a, &w.r);
             int missing_data = 0;
             for (int d = 0; d < a->k; d++)
