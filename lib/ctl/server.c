@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,17 +47,6 @@ struct uraid_ctl {
     int self_stop;      /* uraid_ctl_stop was called from the control thread */
     char *resp;         /* response buffer, RESPONSE_BYTES */
 };
-
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 static int64_t now_ms(void)
 {
@@ -314,28 +302,28 @@ int uraid_ctl_start(struct uraid_array *a, const char *path, void (*on_stop)(voi
                     struct uraid_ctl **out, char *why, size_t whylen)
 {
     struct sockaddr_un sa;
-    say(why, whylen, "%s", "");
+    uraid_why(why, whylen, "%s", "");
     if (!a || !out)
         return -EINVAL;
     if (make_addr(path, &sa)) {
-        say(why, whylen, "control socket path '%s' is empty or too long (at most %zu bytes)", path ? path : "",
+        uraid_why(why, whylen, "control socket path '%s' is empty or too long (at most %zu bytes)", path ? path : "",
             sizeof sa.sun_path - 1);
         return -ENAMETOOLONG;
     }
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
-            say(why, whylen, "%s exists and is not a socket", path);
+            uraid_why(why, whylen, "%s exists and is not a socket", path);
             return -EEXIST;
         }
         if (live_server(&sa)) {
-            say(why, whylen, "a server is already listening on %s", path);
+            uraid_why(why, whylen, "a server is already listening on %s", path);
             return -EADDRINUSE;
         }
         /* nobody answers: left behind by a process that died */
         if (unlink(path) && errno != ENOENT) {
             int e = -errno;
-            say(why, whylen, "cannot remove the stale socket %s: %s", path, uraid_strerror(e));
+            uraid_why(why, whylen, "cannot remove the stale socket %s: %s", path, uraid_strerror(e));
             return e;
         }
         uraid_log(URAID_LOG_INFO, "control socket %s: replaced a stale socket file", path);
@@ -356,13 +344,13 @@ int uraid_ctl_start(struct uraid_array *a, const char *path, void (*on_stop)(voi
     }
     if (pipe2(c->wake, O_CLOEXEC)) {
         rc = -errno;
-        say(why, whylen, "cannot create a pipe: %s", uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot create a pipe: %s", uraid_strerror(rc));
         goto fail;
     }
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (c->fd < 0) {
         rc = -errno;
-        say(why, whylen, "cannot create a socket: %s", uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot create a socket: %s", uraid_strerror(rc));
         goto fail;
     }
     /* Linux creates the file with the socket inode's mode less the umask:
@@ -371,15 +359,15 @@ int uraid_ctl_start(struct uraid_array *a, const char *path, void (*on_stop)(voi
     (void)fchmod(c->fd, 0600);
     if (bind(c->fd, (struct sockaddr *)&sa, sizeof sa)) {
         rc = -errno;
-        say(why, whylen, "cannot bind the control socket %s: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot bind the control socket %s: %s", path, uraid_strerror(rc));
         if (rc == -EADDRINUSE)
-            say(why, whylen, "a server is already listening on %s", path);
+            uraid_why(why, whylen, "a server is already listening on %s", path);
         goto fail_nounlink;
     }
     /* the chmod is belt and braces: nothing can connect before listen() */
     if (chmod(path, 0600) || stat(path, &st)) {
         rc = -errno;
-        say(why, whylen, "cannot set the mode of %s: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot set the mode of %s: %s", path, uraid_strerror(rc));
         unlink(path);
         goto fail_nounlink;
     }
@@ -387,12 +375,12 @@ int uraid_ctl_start(struct uraid_array *a, const char *path, void (*on_stop)(voi
     c->ino = st.st_ino;
     if (listen(c->fd, 16)) {
         rc = -errno;
-        say(why, whylen, "cannot listen on %s: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot listen on %s: %s", path, uraid_strerror(rc));
         goto fail;
     }
     rc = -pthread_create(&c->thread, NULL, ctl_thread, c);
     if (rc) {
-        say(why, whylen, "cannot start the control thread: %s", uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot start the control thread: %s", uraid_strerror(rc));
         goto fail;
     }
     uraid_log(URAID_LOG_INFO, "control socket listening on %s", path);

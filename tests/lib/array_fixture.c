@@ -173,3 +173,16 @@ void fx_destroy(struct fx *f)
     free(f->model);
     f->model = NULL;
 }
+
+void fx_fill(struct fx *f, struct uraid_array *a, struct rng *r)
+{
+    size_t len = 1u << 20;
+    uint8_t *buf = aligned_alloc(4096, len);
+    for (uint64_t off = 0; off < f->size; off += len) {
+        size_t l = f->size - off < len ? (size_t)(f->size - off) : len;
+        rng_fill(r, buf, l);
+        int rc = fx_write(f, a, buf, l, off);
+        CHECK(rc == 0, "%s: fill at %llu: %d", f->label, (unsigned long long)off, rc);
+    }
+    free(buf);
+}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness.h"
 #include "layout.h"
 #include "meta/superblock.h"
 #include "uraid.h"
@@ -41,6 +42,15 @@ struct uraid_array *fx_open(struct fx *f, const int *omit, int sim, int force);
 /* uraid_write and the model together; returns uraid_write's result (the
  * model is only updated on success). */
 int fx_write(struct fx *f, struct uraid_array *a, const void *buf, size_t len, uint64_t off);
+
+/* Fills the whole array with random data from r (full-stripe writes). */
+void fx_fill(struct fx *f, struct uraid_array *a, struct rng *r);
+
+/* Array offset of data index d, byte `in` of its chunk, in stripe s. */
+static inline uint64_t fx_at(const struct fx *f, uint64_t s, int d, uint64_t in)
+{
+    return s * f->stripe_bytes + (uint64_t)d * f->chunk + in;
+}
 
 /* Reads [off, off + len) and compares with the model; returns the read's
  * result, CHECK-fails (naming `what`) on a mismatch. */

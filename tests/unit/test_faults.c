@@ -41,25 +41,6 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void fill(struct fx *f, struct uraid_array *a)
-{
-    size_t len = 1u << 20;
-    uint8_t *buf = aligned_alloc(4096, len);
-    for (uint64_t off = 0; off < f->size; off += len) {
-        size_t l = f->size - off < len ? (size_t)(f->size - off) : len;
-        rng_fill(&rng, buf, l);
-        int rc = fx_write(f, a, buf, l, off);
-        CHECK(rc == 0, "%s: fill at %llu: %d", f->label, (unsigned long long)off, rc);
-    }
-    free(buf);
-}
-
-/* Array offset of data index d, byte `in` of its chunk, in stripe s. */
-static uint64_t at(const struct fx *f, uint64_t s, int d, uint64_t in)
-{
-    return s * f->stripe_bytes + (uint64_t)d * f->chunk + in;
-}
-
 static int inject_range(struct uraid_array *a, const struct fx *f, int slot, const char *what, uint64_t member_off,
                         uint64_t len)
 {
@@ -106,7 +87,7 @@ static void test_read_errors(int level, int n)
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
         goto out;
-    fill(&f, a);
+    fx_fill(&f, a, &rng);
     CHECK(uraid_close(a) == 0);
 
     /* an open that only reads: the correction must still reach the superblock */
@@ -115,7 +96,7 @@ static void test_read_errors(int level, int n)
         goto out;
     int m;
     uint64_t mo;
-    uint64_t off = at(&f, 3, 1, 0);
+    uint64_t off = fx_at(&f, 3, 1, 0);
     fx_locate(&f, off, &m, &mo);
     inject_range(a, &f, m, "read-eio", mo + 16 * K, 8 * K);
     uraid_reset_counters(a);
@@ -140,13 +121,13 @@ static void test_read_errors(int level, int n)
     if (level == 6) {
         /* two read errors in one stripe: data 0 and P */
         int m0, p, q;
-        uint64_t off0 = at(&f, 6, 0, 0);
+        uint64_t off0 = fx_at(&f, 6, 0, 0);
         fx_locate(&f, off0, &m0, &mo);
         fx_parity_of(&f, 6, &p, &q);
         inject_range(a, &f, m0, "read-eio", mo, 4 * K);
         inject_range(a, &f, p, "read-eio", mo + 4 * K, 4 * K);
         uraid_reset_counters(a);
-        fx_verify(&f, a, at(&f, 6, 0, 0), f.stripe_bytes, "stripe read over two read errors");
+        fx_verify(&f, a, fx_at(&f, 6, 0, 0), f.stripe_bytes, "stripe read over two read errors");
         c = counters(a);
         CHECK(c.corrected_reads == 2 && c.reconstructions == 1, "%s: two errors: corrected %llu reconstructions %llu",
               f.label, (unsigned long long)c.corrected_reads, (unsigned long long)c.reconstructions);
@@ -169,7 +150,7 @@ static void test_read_errors(int level, int n)
     a = fx_open(&f, NULL, 1, 0);
     if (!a)
         goto out;
-    off = at(&f, 5, 2, 8 * K);
+    off = fx_at(&f, 5, 2, 8 * K);
     fx_locate(&f, off, &m, &mo);
     inject_range(a, &f, m, "read-eio", mo - 8 * K, chunk);
     /* RAID-6 (k = 4) takes reconstruct-write on the rmw/rcw tie and reads
@@ -178,7 +159,7 @@ static void test_read_errors(int level, int n)
     int m0 = m;
     uint64_t mo0;
     if (level == 6) {
-        fx_locate(&f, at(&f, 5, 0, 0), &m0, &mo0);
+        fx_locate(&f, fx_at(&f, 5, 0, 0), &m0, &mo0);
         inject_range(a, &f, m0, "read-eio", mo0, chunk);
     }
     uint8_t buf[4 * K];
@@ -188,7 +169,7 @@ static void test_read_errors(int level, int n)
     c = counters(a);
     CHECK(c.writes_degraded == 1 && c.member_failures == 0, "%s: write over a read error: degraded %llu failures %llu",
           f.label, (unsigned long long)c.writes_degraded, (unsigned long long)c.member_failures);
-    fx_verify(&f, a, at(&f, 5, 0, 0), f.stripe_bytes, "stripe after a write over a read error");
+    fx_verify(&f, a, fx_at(&f, 5, 0, 0), f.stripe_bytes, "stripe after a write over a read error");
     uraid_inject(a, m, "clear");
     uraid_inject(a, m0, "clear");
     check_member_holds(&f, off, sizeof buf, "written member");
@@ -230,7 +211,7 @@ static void test_member_fails(int level, int n, const char *kind)
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
         goto out;
-    fill(&f, a); /* also the warm-up: the array is dirty from here on */
+    fx_fill(&f, a, &rng); /* also the warm-up: the array is dirty from here on */
     int victim = (int)rng_below(&rng, (uint64_t)n);
     uint8_t before[MD_SB_BYTES], after[MD_SB_BYTES];
     struct md_sb sb0;
@@ -307,7 +288,7 @@ static void test_beyond_redundancy(void)
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
         goto out;
-    fill(&f, a);
+    fx_fill(&f, a, &rng);
     int first = 1, second = 2, rc;
     CHECK(uraid_inject(a, first, "vanish") == 0);
     for (int i = 0; i < 40; i++) {
@@ -321,7 +302,7 @@ static void test_beyond_redundancy(void)
     for (uint64_t s = 0; s < 16; s++)
         for (int d = 0; d < f.k; d++) {
             int m;
-            uint64_t mo, off = at(&f, s, d, 4096);
+            uint64_t mo, off = fx_at(&f, s, d, 4096);
             fx_locate(&f, off, &m, &mo);
             rc = uraid_read(a, buf, 4 * K, off);
             if (m == first || m == second) {
@@ -565,7 +546,7 @@ static void mt_config(int level, int n, uint32_t chunk, int nthreads, double sec
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
         goto out;
-    fill(&f, a);
+    fx_fill(&f, a, &rng);
     memset(&mt, 0, sizeof mt);
     mt.f = &f;
     mt.a = a;

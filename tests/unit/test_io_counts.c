@@ -81,26 +81,6 @@ static void measured_read(struct fx *f, struct uraid_array *a, uint64_t off, siz
     check_counts(f, a, what, e);
 }
 
-/* Fills the whole array with random data (full-stripe writes): the warm-up. */
-static void fill(struct fx *f, struct uraid_array *a)
-{
-    size_t len = 1u << 20;
-    uint8_t *buf = aligned_alloc(4096, len);
-    for (uint64_t off = 0; off < f->size; off += len) {
-        size_t l = f->size - off < len ? (size_t)(f->size - off) : len;
-        rng_fill(&rng, buf, l);
-        int rc = fx_write(f, a, buf, l, off);
-        CHECK(rc == 0, "%s: fill at %llu: %d", f->label, (unsigned long long)off, rc);
-    }
-    free(buf);
-}
-
-/* Array offset of data index d, byte `in` of its chunk, in stripe s. */
-static uint64_t at(const struct fx *f, uint64_t s, int d, uint64_t in)
-{
-    return s * f->stripe_bytes + (uint64_t)d * f->chunk + in;
-}
-
 /* A stripe whose data index d sits on member `slot` (or whose P does, d < 0). */
 static uint64_t stripe_with(const struct fx *f, int d, int slot)
 {
@@ -111,7 +91,7 @@ static uint64_t stripe_with(const struct fx *f, int d, int slot)
         if (d < 0 && p == slot)
             return s;
         if (d >= 0) {
-            fx_locate(f, at(f, s, d, 0), &m, &mo);
+            fx_locate(f, fx_at(f, s, d, 0), &m, &mo);
             if (m == slot)
                 return s;
         }
@@ -127,35 +107,35 @@ static void test_raid6_16(void)
     if (fx_create(&f, 6, 16, CHUNK, 4u << 20) == 0) {
         struct uraid_array *a = fx_open(&f, NULL, 0, 0);
         if (a) {
-            fill(&f, a);
+            fx_fill(&f, a, &rng);
             long k = f.k;
-            measured_write(&f, a, at(&f, 0, 3, 8192), KIB, "4 KiB write",
+            measured_write(&f, a, fx_at(&f, 0, 3, 8192), KIB, "4 KiB write",
                            &(struct expect){3, 3, 3 * KIB, 3 * KIB, 0, 1, 0, 0, 0});
-            measured_write(&f, a, at(&f, 1, 0, 0), f.stripe_bytes, "full-stripe write",
+            measured_write(&f, a, fx_at(&f, 1, 0, 0), f.stripe_bytes, "full-stripe write",
                            &(struct expect){0, 16, 0, 16L * CHUNK, 1, 0, 0, 0, 0});
-            measured_write(&f, a, at(&f, 2, 0, 0), (k - 1) * CHUNK, "write of all data chunks but one",
+            measured_write(&f, a, fx_at(&f, 2, 0, 0), (k - 1) * CHUNK, "write of all data chunks but one",
                            &(struct expect){1, 15, CHUNK, 15L * CHUNK, 0, 0, 1, 0, 0});
-            measured_write(&f, a, at(&f, 3, 1, 0), (k - 1) * CHUNK, "write of all data chunks but the first",
+            measured_write(&f, a, fx_at(&f, 3, 1, 0), (k - 1) * CHUNK, "write of all data chunks but the first",
                            &(struct expect){1, 15, CHUNK, 15L * CHUNK, 0, 0, 1, 0, 0});
             /* stripe 4: data 5..13 (rcw reads 5 < rmw 9 + 2), stripe 5 whole,
              * stripe 6: data 0..4 (rmw reads 5 + 2 < rcw 9) */
-            measured_write(&f, a, at(&f, 4, 5, 0), 2 * f.stripe_bytes, "two stripes' worth from data 5",
+            measured_write(&f, a, fx_at(&f, 4, 5, 0), 2 * f.stripe_bytes, "two stripes' worth from data 5",
                            &(struct expect){5 + 7, 11 + 16 + 7, 12L * CHUNK, 34L * CHUNK, 1, 1, 1, 0, 0});
-            measured_read(&f, a, at(&f, 5, 7, 4096), KIB, "4 KiB read", &(struct expect){1, 0, KIB, 0, 0, 0, 0, 0, 0});
-            measured_read(&f, a, at(&f, 5, 0, 0), f.stripe_bytes, "one-stripe read",
+            measured_read(&f, a, fx_at(&f, 5, 7, 4096), KIB, "4 KiB read", &(struct expect){1, 0, KIB, 0, 0, 0, 0, 0, 0});
+            measured_read(&f, a, fx_at(&f, 5, 0, 0), f.stripe_bytes, "one-stripe read",
                           &(struct expect){k, 0, k * CHUNK, 0, 0, 0, 0, 0, 0});
             CHECK(uraid_close(a) == 0);
         }
         /* degraded: the member holding data 0 of stripe 6 is left out */
         int slot, omit[FX_MAXM] = {0};
         uint64_t mo;
-        fx_locate(&f, at(&f, 6, 0, 0), &slot, &mo);
+        fx_locate(&f, fx_at(&f, 6, 0, 0), &slot, &mo);
         omit[slot] = 1;
         a = fx_open(&f, omit, 0, 0);
         if (a) {
             uint8_t warm[KIB] = {1};
-            CHECK(fx_write(&f, a, warm, KIB, at(&f, 7, 2, 0)) == 0);
-            measured_read(&f, a, at(&f, 6, 0, 8192), KIB, "degraded read of the missing chunk",
+            CHECK(fx_write(&f, a, warm, KIB, fx_at(&f, 7, 2, 0)) == 0);
+            measured_read(&f, a, fx_at(&f, 6, 0, 8192), KIB, "degraded read of the missing chunk",
                           &(struct expect){15, 0, 15 * KIB, 0, 0, 0, 0, 0, 1});
             fx_verify_all(&f, a, "degraded read of everything");
             CHECK(uraid_close(a) == 0);
@@ -176,36 +156,36 @@ static void test_raid5(int n, long exp_rmw, long exp_rcw)
         struct uraid_array *a = fx_open(&f, NULL, 0, 0);
         long k = f.k;
         if (a) {
-            fill(&f, a);
-            measured_write(&f, a, at(&f, 0, 1, 4096), KIB, "4 KiB write",
+            fx_fill(&f, a, &rng);
+            measured_write(&f, a, fx_at(&f, 0, 1, 4096), KIB, "4 KiB write",
                            &(struct expect){2, 2, 2 * KIB, 2 * KIB, 0, exp_rmw, exp_rcw, 0, 0});
-            measured_write(&f, a, at(&f, 1, 0, 0), f.stripe_bytes, "full-stripe write",
+            measured_write(&f, a, fx_at(&f, 1, 0, 0), f.stripe_bytes, "full-stripe write",
                            &(struct expect){0, n, 0, (long)n * CHUNK, 1, 0, 0, 0, 0});
-            measured_write(&f, a, at(&f, 2, 1, 0), (k - 1) * CHUNK, "write of all data chunks but one",
+            measured_write(&f, a, fx_at(&f, 2, 1, 0), (k - 1) * CHUNK, "write of all data chunks but one",
                            &(struct expect){1, n - 1, CHUNK, (long)(n - 1) * CHUNK, 0, 0, 1, 0, 0});
-            measured_read(&f, a, at(&f, 3, 0, 0), 8 * KIB, "8 KiB read", &(struct expect){1, 0, 8 * KIB, 0, 0, 0, 0, 0, 0});
+            measured_read(&f, a, fx_at(&f, 3, 0, 0), 8 * KIB, "8 KiB read", &(struct expect){1, 0, 8 * KIB, 0, 0, 0, 0, 0, 0});
             CHECK(uraid_close(a) == 0);
         }
         /* the member holding data 0 of stripe s is missing */
         int slot, omit[FX_MAXM] = {0};
         uint64_t mo;
         uint64_t s = 5;
-        fx_locate(&f, at(&f, s, 0, 0), &slot, &mo);
+        fx_locate(&f, fx_at(&f, s, 0, 0), &slot, &mo);
         omit[slot] = 1;
         a = fx_open(&f, omit, 0, 0);
         if (a) {
             uint8_t warm[KIB] = {2};
             uint64_t sp = stripe_with(&f, -1, slot); /* a stripe whose P is on the missing member */
-            CHECK(fx_write(&f, a, warm, KIB, at(&f, sp + n, 1, 0)) == 0);
-            measured_write(&f, a, at(&f, s, 0, 4096), KIB, "degraded: 4 KiB to the missing member",
+            CHECK(fx_write(&f, a, warm, KIB, fx_at(&f, sp + n, 1, 0)) == 0);
+            measured_write(&f, a, fx_at(&f, s, 0, 4096), KIB, "degraded: 4 KiB to the missing member",
                            &(struct expect){k - 1, 1, (k - 1) * KIB, KIB, 0, 0, 1, 0, 0});
-            measured_read(&f, a, at(&f, s, 0, 0), 16 * KIB, "degraded read of the missing chunk",
+            measured_read(&f, a, fx_at(&f, s, 0, 0), 16 * KIB, "degraded read of the missing chunk",
                           &(struct expect){n - 1, 0, (long)(n - 1) * 16 * KIB, 0, 0, 0, 0, 0, 1});
-            measured_read(&f, a, at(&f, s, 1, 0), 16 * KIB, "degraded array, read of a present chunk",
+            measured_read(&f, a, fx_at(&f, s, 1, 0), 16 * KIB, "degraded array, read of a present chunk",
                           &(struct expect){1, 0, 16 * KIB, 0, 0, 0, 0, 0, 0});
-            measured_write(&f, a, at(&f, sp, 1, 8192), 2 * KIB, "degraded: P missing, 2 KiB",
+            measured_write(&f, a, fx_at(&f, sp, 1, 8192), 2 * KIB, "degraded: P missing, 2 KiB",
                            &(struct expect){0, 1, 0, 2 * KIB, 0, 0, 1, 0, 0});
-            measured_write(&f, a, at(&f, sp, 0, 0), 2 * CHUNK, "degraded: P missing, two chunks",
+            measured_write(&f, a, fx_at(&f, sp, 0, 0), 2 * CHUNK, "degraded: P missing, two chunks",
                            &(struct expect){0, 2, 0, 2 * CHUNK, 0, 0, 1, 0, 0});
             fx_verify_all(&f, a, "degraded read of everything");
             CHECK(uraid_close(a) == 0);
