@@ -81,6 +81,12 @@ struct uraid_open_params {
     const char *const *member_sim;
     int io_threads;    /* I/O engine worker threads; 0 = default */
     int no_uring;      /* 1 = thread pool only (io_uring is used when available) */
+    /* 1 = rebuild a spare into a failed or missing slot in the background,
+     * by itself, whenever both exist (at open, after an add, after a
+     * member fails), as md does for a running array. */
+    int auto_rebuild;
+    uint64_t sync_speed_max_kib; /* background work speed limit, KiB/s per member; 0 = none */
+    uint64_t sync_speed_min_kib; /* floor kept under user I/O; 0 = 1000 (md's default) */
 };
 
 /* Assembles an array from its members, given in any order: the superblocks
@@ -115,6 +121,7 @@ enum uraid_member_state {
     URAID_MEMBER_FAULTY,   /* marked faulty */
     URAID_MEMBER_SPARE,
     URAID_MEMBER_STALE,    /* given but left out: its events lag */
+    URAID_MEMBER_REBUILDING, /* in a slot, valid below recovery_offset only */
 };
 
 struct uraid_member_info {
@@ -125,6 +132,8 @@ struct uraid_member_info {
     uint64_t events;
     uint64_t data_offset_sectors;
     uint32_t corrected_reads;
+    uint64_t recovery_offset_sectors; /* REBUILDING: sectors past data_offset already rebuilt */
+    uint32_t bad_blocks;              /* entries in its md bad-block log */
 };
 
 struct uraid_array_info {
@@ -165,6 +174,81 @@ void uraid_reset_counters(struct uraid_array *a);
  * member must have been opened with a fault layer (any member_sim spec, e.g.
  * "latency=0us"). Returns 0, -EINVAL, or -ENODEV for an empty slot. */
 int uraid_inject(struct uraid_array *a, int slot, const char *spec);
+
+/* ---- Background work: rebuild, replace, check, repair --------------------
+ * At most one job runs per array (md's sync_action). It walks the members'
+ * data areas from start to end in whole stripes, holding each stripe's lock
+ * while it works on it, so user I/O goes on beside it. Its speed is held
+ * under sync_speed_max (open params, or the job's own), and while user I/O
+ * is active it backs off to sync_speed_min but never below it. */
+enum uraid_job_kind {
+    URAID_JOB_IDLE = 0,
+    URAID_JOB_RECOVER,  /* rebuild a spare into a failed or missing slot */
+    URAID_JOB_REPLACE,  /* copy a working member onto a spare, then retire it */
+    URAID_JOB_CHECK,    /* read every stripe, count parity mismatches */
+    URAID_JOB_REPAIR,   /* check and rewrite what is wrong */
+};
+
+struct uraid_job_params {
+    int slot;                   /* REPLACE: the slot to copy; RECOVER: -1 = any */
+    const char *spare;          /* REPLACE/RECOVER: path of the spare to use; NULL = any */
+    uint64_t speed_max_kib;     /* 0 = the array's sync_speed_max */
+    uint64_t speed_min_kib;     /* 0 = the array's sync_speed_min */
+};
+
+/* One place a check or repair found parity disagreeing with the data. */
+enum uraid_finding_kind {
+    URAID_FOUND_P = 0,     /* P is wrong (RAID-5: parity disagrees; the data cannot be told apart) */
+    URAID_FOUND_Q,         /* RAID-6: only Q is wrong */
+    URAID_FOUND_DATA,      /* RAID-6: one data block is wrong (slot says which) */
+    URAID_FOUND_MULTI,     /* RAID-6: more than one block disagrees: reported, not repaired */
+    URAID_FOUND_UNREADABLE /* the stripe could not be read or rebuilt */
+};
+
+struct uraid_finding {
+    uint64_t member_sector;   /* sectors past data_offset, first of the range */
+    uint32_t nsec;            /* length of the range in sectors */
+    uint64_t stripe;
+    int slot;                 /* the member slot holding the wrong block, -1 if unknown */
+    enum uraid_finding_kind kind;
+    int repaired;             /* 1 when repair rewrote it */
+};
+
+struct uraid_job_status {
+    enum uraid_job_kind kind;     /* IDLE when nothing has run since open */
+    int running;                  /* 0 once finished, failed or cancelled */
+    int result;                   /* 0, or a negative errno when it stopped on an error */
+    char why[256];                /* the one-line reason when result != 0 */
+    int slot;                     /* RECOVER/REPLACE: the slot being written */
+    uint64_t done_sectors;        /* per member, past data_offset */
+    uint64_t total_sectors;
+    uint64_t speed_kib;           /* per member, over the last seconds */
+    uint64_t elapsed_ms;
+    uint64_t mismatch_sectors;    /* CHECK/REPAIR: like md's mismatch_cnt (512-byte sectors, counted per 4 KiB page) */
+    uint64_t repaired_sectors;    /* REPAIR */
+    uint64_t nfindings;           /* findings recorded (uraid_job_findings) */
+};
+
+/* Starts a job in a background thread. -EBUSY if one is running, -EINVAL
+ * when there is nothing to do (no spare, no failed slot, ...), with the
+ * reason in why. */
+int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struct uraid_job_params *p,
+                    char *why, size_t whylen);
+/* The current or last job. */
+int uraid_job_status(struct uraid_array *a, struct uraid_job_status *st);
+/* Waits for the running job to end; returns its result. */
+int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st);
+/* Stops the running job at the next stripe and waits: a rebuild keeps its
+ * checkpoint (recovery_offset) and resumes from it later. */
+int uraid_job_cancel(struct uraid_array *a);
+/* Copies up to max findings of the last check/repair; returns how many. */
+size_t uraid_job_findings(struct uraid_array *a, struct uraid_finding *out, size_t max);
+/* Name of a job kind: "idle", "recovery", "replace", "check", "repair". */
+const char *uraid_job_name(enum uraid_job_kind kind);
+/* /proc/mdstat's progress line for a running job, e.g.
+ * "[====>................]  recovery = 21.6% (45312/209664) finish=0.2min speed=92364K/sec"
+ * (sizes in KiB per member); for a finished one what it ended with. */
+void uraid_job_progress_line(const struct uraid_job_status *st, char *buf, size_t len);
 
 /* The I/O engine in use: "io_uring" or "threads". */
 const char *uraid_io_engine(struct uraid_array *a);

@@ -101,7 +101,7 @@ int array_write_superblocks(struct uraid_array *a)
     int rc = 0, written = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct array_slot *sl = &a->slot[s];
-        if (!sl->dev || sl->state != URAID_MEMBER_IN_SYNC)
+        if (!sl->dev || (sl->state != URAID_MEMBER_IN_SYNC && sl->state != URAID_MEMBER_REBUILDING))
             continue;
         merge_array_fields(&sl->sb, &a->sb);
         int r = write_superblock(sl->dev, &sl->sb);
@@ -246,6 +246,8 @@ static void free_array(struct uraid_array *a)
 {
     if (!a)
         return;
+    if (a->job.thread_started)
+        uraid_job_cancel(a); /* before its members close */
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -411,8 +413,13 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
                 rc = -EINVAL;
                 goto fail;
             }
-            /* a member still being rebuilt is not in sync yet */
-            sl->state = (sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET) ? URAID_MEMBER_STALE : URAID_MEMBER_IN_SYNC;
+            /* a member still being rebuilt is valid below its checkpoint only */
+            if (sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET) {
+                sl->state = URAID_MEMBER_REBUILDING;
+                sl->recovered = sb[i].recovery_offset;
+            } else {
+                sl->state = URAID_MEMBER_IN_SYNC;
+            }
         }
         sl->sb = sb[i];
         sl->data_offset = sb[i].data_offset;
@@ -420,7 +427,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         sl->fault = fault[i];
         dev[i] = NULL;
         uint64_t need = sl->data_offset + a->member_sectors;
-        if (sl->state == URAID_MEMBER_IN_SYNC && sl->dev->size / 512 < need) {
+        if ((sl->state == URAID_MEMBER_IN_SYNC || sl->state == URAID_MEMBER_REBUILDING) && sl->dev->size / 512 < need) {
             uraid_why(why, whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)", sl->dev->path,
                 (unsigned long long)(sl->dev->size / 512), (unsigned long long)need);
             rc = -EINVAL;
@@ -428,7 +435,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         }
     }
     for (int s = 0; s < a->geom.raid_disks; s++)
-        if (a->slot[s].state == URAID_MEMBER_IN_SYNC && (rc = load_badblocks(&a->slot[s], why, whylen)) != 0)
+        if (a->slot[s].dev && (rc = load_badblocks(&a->slot[s], why, whylen)) != 0)
             goto fail;
     int missing = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
@@ -455,6 +462,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     free(fault);
     free(sb);
     *out = a;
+    array_maybe_auto_rebuild(a);
     return 0;
 
 fail:
@@ -472,6 +480,8 @@ int uraid_close(struct uraid_array *a)
 {
     if (!a)
         return 0;
+    if (a->job.thread_started)
+        uraid_job_cancel(a); /* a rebuild saves its checkpoint */
     int rc = uraid_flush(a);
     /* An array that was found dirty stays dirty until a resync has made its
      * parity trustworthy again: closing must not hide an unclean shutdown. */
@@ -519,6 +529,9 @@ int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)
             mi->events = sl->sb.events;
             mi->data_offset_sectors = sl->data_offset;
             mi->corrected_reads = sl->sb.cnt_corrected_read;
+            if (sl->state == URAID_MEMBER_REBUILDING)
+                mi->recovery_offset_sectors = __atomic_load_n(&sl->recovered, __ATOMIC_ACQUIRE);
+            mi->bad_blocks = sl->badblocks ? sl->badblocks->count : 0;
         } else {
             mi->dev_number = -1;
         }

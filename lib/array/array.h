@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 
+#include "array/job.h"
 #include "array/stripe.h"
 #include "io/engine.h"
 #include "layout.h"
@@ -26,6 +27,7 @@ struct array_slot {
     uint64_t data_offset;      /* sectors */
     struct md_bblist *badblocks; /* md's bad-block log, NULL when empty */
     struct member *fault;      /* the fault layer under dev (member_sim), or NULL */
+    uint64_t recovered;        /* REBUILDING: member sectors [0, recovered) are valid (atomic) */
 };
 
 struct uraid_array {
@@ -49,6 +51,18 @@ struct uraid_array {
     struct uraid_counters counters; /* updated with atomics */
     int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */
     pthread_mutex_t meta_lock; /* superblock template and member state changes */
+
+    uint64_t user_requests;    /* atomic: reads and writes served, so background work can yield */
+    int auto_rebuild;          /* start a recovery whenever a spare and a hole exist */
+    uint64_t sync_speed_max_kib, sync_speed_min_kib;
+    /* REPLACE: the copy under way of slot replace_source (-1: none) onto
+     * replacement; member writes to the source below replacement.recovered
+     * are mirrored onto it (array_run_ops). */
+    int replace_source;
+    int replacement_failed;
+    struct array_slot replacement;
+    pthread_mutex_t job_lock;  /* starting, waiting for and reading the job */
+    struct array_job job;
 };
 
 /* Sets up and tears down what the data path needs (I/O engine, stripe
@@ -100,6 +114,21 @@ static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint
 {
     return sl->badblocks && md_bb_check(sl->badblocks, sl->data_offset + start, len, NULL, NULL);
 }
+
+/* Slot usable for reads and writes of member sectors below end: in sync,
+ * or being rebuilt and already past end. */
+static inline int slot_ok_upto(const struct uraid_array *a, int s, uint64_t end)
+{
+    if (!a->slot[s].dev)
+        return 0;
+    enum uraid_member_state st = __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE);
+    return st == URAID_MEMBER_IN_SYNC ||
+           (st == URAID_MEMBER_REBUILDING && end <= __atomic_load_n(&a->slot[s].recovered, __ATOMIC_ACQUIRE));
+}
+
+/* Starts a recovery if auto_rebuild is on and a spare can fill a hole;
+ * quiet when there is nothing to do. (rebuild.c) */
+void array_maybe_auto_rebuild(struct uraid_array *a);
 
 /* Slot usable for reads and writes. */
 static inline int slot_ok(const struct uraid_array *a, int s)

@@ -80,6 +80,7 @@ static const char *state_word(enum uraid_member_state st)
     case URAID_MEMBER_FAULTY: return "faulty";
     case URAID_MEMBER_SPARE: return "a spare";
     case URAID_MEMBER_STALE: return "stale";
+    case URAID_MEMBER_REBUILDING: return "being rebuilt";
     }
     return "?";
 }

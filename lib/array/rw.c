@@ -19,10 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array/array.h"
+#include "array/dataio.h"
 #include "log.h"
 
-#define SECTOR 512u
 /* Upper bound on the bytes of member buffers one write group uses; a
  * group is also at most MAX_GROUP stripes. */
 #define GROUP_BYTES (32u << 20)
@@ -70,7 +69,7 @@ static uint8_t *scratch_area(int area, size_t size)
     return s->mem[area];
 }
 
-static uint8_t *scratch_get(size_t size) { return scratch_area(SCRATCH_BUFFERS, size); }
+uint8_t *array_scratch(size_t size) { return scratch_area(SCRATCH_BUFFERS, size); }
 
 /* ---- counters and member I/O -------------------------------------------------- */
 
@@ -87,16 +86,57 @@ static void count_ops(struct uraid_array *a, const struct io_op *ops, int n)
     }
 }
 
-static void run_ops(struct uraid_array *a, struct io_op *ops, int n)
+/* While a replace runs, writes to its source member below the copy's
+ * checkpoint also go to the replacement (stripe locks keep the checkpoint
+ * from moving under a writer). Returns the count of mirrored ops added. */
+static int mirror_for_replace(struct uraid_array *a, struct io_op *ops, int n, struct io_op *extra)
+{
+    int src = __atomic_load_n(&a->replace_source, __ATOMIC_ACQUIRE), nx = 0;
+    if (src < 0)
+        return 0;
+    const struct array_slot *from = &a->slot[src], *to = &a->replacement;
+    uint64_t done = __atomic_load_n(&to->recovered, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        if (ops[i].kind != IO_WRITE || ops[i].m != from->dev)
+            continue;
+        uint64_t msec = ops[i].offset / SECTOR - from->data_offset;
+        if (msec + ops[i].len / SECTOR > done)
+            continue;
+        extra[nx] = ops[i];
+        extra[nx].m = to->dev;
+        extra[nx].offset = (to->data_offset + msec) * SECTOR;
+        nx++;
+    }
+    return nx;
+}
+
+void array_run_ops(struct uraid_array *a, struct io_op *ops, int n)
 {
     if (n == 0)
         return;
     count_ops(a, ops, n);
-    io_engine_run(a->io, ops, n);
+    if (__atomic_load_n(&a->replace_source, __ATOMIC_ACQUIRE) < 0) {
+        io_engine_run(a->io, ops, n);
+        return;
+    }
+    struct io_op *all = malloc(sizeof *all * (size_t)n * 2);
+    if (!all) {
+        __atomic_store_n(&a->replacement_failed, 1, __ATOMIC_RELEASE);
+        io_engine_run(a->io, ops, n);
+        return;
+    }
+    memcpy(all, ops, sizeof *all * (size_t)n);
+    int nx = mirror_for_replace(a, ops, n, all + n);
+    io_engine_run(a->io, all, n + nx);
+    memcpy(ops, all, sizeof *all * (size_t)n);
+    for (int i = 0; i < nx; i++)
+        if (all[n + i].result)
+            __atomic_store_n(&a->replacement_failed, 1, __ATOMIC_RELEASE);
+    free(all);
 }
 
-static struct io_op make_op(struct uraid_array *a, int m, enum io_kind kind, void *buf, uint32_t nsec,
-                            uint64_t member_sector)
+struct io_op array_op(struct uraid_array *a, int m, enum io_kind kind, void *buf, uint32_t nsec,
+                      uint64_t member_sector)
 {
     struct io_op op = {
         .m = a->slot[m].dev,
@@ -110,19 +150,12 @@ static struct io_op make_op(struct uraid_array *a, int m, enum io_kind kind, voi
 
 /* ---- one stripe's rows, one buffer per member --------------------------------- */
 
-struct stripe_rows {
-    uint64_t stripe;
-    uint32_t row, nrows;
-    struct stripe_map map;
-    uint8_t *block[URAID_MAX_MEMBERS];
-    unsigned char unavailable[URAID_MAX_MEMBERS];
-};
-
-static void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r)
+void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r)
 {
     for (int m = 0; m < a->geom.raid_disks; m++)
         r->unavailable[m] =
-            !slot_ok(a, m) || slot_has_bad(&a->slot[m], r->stripe * a->geom.chunk_sectors + r->row, r->nrows);
+            !slot_ok_upto(a, m, r->stripe * a->geom.chunk_sectors + r->row + r->nrows) ||
+            slot_has_bad(&a->slot[m], r->stripe * a->geom.chunk_sectors + r->row, r->nrows);
 }
 
 static int rows_count_unavailable(const struct uraid_array *a, const struct stripe_rows *r)
@@ -162,11 +195,7 @@ static int rows_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *z
     return uraid_recover(nslots, (size_t)r->nrows * SECTOR, blocks, raid6, nlost, lost);
 }
 
-/* Reads every available member's rows (one batch) except those already in
- * r->block (have[m], may be NULL), marks the ones that fail unavailable, and
- * rebuilds the unavailable ones. failed[] (may be NULL) gets the members
- * whose read failed. */
-static int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero,
+int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero,
                                  unsigned char *failed, const unsigned char *have)
 {
     struct io_op ops[URAID_MAX_MEMBERS];
@@ -175,9 +204,9 @@ static int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, u
         if (r->unavailable[m] || (have && have[m]))
             continue;
         who[nops] = m;
-        ops[nops++] = make_op(a, m, IO_READ, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
+        ops[nops++] = array_op(a, m, IO_READ, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
     }
-    run_ops(a, ops, nops);
+    array_run_ops(a, ops, nops);
     for (int i = 0; i < nops; i++)
         if (ops[i].result) {
             r->unavailable[who[i]] = 1;
@@ -203,12 +232,12 @@ static void log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t r
 /* After a read error on member m was served by rebuilding, write the rebuilt
  * rows back to m (md's correction); count it on success, fail the member if
  * the rewrite fails too. */
-static void correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector)
+void array_correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector)
 {
-    if (a->readonly || !slot_ok(a, m))
+    if (a->readonly || !slot_ok_upto(a, m, member_sector + nsec))
         return;
-    struct io_op op = make_op(a, m, IO_WRITE, (void *)data, nsec, member_sector);
-    run_ops(a, &op, 1);
+    struct io_op op = array_op(a, m, IO_WRITE, (void *)data, nsec, member_sector);
+    array_run_ops(a, &op, 1);
     if (op.result == 0) {
         array_note_corrected_read(a, m);
         uraid_log(URAID_LOG_INFO, "member %s: sectors %llu-%llu rewritten from parity after a read error",
@@ -227,11 +256,11 @@ static int read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uin
     for (int m = 0; m < a->geom.raid_disks; m++) {
         if (!slot_ok(a, m) || slot_has_bad(&a->slot[m], sector, nsec))
             continue;
-        struct io_op op = make_op(a, m, IO_READ, buf, nsec, sector);
-        run_ops(a, &op, 1);
+        struct io_op op = array_op(a, m, IO_READ, buf, nsec, sector);
+        array_run_ops(a, &op, 1);
         if (op.result == 0) {
             for (int i = 0; i < nfailed; i++)
-                correct_read_error(a, failed[i], buf, nsec, sector);
+                array_correct_read_error(a, failed[i], buf, nsec, sector);
             return 0;
         }
         uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); trying another mirror",
@@ -292,7 +321,7 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
     int nheld = stripe_lock_set(&a->locks, &ad->stripe, 1, held);
     int n = a->geom.raid_disks;
     size_t len = (size_t)nsec * SECTOR;
-    uint8_t *mem = scratch_get((size_t)(n + 1) * len);
+    uint8_t *mem = array_scratch((size_t)(n + 1) * len);
     int rc = mem ? 0 : -ENOMEM;
     struct stripe_rows r = {.stripe = ad->stripe, .row = ad->chunk_off, .nrows = nsec};
     if (rc == 0)
@@ -321,10 +350,10 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
             memcpy(buf, r.block[ad->disk], len);
             __atomic_add_fetch(&a->counters.reconstructions, 1, __ATOMIC_RELAXED);
             if (direct_failed)
-                correct_read_error(a, ad->disk, r.block[ad->disk], nsec, ad->member_sector);
+                array_correct_read_error(a, ad->disk, r.block[ad->disk], nsec, ad->member_sector);
             for (int m = 0; m < n; m++)
                 if (failed[m])
-                    correct_read_error(a, m, r.block[m], nsec, r.stripe * a->geom.chunk_sectors + r.row);
+                    array_correct_read_error(a, m, r.block[m], nsec, r.stripe * a->geom.chunk_sectors + r.row);
         } else {
             log_unrecoverable(a, ad->stripe, ad->chunk_off, nsec);
         }
@@ -340,6 +369,7 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
     int rc = array_range_ok(a, len, offset);
     if (rc)
         return rc;
+    __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED);
     uint8_t *p = buf;
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 1) {
@@ -362,15 +392,16 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
             pc->gen = stripe_gen(&a->locks, pc->ad.stripe);
             int m = pc->ad.disk;
             pc->op = -1;
-            if (slot_ok(a, m) && !slot_has_bad(&a->slot[m], pc->ad.member_sector, pc->nsec)) {
+            if (slot_ok_upto(a, m, pc->ad.member_sector + pc->nsec) &&
+                !slot_has_bad(&a->slot[m], pc->ad.member_sector, pc->nsec)) {
                 pc->op = nops;
-                ops[nops++] = make_op(a, m, IO_READ, p, pc->nsec, pc->ad.member_sector);
+                ops[nops++] = array_op(a, m, IO_READ, p, pc->nsec, pc->ad.member_sector);
             }
             p += (size_t)pc->nsec * SECTOR;
             sector += pc->nsec;
             np++;
         }
-        run_ops(a, ops, nops);
+        array_run_ops(a, ops, nops);
         struct read_batch rb = {.pieces = pieces, .np = np, .ops = ops,
                                 .first_chunk = pieces[0].ad.array_sector / a->geom.chunk_sectors};
         for (int i = 0; i < np && rc == 0; i++) {
@@ -467,7 +498,7 @@ static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_
             dst = w->r.block[m]; /* without parity to compute, only partly written blocks are read */
         if (dst) {
             owner[*nops] = self;
-            ops[(*nops)++] = make_op(a, m, IO_READ, dst, w->r.nrows, msec);
+            ops[(*nops)++] = array_op(a, m, IO_READ, dst, w->r.nrows, msec);
         }
     }
     if (w->method == WRITE_RMW) {
@@ -475,7 +506,7 @@ static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_
         for (int i = 0; i < a->nparity; i++)
             if (par[i] >= 0 && !w->r.unavailable[par[i]]) {
                 owner[*nops] = self;
-                ops[(*nops)++] = make_op(a, par[i], IO_READ, w->r.block[par[i]], w->r.nrows, msec);
+                ops[(*nops)++] = array_op(a, par[i], IO_READ, w->r.block[par[i]], w->r.nrows, msec);
             }
     }
 }
@@ -544,14 +575,14 @@ static void add_writes(struct uraid_array *a, struct wstripe *w, struct io_op *o
         int m = map->data_disk[d];
         if (w->written[d] && !w->r.unavailable[m]) {
             owner[*nops] = self;
-            ops[(*nops)++] = make_op(a, m, IO_WRITE, w->r.block[m], w->r.nrows, msec);
+            ops[(*nops)++] = array_op(a, m, IO_WRITE, w->r.block[m], w->r.nrows, msec);
         }
     }
     int par[2] = {map->p_disk, map->q_disk};
     for (int i = 0; i < a->nparity; i++)
         if (par[i] >= 0 && !w->r.unavailable[par[i]]) {
             owner[*nops] = self;
-            ops[(*nops)++] = make_op(a, par[i], IO_WRITE, w->r.block[par[i]], w->r.nrows, msec);
+            ops[(*nops)++] = array_op(a, par[i], IO_WRITE, w->r.block[par[i]], w->r.nrows, msec);
         }
 }
 
@@ -580,7 +611,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
     for (int i = 0; i < nw; i++)
         if (ws[i].method != WRITE_REBUILD)
             add_write_reads(a, &ws[i], ops, &nops, owner, i);
-    run_ops(a, ops, nops);
+    array_run_ops(a, ops, nops);
     /* a failed read turns its stripe into a rebuild */
     for (int i = 0; i < nops; i++)
         if (ops[i].result) {
@@ -600,7 +631,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
             }
             /* the failed members get the full new rows below, which corrects them */
             for (int m = 0; m < a->geom.raid_disks; m++)
-                if (failed[m] && slot_ok(a, m))
+                if (failed[m] && slot_ok_upto(a, m, w->r.stripe * a->geom.chunk_sectors + w->r.row + w->r.nrows))
                     w->r.unavailable[m] = 0;
             w->method = WRITE_RCW;
             count_method(a, WRITE_REBUILD);
@@ -614,7 +645,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
         nops = 0;
         for (int i = 0; i < nw; i++)
             add_writes(a, &ws[i], ops, &nops, owner, i);
-        run_ops(a, ops, nops);
+        array_run_ops(a, ops, nops);
         for (int i = 0; i < nops && rc == 0; i++)
             if (ops[i].result) {
                 int m = -1;
@@ -636,11 +667,11 @@ static int write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sect
     int n = 0;
     for (int m = 0; m < a->geom.raid_disks; m++)
         if (slot_ok(a, m))
-            ops[n++] = make_op(a, m, IO_WRITE, (void *)buf, nsec, sector);
+            ops[n++] = array_op(a, m, IO_WRITE, (void *)buf, nsec, sector);
     uint64_t stripe = sector / 8;
     uint16_t held[1];
     int nheld = stripe_lock_set(&a->locks, &stripe, 1, held);
-    run_ops(a, ops, n);
+    array_run_ops(a, ops, n);
     stripe_unlock_set(&a->locks, held, nheld);
     int rc = n ? 0 : -EIO;
     for (int i = 0; i < n && rc == 0; i++)
@@ -667,11 +698,11 @@ static int write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector,
             uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
             if (!slot_ok(a, ad.disk))
                 return -EIO;
-            ops[n++] = make_op(a, ad.disk, IO_WRITE, (void *)p, nsec, ad.member_sector);
+            ops[n++] = array_op(a, ad.disk, IO_WRITE, (void *)p, nsec, ad.member_sector);
             p += (size_t)nsec * SECTOR;
             sector += nsec;
         }
-        run_ops(a, ops, n);
+        array_run_ops(a, ops, n);
         for (int i = 0; i < n && rc == 0; i++)
             if (ops[i].result) {
                 uraid_log(URAID_LOG_ERROR, "member %s: write error at sector %llu (%s); RAID-0 has no redundancy",
@@ -692,6 +723,7 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
     rc = array_mark_dirty(a);
     if (rc)
         return rc;
+    __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED);
     const uint8_t *p = buf;
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 1)
@@ -733,7 +765,7 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
             rc = plan_write(a, &ws[i]);
             total += wstripe_bytes(a, &ws[i]);
         }
-        uint8_t *mem = rc == 0 ? scratch_get(total) : NULL;
+        uint8_t *mem = rc == 0 ? array_scratch(total) : NULL;
         if (rc == 0 && !mem)
             rc = -ENOMEM;
         if (rc == 0) {
@@ -756,7 +788,8 @@ int uraid_flush(struct uraid_array *a)
 {
     int rc = 0;
     for (int m = 0; m < a->geom.raid_disks; m++)
-        if (slot_ok(a, m) && !a->readonly) {
+        if (a->slot[m].dev && !a->readonly &&
+            (slot_ok(a, m) || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_REBUILDING)) {
             int r = member_flush(a->slot[m].dev);
             if (r && !rc)
                 rc = array_member_failed(a, m, r, "flushing");
@@ -778,7 +811,7 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
     uint32_t c = a->geom.chunk_sectors;
     int n = a->geom.raid_disks, rc = 0;
     size_t len = (size_t)c * SECTOR;
-    uint8_t *mem = scratch_get((size_t)(n + 3) * len);
+    uint8_t *mem = array_scratch((size_t)(n + 3) * len);
     if (!mem)
         return -ENOMEM;
     for (uint64_t s = start / c; rc == 0 && s * c < start + nsec; s++) {
@@ -803,8 +836,8 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
                 struct io_op ops[URAID_MAX_MEMBERS];
                 int nops = 0;
                 for (int d = 0; d < a->k; d++)
-                    ops[nops++] = make_op(a, w.r.map.data_disk[d], IO_READ, w.r.block[w.r.map.data_disk[d]], c, s * c);
-                run_ops(a, ops, nops);
+                    ops[nops++] = array_op(a, w.r.map.data_disk[d], IO_READ, w.r.block[w.r.map.data_disk[d]], c, s * c);
+                array_run_ops(a, ops, nops);
                 for (int i = 0; i < nops && rc == 0; i++)
                     rc = ops[i].result;
                 if (rc == 0) {
@@ -826,8 +859,8 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec)
                 int nops = 0, par[2] = {w.r.map.p_disk, w.r.map.q_disk};
                 for (int i = 0; i < a->nparity; i++)
                     if (!w.r.unavailable[par[i]])
-                        ops[nops++] = make_op(a, par[i], IO_WRITE, w.r.block[par[i]], c, s * c);
-                run_ops(a, ops, nops);
+                        ops[nops++] = array_op(a, par[i], IO_WRITE, w.r.block[par[i]], c, s * c);
+                array_run_ops(a, ops, nops);
                 for (int i = 0; i < nops && rc == 0; i++)
                     rc = ops[i].result;
             }

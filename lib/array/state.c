@@ -39,6 +39,20 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     if (m < 0)
         return err ? err : -EIO;
     pthread_mutex_lock(&a->meta_lock);
+    if (a->slot[m].dev && a->slot[m].state == URAID_MEMBER_REBUILDING) {
+        /* a member being rebuilt carries no redundancy yet: losing it only
+         * stops the rebuild (rebuild.c notices the state) */
+        __atomic_store_n(&a->slot[m].state, URAID_MEMBER_FAULTY, __ATOMIC_RELEASE);
+        uint32_t dn = a->slot[m].sb.dev_number;
+        if (dn < a->sb.max_dev)
+            a->sb.dev_roles[dn] = MD_ROLE_FAULTY;
+        pthread_mutex_unlock(&a->meta_lock);
+        __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE);
+        uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s) during its rebuild: marked faulty",
+                  a->slot[m].dev->path, what, uraid_strerror(err));
+        array_write_superblocks(a);
+        return 0;
+    }
     if (!slot_ok(a, m)) {
         pthread_mutex_unlock(&a->meta_lock);
         return 0; /* another request already failed it */
@@ -63,6 +77,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     pthread_mutex_unlock(&a->meta_lock);
 
     int rc = array_write_superblocks(a);
+    array_maybe_auto_rebuild(a);
     char st[URAID_MAX_MEMBERS + 3];
     status_text(a, st);
     uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s): marked faulty, the array continues degraded %s%s", path,
@@ -106,6 +121,13 @@ int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
 {
     pthread_mutex_init(&a->meta_lock, NULL);
     stripe_locks_init(&a->locks);
+    array_job_init(a);
+    a->replace_source = -1;
+    if (p) {
+        a->auto_rebuild = p->auto_rebuild;
+        a->sync_speed_max_kib = p->sync_speed_max_kib;
+        a->sync_speed_min_kib = p->sync_speed_min_kib;
+    }
     struct io_engine_params ep = {.workers = p ? p->io_threads : 0, .use_uring = !(p && p->no_uring)};
     return io_engine_create(&ep, &a->io);
 }
@@ -115,6 +137,7 @@ void array_runtime_fini(struct uraid_array *a)
     if (a->io)
         io_engine_destroy(a->io);
     a->io = NULL;
+    array_job_fini(a);
     stripe_locks_destroy(&a->locks);
     pthread_mutex_destroy(&a->meta_lock);
 }

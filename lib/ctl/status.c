@@ -46,7 +46,8 @@ static const char *member_state(const struct uraid_member_info *m)
     case URAID_MEMBER_MISSING: return "removed";
     case URAID_MEMBER_FAULTY: return "faulty";
     case URAID_MEMBER_SPARE: return "spare";
-    case URAID_MEMBER_STALE: return m->slot >= 0 ? "rebuilding" : "stale";
+    case URAID_MEMBER_STALE: return "stale";
+    case URAID_MEMBER_REBUILDING: return "spare rebuilding";
     }
     return "?";
 }
@@ -58,6 +59,7 @@ static const char *mdstat_flag(const struct uraid_member_info *m)
     case URAID_MEMBER_FAULTY: return "(F)";
     case URAID_MEMBER_SPARE: return "(S)";
     case URAID_MEMBER_STALE: return "(stale)";
+    case URAID_MEMBER_REBUILDING: return "(R)";
     default: return "";
     }
 }
@@ -144,8 +146,11 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
             put(&o, " (%.0f MB/s)", mbps);
     }
     put(&o, "\nio engine: %s\n", uraid_io_engine(a));
-    /* background work (rebuild, scrub) reports a "recovery = ..." line here
-     * once it exists */
+    struct uraid_job_status js;
+    uraid_job_status(a, &js);
+    char line[256];
+    uraid_job_progress_line(&js, line, sizeof line);
+    put(&o, "%s\n", line);
     free(ip);
     return o.truncated ? -ENOBUFS : 0;
 }

@@ -1,0 +1,48 @@
+/* Data-path primitives shared by the request path (rw.c) and background
+ * work (rebuild.c, scrub.c): member I/O in batches with the array's
+ * counters, per-thread scratch buffers, and a stripe's rows read and rebuilt. */
+#ifndef URAID_DATAIO_H
+#define URAID_DATAIO_H
+
+#include "array/array.h"
+
+#define SECTOR 512u
+
+/* Per-thread scratch buffer (4 KiB aligned) reused across calls: no
+ * allocation on the I/O path once warm. Valid until the thread's next call. */
+uint8_t *array_scratch(size_t size);
+
+/* One member I/O of nsec sectors at member_sector (past data_offset) of
+ * slot m; array_run_ops counts them and runs them in parallel. */
+struct io_op array_op(struct uraid_array *a, int m, enum io_kind kind, void *buf, uint32_t nsec,
+                      uint64_t member_sector);
+void array_run_ops(struct uraid_array *a, struct io_op *ops, int n);
+
+/* Rows [row, row + nrows) of one stripe, one buffer per member slot. */
+struct stripe_rows {
+    uint64_t stripe;
+    uint32_t row, nrows;
+    struct stripe_map map;
+    uint8_t *block[URAID_MAX_MEMBERS];
+    unsigned char unavailable[URAID_MAX_MEMBERS];
+};
+
+/* Marks the slots that cannot serve these rows: not in sync (or rebuilt
+ * not far enough), or listed in their bad-block log. */
+void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
+
+/* Reads every available slot's rows (one batch) except those in have[]
+ * (may be NULL), marks the ones that fail unavailable (and in failed[], may
+ * be NULL), and rebuilds every unavailable slot's rows from the rest.
+ * zero is an all-zero block of nrows (used by DDF layouts only). -EIO when
+ * more blocks are lost than the level survives. */
+int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
+                          const unsigned char *have);
+
+/* After rows of slot m were rebuilt because its read failed: write them
+ * back, re-read to verify, count the correction; if the member cannot
+ * keep them, record the range in its bad-block log (failing the member
+ * only when the log is full or the member is gone). */
+void array_correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector);
+
+#endif

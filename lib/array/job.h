@@ -1,0 +1,66 @@
+/* Background work on an open array (job.c runs it): one job at a time walks
+ * the members' data areas in batches of whole stripes, calling the kind's
+ * step function for each batch, keeping progress, speed and the limits. */
+#ifndef URAID_JOB_H
+#define URAID_JOB_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "uraid.h"
+
+struct uraid_array;
+struct array_job;
+
+/* Works on member sectors [start, start + nsec) past data_offset (whole
+ * stripes except at the end) with the stripes' locks taken by the step
+ * itself. Returns 0, or a negative errno that ends the job (with a reason
+ * set through job_fail). */
+typedef int (*job_step_fn)(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
+
+struct array_job {
+    enum uraid_job_kind kind;
+    job_step_fn step;
+    int (*finish)(struct uraid_array *a, struct array_job *j, int rc); /* after the last step or a stop; may be NULL */
+    int (*checkpoint)(struct uraid_array *a, struct array_job *j);     /* every few seconds; may be NULL */
+    pthread_t thread;
+    int thread_started;
+    int running, stop;          /* atomics */
+    int result;
+    char why[256];
+    int slot;                   /* RECOVER/REPLACE target slot */
+    int source;                 /* REPLACE: the slot being copied */
+    uint64_t start, end;        /* member sectors */
+    uint64_t done;              /* atomic: member sectors finished */
+    uint64_t speed_max_kib, speed_min_kib;
+    uint64_t t0_ns, elapsed_ns;
+    uint64_t speed_kib;         /* atomic */
+    uint64_t mismatch_sectors, repaired_sectors; /* atomics */
+    pthread_mutex_t found_lock;
+    struct uraid_finding *found;
+    size_t nfound, capfound;
+};
+
+/* Records a finding (kept up to a bound; the count goes on). */
+void job_add_finding(struct array_job *j, const struct uraid_finding *f);
+/* Sets the job's one-line reason (first one wins). */
+void job_fail(struct array_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 when a stop was asked for. */
+int job_stopping(const struct array_job *j);
+
+/* Kind-specific set-up under the job lock (step, finish, checkpoint,
+ * start, end, slot); a one-line reason in why when it cannot run. */
+int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                    size_t whylen);                                                       /* rebuild.c */
+int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                  size_t whylen);                                                         /* scrub.c */
+
+void array_job_init(struct uraid_array *a);
+/* Cancels a running job (its checkpoint is kept) and frees the job. */
+void array_job_fini(struct uraid_array *a);
+
+/* Step functions of each kind. */
+int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);   /* rebuild.c */
+int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);     /* scrub.c */
+
+#endif

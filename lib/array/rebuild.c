@@ -1,0 +1,391 @@
+/* Rebuild and replace: background jobs (job.c) that fill one slot's member.
+ *
+ * Recovery: a spare takes the place of a failed or missing member and is
+ * written stripe by stripe from the others. Its superblock says which slot
+ * it is for and how far it got (feature RECOVERY_OFFSET, recovery_offset,
+ * as md does), so a killed rebuild resumes there. Until the rebuild passes
+ * a stripe the new member is treated as missing for that stripe: reads
+ * rebuild it from the others and writes leave it out (the rebuild computes
+ * it later). Each batch of stripes is rebuilt under the stripes' locks, and
+ * the member's in-memory checkpoint moves past them before they unlock, so
+ * a writer sees either "not rebuilt yet" or "in sync", never half of it.
+ *
+ * Replace: the old member stays in its slot and in sync while its data is
+ * copied onto a spare; rows it cannot read are rebuilt from the others.
+ * Writes below the copy's checkpoint go to both (rw.c), so redundancy is
+ * never reduced. At the end the spare takes the slot and the old member is
+ * marked faulty, as md's replace does. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/dataio.h"
+#include "log.h"
+
+/* A usable spare for the job: given by path, or the first spare (then a
+ * stale member) that is large enough. Returns its index in extra[] or -1. */
+static int pick_spare(struct uraid_array *a, const char *path, char *why, size_t whylen)
+{
+    int best = -1;
+    for (int pass = 0; pass < 2 && best < 0; pass++)
+        for (int e = 0; e < a->nextra && best < 0; e++) {
+            struct array_slot *sl = &a->extra[e];
+            enum uraid_member_state want = pass == 0 ? URAID_MEMBER_SPARE : URAID_MEMBER_STALE;
+            if (!sl->dev || sl->state != want)
+                continue;
+            if (path && strcmp(path, sl->dev->path))
+                continue;
+            if (sl->dev->size / 512 < sl->data_offset + a->member_sectors) {
+                if (path)
+                    uraid_why(why, whylen, "spare %s is too small for this array", path);
+                continue;
+            }
+            best = e;
+        }
+    if (best < 0 && (!why || !why[0]))
+        uraid_why(why, whylen, path ? "%s is not a spare of this array; add it first with 'uraid add'"
+                                    : "no spare to rebuild onto: add one with 'uraid add'",
+                  path);
+    return best;
+}
+
+static void drop_extra(struct uraid_array *a, int e)
+{
+    memmove(&a->extra[e], &a->extra[e + 1], sizeof a->extra[0] * (size_t)(a->nextra - e - 1));
+    a->nextra--;
+    memset(&a->extra[a->nextra], 0, sizeof a->extra[0]);
+}
+
+/* ---- the checkpoint on disk ------------------------------------------------------ */
+
+static int rebuild_checkpoint(struct uraid_array *a, struct array_job *j)
+{
+    struct array_slot *sl = &a->slot[j->slot];
+    int rc = member_flush(sl->dev);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&a->meta_lock);
+    sl->sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+    sl->sb.recovery_offset = __atomic_load_n(&sl->recovered, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&a->meta_lock);
+    return array_write_superblocks(a);
+}
+
+static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
+{
+    struct array_slot *sl = &a->slot[j->slot];
+    if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING) {
+        job_fail(j, "member %s failed during the rebuild of slot %d", sl->dev ? sl->dev->path : "?", j->slot);
+        return rc ? rc : -EIO;
+    }
+    if (rc) {
+        int c = rebuild_checkpoint(a, j);
+        uraid_log(URAID_LOG_INFO, "member %s: rebuild of slot %d stopped at sector %llu%s", sl->dev->path, j->slot,
+                  (unsigned long long)sl->recovered, c ? " (checkpoint not saved)" : "; it resumes there");
+        return rc;
+    }
+    rc = member_flush(sl->dev);
+    if (rc) {
+        job_fail(j, "member %s: flush failed at the end of the rebuild: %s", sl->dev->path, uraid_strerror(rc));
+        return rc;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    sl->sb.feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+    sl->sb.recovery_offset = 0;
+    __atomic_store_n(&sl->state, URAID_MEMBER_IN_SYNC, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&a->meta_lock);
+    rc = array_write_superblocks(a);
+    uraid_log(URAID_LOG_INFO, "member %s: slot %d rebuilt", sl->dev->path, j->slot);
+    if (rc)
+        job_fail(j, "slot %d rebuilt, but the superblocks could not be written: %s", j->slot, uraid_strerror(rc));
+    return rc;
+}
+
+/* ---- one batch -------------------------------------------------------------------- */
+
+/* Rebuilds stripe rows whose batch read failed somewhere: per stripe, then
+ * per 4 KiB row group when a whole stripe has too many unreadable blocks
+ * (errors on different members in different rows). Reads again only what
+ * is missing. On success the target slot's rows are in r->block[target]. */
+static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, const unsigned char *have, int target,
+                               uint8_t *zero)
+{
+    unsigned char failed[URAID_MAX_MEMBERS] = {0};
+    int rc = rows_read_and_rebuild(a, r, zero, failed, have);
+    if (rc == 0) {
+        for (int m = 0; m < a->geom.raid_disks; m++)
+            if (failed[m] && m != target)
+                array_correct_read_error(a, m, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
+        return 0;
+    }
+    if (r->nrows <= 8)
+        return rc;
+    /* split: each 4 KiB row group gets its own chance */
+    rc = 0;
+    for (uint32_t row = 0; row < r->nrows; row += 8) {
+        struct stripe_rows sub = *r;
+        sub.row = r->row + row;
+        sub.nrows = r->nrows - row < 8 ? r->nrows - row : 8;
+        for (int m = 0; m < a->geom.raid_disks; m++)
+            sub.block[m] = r->block[m] + (size_t)row * SECTOR;
+        rows_mark_unavailable(a, &sub);
+        sub.unavailable[target] = 1;
+        int sr = rebuild_stripe_rows(a, &sub, NULL, target, zero);
+        if (sr && !rc)
+            rc = sr;
+        if (sr)
+            uraid_log(URAID_LOG_ERROR,
+                      "stripe %llu, member sectors %llu-%llu: more blocks unreadable than RAID-%d survives; slot %d "
+                      "cannot be rebuilt there",
+                      (unsigned long long)sub.stripe, (unsigned long long)(sub.stripe * a->geom.chunk_sectors + sub.row),
+                      (unsigned long long)(sub.stripe * a->geom.chunk_sectors + sub.row + sub.nrows - 1),
+                      a->geom.level, target);
+    }
+    return rc;
+}
+
+int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    int n = a->geom.raid_disks, target = j->slot;
+    uint32_t c = a->geom.chunk_sectors;
+    uint64_t s0 = start / c, s1 = (start + nsec + c - 1) / c;
+    int nstripes = (int)(s1 - s0);
+    size_t len = (size_t)nsec * SECTOR;
+    uint8_t *mem = array_scratch((size_t)(n + 1) * len + (size_t)c * SECTOR);
+    if (!mem)
+        return -ENOMEM;
+    uint8_t *zero = mem + (size_t)(n + 1) * len;
+    uint64_t stripes[64];
+    for (int i = 0; i < nstripes; i++)
+        stripes[i] = s0 + (uint64_t)i;
+    uint16_t held[64];
+    int nheld = stripe_lock_set(&a->locks, stripes, nstripes, held);
+    int source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
+    struct member *out = j->kind == URAID_JOB_REPLACE ? a->replacement.dev : a->slot[target].dev;
+    uint64_t out_offset = j->kind == URAID_JOB_REPLACE ? a->replacement.data_offset : a->slot[target].data_offset;
+
+    /* one large read per member for the whole batch */
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int nops = 0, who[URAID_MAX_MEMBERS];
+    unsigned char readok[URAID_MAX_MEMBERS] = {0};
+    for (int m = 0; m < n; m++) {
+        if (m == target && source < 0)
+            continue;
+        if (source >= 0 && m != source)
+            continue; /* replace copies the source; the others are read only where it fails */
+        if (!slot_ok_upto(a, m, start + nsec))
+            continue;
+        who[nops] = m;
+        ops[nops++] = array_op(a, m, IO_READ, mem + (size_t)m * len, nsec, start);
+    }
+    array_run_ops(a, ops, nops);
+    for (int i = 0; i < nops; i++) {
+        readok[who[i]] = ops[i].result == 0;
+    }
+    uint8_t *result = mem + (size_t)(source >= 0 ? source : target) * len;
+    int rc = 0;
+    if (!(source >= 0 && readok[source])) { /* a replace whose source read well is a plain copy */
+        for (int i = 0; i < nstripes && rc == 0; i++) {
+            struct stripe_rows r = {.stripe = s0 + (uint64_t)i, .row = 0,
+                                    .nrows = (uint32_t)((s0 + (uint64_t)i + 1) * c <= start + nsec
+                                                            ? c : start + nsec - (s0 + (uint64_t)i) * c)};
+            rc = layout_stripe(&a->geom, r.stripe, &r.map);
+            if (rc)
+                break;
+            for (int m = 0; m < n; m++)
+                r.block[m] = mem + (size_t)m * len + (size_t)i * c * SECTOR;
+            rows_mark_unavailable(a, &r);
+            int lost = source >= 0 ? source : target;
+            r.unavailable[lost] = 1;
+            /* members whose batch read failed are read again for this stripe only */
+            unsigned char have[URAID_MAX_MEMBERS];
+            for (int m = 0; m < n; m++)
+                have[m] = readok[m] && m != lost;
+            rc = rebuild_stripe_rows(a, &r, have, lost, zero);
+            if (rc == 0 && source >= 0)
+                array_correct_read_error(a, source, r.block[source], r.nrows, r.stripe * c);
+            if (rc) {
+                job_fail(j, "stripe %llu (member sectors %llu-%llu) cannot be rebuilt: more blocks unreadable than "
+                            "RAID-%d survives",
+                         (unsigned long long)r.stripe, (unsigned long long)(r.stripe * c),
+                         (unsigned long long)(r.stripe * c + r.nrows - 1), a->geom.level);
+            }
+        }
+    }
+    if (rc == 0 && j->kind == URAID_JOB_REPLACE && __atomic_load_n(&a->replacement_failed, __ATOMIC_ACQUIRE)) {
+        job_fail(j, "member %s failed a write during the replace", out->path);
+        rc = -EIO;
+    }
+    if (rc == 0) {
+        struct io_op w = {.m = out, .kind = IO_WRITE, .buf = result, .len = len,
+                          .offset = (out_offset + start) * SECTOR};
+        array_run_ops(a, &w, 1);
+        rc = w.result;
+        if (rc)
+            job_fail(j, "member %s: write error at sector %llu during the %s: %s", out->path,
+                     (unsigned long long)(w.offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
+    }
+    if (rc == 0) {
+        if (j->kind == URAID_JOB_REPLACE)
+            __atomic_store_n(&a->replacement.recovered, start + nsec, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(&a->slot[target].recovered, start + nsec, __ATOMIC_RELEASE);
+    }
+    stripe_unlock_set(&a->locks, held, nheld);
+    return rc;
+}
+
+/* ---- replace: finishing ------------------------------------------------------------- */
+
+static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
+{
+    int src = j->source;
+    struct array_slot repl = a->replacement;
+    if (rc == 0 && (rc = member_flush(repl.dev)) != 0)
+        job_fail(j, "member %s: flush failed at the end of the replace: %s", repl.dev->path, uraid_strerror(rc));
+    if (rc == 0 && !slot_ok(a, src)) {
+        job_fail(j, "member in slot %d failed during the replace; rebuild onto the spare instead", src);
+        rc = -EIO;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    __atomic_store_n(&a->replace_source, -1, __ATOMIC_RELEASE);
+    memset(&a->replacement, 0, sizeof a->replacement);
+    struct array_slot *old = &a->extra[a->nextra++];
+    if (rc == 0) {
+        /* the copy takes the slot; the old member is retired as faulty */
+        *old = a->slot[src];
+        old->state = URAID_MEMBER_FAULTY;
+        if (old->sb.dev_number < a->sb.max_dev)
+            a->sb.dev_roles[old->sb.dev_number] = MD_ROLE_FAULTY;
+        repl.state = URAID_MEMBER_IN_SYNC;
+        repl.recovered = 0;
+        repl.sb.feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+        repl.sb.recovery_offset = 0;
+        if (repl.sb.dev_number < a->sb.max_dev)
+            a->sb.dev_roles[repl.sb.dev_number] = (uint16_t)src;
+        a->slot[src] = repl;
+    } else {
+        repl.state = URAID_MEMBER_SPARE;
+        repl.recovered = 0;
+        *old = repl;
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+    int wr = array_write_superblocks(a);
+    if (rc == 0) {
+        uraid_log(URAID_LOG_INFO, "member %s replaced %s in slot %d; %s is marked faulty and can be removed",
+                  a->slot[src].dev->path, old->dev->path, src, old->dev->path);
+        rc = wr;
+        if (rc)
+            job_fail(j, "replaced, but the superblocks could not be written: %s", uraid_strerror(rc));
+    }
+    return rc;
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+
+int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                    size_t whylen)
+{
+    if (a->geom.level == 1) {
+        uraid_why(why, whylen, "rebuilding RAID-1 members is not supported yet; use RAID-4/5/6");
+        return -EOPNOTSUPP;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    int n = a->geom.raid_disks, slot = -1, rc = 0;
+    if (j->kind == URAID_JOB_REPLACE) {
+        slot = p->slot;
+        if (slot < 0 || slot >= n || !slot_ok(a, slot)) {
+            uraid_why(why, whylen, "slot %d has no working member to replace", slot);
+            rc = -EINVAL;
+            goto out;
+        }
+    } else if (p->slot >= 0) {
+        slot = p->slot < n && !slot_ok(a, p->slot) ? p->slot : -1;
+        if (slot < 0) {
+            uraid_why(why, whylen, "slot %d does not need a rebuild", p->slot);
+            rc = -EINVAL;
+            goto out;
+        }
+    } else {
+        for (int s = 0; s < n && slot < 0; s++) /* resume an interrupted rebuild first */
+            if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+                slot = s;
+        for (int s = 0; s < n && slot < 0; s++)
+            if (!slot_ok(a, s))
+                slot = s;
+        if (slot < 0) {
+            uraid_why(why, whylen, "nothing to rebuild: every slot is in sync");
+            rc = -EINVAL;
+            goto out;
+        }
+    }
+    j->slot = slot;
+    j->end = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
+    j->start = 0;
+    struct array_slot *sl = &a->slot[slot];
+    if (j->kind == URAID_JOB_RECOVER && sl->dev && sl->state == URAID_MEMBER_REBUILDING) {
+        j->start = sl->recovered; /* the checkpoint */
+    } else {
+        int e = pick_spare(a, p->spare, why, whylen);
+        if (e < 0) {
+            rc = -ENOENT;
+            goto out;
+        }
+        struct array_slot spare = a->extra[e];
+        drop_extra(a, e);
+        spare.recovered = 0;
+        if (j->kind == URAID_JOB_REPLACE) {
+            j->source = slot;
+            spare.state = URAID_MEMBER_REBUILDING;
+            a->replacement = spare;
+            a->replacement_failed = 0;
+            __atomic_store_n(&a->replace_source, slot, __ATOMIC_RELEASE);
+        } else {
+            if (sl->dev) { /* the failed member stays known (and open) as faulty */
+                struct array_slot *old = &a->extra[a->nextra++];
+                *old = *sl;
+                old->state = URAID_MEMBER_FAULTY;
+            }
+            spare.state = URAID_MEMBER_REBUILDING;
+            spare.sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+            spare.sb.recovery_offset = 0;
+            if (spare.sb.dev_number < a->sb.max_dev)
+                a->sb.dev_roles[spare.sb.dev_number] = (uint16_t)slot;
+            *sl = spare;
+        }
+    }
+    j->step = rebuild_step;
+    j->finish = j->kind == URAID_JOB_REPLACE ? replace_finish : rebuild_finish;
+    j->checkpoint = j->kind == URAID_JOB_REPLACE ? NULL : rebuild_checkpoint;
+out:
+    pthread_mutex_unlock(&a->meta_lock);
+    if (rc == 0 && j->kind == URAID_JOB_RECOVER && j->start == 0)
+        rc = array_write_superblocks(a); /* the spare now names its slot */
+    if (rc == 0)
+        uraid_log(URAID_LOG_INFO, "%s of slot %d onto %s from sector %llu", uraid_job_name(j->kind), slot,
+                  j->kind == URAID_JOB_REPLACE ? a->replacement.dev->path : a->slot[slot].dev->path,
+                  (unsigned long long)j->start);
+    return rc;
+}
+
+void array_maybe_auto_rebuild(struct uraid_array *a)
+{
+    if (!a->auto_rebuild || a->readonly || a->nparity == 0 || a->geom.level == 1)
+        return;
+    int hole = 0, spare = 0;
+    pthread_mutex_lock(&a->meta_lock);
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        hole |= !slot_ok(a, s);
+    for (int e = 0; e < a->nextra; e++)
+        spare |= a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE;
+    int resumable = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        resumable |= a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING;
+    pthread_mutex_unlock(&a->meta_lock);
+    if (!hole || !(spare || resumable))
+        return;
+    char why[256];
+    int rc = uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why);
+    if (rc && rc != -EBUSY)
+        uraid_log(URAID_LOG_WARN, "automatic rebuild not started: %s", why);
+}
