@@ -30,6 +30,13 @@ const char *cli_format_size(uint64_t bytes, char *buf, size_t len);
 int cli_setup_parity(const char *verb);
 
 int cmd_selftest(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
+int cmd_replace(int argc, char **argv);
+int cmd_add_offline(int argc, char **argv);
+
+/* Waits for the array's background job, showing its progress on stderr;
+ * returns the job's result and its final status in out (may be NULL). */
+int cli_wait_job(const char *verb, struct uraid_array *a, struct uraid_job_status *out);
 int cmd_bench(int argc, char **argv);
 struct cli_members {
     int n;

@@ -142,5 +142,12 @@ static int control(const char *verb, int argc, char **argv, int member)
 int cmd_status(int argc, char **argv) { return control("status", argc, argv, 0); }
 int cmd_fail(int argc, char **argv) { return control("fail", argc, argv, 1); }
 int cmd_remove(int argc, char **argv) { return control("remove", argc, argv, 1); }
-int cmd_add(int argc, char **argv) { return control("add", argc, argv, 1); }
+int cmd_add(int argc, char **argv)
+{
+    /* members of an array that is not running, with the new ones as --spare */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--spare"))
+            return cmd_add_offline(argc, argv);
+    return control("add", argc, argv, 1);
+}
 int cmd_stop(int argc, char **argv) { return control("stop", argc, argv, 0); }

@@ -97,6 +97,15 @@ int cmd_create(int argc, char **argv)
                 return 2;
             }
             p.raid_devices = (int)v;
+        } else if (!strcmp(a, "--spare-devices") || !strcmp(a, "-x")) {
+            TAKE();
+            char *end;
+            long v = strtol(val, &end, 10);
+            if (*end || v < 0 || v > URAID_MAX_MEMBERS) {
+                cli_error("create", "--spare-devices must be 0..%d, got '%s'", URAID_MAX_MEMBERS, val);
+                return 2;
+            }
+            p.spare_devices = (int)v;
         } else if (!strcmp(a, "--chunk") || !strcmp(a, "-c")) {
             TAKE();
             uint64_t bytes;
@@ -132,8 +141,9 @@ int cmd_create(int argc, char **argv)
         } else if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
             force = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid create --level L --raid-devices N [--chunk SIZE] [--layout NAME] [--name NAME]\n"
-                   "                    [--assume-clean] [--force] MEMBER... ('missing' for an empty slot)\n");
+            printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
+                   "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
+                   "                    slot; the last M members become spares)\n");
             return 0;
         } else if (a[0] == '-' && a[1]) {
             cli_error("create", "unknown option '%s' (try 'uraid create --help')", a);
@@ -166,7 +176,10 @@ int cmd_create(int argc, char **argv)
         cli_error("create", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
-    printf("uraid: array created (RAID-%d, %d members%s)\n", p.level, n,
+    printf("uraid: array created (RAID-%d, %d members%s", p.level, n - p.spare_devices,
            p.assume_clean ? ", parity not synced: --assume-clean" : "");
+    if (p.spare_devices)
+        printf(", %d spare%s", p.spare_devices, p.spare_devices > 1 ? "s" : "");
+    printf(")\n");
     return 0;
 }

@@ -56,6 +56,7 @@ struct uraid_create_params {
     const char *homehost;   /* NULL = this machine's hostname */
     const uint8_t *uuid;    /* 16 bytes, NULL = random */
     int assume_clean;       /* skip the initial parity sync */
+    int spare_devices;      /* the last spare_devices paths become spares (mdadm's --spare-devices) */
     /* Called during the initial sync with sectors done and total (may be NULL). */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -98,6 +99,11 @@ struct uraid_open_params {
  * array opens degraded if it can) and named in the log. */
 int uraid_open(const char *const *members, int nmembers, const struct uraid_open_params *p,
                struct uraid_array **out, char *why, size_t whylen);
+
+/* Adds a spare (md role 0xffff) to an open array: it must not belong to
+ * another array and must be large enough. With auto_rebuild a recovery
+ * onto it starts when a slot needs one. */
+int uraid_add_spare(struct uraid_array *a, const char *path, char *why, size_t whylen);
 
 /* Flushes, records the array as clean in every member and frees it. */
 int uraid_close(struct uraid_array *a);

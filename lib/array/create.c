@@ -93,6 +93,32 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
     return rc;
 }
 
+/* Spares at create: the new array is opened and each spare added, which
+ * gives it a free device number and role 0xffff as mdadm does. */
+static int add_spares(const char *const *paths, int n, const char *const *spares, int nspares, int force, char *why,
+                      size_t whylen)
+{
+    struct uraid_array *a;
+    struct uraid_open_params op = {0};
+    int rc = uraid_open(paths, n, &op, &a, why, whylen);
+    if (rc)
+        return rc;
+    for (int i = 0; i < nspares && rc == 0; i++) {
+        if (force) {
+            /* an old superblock would make the add refuse it as another array's */
+            struct member *m;
+            uint8_t zero[MD_SB_BYTES] __attribute__((aligned(4096))) = {0};
+            if (member_open_file(spares[i], 0, &m) == 0) {
+                member_write(m, zero, sizeof zero, SB_OFFSET_BYTES);
+                member_close(m);
+            }
+        }
+        rc = uraid_add_spare(a, spares[i], why, whylen);
+    }
+    int crc = uraid_close(a);
+    return rc ? rc : crc;
+}
+
 int uraid_create(const char *const *paths, int n, const struct uraid_create_params *p, int force, char *why,
                  size_t whylen)
 {
@@ -101,10 +127,24 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         uraid_why(why, whylen, "no parameters");
         return -EINVAL;
     }
-    if (n != p->raid_devices) {
-        uraid_why(why, whylen, "%d members given for --raid-devices %d (use 'missing' for an empty slot)", n,
-            p->raid_devices);
+    int nspares = p->spare_devices;
+    if (nspares < 0 || n != p->raid_devices + nspares) {
+        uraid_why(why, whylen, "%d members given for --raid-devices %d%s%.0d (use 'missing' for an empty slot)", n,
+            p->raid_devices, nspares ? " + --spare-devices " : "", nspares);
         return -EINVAL;
+    }
+    const char *const *spares = paths + p->raid_devices;
+    n = p->raid_devices;
+    for (int i = 0; i < nspares; i++) {
+        if (is_missing(spares[i])) {
+            uraid_why(why, whylen, "a spare cannot be 'missing'");
+            return -EINVAL;
+        }
+        for (int j = 0; j < n + i; j++)
+            if (!strcmp(spares[i], paths[j])) {
+                uraid_why(why, whylen, "member %s is given twice", spares[i]);
+                return -EINVAL;
+            }
     }
     if (n < 1 || n > URAID_MAX_MEMBERS) {
         uraid_why(why, whylen, "--raid-devices must be 1..%d", URAID_MAX_MEMBERS);
@@ -181,6 +221,31 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         uint64_t sectors = a->slot[i].dev->size / 512;
         if (sectors < smallest)
             smallest = sectors;
+    }
+    /* spares are checked now and written after the array exists */
+    for (int i = 0; i < nspares; i++) {
+        struct member *m;
+        rc = member_open_file(spares[i], 0, &m);
+        if (rc) {
+            uraid_why(why, whylen, "spare %s: cannot open: %s", spares[i], uraid_strerror(rc));
+            goto out;
+        }
+        struct md_sb old;
+        char owhy[200];
+        int claimed = !force && array_read_superblock(m, &old, owhy, sizeof owhy) == 0;
+        uint64_t sectors = m->size / 512;
+        member_close(m);
+        if (claimed) {
+            uraid_why(why, whylen, "spare %s already belongs to an md array; use --force to overwrite it", spares[i]);
+            rc = -EEXIST;
+            goto out;
+        }
+        if (sectors < smallest && smallest != UINT64_MAX) {
+            uraid_why(why, whylen, "spare %s (%llu sectors) is smaller than the smallest member (%llu sectors)",
+                spares[i], (unsigned long long)sectors, (unsigned long long)smallest);
+            rc = -ENOSPC;
+            goto out;
+        }
     }
     if (smallest == UINT64_MAX) {
         uraid_why(why, whylen, "every member is 'missing'");
@@ -265,5 +330,7 @@ out:
         member_close(a->slot[i].dev);
     array_runtime_fini(a);
     free(a);
+    if (rc == 0 && nspares)
+        rc = add_spares(paths, n, spares, nspares, force, why, whylen);
     return rc;
 }

@@ -286,7 +286,13 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
     /* every superblock (the spare's too) at the new events */
     rc = array_write_superblocks(a);
     uraid_log(URAID_LOG_INFO, "member %s added as a spare (device number %d)", path, dn);
+    array_maybe_auto_rebuild(a);
     if (rc)
         uraid_why(why, whylen, "%s added, but the superblocks could not be updated: %s", path, uraid_strerror(rc));
     return rc;
+}
+
+int uraid_add_spare(struct uraid_array *a, const char *path, char *why, size_t whylen)
+{
+    return array_manage_add(a, path, why, whylen);
 }

@@ -1,0 +1,229 @@
+/* uraid rebuild MEMBERS... : fill the failed or missing slot of an array
+ * that is not running from one of its spares, in the foreground, resuming
+ * from a checkpoint an interrupted rebuild left (recovery_offset).
+ * uraid replace MEMBERS... --old MEMBER --with NEW : copy a working member
+ * onto NEW (a spare, added if it is not one yet), then retire the old one.
+ * uraid add MEMBERS... --spare NEW... : add spares to an array that is not
+ * running (a serving array takes 'uraid add --control PATH NEW'). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+struct job_opts {
+    uint64_t speed_max_kib;
+    const char *spare[URAID_MAX_MEMBERS];
+    int nspare;
+    const char *old;
+    const char *with;
+};
+
+static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *ctx)
+{
+    struct job_opts *o = ctx;
+    const char *a = argv[*i];
+    int takes = !strcmp(a, "--speed-limit") || !strcmp(a, "--spare") || !strcmp(a, "--with") || !strcmp(a, "--old");
+    if (!takes)
+        return 0;
+    if (*i + 1 >= argc) {
+        cli_error(verb, "%s needs a value", a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    if (!strcmp(a, "--speed-limit")) {
+        uint64_t bytes;
+        if (cli_parse_size(v, &bytes) || bytes < 1024) {
+            cli_error(verb, "bad --speed-limit '%s' (bytes per second per member, e.g. 150M)", v);
+            return -1;
+        }
+        o->speed_max_kib = bytes / 1024;
+    } else if (!strcmp(a, "--spare")) {
+        if (o->nspare >= URAID_MAX_MEMBERS) {
+            cli_error(verb, "too many spares");
+            return -1;
+        }
+        o->spare[o->nspare++] = v;
+    } else if (!strcmp(a, "--with")) {
+        o->with = v;
+    } else {
+        o->old = v;
+    }
+    return 1;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Ctrl-C stops the job at its next batch; the checkpoint is kept. */
+static void *cancel_on_signal(void *arg)
+{
+    struct uraid_array *a = arg;
+    for (;;) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
+        nanosleep(&ts, NULL);
+        if (interrupted) {
+            uraid_job_cancel(a);
+            return NULL;
+        }
+        struct uraid_job_status st;
+        uraid_job_status(a, &st);
+        if (!st.running)
+            return NULL;
+    }
+}
+
+static int run_job(const char *verb, struct uraid_array *a, enum uraid_job_kind kind, struct uraid_job_params *jp)
+{
+    char why[300];
+    int rc = uraid_job_start(a, kind, jp, why, sizeof why);
+    if (rc) {
+        cli_error(verb, "%s", why[0] ? why : uraid_strerror(rc));
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    pthread_t t;
+    int watcher = pthread_create(&t, NULL, cancel_on_signal, a) == 0;
+    struct uraid_job_status st;
+    rc = cli_wait_job(verb, a, &st);
+    if (watcher)
+        pthread_join(t, NULL);
+    if (rc == -ECANCELED) {
+        cli_error(verb, "interrupted at %.1f%%; run it again to resume",
+                  st.total_sectors ? 100.0 * (double)st.done_sectors / (double)st.total_sectors : 0.0);
+        return 1;
+    }
+    if (rc) {
+        cli_error(verb, "%s", st.why[0] ? st.why : uraid_strerror(rc));
+        return 1;
+    }
+    double mib = (double)(st.done_sectors) / 2048.0, secs = (double)st.elapsed_ms / 1000.0;
+    printf("uraid %s: %s finished: %.0f MiB per member in %.1f s (%.0f MB/s per member)\n", verb,
+           uraid_job_name(kind), mib, secs, secs > 0 ? mib * 1.048576 / secs : 0.0);
+    return 0;
+}
+
+static int open_for_job(const char *verb, int argc, char **argv, struct cli_members *mem, struct job_opts *o,
+                        struct uraid_array **a, const char *usage)
+{
+    struct uraid_open_params op = {0};
+    struct cli_extra ex = {.parse = parse_job_opt, .ctx = o, .usage = usage};
+    int rc = cli_parse_members(verb, argc, argv, mem, &op, &ex);
+    if (rc)
+        return rc < 0 ? -1 : rc;
+    op.sync_speed_max_kib = o->speed_max_kib;
+    return cli_open_array(verb, mem, &op, a) ? 1 : 0;
+}
+
+static int add_spares(const char *verb, struct uraid_array *a, const struct job_opts *o)
+{
+    for (int i = 0; i < o->nspare; i++) {
+        char why[300];
+        int rc = uraid_add_spare(a, o->spare[i], why, sizeof why);
+        if (rc) {
+            cli_error(verb, "%s", why[0] ? why : uraid_strerror(rc));
+            return 1;
+        }
+        printf("uraid %s: %s added as a spare\n", verb, o->spare[i]);
+    }
+    return 0;
+}
+
+int cmd_rebuild(int argc, char **argv)
+{
+    struct cli_members mem;
+    struct job_opts o = {0};
+    struct uraid_array *a;
+    int rc = open_for_job("rebuild", argc, argv, &mem, &o, &a,
+                          "uraid rebuild MEMBERS... [--spare NEW]... [--speed-limit BYTES/s]");
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    int status = add_spares("rebuild", a, &o);
+    struct uraid_job_params jp = {.slot = -1, .spare = o.nspare ? o.spare[0] : NULL};
+    if (status == 0)
+        status = run_job("rebuild", a, URAID_JOB_RECOVER, &jp);
+    rc = uraid_close(a);
+    if (rc && !status) {
+        cli_error("rebuild", "closing the array: %s", uraid_strerror(rc));
+        status = 1;
+    }
+    return status;
+}
+
+int cmd_replace(int argc, char **argv)
+{
+    struct cli_members mem;
+    struct job_opts o = {0};
+    struct uraid_array *a;
+    const char *usage = "uraid replace MEMBERS... --old MEMBER --with NEW [--speed-limit BYTES/s]";
+    int rc = open_for_job("replace", argc, argv, &mem, &o, &a, usage);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    int status = 0;
+    if (!o.old || !o.with) {
+        cli_error("replace", "give the member to replace and its replacement: %s", usage);
+        status = 2;
+    }
+    int slot = -1, is_spare = 0;
+    if (status == 0) {
+        struct uraid_array_info *info = malloc(sizeof *info);
+        if (info) {
+            uraid_get_info(a, info);
+            for (int i = 0; i < info->nmembers; i++) {
+                if (!strcmp(info->member[i].path, o.old) && info->member[i].slot >= 0)
+                    slot = info->member[i].slot;
+                if (!strcmp(info->member[i].path, o.with) && info->member[i].state == URAID_MEMBER_SPARE)
+                    is_spare = 1;
+            }
+            free(info);
+        }
+        if (slot < 0) {
+            cli_error("replace", "%s is not an active member of this array", o.old);
+            status = 2;
+        }
+    }
+    if (status == 0 && !is_spare) {
+        o.spare[0] = o.with;
+        o.nspare = 1;
+        status = add_spares("replace", a, &o);
+    }
+    struct uraid_job_params jp = {.slot = slot, .spare = o.with};
+    if (status == 0)
+        status = run_job("replace", a, URAID_JOB_REPLACE, &jp);
+    if (status == 0)
+        printf("uraid replace: %s now holds slot %d; %s is marked faulty\n", o.with, slot, o.old);
+    rc = uraid_close(a);
+    if (rc && !status) {
+        cli_error("replace", "closing the array: %s", uraid_strerror(rc));
+        status = 1;
+    }
+    return status;
+}
+
+int cmd_add_offline(int argc, char **argv)
+{
+    struct cli_members mem;
+    struct job_opts o = {0};
+    struct uraid_array *a;
+    int rc = open_for_job("add", argc, argv, &mem, &o, &a, "uraid add MEMBERS... --spare NEW...");
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    int status = o.nspare ? add_spares("add", a, &o) : 2;
+    if (!o.nspare)
+        cli_error("add", "give the new members with --spare NEW");
+    rc = uraid_close(a);
+    if (rc && !status) {
+        cli_error("add", "closing the array: %s", uraid_strerror(rc));
+        status = 1;
+    }
+    return status;
+}
