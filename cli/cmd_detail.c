@@ -58,13 +58,15 @@ int cmd_detail(int argc, char **argv)
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     char h[64], t[64], cs[16];
-    int active = 0, spare = 0, failed = 0, total = 0;
+    int active = 0, spare = 0, failed = 0, total = 0, rebuilt_pct = -1;
     for (int i = 0; i < info.nmembers; i++) {
         const struct uraid_member_info *m = &info.member[i];
         if (m->state == URAID_MEMBER_IN_SYNC)
             active++;
-        else if (m->state == URAID_MEMBER_SPARE)
-            spare++;
+        else if (m->state == URAID_MEMBER_SPARE || m->state == URAID_MEMBER_REBUILDING)
+            spare++; /* mdadm counts a member being rebuilt as a spare */
+        if (m->state == URAID_MEMBER_REBUILDING && info.member_data_sectors)
+            rebuilt_pct = (int)(m->recovery_offset_sectors * 100 / info.member_data_sectors);
         else if (m->state == URAID_MEMBER_FAULTY || m->state == URAID_MEMBER_STALE)
             failed++;
         if (m->path[0])
@@ -82,7 +84,8 @@ int cmd_detail(int argc, char **argv)
     printf("     Total Devices : %d\n", total);
     printf("       Persistence : Superblock is persistent\n\n");
     printf("       Update Time : %s\n", cli_time(info.utime, t, sizeof t));
-    printf("             State : %s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "");
+    printf("             State : %s%s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "",
+           rebuilt_pct >= 0 ? ", recovering (stopped: resume with 'uraid rebuild')" : "");
     printf("    Active Devices : %d\n", active);
     printf("   Working Devices : %d\n", active + spare);
     printf("    Failed Devices : %d\n", failed);
@@ -92,6 +95,8 @@ int cmd_detail(int argc, char **argv)
     if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
     printf("Consistency Policy : resync\n\n");
+    if (rebuilt_pct >= 0)
+        printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
     printf("              Name : %s\n", info.name);
     printf("              UUID : ");
     cli_print_uuid(info.uuid);
@@ -110,6 +115,7 @@ int cmd_detail(int argc, char **argv)
                             : m->state == URAID_MEMBER_MISSING ? "removed"
                             : m->state == URAID_MEMBER_SPARE   ? "spare"
                             : m->state == URAID_MEMBER_FAULTY  ? "faulty"
+                            : m->state == URAID_MEMBER_REBUILDING ? "spare rebuilding"
                                                                : "stale (left out)";
         printf("    %6s   %10s %-18s %s\n", num, slot, state, m->path);
     }

@@ -513,7 +513,7 @@ close_array:
 int cmd_mount(int argc, char **argv)
 {
     struct cli_members mem;
-    struct uraid_open_params op = {0};
+    struct uraid_open_params op = {.auto_rebuild = 1}; /* a serving array rebuilds onto spares, as md does */
     struct mount_opts o = {0};
     struct cli_extra extra = {parse_mount_opt, &o, "[--control PATH] [--foreground]"};
     for (int i = 1; i < argc; i++)

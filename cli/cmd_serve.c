@@ -34,6 +34,8 @@ struct serve_opts {
     const char *socket;
     const char *port;
     const char *control;
+    const char *speed_limit; /* passed to the plugin as is (nbdkit parses sizes) */
+    int no_rebuild;
 };
 
 static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ctx)
@@ -46,7 +48,12 @@ static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ct
         dst = &o->port;
     else if (!strcmp(a, "--control"))
         dst = &o->control;
-    else
+    else if (!strcmp(a, "--speed-limit"))
+        dst = &o->speed_limit;
+    else if (!strcmp(a, "--no-rebuild")) {
+        o->no_rebuild = 1;
+        return 1;
+    } else
         return 0;
     if (*i + 1 >= argc) {
         cli_error(verb, "%s needs a value", a);
@@ -175,6 +182,10 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
         av[k++] = "force=1";
     if (o->control && asprintf(&av[k++], "control=%s", o->control) < 0)
         return NULL;
+    if (o->speed_limit && asprintf(&av[k++], "speed_limit=%s", o->speed_limit) < 0)
+        return NULL;
+    if (o->no_rebuild)
+        av[k++] = "rebuild=0";
     av[k] = NULL;
     return av;
 }
@@ -182,7 +193,8 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
 int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o = {0};
-    struct cli_extra extra = {serve_parse, &o, "[--socket PATH | --port N] [--control PATH]"};
+    struct cli_extra extra = {serve_parse, &o,
+                              "[--socket PATH | --port N] [--control PATH] [--speed-limit BYTES/s] [--no-rebuild]"};
     struct cli_members mem;
     struct uraid_open_params op = {0};
     int rc = cli_parse_members("serve", argc, argv, &mem, &op, &extra);

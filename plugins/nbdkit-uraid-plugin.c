@@ -44,7 +44,8 @@ static const char *layer_arg[URAID_MAX_MEMBERS];
 static int nlayers;
 static char sim_text[URAID_MAX_MEMBERS][256];
 static const char *sim[URAID_MAX_MEMBERS];
-static struct uraid_open_params open_params;
+/* a serving array rebuilds onto spares by itself, as md does */
+static struct uraid_open_params open_params = {.auto_rebuild = 1};
 static const char *control_path;
 
 static struct uraid_array *array;
@@ -95,8 +96,21 @@ static int uraid_plugin_config(const char *key, const char *value)
         layer_arg[nlayers++] = value;
     } else if (!strcmp(key, "control")) {
         control_path = value;
+    } else if (!strcmp(key, "rebuild")) {
+        int r = nbdkit_parse_bool(value);
+        if (r < 0)
+            return -1;
+        open_params.auto_rebuild = r;
+    } else if (!strcmp(key, "speed_limit")) {
+        int64_t bytes = nbdkit_parse_size(value);
+        if (bytes < 1024) {
+            nbdkit_error("speed_limit=%s: give bytes per second per member, at least 1K", value);
+            return -1;
+        }
+        open_params.sync_speed_max_kib = (uint64_t)bytes / 1024;
     } else {
-        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=)", key);
+        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=, rebuild=, speed_limit=)",
+                     key);
         return -1;
     }
     return 0;
@@ -308,7 +322,9 @@ static struct nbdkit_plugin plugin = {
     .config_help = "member=PATH       a member file or block device (repeat; any order)\n"
                    "force=BOOL        open a dirty and degraded array\n"
                    "layer=[MEMBER:]SPEC  simulated disk/fault layer (see uraid --member-layer)\n"
-                   "control=PATH      control socket (uraid fail/remove/add/status)",
+                   "control=PATH      control socket (uraid fail/remove/add/status)\n"
+                   "rebuild=BOOL      rebuild a spare into a failed slot by itself (default true)\n"
+                   "speed_limit=SIZE  background rebuild/scrub speed limit per member, per second",
     .load = uraid_plugin_load,
     .unload = uraid_plugin_unload,
     .config = uraid_plugin_config,

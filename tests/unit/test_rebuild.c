@@ -1,0 +1,426 @@
+/* Rebuild and replace (issue 6), through the library on member files:
+ *   - a failed member rebuilt onto a spare, the result readable with other
+ *     members left out (so the spare really holds its slot's data);
+ *   - a rebuild under concurrent random writes and reads, data verified;
+ *   - a rebuild stopped halfway: the spare's superblock carries
+ *     RECOVERY_OFFSET and its checkpoint; writes land meanwhile; a reopen
+ *     finds it rebuilding and the next rebuild resumes at the checkpoint;
+ *   - replace while the old member has read errors: the copy is whole, the
+ *     old member ends faulty, redundancy was kept (writes during the copy
+ *     land on both);
+ *   - auto rebuild: a member fails on an array opened with auto_rebuild and
+ *     a spare takes over by itself;
+ *   - refusals (no spare, nothing to rebuild) and the speed limit.
+ * Prints its seed; URAID_TEST_SEED=N replays (thread scheduling aside). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "array_fixture.h"
+#include "harness.h"
+#include "meta/superblock.h"
+
+static struct rng rng;
+#define K 1024u
+#define MEMBER_BYTES (8u << 20)
+
+static int make_spare(struct fx *f, char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", f->dir, name);
+    int fd = open(out, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    int rc = fd >= 0 && ftruncate(fd, (off_t)f->member_bytes) == 0 ? 0 : -1;
+    if (fd >= 0)
+        close(fd);
+    CHECK(rc == 0, "cannot create %s", out);
+    return rc;
+}
+
+static int wait_job(struct uraid_array *a, struct uraid_job_status *st)
+{
+    int rc = uraid_job_wait(a, st);
+    CHECK(rc == 0, "job ended with %d: %s", rc, st->why);
+    return rc;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* After a rebuild onto `spare` for slot `slot`: the fixture uses the spare
+ * as that member from now on, and the array reads right with `nparity`
+ * other members left out. */
+static void adopt_and_verify_without_others(struct fx *f, int slot, const char *spare, int nparity, const char *what)
+{
+    snprintf(f->path[slot], sizeof f->path[slot], "%s", spare);
+    int omit[FX_MAXM] = {0};
+    for (int s = 0, left = nparity; s < f->n && left; s++)
+        if (s != slot) {
+            omit[s] = 1;
+            left--;
+        }
+    struct uraid_array *a = fx_open(f, omit, 0, 0);
+    if (!a)
+        return;
+    fx_verify_all(f, a, what);
+    CHECK(uraid_close(a) == 0);
+}
+
+static void fail_member_expect(struct fx *f, struct uraid_array *a, int slot, enum uraid_member_state expect)
+{
+    CHECK(uraid_inject(a, slot, "vanish") == 0);
+    uint8_t buf[4096];
+    rng_fill(&rng, buf, sizeof buf);
+    /* a write to every member's chunk of stripe 0 reaches the vanished one */
+    for (int d = 0; d < f->k; d++)
+        CHECK(fx_write(f, a, buf, sizeof buf, fx_at(f, 0, d, 0)) == 0);
+    struct uraid_array_info *info = malloc(sizeof *info);
+    uraid_get_info(a, info);
+    CHECK(info->member[slot].state == expect, "slot %d state %d after vanishing", slot, info->member[slot].state);
+    free(info);
+}
+
+static void fail_member(struct fx *f, struct uraid_array *a, int slot)
+{
+    fail_member_expect(f, a, slot, URAID_MEMBER_FAULTY);
+}
+
+static void test_recover(int level, int n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "recover: RAID-%d n=%d, failed member rebuilt onto a spare", level, n);
+    harness_begin(name);
+    struct fx f;
+    char spare[300];
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    char why[256] = "";
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == -EINVAL && strstr(why, "nothing to rebuild"),
+          "%s: in sync: '%s'", f.label, why);
+    fail_member(&f, a, 2);
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == -ENOENT && strstr(why, "no spare"),
+          "%s: without a spare: '%s'", f.label, why);
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s: add: %s", f.label, why);
+    struct uraid_job_params jp = {.slot = -1, .speed_min_kib = 1u << 30};
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s: start: %s", f.label, why);
+    struct uraid_job_status st;
+    if (wait_job(a, &st) == 0) {
+        CHECK(st.slot == 2 && st.done_sectors == st.total_sectors && st.total_sectors > 0);
+        struct uraid_array_info *info = malloc(sizeof *info);
+        uraid_get_info(a, info);
+        CHECK(info->member[2].state == URAID_MEMBER_IN_SYNC && !strcmp(info->member[2].path, spare) &&
+                  info->degraded == 0,
+              "%s: slot 2 state %d path %s degraded %d", f.label, info->member[2].state, info->member[2].path,
+              info->degraded);
+        free(info);
+        fx_verify_all(&f, a, "after the rebuild");
+    }
+    CHECK(uraid_close(a) == 0);
+    struct md_sb sb;
+    snprintf(f.path[2], sizeof f.path[2], "%s", spare);
+    if (fx_read_sb(&f, 2, &sb) == 0)
+        CHECK(!(sb.feature_map & MD_FEATURE_RECOVERY_OFFSET) && sb.dev_roles[sb.dev_number] == 2,
+              "%s: spare's superblock: features 0x%x role %u", f.label, sb.feature_map, sb.dev_roles[sb.dev_number]);
+    adopt_and_verify_without_others(&f, 2, spare, f.level == 6 ? 2 : 1, "rebuilt member with others left out");
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* ---- rebuild while users write ------------------------------------------------------ */
+
+struct load {
+    struct fx *f;
+    struct uraid_array *a;
+    int stop;
+    uint64_t seed;
+    int writes, errors;
+};
+
+static void *writer(void *arg)
+{
+    struct load *l = arg;
+    struct rng r;
+    rng_seed(&r, l->seed);
+    uint8_t *buf = aligned_alloc(4096, 256 * K);
+    uint8_t *back = aligned_alloc(4096, 256 * K);
+    while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+        size_t len = (size_t)(1 + rng_below(&r, 64)) * 4096;
+        uint64_t off = rng_below(&r, (l->f->size - len) / 4096) * 4096;
+        rng_fill(&r, buf, len);
+        if (fx_write(l->f, l->a, buf, len, off)) {
+            l->errors++;
+            continue;
+        }
+        l->writes++;
+        if (uraid_read(l->a, back, len, off) || memcmp(back, buf, len))
+            l->errors++;
+    }
+    free(buf);
+    free(back);
+    return NULL;
+}
+
+static void test_recover_under_load(int level, int n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "recover: RAID-%d n=%d while a thread writes and reads", level, n);
+    harness_begin(name);
+    struct fx f;
+    char spare[300];
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    fail_member(&f, a, 0);
+    char why[256];
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    struct load l = {.f = &f, .a = a, .seed = rng_next(&rng)};
+    pthread_t t;
+    pthread_create(&t, NULL, writer, &l);
+    sleep_ms(20);
+    /* slow enough that the writer meets the rebuild everywhere */
+    struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 16 * 1024, .speed_min_kib = 16 * 1024};
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_status st;
+    wait_job(a, &st);
+    __atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(l.errors == 0 && l.writes > 10, "%s: writer: %d writes, %d errors", f.label, l.writes, l.errors);
+    fx_verify_all(&f, a, "after a rebuild under load");
+    CHECK(uraid_close(a) == 0);
+    adopt_and_verify_without_others(&f, 0, spare, f.level == 6 ? 2 : 1, "rebuilt under load, others left out");
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* ---- stop and resume ------------------------------------------------------------------ */
+
+static void test_resume(int level, int n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "recover: RAID-%d n=%d stopped halfway resumes from recovery_offset", level, n);
+    harness_begin(name);
+    struct fx f;
+    char spare[300];
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    fail_member(&f, a, 1);
+    char why[256];
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    /* 2 MB/s: the 8 MiB member takes seconds; stop it near a third */
+    struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 2048};
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_status st;
+    for (int i = 0; i < 200; i++) {
+        uraid_job_status(a, &st);
+        if (st.done_sectors * 3 >= st.total_sectors)
+            break;
+        sleep_ms(20);
+    }
+    CHECK(uraid_job_cancel(a) == 0);
+    uraid_job_status(a, &st);
+    uint64_t stopped_at = st.done_sectors;
+    CHECK(st.result == -ECANCELED && stopped_at > 0 && stopped_at < st.total_sectors,
+          "%s: cancel: result %d at %llu of %llu", f.label, st.result, (unsigned long long)stopped_at,
+          (unsigned long long)st.total_sectors);
+    /* writes below and above the checkpoint while the slot is half rebuilt */
+    uint8_t buf[64 * K];
+    rng_fill(&rng, buf, sizeof buf);
+    CHECK(fx_write(&f, a, buf, sizeof buf, fx_at(&f, 1, 0, 0)) == 0);
+    CHECK(fx_write(&f, a, buf, sizeof buf, f.size - 4 * f.stripe_bytes) == 0);
+    fx_verify_all(&f, a, "half rebuilt");
+    CHECK(uraid_close(a) == 0);
+
+    struct md_sb sb;
+    char old_path[300];
+    snprintf(old_path, sizeof old_path, "%s", f.path[1]);
+    snprintf(f.path[1], sizeof f.path[1], "%s", spare);
+    if (fx_read_sb(&f, 1, &sb) == 0)
+        CHECK((sb.feature_map & MD_FEATURE_RECOVERY_OFFSET) && sb.recovery_offset == stopped_at &&
+                  sb.dev_roles[sb.dev_number] == 1,
+              "%s: spare's superblock: features 0x%x recovery_offset %llu (stopped at %llu) role %u", f.label,
+              sb.feature_map, (unsigned long long)sb.recovery_offset, (unsigned long long)stopped_at,
+              sb.dev_roles[sb.dev_number]);
+    a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    struct uraid_array_info *info = malloc(sizeof *info);
+    uraid_get_info(a, info);
+    CHECK(info->member[1].state == URAID_MEMBER_REBUILDING && info->member[1].recovery_offset_sectors == stopped_at,
+          "%s: reopened: slot 1 state %d offset %llu", f.label, info->member[1].state,
+          (unsigned long long)info->member[1].recovery_offset_sectors);
+    free(info);
+    fx_verify_all(&f, a, "reopened half rebuilt");
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == 0, "%s", why);
+    uraid_job_status(a, &st);
+    CHECK(st.done_sectors >= stopped_at, "%s: resumed at %llu, checkpoint %llu", f.label,
+          (unsigned long long)st.done_sectors, (unsigned long long)stopped_at);
+    wait_job(a, &st);
+    CHECK(uraid_close(a) == 0);
+    adopt_and_verify_without_others(&f, 1, spare, f.level == 6 ? 2 : 1, "resumed rebuild, others left out");
+    (void)old_path;
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* ---- replace ------------------------------------------------------------------------------- */
+
+static void test_replace(int level, int n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "replace: RAID-%d n=%d with read errors on the old member", level, n);
+    harness_begin(name);
+    struct fx f;
+    char spare[300];
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "new"))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    int slot = 3;
+    char spec[96];
+    snprintf(spec, sizeof spec, "read-eio=%llu+%u", (unsigned long long)(f.data_offset + 200 * K), 64 * K);
+    CHECK(uraid_inject(a, slot, spec) == 0);
+    char why[256];
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    struct load l = {.f = &f, .a = a, .seed = rng_next(&rng)};
+    pthread_t t;
+    pthread_create(&t, NULL, writer, &l);
+    struct uraid_job_params jp = {.slot = slot, .spare = spare, .speed_max_kib = 16 * 1024,
+                                  .speed_min_kib = 16 * 1024};
+    CHECK(uraid_job_start(a, URAID_JOB_REPLACE, &jp, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_status st;
+    wait_job(a, &st);
+    __atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+    CHECK(l.errors == 0 && l.writes > 10, "%s: writer: %d writes, %d errors", f.label, l.writes, l.errors);
+    struct uraid_array_info *info = malloc(sizeof *info);
+    uraid_get_info(a, info);
+    CHECK(!strcmp(info->member[slot].path, spare) && info->member[slot].state == URAID_MEMBER_IN_SYNC &&
+              info->degraded == 0,
+          "%s: slot %d holds %s state %d", f.label, slot, info->member[slot].path, info->member[slot].state);
+    int old_faulty = 0;
+    for (int i = 0; i < info->nmembers; i++)
+        old_faulty |= !strcmp(info->member[i].path, f.path[slot]) && info->member[i].state == URAID_MEMBER_FAULTY;
+    CHECK(old_faulty, "%s: the old member is not marked faulty", f.label);
+    free(info);
+    fx_verify_all(&f, a, "after the replace");
+    CHECK(uraid_close(a) == 0);
+    adopt_and_verify_without_others(&f, slot, spare, f.level == 6 ? 2 : 1, "replaced member, others left out");
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* ---- automatic rebuild, speed limit ----------------------------------------------------------- */
+
+static void test_auto_rebuild(void)
+{
+    harness_begin("auto rebuild: a member fails, the spare from create takes over by itself");
+    struct fx f;
+    char spare[300];
+    if (fx_create(&f, 6, 6, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    char why[256];
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    CHECK(uraid_close(a) == 0);
+    const char *paths[FX_MAXM + 1], *specs[FX_MAXM + 1];
+    for (int s = 0; s < f.n; s++) {
+        paths[s] = f.path[s];
+        specs[s] = "";
+    }
+    paths[f.n] = spare;
+    specs[f.n] = "";
+    struct uraid_open_params op = {.member_sim = specs, .auto_rebuild = 1};
+    CHECK(uraid_open(paths, f.n + 1, &op, &a, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_status st;
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_IDLE, "a healthy array started a %s", uraid_job_name(st.kind));
+    /* the spare is in the slot as soon as the failure is noticed */
+    fail_member_expect(&f, a, 4, URAID_MEMBER_REBUILDING);
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_RECOVER && st.slot == 4, "after the failure: job %s slot %d", uraid_job_name(st.kind),
+          st.slot);
+    wait_job(a, &st);
+    fx_verify_all(&f, a, "after the automatic rebuild");
+    CHECK(uraid_close(a) == 0);
+    adopt_and_verify_without_others(&f, 4, spare, 2, "auto-rebuilt member, others left out");
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+static void test_speed_limit(void)
+{
+    harness_begin("speed limit: a rebuild at 4 MB/s takes at least the time that allows");
+    struct fx f;
+    char spare[300];
+    if (fx_create(&f, 5, 4, 64u << 10, 4u << 20) || make_spare(&f, spare, sizeof spare, "spare"))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fail_member(&f, a, 1);
+    char why[256];
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 4096};
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_status st;
+    wait_job(a, &st);
+    /* a lower bound only: a slow machine makes it longer, never shorter */
+    double allowed_ms = (double)st.total_sectors / 2.0 / 4096.0 * 1000.0;
+    CHECK((double)st.elapsed_ms >= 0.7 * allowed_ms, "%llu KiB in %llu ms at a 4096 KiB/s limit",
+          (unsigned long long)st.total_sectors / 2, (unsigned long long)st.elapsed_ms);
+    CHECK(uraid_close(a) == 0);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    (void)ctx;
+    printf("    log%d: %s\n", level, msg);
+}
+
+int main(int argc, char **argv)
+{
+    if (getenv("URAID_TEST_VERBOSE"))
+        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+    harness_init(argc, argv, "test_rebuild");
+    rng_seed(&rng, harness_seed());
+    test_recover(5, 4);
+    test_recover(6, 6);
+    test_recover_under_load(5, 5);
+    test_recover_under_load(6, 6);
+    test_resume(5, 4);
+    test_resume(6, 6);
+    test_replace(5, 4);
+    test_replace(6, 6);
+    test_auto_rebuild();
+    test_speed_limit();
+    return harness_finish();
+}
