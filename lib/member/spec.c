@@ -243,6 +243,7 @@ static int parse_range(const char *s, uint64_t member_size, uint64_t *start, uin
  * the mapfile, not the spec, is what the user must fix. */
 static int load_badmap(const char *path, uint64_t size_bytes, struct ddrescue_map *map, char *why, size_t whylen)
 {
+    memset(map, 0, sizeof *map); /* callers free it on every path */
     FILE *f = fopen(path, "rb");
     if (!f) {
         int err = errno;
@@ -389,7 +390,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         } else if (KEY("badmap")) {
             if (L.throttle)
                 return fail(why, whylen, it, "badmap cannot share a spec with throttle; separate them with ';'");
-            struct ddrescue_map map;
+            struct ddrescue_map map = {0};
             int rc = load_badmap(val, size, &map, why, whylen);
             if (!rc && apply)
                 rc = apply_badmap(m, &map);
