@@ -75,6 +75,8 @@ int cmd_examine(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_write(int argc, char **argv);
+/* cmd_salvage.c: exit 0 all recovered, 3 sectors lost, 1 error, 2 usage */
+int cmd_salvage(int argc, char **argv);
 /* cmd_control.c: requests to a serving array's control socket */
 int cmd_status(int argc, char **argv);
 int cmd_fail(int argc, char **argv);

@@ -14,7 +14,8 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid %s [--force] [--member-layer [MEMBER:]SPEC] %s MEMBER...\n"
                    "  --member-layer simulates disks and faults: throttle=60M[,latency=100us], latency=2ms,\n"
-                   "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish (';' joins)\n",
+                   "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, badmap=MAPFILE,\n"
+                   "                 vanish (';' joins)\n",
                    verb, extra ? extra->usage : "");
             return -1; /* help printed: the verb exits 0 */
         }

@@ -19,6 +19,7 @@ static const struct verb verbs[] = {
     {"detail", cmd_detail, "print the array like mdadm --detail, with its [UU_U] state"},
     {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},
     {"write", cmd_write, "write stdin into the array [--offset BYTES] (works degraded)"},
+    {"salvage", cmd_salvage, "copy an array of failing disks' images to IMAGE, listing lost sectors: [--map MEMBER=MAPFILE]... -o IMAGE"},
     {"serve", cmd_serve, "serve the array over NBD with nbdkit: [--socket PATH | --port N] [--control PATH] MEMBERS..."},
     {"mount", cmd_mount, "serve the array as DIR/array and DIR/status over FUSE: MEMBERS... DIR [--foreground]"},
     {"status", cmd_status, "a serving array's state, members and counters: [--control PATH]"},

@@ -78,7 +78,9 @@ struct uraid_open_params {
      * spec per path given to uraid_open, in the same order, NULL or "" for
      * none. Syntax: "throttle=60M[,latency=100us]", "latency=2ms",
      * "read-eio=OFF+LEN", "write-eio=OFF+LEN", "drop-writes=OFF+LEN",
-     * "vanish", joined with ';' (offsets in member bytes). */
+     * "vanish", "badmap=PATH" (a GNU ddrescue mapfile of the member's
+     * image: reads of every byte it does not list as rescued fail with EIO;
+     * PATH without ',' or ';'), joined with ';' (offsets in member bytes). */
     const char *const *member_sim;
     int io_threads;    /* I/O engine worker threads; 0 = default */
     int no_uring;      /* 1 = thread pool only (io_uring is used when available) */

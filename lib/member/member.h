@@ -97,8 +97,10 @@ int member_throttle_wrap(struct member *inner, uint64_t bytes_per_sec, uint32_t 
  *   "latency=2ms"
  *   "read-eio=1M+64K"         reads of bytes [1 MiB, 1 MiB + 64 KiB) fail with EIO
  *   "write-eio=0+4K", "drop-writes=8M+1M", "vanish"
- * Several specs are separated by ';'. Returns 0 or -EINVAL with a one-line
- * reason in why. */
+ *   "badmap=d1.map"           a GNU ddrescue mapfile (ddrescue.h): reads of
+ *                             every byte not rescued ('+') fail with EIO
+ * Several specs are separated by ';'. Returns 0, or -EINVAL (or the errno of
+ * opening a mapfile) with a one-line reason in why. */
 int member_apply_spec(struct member **m, const char *spec, char *why, size_t whylen);
 
 #endif

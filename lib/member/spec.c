@@ -7,7 +7,10 @@
  *     at a time;
  *   - any other spec is a fault-injection layer: latency=TIME (added to every
  *     request, requests still run concurrently, like a slow link),
- *     read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish.
+ *     read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish,
+ *     badmap=PATH (a GNU ddrescue mapfile of this member's image: reads of
+ *     every byte it does not list as rescued fail with EIO; PATH may not
+ *     contain ',' or ';').
  *     Consecutive fault specs share one fault layer.
  * Sizes are bytes with binary suffixes (4096, 64K, 1M, 2G, 1T; "KiB" and
  * "K" are the same); rates are bytes per second with decimal suffixes, like
@@ -24,9 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "member/ddrescue.h"
 #include "member/member.h"
 
 #define ITEM_MAX 256
+#define MAPFILE_MAX (64u << 20) /* far above any real mapfile; stops a wrong path eating memory */
 
 struct layer {
     int throttle;           /* else a fault layer */
@@ -233,6 +238,70 @@ static int parse_range(const char *s, uint64_t member_size, uint64_t *start, uin
     return 0;
 }
 
+/* Reads and parses a ddrescue mapfile for a member of size_bytes. Errors
+ * name the file (and line) in why, without the "bad layer spec" prefix:
+ * the mapfile, not the spec, is what the user must fix. */
+static int load_badmap(const char *path, uint64_t size_bytes, struct ddrescue_map *map, char *why, size_t whylen)
+{
+    memset(map, 0, sizeof *map); /* callers free it on every path */
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int err = errno;
+        if (why && whylen)
+            snprintf(why, whylen, "cannot open mapfile %s: %s", path, strerror(err));
+        return -err;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (len == cap) {
+            size_t ncap = cap ? 2 * cap : 65536;
+            char *n = ncap <= MAPFILE_MAX ? realloc(text, ncap) : NULL;
+            if (!n) {
+                rc = ncap <= MAPFILE_MAX ? -ENOMEM : -EFBIG;
+                break;
+            }
+            text = n;
+            cap = ncap;
+        }
+        size_t got = fread(text + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f))
+                rc = -EIO;
+            break;
+        }
+    }
+    fclose(f);
+    if (rc && why && whylen)
+        snprintf(why, whylen, "cannot read mapfile %s: %s", path,
+                 rc == -EFBIG ? "larger than 64 MiB, not a ddrescue mapfile" : strerror(-rc));
+    if (!rc)
+        rc = ddrescue_parse(text, len, path, size_bytes, map, why, whylen);
+    free(text);
+    return rc;
+}
+
+/* Every byte the map does not list as rescued becomes a read-EIO rule: the
+ * array then sees exactly the errors the failing disk gave ddrescue. */
+static int apply_badmap(struct member **m, const struct ddrescue_map *map)
+{
+    struct member *top = *m;
+    int rc = 0;
+    if (strcmp(top->ops->kind, "fault")) {
+        rc = member_fault_wrap(top, &top);
+        if (rc)
+            return rc;
+        *m = top;
+    }
+    for (size_t i = 0; i < map->nbad && !rc; i++) {
+        struct fault_rule r = {.what = FAULT_READ, .start = map->bad[i].start, .len = map->bad[i].len, .err = -EIO};
+        rc = member_fault_add(top, &r);
+    }
+    return rc;
+}
+
 static void trim(char **s)
 {
     while (isspace((unsigned char)**s))
@@ -282,7 +351,8 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
             continue;
         }
         if (!val || !*val)
-            return fail(why, whylen, it, "expected KEY=VALUE (throttle, latency, read-eio, write-eio, drop-writes, vanish)");
+            return fail(why, whylen, it,
+                        "expected KEY=VALUE (throttle, latency, read-eio, write-eio, drop-writes, badmap, vanish)");
         if (KEY("throttle")) {
             if (L.has_rate)
                 return fail(why, whylen, it, "throttle given twice in one spec");
@@ -317,8 +387,21 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
                 if (rc)
                     return rc;
             }
+        } else if (KEY("badmap")) {
+            if (L.throttle)
+                return fail(why, whylen, it, "badmap cannot share a spec with throttle; separate them with ';'");
+            struct ddrescue_map map = {0};
+            int rc = load_badmap(val, size, &map, why, whylen);
+            if (!rc && apply)
+                rc = apply_badmap(m, &map);
+            if (!rc)
+                top = *m;
+            ddrescue_free(&map);
+            if (rc)
+                return rc;
         } else {
-            return fail(why, whylen, it, "unknown key (use throttle, latency, read-eio, write-eio, drop-writes, vanish)");
+            return fail(why, whylen, it,
+                        "unknown key (use throttle, latency, read-eio, write-eio, drop-writes, badmap, vanish)");
         }
 #undef KEY
     }
