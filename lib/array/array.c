@@ -256,6 +256,12 @@ static void free_array(struct uraid_array *a)
         member_close(a->extra[e].dev);
         free(a->extra[e].badblocks);
     }
+    while (a->bb_retired) {
+        struct bb_retired *r = a->bb_retired;
+        a->bb_retired = r->next;
+        free(r->list);
+        free(r);
+    }
     array_runtime_fini(a);
     free(a);
 }

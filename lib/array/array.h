@@ -30,6 +30,12 @@ struct array_slot {
     uint64_t recovered;        /* REBUILDING: member sectors [0, recovered) are valid (atomic) */
 };
 
+/* Bad-block lists replaced while readers may still look at them (badsector.c). */
+struct bb_retired {
+    struct md_bblist *list;
+    struct bb_retired *next;
+};
+
 struct uraid_array {
     struct layout_geom geom;
     int k;                     /* data blocks per stripe */
@@ -61,6 +67,7 @@ struct uraid_array {
     int replace_source;
     int replacement_failed;
     struct array_slot replacement;
+    struct bb_retired *bb_retired; /* freed at close */
     pthread_mutex_t job_lock;  /* starting, waiting for and reading the job */
     struct array_job job;
 };
@@ -112,7 +119,8 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec);
  * md listed as bad: such rows are rebuilt from the other members. */
 static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint64_t len)
 {
-    return sl->badblocks && md_bb_check(sl->badblocks, sl->data_offset + start, len, NULL, NULL);
+    const struct md_bblist *l = __atomic_load_n(&sl->badblocks, __ATOMIC_ACQUIRE);
+    return l && l->count && md_bb_check(l, sl->data_offset + start, len, NULL, NULL);
 }
 
 /* Slot usable for reads and writes of member sectors below end: in sync,

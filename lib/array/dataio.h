@@ -11,6 +11,8 @@
 /* Per-thread scratch buffer (4 KiB aligned) reused across calls: no
  * allocation on the I/O path once warm. Valid until the thread's next call. */
 uint8_t *array_scratch(size_t size);
+/* A second per-thread area, for the write planner's stripe descriptors. */
+uint8_t *array_scratch_plans(size_t size);
 
 /* One member I/O of nsec sectors at member_sector (past data_offset) of
  * slot m; array_run_ops counts them and runs them in parallel. */
@@ -44,5 +46,18 @@ int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t 
  * keep them, record the range in its bad-block log (failing the member
  * only when the log is full or the member is gone). */
 void array_correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector);
+
+/* Records member sectors [member_sector, +nsec) of slot m as bad in its md
+ * bad-block log and writes the log (feature BAD_BLOCKS). Returns 0, or
+ * -ENOSPC when the member has no log or it is full. (badsector.c) */
+int array_record_bad(struct uraid_array *a, int m, uint64_t member_sector, uint32_t nsec);
+/* Forgets listed sectors of slot m in that range after a successful write
+ * of them, and writes the log. (badsector.c) */
+void array_clear_bad(struct uraid_array *a, int m, uint64_t member_sector, uint32_t nsec);
+/* A rewrite of rows slot m could not read failed with err: keep the
+ * member with the range recorded as bad when it can be (md's rule), else
+ * fail it. (Other write errors fail the member: array_member_failed.) Returns 0 when
+ * the data stays safe, -EIO when the level has no redundancy left. */
+int array_write_failed(struct uraid_array *a, int m, int err, uint64_t member_sector, uint32_t nsec);
 
 #endif

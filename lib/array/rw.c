@@ -27,127 +27,6 @@
 #define GROUP_BYTES (32u << 20)
 #define MAX_GROUP 64
 
-/* ---- per-thread scratch memory: no allocation on the I/O path once warm --- */
-
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-/* Two per-thread areas: member buffers, and the write planner's stripe
- * descriptors (large: one stripe map each). Both grow, never shrink. */
-enum { SCRATCH_BUFFERS = 0, SCRATCH_PLANS = 1, SCRATCH_AREAS = 2 };
-
-struct scratch {
-    size_t size[SCRATCH_AREAS];
-    uint8_t *mem[SCRATCH_AREAS];
-};
-
-static void scratch_free(void *p)
-{
-    struct scratch *s = p;
-    for (int i = 0; i < SCRATCH_AREAS; i++)
-        free(s->mem[i]);
-    free(s);
-}
-
-static void scratch_key_init(void) { pthread_key_create(&scratch_key, scratch_free); }
-
-static uint8_t *scratch_area(int area, size_t size)
-{
-    pthread_once(&scratch_once, scratch_key_init);
-    struct scratch *s = pthread_getspecific(scratch_key);
-    if (!s) {
-        s = calloc(1, sizeof *s);
-        if (!s)
-            return NULL;
-        pthread_setspecific(scratch_key, s);
-    }
-    if (s->size[area] < size) {
-        free(s->mem[area]);
-        s->mem[area] = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
-        s->size[area] = s->mem[area] ? size : 0;
-    }
-    return s->mem[area];
-}
-
-uint8_t *array_scratch(size_t size) { return scratch_area(SCRATCH_BUFFERS, size); }
-
-/* ---- counters and member I/O -------------------------------------------------- */
-
-static void count_ops(struct uraid_array *a, const struct io_op *ops, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (ops[i].kind == IO_READ) {
-            __atomic_add_fetch(&a->counters.member_reads, 1, __ATOMIC_RELAXED);
-            __atomic_add_fetch(&a->counters.member_read_bytes, ops[i].len, __ATOMIC_RELAXED);
-        } else {
-            __atomic_add_fetch(&a->counters.member_writes, 1, __ATOMIC_RELAXED);
-            __atomic_add_fetch(&a->counters.member_write_bytes, ops[i].len, __ATOMIC_RELAXED);
-        }
-    }
-}
-
-/* While a replace runs, writes to its source member below the copy's
- * checkpoint also go to the replacement (stripe locks keep the checkpoint
- * from moving under a writer). Returns the count of mirrored ops added. */
-static int mirror_for_replace(struct uraid_array *a, struct io_op *ops, int n, struct io_op *extra)
-{
-    int src = __atomic_load_n(&a->replace_source, __ATOMIC_ACQUIRE), nx = 0;
-    if (src < 0)
-        return 0;
-    const struct array_slot *from = &a->slot[src], *to = &a->replacement;
-    uint64_t done = __atomic_load_n(&to->recovered, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) {
-        if (ops[i].kind != IO_WRITE || ops[i].m != from->dev)
-            continue;
-        uint64_t msec = ops[i].offset / SECTOR - from->data_offset;
-        if (msec + ops[i].len / SECTOR > done)
-            continue;
-        extra[nx] = ops[i];
-        extra[nx].m = to->dev;
-        extra[nx].offset = (to->data_offset + msec) * SECTOR;
-        nx++;
-    }
-    return nx;
-}
-
-void array_run_ops(struct uraid_array *a, struct io_op *ops, int n)
-{
-    if (n == 0)
-        return;
-    count_ops(a, ops, n);
-    if (__atomic_load_n(&a->replace_source, __ATOMIC_ACQUIRE) < 0) {
-        io_engine_run(a->io, ops, n);
-        return;
-    }
-    struct io_op *all = malloc(sizeof *all * (size_t)n * 2);
-    if (!all) {
-        __atomic_store_n(&a->replacement_failed, 1, __ATOMIC_RELEASE);
-        io_engine_run(a->io, ops, n);
-        return;
-    }
-    memcpy(all, ops, sizeof *all * (size_t)n);
-    int nx = mirror_for_replace(a, ops, n, all + n);
-    io_engine_run(a->io, all, n + nx);
-    memcpy(ops, all, sizeof *all * (size_t)n);
-    for (int i = 0; i < nx; i++)
-        if (all[n + i].result)
-            __atomic_store_n(&a->replacement_failed, 1, __ATOMIC_RELEASE);
-    free(all);
-}
-
-struct io_op array_op(struct uraid_array *a, int m, enum io_kind kind, void *buf, uint32_t nsec,
-                      uint64_t member_sector)
-{
-    struct io_op op = {
-        .m = a->slot[m].dev,
-        .kind = kind,
-        .buf = buf,
-        .len = (size_t)nsec * SECTOR,
-        .offset = (a->slot[m].data_offset + member_sector) * SECTOR,
-    };
-    return op;
-}
-
 /* ---- one stripe's rows, one buffer per member --------------------------------- */
 
 void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r)
@@ -227,25 +106,6 @@ static void log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t r
               "those array sectors cannot be read",
               (unsigned long long)stripe, (unsigned long long)first, (unsigned long long)(first + nrows - 1),
               a->geom.level);
-}
-
-/* After a read error on member m was served by rebuilding, write the rebuilt
- * rows back to m (md's correction); count it on success, fail the member if
- * the rewrite fails too. */
-void array_correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector)
-{
-    if (a->readonly || !slot_ok_upto(a, m, member_sector + nsec))
-        return;
-    struct io_op op = array_op(a, m, IO_WRITE, (void *)data, nsec, member_sector);
-    array_run_ops(a, &op, 1);
-    if (op.result == 0) {
-        array_note_corrected_read(a, m);
-        uraid_log(URAID_LOG_INFO, "member %s: sectors %llu-%llu rewritten from parity after a read error",
-                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR),
-                  (unsigned long long)(op.offset / SECTOR + nsec - 1));
-    } else {
-        array_member_failed(a, m, op.result, "rewriting after a read error");
-    }
 }
 
 /* ---- reads ----------------------------------------------------------------------- */
@@ -426,6 +286,7 @@ struct wstripe {
     const uint8_t *src;                    /* user data for array sector (stripe start + r0) */
     enum write_method method;
     unsigned char written[URAID_MAX_MEMBERS], covered[URAID_MAX_MEMBERS]; /* by data index */
+    unsigned char rewrite[URAID_MAX_MEMBERS]; /* by member: rebuilt rows written back whole (read error, bad block) */
     uint8_t *old[URAID_MAX_MEMBERS];       /* RMW: old contents of written blocks, by data index */
     uint8_t *pscratch, *qscratch, *zero;   /* parity targets for missing P/Q; DDF zero slot */
 };
@@ -453,6 +314,15 @@ static int plan_write(struct uraid_array *a, struct wstripe *w)
     };
     int reads;
     w->method = write_choose(&in, &reads);
+    memset(w->rewrite, 0, sizeof w->rewrite);
+    /* rows a working member lists as bad are rebuilt and written whole, which
+     * takes them off its bad-block log */
+    uint64_t msec = w->r.stripe * c + w->r.row;
+    if (rows_count_unavailable(a, &w->r) <= a->nparity)
+        for (int m = 0; m < a->geom.raid_disks; m++)
+            if (w->r.unavailable[m] && slot_ok_upto(a, m, msec + w->r.nrows) &&
+                slot_has_bad(&a->slot[m], msec, w->r.nrows))
+                w->method = WRITE_REBUILD;
     return 0;
 }
 
@@ -573,7 +443,7 @@ static void add_writes(struct uraid_array *a, struct wstripe *w, struct io_op *o
     uint64_t msec = w->r.stripe * a->geom.chunk_sectors + w->r.row;
     for (int d = 0; d < a->k; d++) {
         int m = map->data_disk[d];
-        if (w->written[d] && !w->r.unavailable[m]) {
+        if ((w->written[d] || w->rewrite[m]) && !w->r.unavailable[m]) {
             owner[*nops] = self;
             ops[(*nops)++] = array_op(a, m, IO_WRITE, w->r.block[m], w->r.nrows, msec);
         }
@@ -629,10 +499,15 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
                 log_unrecoverable(a, w->r.stripe, w->r.row, w->r.nrows);
                 break;
             }
-            /* the failed members get the full new rows below, which corrects them */
+            /* members whose reads failed, or whose rows are listed bad, get
+             * their whole new rows below, which corrects them */
+            uint64_t msec = w->r.stripe * a->geom.chunk_sectors + w->r.row;
             for (int m = 0; m < a->geom.raid_disks; m++)
-                if (failed[m] && slot_ok_upto(a, m, w->r.stripe * a->geom.chunk_sectors + w->r.row + w->r.nrows))
+                if ((failed[m] || (w->r.unavailable[m] && slot_has_bad(&a->slot[m], msec, w->r.nrows))) &&
+                    slot_ok_upto(a, m, msec + w->r.nrows)) {
                     w->r.unavailable[m] = 0;
+                    w->rewrite[m] = 1;
+                }
             w->method = WRITE_RCW;
             count_method(a, WRITE_REBUILD);
         } else {
@@ -646,15 +521,26 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
         for (int i = 0; i < nw; i++)
             add_writes(a, &ws[i], ops, &nops, owner, i);
         array_run_ops(a, ops, nops);
-        for (int i = 0; i < nops && rc == 0; i++)
-            if (ops[i].result) {
-                int m = -1;
-                for (int s = 0; s < a->geom.raid_disks; s++)
-                    if (a->slot[s].dev == ops[i].m)
-                        m = s;
-                /* the write is still durable if the level can lose this member */
+        for (int i = 0; i < nops && rc == 0; i++) {
+            int m = -1;
+            for (int s = 0; s < a->geom.raid_disks; s++)
+                if (a->slot[s].dev == ops[i].m)
+                    m = s;
+            if (m < 0)
+                continue;
+            uint64_t msec = ops[i].offset / SECTOR - a->slot[m].data_offset;
+            uint32_t nsec = (uint32_t)(ops[i].len / SECTOR);
+            /* A failed rewrite of rows that could not be read is recorded in
+             * the bad-block log (md's read-error rule); any other failed
+             * write fails the member (the write is still durable if the level
+             * can lose it). */
+            if (ops[i].result && ws[owner[i]].rewrite[m])
+                rc = array_write_failed(a, m, ops[i].result, msec, nsec);
+            else if (ops[i].result)
                 rc = array_member_failed(a, m, ops[i].result, "writing");
-            }
+            else if (ws[owner[i]].rewrite[m])
+                array_clear_bad(a, m, msec, nsec);
+        }
     }
     free(ops);
     free(owner);
@@ -734,7 +620,7 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
     uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
     uint64_t nstripes = (end - 1) / stripe_sectors - sector / stripe_sectors + 1;
     size_t nplans = nstripes < MAX_GROUP ? (size_t)nstripes : MAX_GROUP;
-    struct wstripe *ws = (struct wstripe *)scratch_area(SCRATCH_PLANS, sizeof *ws * nplans);
+    struct wstripe *ws = (struct wstripe *)array_scratch_plans(sizeof *ws * nplans);
     if (!ws)
         return -ENOMEM;
     while (rc == 0 && sector < end) {

@@ -121,6 +121,44 @@ static int write_around(struct fault_priv *f, struct fault_rule *drop, size_t nd
     return 0;
 }
 
+/* A written range of a healing rule reads again: the rule keeps what is
+ * left on either side (it may split in two). */
+static void heal(struct fault_priv *f, uint64_t off, size_t len)
+{
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->nrules; i++) {
+        struct fault_rule *r = &f->rules[i];
+        if (!(r->what & FAULT_HEAL) || !overlaps(r, off, len))
+            continue;
+        uint64_t rs = r->start, re = range_end(r->start, r->len), we = range_end(off, len);
+        int left = rs < off, right = re > we;
+        if (left && right && f->nrules == f->cap) {
+            struct fault_rule *n = realloc(f->rules, 2 * f->cap * sizeof *n);
+            if (!n)
+                continue; /* keep the rule whole: still failing, never wrongly healed */
+            f->rules = n;
+            f->cap *= 2;
+            r = &f->rules[i];
+        }
+        if (left && right) {
+            f->rules[f->nrules] = *r;
+            f->rules[f->nrules].start = we;
+            f->rules[f->nrules].len = re - we;
+            f->nrules++;
+        }
+        if (left) {
+            r->len = off - rs;
+        } else if (right) {
+            r->start = we;
+            r->len = re - we;
+        } else {
+            f->rules[i] = f->rules[--f->nrules];
+            i--;
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
 static int fault_write(struct member *m, const void *buf, size_t len, uint64_t off)
 {
     struct fault_priv *f = m->priv;
@@ -163,6 +201,8 @@ static int fault_write(struct member *m, const void *buf, size_t len, uint64_t o
     }
     if (drop != small)
         free(drop);
+    if (rc == 0)
+        heal(f, off, len);
     return rc;
 }
 
@@ -218,8 +258,8 @@ int member_fault_wrap(struct member *inner, struct member **out)
 int member_fault_add(struct member *m, const struct fault_rule *r)
 {
     struct fault_priv *f = fault_of(m);
-    if (!f || !r || !r->what || (r->what & ~(unsigned)(FAULT_READ | FAULT_WRITE | FAULT_DROP_WRITE)) || !r->len ||
-        r->err > 0)
+    if (!f || !r || !r->what || (r->what & ~(unsigned)(FAULT_READ | FAULT_WRITE | FAULT_DROP_WRITE | FAULT_HEAL)) ||
+        !r->len || r->err > 0 || (r->what & FAULT_HEAL && !(r->what & FAULT_READ)))
         return -EINVAL;
     struct fault_rule rule = *r;
     if (!rule.err)

@@ -68,7 +68,9 @@ static inline int member_direct_fd(struct member *m, const void *buf, size_t len
 /* Fault injection (lib/member/fault.c). Rules apply to byte ranges:
  * reads and/or writes there fail with `err`, or writes there are silently
  * dropped (reported as success, data not written). */
-enum fault_what { FAULT_READ = 1, FAULT_WRITE = 2, FAULT_DROP_WRITE = 4 };
+/* FAULT_HEAL (with FAULT_READ): the part of the range a successful write
+ * covers reads again, as a disk remaps a pending sector when written. */
+enum fault_what { FAULT_READ = 1, FAULT_WRITE = 2, FAULT_DROP_WRITE = 4, FAULT_HEAL = 8 };
 
 struct fault_rule {
     unsigned what;          /* FAULT_* bits */

@@ -7,7 +7,9 @@
  *     at a time;
  *   - any other spec is a fault-injection layer: latency=TIME (added to every
  *     request, requests still run concurrently, like a slow link),
- *     read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish,
+ *     read-eio=OFF+LEN (reads fail, for good), pending=OFF+LEN (reads fail
+ *     until the range is written: a disk's pending sector, remapped on
+ *     write), write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish,
  *     badmap=PATH (a GNU ddrescue mapfile of this member's image: reads of
  *     every byte it does not list as rescued fail with EIO; PATH may not
  *     contain ',' or ';').
@@ -352,7 +354,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         }
         if (!val || !*val)
             return fail(why, whylen, it,
-                        "expected KEY=VALUE (throttle, latency, read-eio, write-eio, drop-writes, badmap, vanish)");
+                        "expected KEY=VALUE (throttle, latency, read-eio, pending, write-eio, drop-writes, badmap, vanish)");
         if (KEY("throttle")) {
             if (L.has_rate)
                 return fail(why, whylen, it, "throttle given twice in one spec");
@@ -365,7 +367,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
             if (parse_time_usec(val, &L.latency_usec, &msg))
                 return fail(why, whylen, it, "%s", msg);
             L.has_latency = 1;
-        } else if (KEY("read-eio") || KEY("write-eio") || KEY("drop-writes")) {
+        } else if (KEY("read-eio") || KEY("pending") || KEY("write-eio") || KEY("drop-writes")) {
             struct fault_rule r = {0};
             if (L.throttle)
                 return fail(why, whylen, it, "fault rules cannot share a spec with throttle; separate them with ';'");
@@ -374,7 +376,10 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
                     return fail(why, whylen, it, "%s (%llu bytes)", msg, (unsigned long long)size);
                 return fail(why, whylen, it, "%s", msg);
             }
-            r.what = KEY("read-eio") ? FAULT_READ : KEY("write-eio") ? FAULT_WRITE : FAULT_DROP_WRITE;
+            r.what = KEY("read-eio")    ? FAULT_READ
+                     : KEY("pending")   ? FAULT_READ | FAULT_HEAL
+                     : KEY("write-eio") ? FAULT_WRITE
+                                        : FAULT_DROP_WRITE;
             r.err = -EIO;
             if (apply) {
                 int rc = 0;
@@ -401,7 +406,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
                 return rc;
         } else {
             return fail(why, whylen, it,
-                        "unknown key (use throttle, latency, read-eio, write-eio, drop-writes, badmap, vanish)");
+                        "unknown key (use throttle, latency, read-eio, pending, write-eio, drop-writes, badmap, vanish)");
         }
 #undef KEY
     }

@@ -98,7 +98,7 @@ static void test_read_errors(int level, int n)
     uint64_t mo;
     uint64_t off = fx_at(&f, 3, 1, 0);
     fx_locate(&f, off, &m, &mo);
-    inject_range(a, &f, m, "read-eio", mo + 16 * K, 8 * K);
+    inject_range(a, &f, m, "pending", mo + 16 * K, 8 * K);
     uraid_reset_counters(a);
     fx_verify(&f, a, off, chunk, "read over a read error");
     struct uraid_counters c = counters(a);
@@ -124,8 +124,8 @@ static void test_read_errors(int level, int n)
         uint64_t off0 = fx_at(&f, 6, 0, 0);
         fx_locate(&f, off0, &m0, &mo);
         fx_parity_of(&f, 6, &p, &q);
-        inject_range(a, &f, m0, "read-eio", mo, 4 * K);
-        inject_range(a, &f, p, "read-eio", mo + 4 * K, 4 * K);
+        inject_range(a, &f, m0, "pending", mo, 4 * K);
+        inject_range(a, &f, p, "pending", mo + 4 * K, 4 * K);
         uraid_reset_counters(a);
         fx_verify(&f, a, fx_at(&f, 6, 0, 0), f.stripe_bytes, "stripe read over two read errors");
         c = counters(a);
@@ -524,7 +524,7 @@ static void *mt_injector(void *arg)
             int s = mt.readeio_slot >= 0 ? mt.readeio_slot : mt_pick_slot(&r);
             uint64_t len = (1 + rng_below(&r, 64)) * 4096;
             uint64_t off = rng_below(&r, (area - len) / 512) * 512;
-            if (inject_range(mt.a, f, s, "read-eio", off, len) == 0) {
+            if (inject_range(mt.a, f, s, "pending", off, len) == 0) {
                 mt.readeio_slot = s;
                 mt.readeio_rules++;
             }

@@ -1,0 +1,244 @@
+/* Bad sectors (issue 6): a read error is repaired, not punished.
+ *   - a pending sector (unreadable until written): rebuilt, rewritten,
+ *     re-read, counted in cnt_corrected_read, nothing listed;
+ *   - a sector the member cannot keep (the rewrite fails, or the re-read
+ *     still fails): recorded in its md bad-block log (BAD_BLOCKS set,
+ *     mdadm --examine-badblocks lists it), the member stays in sync, reads
+ *     of the range are rebuilt without touching it, also after a reopen;
+ *   - a later successful write of the range takes it off the log;
+ *   - a full log, or a member that is gone, fails the member.
+ * Prints its seed; URAID_TEST_SEED=N replays. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array_fixture.h"
+#include "harness.h"
+#include "meta/badblocks.h"
+#include "meta/superblock.h"
+
+static struct rng rng;
+#define K 1024u
+
+static int inject(struct uraid_array *a, const struct fx *f, int slot, const char *what, uint64_t member_off,
+                  uint64_t len)
+{
+    char spec[96];
+    snprintf(spec, sizeof spec, "%s=%llu+%llu", what, (unsigned long long)(f->data_offset + member_off),
+             (unsigned long long)len);
+    int rc = uraid_inject(a, slot, spec);
+    CHECK(rc == 0, "inject '%s' on slot %d: %d", spec, slot, rc);
+    return rc;
+}
+
+/* The slot's bad-block log as stored on its member file. */
+static int read_log(const struct fx *f, int slot, struct md_sb *sb, struct md_bblist *l)
+{
+    int rc = fx_read_sb(f, slot, sb);
+    if (rc)
+        return rc;
+    FILE *fp = fopen(f->path[slot], "rb");
+    uint8_t area[4096];
+    int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
+    rc = fp && fseek(fp, (long)at * 512, SEEK_SET) == 0 && fread(area, 1, sizeof area, fp) == sizeof area ? 0 : -EIO;
+    if (fp)
+        fclose(fp);
+    return rc ? rc : md_bb_decode(area, (size_t)sb->bblog_size * 512, sb->bblog_shift, l);
+}
+
+static int run(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = 0;
+    return pclose(p);
+}
+
+static struct uraid_counters counters(struct uraid_array *a)
+{
+    struct uraid_counters c;
+    uraid_get_counters(a, &c);
+    return c;
+}
+
+static void test_bad_sector(int level, int n, const char *kind)
+{
+    char name[128];
+    snprintf(name, sizeof name, "RAID-%d n=%d: %s under a read: rebuilt, recorded, member kept, cleared by a write",
+             level, n, kind);
+    harness_begin(name);
+    struct fx f;
+    if (fx_create(&f, level, n, 64u << 10, 4u << 20) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    uint64_t off = fx_at(&f, 5, 1, 0), mo;
+    int m;
+    fx_locate(&f, off, &m, &mo);
+    uint64_t bad = mo + 20 * K; /* member bytes past data_offset */
+    inject(a, &f, m, "read-eio", bad, 4 * K);
+    if (!strcmp(kind, "a sector that cannot be written"))
+        inject(a, &f, m, "write-eio", bad, 4 * K);
+    uraid_reset_counters(a);
+    fx_verify(&f, a, off, f.chunk, "read over the bad sector");
+    struct uraid_counters c = counters(a);
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(c.member_failures == 0 && c.corrected_reads == 0 && info.member[m].state == URAID_MEMBER_IN_SYNC &&
+              info.member[m].bad_blocks == 1,
+          "%s: failures %llu corrected %llu state %d bad_blocks %u", f.label, (unsigned long long)c.member_failures,
+          (unsigned long long)c.corrected_reads, info.member[m].state, info.member[m].bad_blocks);
+    struct md_sb sb;
+    struct md_bblist l;
+    uint64_t abs = f.data_offset / 512 + bad / 512;
+    if (read_log(&f, m, &sb, &l) == 0)
+        CHECK((sb.feature_map & MD_FEATURE_BAD_BLOCKS) && l.count == 1 && l.r[0].start == abs && l.r[0].len == 8,
+              "%s: on disk: features 0x%x, %u ranges, first %llu+%llu (want %llu+8)", f.label, sb.feature_map, l.count,
+              (unsigned long long)(l.count ? l.r[0].start : 0), (unsigned long long)(l.count ? l.r[0].len : 0),
+              (unsigned long long)abs);
+    char cmd[400], out[4096], want[64];
+    snprintf(cmd, sizeof cmd, "mdadm --examine-badblocks '%s' 2>&1", f.path[m]);
+    snprintf(want, sizeof want, "%llu for 8 sectors", (unsigned long long)abs);
+    int st = run(cmd, out, sizeof out);
+    CHECK(st == 0 && strstr(out, want), "%s: mdadm --examine-badblocks should list '%s': %s", f.label, want, out);
+
+    /* a listed range is rebuilt without reading the member */
+    uraid_reset_counters(a);
+    fx_verify(&f, a, off + 16 * K, 16 * K, "read of the listed range");
+    c = counters(a);
+    CHECK(c.reconstructions == 1, "%s: listed range: %llu reconstructions", f.label,
+          (unsigned long long)c.reconstructions);
+    CHECK(uraid_close(a) == 0);
+
+    /* after a reopen the list is loaded and still used */
+    a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    inject(a, &f, m, "read-eio", bad, 4 * K); /* still bad: it must not even be read */
+    uraid_reset_counters(a);
+    fx_verify_all(&f, a, "reopened with a listed range");
+    c = counters(a);
+    CHECK(c.corrected_reads == 0 && c.member_failures == 0, "%s: reopened: corrected %llu failures %llu", f.label,
+          (unsigned long long)c.corrected_reads, (unsigned long long)c.member_failures);
+
+    /* the disk remapped it: the next write of the range clears the entry */
+    CHECK(uraid_inject(a, m, "clear") == 0);
+    uint8_t buf[8 * K];
+    rng_fill(&rng, buf, sizeof buf);
+    CHECK(fx_write(&f, a, buf, sizeof buf, off + 18 * K) == 0);
+    uraid_get_info(a, &info);
+    CHECK(info.member[m].bad_blocks == 0, "%s: after the write: %u bad ranges", f.label, info.member[m].bad_blocks);
+    fx_verify_all(&f, a, "after clearing");
+    CHECK(uraid_close(a) == 0);
+    if (read_log(&f, m, &sb, &l) == 0)
+        CHECK(!(sb.feature_map & MD_FEATURE_BAD_BLOCKS) && l.count == 0, "%s: cleared on disk: features 0x%x, %u ranges",
+              f.label, sb.feature_map, l.count);
+    /* and the member really holds the data again */
+    int omit[FX_MAXM] = {0};
+    for (int s = 0, left = level == 6 ? 2 : 1; s < n && left; s++)
+        if (s != m) {
+            omit[s] = 1;
+            left--;
+        }
+    a = fx_open(&f, omit, 0, 0);
+    if (a) {
+        fx_verify_all(&f, a, "with other members left out");
+        uraid_close(a);
+    }
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+static void test_pending(void)
+{
+    harness_begin("RAID-6: a pending sector is rewritten and verified, counted, not listed");
+    struct fx f;
+    if (fx_create(&f, 6, 5, 64u << 10, 4u << 20) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    uint64_t off = fx_at(&f, 2, 0, 0), mo;
+    int m;
+    fx_locate(&f, off, &m, &mo);
+    inject(a, &f, m, "pending", mo + 4 * K, 4 * K);
+    uraid_reset_counters(a);
+    fx_verify(&f, a, off, f.chunk, "read over a pending sector");
+    struct uraid_counters c = counters(a);
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(c.corrected_reads == 1 && info.member[m].bad_blocks == 0 && info.member[m].corrected_reads == 1,
+          "corrected %llu, bad ranges %u", (unsigned long long)c.corrected_reads, info.member[m].bad_blocks);
+    uraid_reset_counters(a);
+    fx_verify(&f, a, off, f.chunk, "read again");
+    c = counters(a);
+    CHECK(c.reconstructions == 0, "the rewrite healed it: %llu reconstructions", (unsigned long long)c.reconstructions);
+    CHECK(uraid_close(a) == 0);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+static void test_log_full(void)
+{
+    harness_begin("RAID-5: the member is failed only when its bad-block log is full");
+    struct fx f;
+    if (fx_create(&f, 5, 3, 64u << 10, 16u << 20) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    int m = 1;
+    /* 1000 unwritable sectors, one in every other 4 KiB page (pages are
+     * what gets listed), two thirds of them in data chunks (reads never
+     * touch parity): more separate ranges than one log page holds */
+    for (int i = 0; i < 1000; i++) {
+        inject(a, &f, m, "read-eio", (uint64_t)i * 8 * K, 512);
+        inject(a, &f, m, "write-eio", (uint64_t)i * 8 * K, 512);
+    }
+    uraid_reset_counters(a);
+    fx_verify_all(&f, a, "reads over 1000 bad sectors");
+    struct uraid_counters c = counters(a);
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(c.member_failures == 1 && info.member[m].state == URAID_MEMBER_FAULTY,
+          "failures %llu, slot %d state %d (bad ranges %u)", (unsigned long long)c.member_failures, m,
+          info.member[m].state, info.member[m].bad_blocks);
+    CHECK(uraid_close(a) == 0);
+    struct md_sb sb;
+    struct md_bblist l;
+    if (read_log(&f, m, &sb, &l) == 0)
+        CHECK(l.count == 512, "the log holds %u ranges when the member fails", l.count);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
+static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    (void)ctx;
+    printf("    log%d: %s\n", level, msg);
+}
+
+int main(int argc, char **argv)
+{
+    if (getenv("URAID_TEST_VERBOSE"))
+        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+    harness_init(argc, argv, "test_badsector");
+    rng_seed(&rng, harness_seed());
+    test_pending();
+    test_bad_sector(5, 4, "a sector that cannot be written");
+    test_bad_sector(6, 6, "a sector that cannot be written");
+    test_bad_sector(5, 4, "a sector that still fails after the rewrite");
+    test_bad_sector(6, 5, "a sector that still fails after the rewrite");
+    test_log_full();
+    return harness_finish();
+}
