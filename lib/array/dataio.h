@@ -41,6 +41,12 @@ void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
 int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
                           const unsigned char *have);
 
+/* The fallback when rows_read_and_rebuild gives -EIO for a whole range:
+ * errors on different members in different rows. Each 4 KiB row group is
+ * read and rebuilt on its own (availability judged again per group). -EIO
+ * if some group still has more blocks lost than the level survives. */
+int rows_rebuild_by_page(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed);
+
 /* After rows of slot m were rebuilt because its read failed: write them
  * back, re-read to verify, count the correction; if the member cannot
  * keep them, record the range in its bad-block log (failing the member

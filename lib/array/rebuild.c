@@ -103,44 +103,21 @@ static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
 
 /* ---- one batch -------------------------------------------------------------------- */
 
-/* Rebuilds stripe rows whose batch read failed somewhere: per stripe, then
- * per 4 KiB row group when a whole stripe has too many unreadable blocks
- * (errors on different members in different rows). Reads again only what
- * is missing. On success the target slot's rows are in r->block[target]. */
+/* Rebuilds stripe rows whose batch read failed somewhere: per stripe
+ * (reading again only what is missing), then per 4 KiB row group when a
+ * whole stripe has too many unreadable blocks (errors on different members
+ * in different rows). The rows of the slot being filled end in r->block. */
 static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, const unsigned char *have, int target,
                                uint8_t *zero)
 {
     unsigned char failed[URAID_MAX_MEMBERS] = {0};
     int rc = rows_read_and_rebuild(a, r, zero, failed, have);
-    if (rc == 0) {
+    if (rc == -EIO && r->nrows > 8)
+        rc = rows_rebuild_by_page(a, r, zero, failed);
+    if (rc == 0)
         for (int m = 0; m < a->geom.raid_disks; m++)
             if (failed[m] && m != target)
                 array_correct_read_error(a, m, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
-        return 0;
-    }
-    if (r->nrows <= 8)
-        return rc;
-    /* split: each 4 KiB row group gets its own chance */
-    rc = 0;
-    for (uint32_t row = 0; row < r->nrows; row += 8) {
-        struct stripe_rows sub = *r;
-        sub.row = r->row + row;
-        sub.nrows = r->nrows - row < 8 ? r->nrows - row : 8;
-        for (int m = 0; m < a->geom.raid_disks; m++)
-            sub.block[m] = r->block[m] + (size_t)row * SECTOR;
-        rows_mark_unavailable(a, &sub);
-        sub.unavailable[target] = 1;
-        int sr = rebuild_stripe_rows(a, &sub, NULL, target, zero);
-        if (sr && !rc)
-            rc = sr;
-        if (sr)
-            uraid_log(URAID_LOG_ERROR,
-                      "stripe %llu, member sectors %llu-%llu: more blocks unreadable than RAID-%d survives; slot %d "
-                      "cannot be rebuilt there",
-                      (unsigned long long)sub.stripe, (unsigned long long)(sub.stripe * a->geom.chunk_sectors + sub.row),
-                      (unsigned long long)(sub.stripe * a->geom.chunk_sectors + sub.row + sub.nrows - 1),
-                      a->geom.level, target);
-    }
     return rc;
 }
 

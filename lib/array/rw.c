@@ -98,6 +98,29 @@ int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t 
     return rows_rebuild(a, r, zero);
 }
 
+#define PAGE_ROWS 8u
+
+int rows_rebuild_by_page(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed)
+{
+    int rc = 0;
+    struct stripe_rows *sub = malloc(sizeof *sub);
+    if (!sub)
+        return -ENOMEM;
+    for (uint32_t at = 0; at < r->nrows; at += PAGE_ROWS) {
+        *sub = *r;
+        sub->row = r->row + at;
+        sub->nrows = r->nrows - at < PAGE_ROWS ? r->nrows - at : PAGE_ROWS;
+        for (int m = 0; m < a->geom.raid_disks; m++)
+            sub->block[m] = r->block[m] + (size_t)at * SECTOR;
+        rows_mark_unavailable(a, sub);
+        int g = rows_read_and_rebuild(a, sub, zero, failed, NULL);
+        if (g && !rc)
+            rc = g;
+    }
+    free(sub);
+    return rc;
+}
+
 static void log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t row, uint32_t nrows)
 {
     uint64_t first = stripe * a->geom.chunk_sectors + row;
@@ -206,6 +229,8 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
         }
         unsigned char failed[URAID_MAX_MEMBERS] = {0};
         rc = rows_read_and_rebuild(a, &r, zero, failed, reused);
+        if (rc == -EIO && nsec > PAGE_ROWS) /* errors on several members, in different rows */
+            rc = rows_rebuild_by_page(a, &r, zero, failed);
         if (rc == 0) {
             memcpy(buf, r.block[ad->disk], len);
             __atomic_add_fetch(&a->counters.reconstructions, 1, __ATOMIC_RELAXED);
@@ -495,6 +520,8 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
             rows_mark_unavailable(a, &w->r);
             unsigned char failed[URAID_MAX_MEMBERS] = {0};
             rc = rows_read_and_rebuild(a, &w->r, w->zero, failed, NULL);
+            if (rc == -EIO && w->r.nrows > PAGE_ROWS)
+                rc = rows_rebuild_by_page(a, &w->r, w->zero, failed);
             if (rc) {
                 log_unrecoverable(a, w->r.stripe, w->r.row, w->r.nrows);
                 break;
