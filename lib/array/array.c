@@ -256,6 +256,7 @@ static void free_array(struct uraid_array *a)
         member_close(a->extra[e].dev);
         free(a->extra[e].badblocks);
     }
+    free(a->degraded_written);
     while (a->bb_retired) {
         struct bb_retired *r = a->bb_retired;
         a->bb_retired = r->next;
@@ -456,6 +457,18 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     }
     a->dirty = R->resync_offset != MD_RESYNC_CLEAN;
     a->opened_dirty = a->dirty;
+    if (a->geom.chunk_sectors) {
+        a->nstripes = a->member_sectors / a->geom.chunk_sectors;
+        a->degraded_written = calloc((size_t)(a->nstripes / 64 + 1), sizeof *a->degraded_written);
+        if (!a->degraded_written) {
+            rc = -ENOMEM;
+            uraid_why(why, whylen, "out of memory");
+            goto fail;
+        }
+        /* the members left out missed writes we cannot know of */
+        if (missing)
+            memset(a->degraded_written, 0xff, (size_t)(a->nstripes / 64 + 1) * sizeof *a->degraded_written);
+    }
     if (a->dirty && missing && a->nparity && !p->force) {
         uraid_why(why, whylen,
             "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "

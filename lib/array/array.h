@@ -28,6 +28,11 @@ struct array_slot {
     struct md_bblist *badblocks; /* md's bad-block log, NULL when empty */
     struct member *fault;      /* the fault layer under dev (member_sim), or NULL */
     uint64_t recovered;        /* REBUILDING: member sectors [0, recovered) are valid (atomic) */
+    /* The failed member this slot's rebuild replaces, still open: its
+     * chunks of stripes not written since it failed are good, and serve
+     * as a last resort when a stripe has too many other blocks unreadable. */
+    struct member *old_dev;
+    uint64_t old_data_offset;
 };
 
 /* Bad-block lists replaced while readers may still look at them (badsector.c). */
@@ -68,6 +73,10 @@ struct uraid_array {
     int replacement_failed;
     struct array_slot replacement;
     struct bb_retired *bb_retired; /* freed at close */
+    /* One bit per stripe: written while some slot was not in sync, so a
+     * failed member's old chunk of it is stale (see array_slot.old_dev). */
+    uint64_t *degraded_written;
+    uint64_t nstripes;
     pthread_mutex_t job_lock;  /* starting, waiting for and reading the job */
     struct array_job job;
 };

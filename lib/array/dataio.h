@@ -41,6 +41,10 @@ void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
 int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
                           const unsigned char *have);
 
+/* Stripe `stripe` is being written while some slot is not in sync: a
+ * failed member's chunk of it is stale from now on. */
+void array_note_degraded_write(struct uraid_array *a, uint64_t stripe);
+
 /* The fallback when rows_read_and_rebuild gives -EIO for a whole range:
  * errors on different members in different rows. Each 4 KiB row group is
  * read and rebuilt on its own (availability judged again per group). -EIO

@@ -318,10 +318,14 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
             a->replacement_failed = 0;
             __atomic_store_n(&a->replace_source, slot, __ATOMIC_RELEASE);
         } else {
+            struct member *old_dev = NULL;
+            uint64_t old_offset = 0;
             if (sl->dev) { /* the failed member stays known (and open) as faulty */
                 struct array_slot *old = &a->extra[a->nextra++];
                 *old = *sl;
                 old->state = URAID_MEMBER_FAULTY;
+                old_dev = sl->dev;
+                old_offset = sl->data_offset;
             }
             spare.state = URAID_MEMBER_REBUILDING;
             spare.sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
@@ -329,6 +333,8 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
             if (spare.sb.dev_number < a->sb.max_dev)
                 a->sb.dev_roles[spare.sb.dev_number] = (uint16_t)slot;
             *sl = spare;
+            sl->old_dev = old_dev;
+            sl->old_data_offset = old_offset;
         }
     }
     j->step = rebuild_step;

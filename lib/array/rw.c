@@ -74,6 +74,50 @@ static int rows_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *z
     return uraid_recover(nslots, (size_t)r->nrows * SECTOR, blocks, raid6, nlost, lost);
 }
 
+static int stripe_written_degraded(const struct uraid_array *a, uint64_t stripe)
+{
+    if (!a->degraded_written || stripe >= a->nstripes)
+        return 1;
+    return (int)(__atomic_load_n(&a->degraded_written[stripe / 64], __ATOMIC_ACQUIRE) >> (stripe % 64) & 1);
+}
+
+void array_note_degraded_write(struct uraid_array *a, uint64_t stripe)
+{
+    if (a->degraded_written && stripe < a->nstripes)
+        __atomic_fetch_or(&a->degraded_written[stripe / 64], 1ull << (stripe % 64), __ATOMIC_ACQ_REL);
+}
+
+/* The last resort for a stripe with more blocks lost than the level
+ * survives: a failed member's chunk, if the stripe was not written since
+ * it failed (md would have given up on the whole member). */
+static int rows_rebuild_with_old(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero)
+{
+    if (stripe_written_degraded(a, r->stripe))
+        return -EIO;
+    uint64_t msec = r->stripe * a->geom.chunk_sectors + r->row;
+    int used = 0;
+    for (int m = 0; m < a->geom.raid_disks; m++) {
+        const struct array_slot *sl = &a->slot[m];
+        if (!r->unavailable[m] || slot_ok_upto(a, m, msec + r->nrows))
+            continue;
+        enum uraid_member_state st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+        struct member *dev = st == URAID_MEMBER_FAULTY ? sl->dev : st == URAID_MEMBER_REBUILDING ? sl->old_dev : NULL;
+        uint64_t base = st == URAID_MEMBER_FAULTY ? sl->data_offset : sl->old_data_offset;
+        if (!dev)
+            continue;
+        struct io_op op = {.m = dev, .kind = IO_READ, .buf = r->block[m], .len = (size_t)r->nrows * SECTOR,
+                           .offset = (base + msec) * SECTOR};
+        array_run_ops(a, &op, 1);
+        if (op.result == 0) {
+            r->unavailable[m] = 0;
+            used++;
+            uraid_log(URAID_LOG_INFO, "stripe %llu: read from failed member %s, whose chunk is still current",
+                      (unsigned long long)r->stripe, dev->path);
+        }
+    }
+    return used ? rows_rebuild(a, r, zero) : -EIO;
+}
+
 int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero,
                                  unsigned char *failed, const unsigned char *have)
 {
@@ -95,7 +139,10 @@ int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t 
                       a->slot[who[i]].dev->path, (unsigned long long)(ops[i].offset / SECTOR),
                       uraid_strerror(ops[i].result));
         }
-    return rows_rebuild(a, r, zero);
+    int rc = rows_rebuild(a, r, zero);
+    if (rc == -EIO)
+        rc = rows_rebuild_with_old(a, r, zero);
+    return rc;
 }
 
 #define PAGE_ROWS 8u
@@ -343,6 +390,9 @@ static int plan_write(struct uraid_array *a, struct wstripe *w)
     /* rows a working member lists as bad are rebuilt and written whole, which
      * takes them off its bad-block log */
     uint64_t msec = w->r.stripe * c + w->r.row;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        if (!slot_ok_upto(a, m, msec + w->r.nrows))
+            array_note_degraded_write(a, w->r.stripe);
     if (rows_count_unavailable(a, &w->r) <= a->nparity)
         for (int m = 0; m < a->geom.raid_disks; m++)
             if (w->r.unavailable[m] && slot_ok_upto(a, m, msec + w->r.nrows) &&
@@ -561,6 +611,8 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
              * the bad-block log (md's read-error rule); any other failed
              * write fails the member (the write is still durable if the level
              * can lose it). */
+            if (ops[i].result)
+                array_note_degraded_write(a, ws[owner[i]].r.stripe);
             if (ops[i].result && ws[owner[i]].rewrite[m])
                 rc = array_write_failed(a, m, ops[i].result, msec, nsec);
             else if (ops[i].result)

@@ -254,6 +254,72 @@ out:
     harness_end();
 }
 
+/* A failed member's chunks still serve stripes not written since it failed
+ * (and never a stripe written since: that chunk is stale), for reads and
+ * for the rebuild onto its replacement. */
+static void test_old_member(void)
+{
+    harness_begin("RAID-5 n=4: a failed member's current chunks fill in for read errors; stale ones never do");
+    struct fx f;
+    if (fx_create(&f, 5, 4, 64 * K, 4u << 20) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    char spec[64];
+    snprintf(spec, sizeof spec, "write-eio=0+%llu", (unsigned long long)f.member_bytes);
+    CHECK(uraid_inject(a, 1, spec) == 0);
+    uint8_t *buf = aligned_alloc(4096, f.stripe_bytes);
+    rng_fill(&rng, buf, f.stripe_bytes);
+    CHECK(fx_write(&f, a, buf, f.stripe_bytes, 0) == 0); /* fails slot 1 */
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(info.member[1].state == URAID_MEMBER_FAULTY, "slot 1 state %d", info.member[1].state);
+    CHECK(fx_write(&f, a, buf, f.stripe_bytes, 2 * f.stripe_bytes) == 0); /* degraded write of stripe 2 */
+    for (uint64_t s = 0; s < 6; s++) /* pending: the corrections heal them (no bad-block entries) */
+        unreadable(a, &f, 2, s, 0, 128, "pending");
+    for (uint64_t s = 0; s < 6; s++) {
+        int rc = uraid_read(a, buf, f.stripe_bytes, s * f.stripe_bytes);
+        if (s == 0 || s == 2)
+            CHECK(rc == -EIO, "stripe %llu, written since slot 1 failed: read %d (its old chunk is stale)",
+                  (unsigned long long)s, rc);
+        else
+            CHECK(rc == 0 && !memcmp(buf, f.model + s * f.stripe_bytes, f.stripe_bytes),
+                  "stripe %llu, untouched since slot 1 failed: read %d", (unsigned long long)s, rc);
+    }
+    /* the rebuild onto a spare uses it too, where it may */
+    CHECK(uraid_inject(a, 2, "clear") == 0);
+    for (uint64_t s = 3; s < 6; s++)
+        unreadable(a, &f, 2, s, 0, 128, "pending");
+    char spare[300], why[256];
+    snprintf(spare, sizeof spare, "%s/spare", f.dir);
+    FILE *fp = fopen(spare, "w");
+    CHECK(fp && ftruncate(fileno(fp), (off_t)f.member_bytes) == 0);
+    if (fp)
+        fclose(fp);
+    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_params jp = {.slot = -1};
+    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
+    struct uraid_job_status st;
+    int rc = uraid_job_wait(a, &st);
+    CHECK(rc == 0, "rebuild: %d %s", rc, st.why);
+    fx_verify_all(&f, a, "after the rebuild");
+    CHECK(uraid_close(a) == 0);
+    snprintf(f.path[1], sizeof f.path[1], "%s", spare);
+    int omit[FX_MAXM] = {0};
+    omit[3] = 1;
+    a = fx_open(&f, omit, 0, 0);
+    if (a) {
+        fx_verify_all(&f, a, "rebuilt member with slot 3 left out");
+        uraid_close(a);
+    }
+    free(buf);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_perstripe");
@@ -265,5 +331,6 @@ int main(int argc, char **argv)
     test_rows(5, 4);
     test_rows(6, 6);
     test_rebuild_patterns();
+    test_old_member();
     return harness_finish();
 }
