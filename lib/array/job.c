@@ -18,7 +18,7 @@
 
 #define DEFAULT_SPEED_MIN_KIB 1000u  /* md's sync_speed_min */
 #define BATCH_BYTES_PER_MEMBER (2u << 20)
-#define MAX_BATCH_STRIPES 64
+#define MAX_BATCH_STRIPES MAX_BATCH_STRIPES_REBUILD
 #define CHECKPOINT_NS 1000000000ull
 #define SPEED_WINDOW_NS 2000000000ull
 #define MAX_FINDINGS 4096
@@ -81,7 +81,7 @@ static void nap(struct array_job *j, uint64_t usec)
     }
 }
 
-static uint32_t batch_sectors(const struct uraid_array *a)
+uint32_t job_batch_sectors(const struct uraid_array *a)
 {
     uint32_t c = a->geom.chunk_sectors ? a->geom.chunk_sectors : 8;
     uint32_t stripes = BATCH_BYTES_PER_MEMBER / (c * 512u);
@@ -96,7 +96,7 @@ static void *job_main(void *arg)
 {
     struct uraid_array *a = arg;
     struct array_job *j = &a->job;
-    uint32_t nsec = batch_sectors(a);
+    uint32_t nsec = job_batch_sectors(a);
     uint64_t pos = j->start, t0 = now_ns(), last_ckpt = t0;
     uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);

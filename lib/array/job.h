@@ -36,10 +36,15 @@ struct array_job {
     uint64_t t0_ns, elapsed_ns;
     uint64_t speed_kib;         /* atomic */
     uint64_t mismatch_sectors, repaired_sectors; /* atomics */
+    void *priv;                 /* the kind's own state (rebuild.c's pipeline) */
     pthread_mutex_t found_lock;
     struct uraid_finding *found;
     size_t nfound, capfound;
 };
+
+/* Member sectors per batch (whole stripes, at most MAX_BATCH_STRIPES_REBUILD). */
+#define MAX_BATCH_STRIPES_REBUILD 64
+uint32_t job_batch_sectors(const struct uraid_array *a);
 
 /* Records a finding (kept up to a bound; the count goes on). */
 void job_add_finding(struct array_job *j, const struct uraid_finding *f);

@@ -71,9 +71,17 @@ static int rebuild_checkpoint(struct uraid_array *a, struct array_job *j)
     return array_write_superblocks(a);
 }
 
+static int rebuild_drain(struct uraid_array *a, struct array_job *j);
+static void pipe_free(struct array_job *j);
+
 static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
 {
     struct array_slot *sl = &a->slot[j->slot];
+    if (rc == 0 || rc == -ECANCELED) { /* the batch computed last is valid: keep it */
+        int d = rebuild_drain(a, j);
+        rc = rc ? rc : d;
+    }
+    pipe_free(j);
     if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING) {
         job_fail(j, "member %s failed during the rebuild of slot %d", sl->dev ? sl->dev->path : "?", j->slot);
         return rc ? rc : -EIO;
@@ -121,95 +129,221 @@ static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, con
     return rc;
 }
 
-int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+/* The batch rebuilt last: its write to the new member goes out together
+ * with the next batch's reads, so the new member writes while the others
+ * read (a rebuild runs at member speed, not half of it). Its stripes are
+ * unlocked in between, so a user write may change them: their seqlock
+ * counts are kept, and a batch whose count moved is computed again. */
+struct rebuild_pipe {
+    uint8_t *buf[2];
+    int cur;                 /* buf[cur] holds the pending batch */
+    int have;
+    uint64_t start;
+    uint32_t nsec;
+    uint32_t gen[MAX_BATCH_STRIPES_REBUILD];
+};
+
+static struct member *out_dev(struct uraid_array *a, struct array_job *j, uint64_t *offset)
 {
-    int n = a->geom.raid_disks, target = j->slot;
-    uint32_t c = a->geom.chunk_sectors;
-    uint64_t s0 = start / c, s1 = (start + nsec + c - 1) / c;
-    int nstripes = (int)(s1 - s0);
+    struct array_slot *sl = j->kind == URAID_JOB_REPLACE ? &a->replacement : &a->slot[j->slot];
+    *offset = sl->data_offset;
+    return sl->dev;
+}
+
+/* Appends the member reads batch [start, start + nsec) needs: every slot
+ * that can serve it (replace: the source only, straight into out). */
+static void add_batch_reads(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
+                            uint8_t *out, struct io_op *ops, int *who, int *nops)
+{
+    int source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
     size_t len = (size_t)nsec * SECTOR;
-    uint8_t *mem = array_scratch((size_t)(n + 1) * len + (size_t)c * SECTOR);
+    for (int m = 0; m < a->geom.raid_disks; m++) {
+        if ((m == j->slot && source < 0) || (source >= 0 && m != source) || !slot_ok_upto(a, m, start + nsec))
+            continue;
+        who[*nops] = m;
+        ops[(*nops)++] = array_op(a, m, IO_READ, m == source ? out : mem + (size_t)m * len, nsec, start);
+    }
+}
+
+/* Fills out with the new member's rows of the batch from what was read. */
+static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
+                         uint8_t *out, const unsigned char *readok, uint8_t *zero)
+{
+    int n = a->geom.raid_disks, source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
+    int lost = source >= 0 ? source : j->slot;
+    uint32_t c = a->geom.chunk_sectors;
+    size_t len = (size_t)nsec * SECTOR;
+    if (source >= 0 && readok[source])
+        return 0; /* a replace whose source read well is a plain copy */
+    uint64_t s0 = start / c, s1 = (start + nsec + c - 1) / c;
+    int rc = 0;
+    struct stripe_rows *r = malloc(sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    for (uint64_t s = s0; s < s1 && rc == 0; s++) {
+        memset(r, 0, sizeof *r);
+        r->stripe = s;
+        r->nrows = (uint32_t)((s + 1) * c <= start + nsec ? c : start + nsec - s * c);
+        if ((rc = layout_stripe(&a->geom, s, &r->map)) != 0)
+            break;
+        size_t at = (size_t)(s - s0) * c * SECTOR;
+        for (int m = 0; m < n; m++)
+            r->block[m] = (m == lost ? out : mem + (size_t)m * len) + at;
+        rows_mark_unavailable(a, r);
+        r->unavailable[lost] = 1;
+        /* members whose batch read failed are read again for this stripe only */
+        unsigned char have[URAID_MAX_MEMBERS];
+        for (int m = 0; m < n; m++)
+            have[m] = readok[m] && m != lost;
+        rc = rebuild_stripe_rows(a, r, have, lost, zero);
+        if (rc == 0 && source >= 0)
+            array_correct_read_error(a, source, r->block[source], r->nrows, s * c);
+        if (rc)
+            job_fail(j, "stripe %llu (member sectors %llu-%llu) cannot be rebuilt: more blocks unreadable than "
+                        "RAID-%d survives",
+                     (unsigned long long)s, (unsigned long long)(s * c), (unsigned long long)(s * c + r->nrows - 1),
+                     a->geom.level);
+    }
+    free(r);
+    return rc;
+}
+
+/* Reads and computes batch [start, start + nsec) into out on its own. */
+static int batch_alone(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
+                       uint8_t *out, uint8_t *zero)
+{
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int who[URAID_MAX_MEMBERS], nops = 0;
+    unsigned char readok[URAID_MAX_MEMBERS] = {0};
+    add_batch_reads(a, j, start, nsec, mem, out, ops, who, &nops);
+    array_run_ops(a, ops, nops);
+    for (int i = 0; i < nops; i++)
+        readok[who[i]] = ops[i].result == 0;
+    return compute_batch(a, j, start, nsec, mem, out, readok, zero);
+}
+
+static void set_recovered(struct uraid_array *a, struct array_job *j, uint64_t upto)
+{
+    uint64_t *r = j->kind == URAID_JOB_REPLACE ? &a->replacement.recovered : &a->slot[j->slot].recovered;
+    __atomic_store_n(r, upto, __ATOMIC_RELEASE);
+}
+
+/* One step: [start, start + nsec) is read (and the pending batch written)
+ * under the locks of both batches; nsec 0 only writes the pending batch. */
+static int pipe_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    struct rebuild_pipe *P = j->priv;
+    int n = a->geom.raid_disks;
+    uint32_t c = a->geom.chunk_sectors;
+    size_t len = (size_t)nsec * SECTOR, plen = (size_t)P->nsec * SECTOR;
+    size_t area = len > plen ? len : plen;
+    uint8_t *mem = array_scratch((size_t)n * area + (size_t)c * SECTOR);
     if (!mem)
         return -ENOMEM;
-    uint8_t *zero = mem + (size_t)(n + 1) * len;
-    uint64_t stripes[64];
-    for (int i = 0; i < nstripes; i++)
-        stripes[i] = s0 + (uint64_t)i;
-    uint16_t held[64];
-    int nheld = stripe_lock_set(&a->locks, stripes, nstripes, held);
-    int source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
-    struct member *out = j->kind == URAID_JOB_REPLACE ? a->replacement.dev : a->slot[target].dev;
-    uint64_t out_offset = j->kind == URAID_JOB_REPLACE ? a->replacement.data_offset : a->slot[target].data_offset;
-
-    /* one large read per member for the whole batch */
-    struct io_op ops[URAID_MAX_MEMBERS];
-    int nops = 0, who[URAID_MAX_MEMBERS];
-    unsigned char readok[URAID_MAX_MEMBERS] = {0};
-    for (int m = 0; m < n; m++) {
-        if (m == target && source < 0)
-            continue;
-        if (source >= 0 && m != source)
-            continue; /* replace copies the source; the others are read only where it fails */
-        if (!slot_ok_upto(a, m, start + nsec))
-            continue;
-        who[nops] = m;
-        ops[nops++] = array_op(a, m, IO_READ, mem + (size_t)m * len, nsec, start);
-    }
-    array_run_ops(a, ops, nops);
-    for (int i = 0; i < nops; i++) {
-        readok[who[i]] = ops[i].result == 0;
-    }
-    uint8_t *result = mem + (size_t)(source >= 0 ? source : target) * len;
+    uint8_t *zero = mem + (size_t)n * area;
+    memset(zero, 0, (size_t)c * SECTOR); /* DDF layouts feed zero blocks to the parity engine */
+    uint64_t stripes[2 * MAX_BATCH_STRIPES_REBUILD];
+    int ns = 0, npend = 0;
+    if (P->have)
+        for (uint64_t s = P->start / c; s * c < P->start + P->nsec; s++)
+            stripes[ns++] = s;
+    npend = ns;
+    for (uint64_t s = start / c; nsec && s * c < start + nsec; s++)
+        stripes[ns++] = s;
+    uint16_t held[2 * MAX_BATCH_STRIPES_REBUILD];
+    int nheld = stripe_lock_set(&a->locks, stripes, ns, held);
     int rc = 0;
-    if (!(source >= 0 && readok[source])) { /* a replace whose source read well is a plain copy */
-        for (int i = 0; i < nstripes && rc == 0; i++) {
-            struct stripe_rows r = {.stripe = s0 + (uint64_t)i, .row = 0,
-                                    .nrows = (uint32_t)((s0 + (uint64_t)i + 1) * c <= start + nsec
-                                                            ? c : start + nsec - (s0 + (uint64_t)i) * c)};
-            rc = layout_stripe(&a->geom, r.stripe, &r.map);
-            if (rc)
-                break;
-            for (int m = 0; m < n; m++)
-                r.block[m] = mem + (size_t)m * len + (size_t)i * c * SECTOR;
-            rows_mark_unavailable(a, &r);
-            int lost = source >= 0 ? source : target;
-            r.unavailable[lost] = 1;
-            /* members whose batch read failed are read again for this stripe only */
-            unsigned char have[URAID_MAX_MEMBERS];
-            for (int m = 0; m < n; m++)
-                have[m] = readok[m] && m != lost;
-            rc = rebuild_stripe_rows(a, &r, have, lost, zero);
-            if (rc == 0 && source >= 0)
-                array_correct_read_error(a, source, r.block[source], r.nrows, r.stripe * c);
-            if (rc) {
-                job_fail(j, "stripe %llu (member sectors %llu-%llu) cannot be rebuilt: more blocks unreadable than "
-                            "RAID-%d survives",
-                         (unsigned long long)r.stripe, (unsigned long long)(r.stripe * c),
-                         (unsigned long long)(r.stripe * c + r.nrows - 1), a->geom.level);
-            }
+    uint8_t *pend = P->buf[P->cur], *next = P->buf[P->cur ^ 1];
+    if (P->have) {
+        int moved = 0;
+        for (int i = 0; i < npend; i++)
+            moved |= stripe_gen(&a->locks, stripes[i]) != P->gen[i];
+        if (moved) /* a user wrote to those stripes meanwhile */
+            rc = batch_alone(a, j, P->start, P->nsec, mem, pend, zero);
+    }
+    struct io_op ops[URAID_MAX_MEMBERS + 1];
+    int who[URAID_MAX_MEMBERS + 1], nops = 0;
+    unsigned char readok[URAID_MAX_MEMBERS] = {0};
+    if (rc == 0 && nsec)
+        add_batch_reads(a, j, start, nsec, mem, next, ops, who, &nops);
+    int wi = -1;
+    uint64_t out_offset;
+    struct member *out = out_dev(a, j, &out_offset);
+    if (rc == 0 && P->have) {
+        if (j->kind == URAID_JOB_REPLACE && __atomic_load_n(&a->replacement_failed, __ATOMIC_ACQUIRE)) {
+            job_fail(j, "member %s failed a write during the replace", out->path);
+            rc = -EIO;
+        } else {
+            wi = nops;
+            ops[nops++] = (struct io_op){.m = out, .kind = IO_WRITE, .buf = pend, .len = plen,
+                                         .offset = (out_offset + P->start) * SECTOR};
         }
     }
-    if (rc == 0 && j->kind == URAID_JOB_REPLACE && __atomic_load_n(&a->replacement_failed, __ATOMIC_ACQUIRE)) {
-        job_fail(j, "member %s failed a write during the replace", out->path);
-        rc = -EIO;
-    }
-    if (rc == 0) {
-        struct io_op w = {.m = out, .kind = IO_WRITE, .buf = result, .len = len,
-                          .offset = (out_offset + start) * SECTOR};
-        array_run_ops(a, &w, 1);
-        rc = w.result;
+    if (rc == 0)
+        array_run_ops(a, ops, nops);
+    if (rc == 0 && wi >= 0) {
+        rc = ops[wi].result;
         if (rc)
             job_fail(j, "member %s: write error at sector %llu during the %s: %s", out->path,
-                     (unsigned long long)(w.offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
-    }
-    if (rc == 0) {
-        if (j->kind == URAID_JOB_REPLACE)
-            __atomic_store_n(&a->replacement.recovered, start + nsec, __ATOMIC_RELEASE);
+                     (unsigned long long)(ops[wi].offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
         else
-            __atomic_store_n(&a->slot[target].recovered, start + nsec, __ATOMIC_RELEASE);
+            set_recovered(a, j, P->start + P->nsec);
+        P->have = 0;
+    }
+    if (rc == 0 && nsec) {
+        for (int i = 0; i < nops; i++)
+            if (i != wi)
+                readok[who[i]] = ops[i].result == 0;
+        rc = compute_batch(a, j, start, nsec, mem, next, readok, zero);
+        if (rc == 0) {
+            for (int i = npend; i < ns; i++)
+                P->gen[i - npend] = stripe_gen(&a->locks, stripes[i]);
+            P->have = 1;
+            P->start = start;
+            P->nsec = nsec;
+            P->cur ^= 1;
+        }
     }
     stripe_unlock_set(&a->locks, held, nheld);
     return rc;
+}
+
+int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    return pipe_step(a, j, start, nsec);
+}
+
+/* Writes the last pending batch (at the end of a job that ran through). */
+static int rebuild_drain(struct uraid_array *a, struct array_job *j)
+{
+    struct rebuild_pipe *P = j->priv;
+    return P && P->have ? pipe_step(a, j, 0, 0) : 0;
+}
+
+static void pipe_free(struct array_job *j)
+{
+    struct rebuild_pipe *P = j->priv;
+    if (P) {
+        free(P->buf[0]);
+        free(P->buf[1]);
+        free(P);
+    }
+    j->priv = NULL;
+}
+
+static int pipe_alloc(struct array_job *j, size_t batch_bytes)
+{
+    struct rebuild_pipe *P = calloc(1, sizeof *P);
+    if (!P)
+        return -ENOMEM;
+    P->buf[0] = aligned_alloc(4096, batch_bytes);
+    P->buf[1] = aligned_alloc(4096, batch_bytes);
+    j->priv = P;
+    if (!P->buf[0] || !P->buf[1]) {
+        pipe_free(j);
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 /* ---- replace: finishing ------------------------------------------------------------- */
@@ -217,6 +351,9 @@ int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uin
 static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
 {
     int src = j->source;
+    if (rc == 0)
+        rc = rebuild_drain(a, j);
+    pipe_free(j);
     struct array_slot repl = a->replacement;
     if (rc == 0 && (rc = member_flush(repl.dev)) != 0)
         job_fail(j, "member %s: flush failed at the end of the replace: %s", repl.dev->path, uraid_strerror(rc));
@@ -337,6 +474,8 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
             sl->old_data_offset = old_offset;
         }
     }
+    if (rc == 0 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR)) != 0)
+        uraid_why(why, whylen, "out of memory");
     j->step = rebuild_step;
     j->finish = j->kind == URAID_JOB_REPLACE ? replace_finish : rebuild_finish;
     j->checkpoint = j->kind == URAID_JOB_REPLACE ? NULL : rebuild_checkpoint;
