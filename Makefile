@@ -64,7 +64,7 @@ CLI_FUSE_CFLAGS := -DHAVE_FUSE3 $(shell pkg-config --cflags fuse3)
 CLI_FUSE_LIBS := $(shell pkg-config --libs fuse3)
 endif
 
-.PHONY: all check demo fuzz bench clean deps unit-tests san-tests
+.PHONY: all check demo fuzz bench bench-serve clean deps unit-tests san-tests
 all: $(BUILD)/liburaid.a $(BUILD)/liburaid.so $(BUILD)/uraid $(PLUGINS)
 
 $(BUILD)/nbdkit-%.so: plugins/nbdkit-%.c $(BUILD)/liburaid.a
@@ -120,6 +120,11 @@ demo: deps
 
 bench: all
 	$(BUILD)/uraid bench parity
+
+# The served array (NBD) beside nbdkit's file plugin and btrfs raid6, with fio
+# (SECONDS_PER_JOB=10 per job and target; about 3 minutes).
+bench-serve: all
+	@sh bench/fio_nbd.sh
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

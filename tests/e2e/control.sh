@@ -1,8 +1,9 @@
 #!/bin/sh
 # uraid status/fail/remove/add/stop against a serving array's control socket
 # (`uraid mount --foreground --control PATH` is the server): exit status 0
-# only on "ok", one-line errors, md's view (mdadm --examine) of a failed
-# member and of an added spare. Needs root, /dev/fuse, fusermount3 and mdadm:
+# only on "ok", one-line errors, md's view (mdadm --examine, compared with
+# uraid detail by t_mdadm_agrees) of a failed member and of an added spare,
+# while served and after stop. Needs root, /dev/fuse, fusermount3 and mdadm:
 # without them the test fails with the reason (never skips).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -71,7 +72,7 @@ expect "fail a member" 0 "" $URAID fail --control "$ctl" "$(d 1)"
 expect "status [4/3] [U_UU], degraded" 0 "\[4/3\] \[U_UU\]" $URAID status --control "$ctl"
 grep -q "State : clean, degraded\|State : active, degraded" "$t_tmp/out" && t_ok "state says degraded" \
     || t_fail "state degraded" "$(cat "$t_tmp/out")"
-expect "mdadm sees the failure in the others" 0 "Array State : A\.AA" mdadm --examine "$(d 0)"
+t_mdadm_agrees "served, d1 failed" "$(d 0)" "$(d 1)" "$(d 2)" "$(d 3)"
 expect "second failure refused (RAID-5)" 1 "^uraid fail: failing $(d 2) would leave RAID-5" \
     $URAID fail --control "$ctl" "$(d 2)"
 expect "not a member" 1 "^uraid fail: /x.img is not a member of this array\$" $URAID fail --control "$ctl" /x.img
@@ -88,6 +89,7 @@ expect "the spare is rebuilt into the slot by itself" 0 "spare.img\[1\] .*\[4/4\
 grep -q "background: recovery finished" "$t_tmp/out" && t_ok "status reports the finished recovery" \
     || t_fail "recovery line" "$(cat "$t_tmp/out")"
 expect "mdadm: the new member's role" 0 "Device Role : Active device 1" mdadm --examine "$t_tmp/spare.img"
+t_mdadm_agrees "served, spare rebuilt in" "$(d 0)" "$t_tmp/spare.img" "$(d 2)" "$(d 3)"
 expect "too small a spare refused" 1 "too small" $URAID add --control "$ctl" "$t_tmp/small.img"
 expect "the same spare twice refused" 1 "already a member" $URAID add --control "$ctl" "$t_tmp/spare.img"
 expect "stop" 0 "" $URAID stop --control "$ctl"
@@ -102,4 +104,5 @@ fi
 expect "after stop: no server" 1 "no server is listening on $ctl" $URAID status --control "$ctl"
 expect "reassembles whole with the rebuilt member" 0 "\[4/4\]" \
     $URAID detail "$(d 0)" "$(d 2)" "$(d 3)" "$t_tmp/spare.img"
+t_mdadm_agrees "after stop" "$(d 0)" "$(d 2)" "$(d 3)" "$t_tmp/spare.img"
 t_finish

@@ -2,7 +2,8 @@
 # uraid mount: a RAID-6 served through FUSE carries a real ext4 through a loop
 # device (--direct-io=on): files written, fsck clean, read back identical with
 # a member missing, and after the daemon is killed -9 mid-write the array
-# reopens dirty with everything synced before the kill intact. Needs root,
+# reopens dirty with everything synced before the kill intact; mdadm --examine
+# agrees with uraid on the members after the kill and at the end. Needs root,
 # /dev/fuse, loop devices, fusermount3 and e2fsprogs: without them the test
 # fails with the reason (never skips). Every step is bounded by `timeout`.
 cd "$(dirname "$0")/../.." || exit 1
@@ -191,6 +192,8 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     grep -q 'State : active' "$t_tmp/detail" && t_ok "after the kill: detail shows State : active (dirty)" \
         || t_fail "dirty after kill" "$(grep State "$t_tmp/detail")"
     # shellcheck disable=SC2086
+    t_mdadm_agrees "after the kill" $members
+    # shellcheck disable=SC2086
     if start_daemon $members && attach && $T mount "$loop" "$ext"; then
         t_ok "after the kill: array opens and ext4 mounts"
         got=$(sha256sum <"$ext/synced")
@@ -208,5 +211,7 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
 else
     t_fail "mount for the kill test" "$(cat "$t_tmp/daemon.log")"
 fi
+# shellcheck disable=SC2086
+t_mdadm_agrees "at the end" $members
 
 t_finish

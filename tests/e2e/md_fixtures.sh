@@ -3,7 +3,8 @@
 # uraid reads each one byte-identically (members given in reverse order),
 # healthy and with as many members left out as the level survives; the
 # degraded fixture with its stale member; the bad-block fixture; and
-# `uraid examine` agrees with `mdadm --examine`, `uraid detail` with MANIFEST.
+# `uraid examine` agrees with `mdadm --examine`, `uraid detail` with MANIFEST,
+# and with every member's mdadm --examine (roles, stale member, events).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
@@ -63,6 +64,8 @@ for dir in "$FIX"/*/; do
         t_fail "$name: detail" "$(cat "$t_tmp/detail")"
     fi
     compare_examine "$(echo $members | cut -d' ' -f1)"
+    # shellcheck disable=SC2086
+    t_mdadm_agrees "$name" $members
 
     # Leave members out up to what the level survives.
     set -- $members

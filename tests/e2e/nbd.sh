@@ -5,7 +5,8 @@
 # images in and out unchanged; fio (8 connections, random writes of 4k-512k,
 # crc32c verify) passes, also while a member fails on a write error mid-run;
 # `uraid fail --control` mid-run likewise, and `uraid stop` stops it;
-# SIGTERM leaves a clean array that mdadm --examine agrees with; a second
+# SIGTERM leaves a clean array; after each server mdadm --examine agrees with
+# uraid on roles, faulty members and events (t_mdadm_agrees); a second
 # server on a live socket, bad options and bad members are refused with one
 # line and leave the members untouched. Every step is bounded by `timeout`.
 cd "$(dirname "$0")/../.." || exit 1
@@ -186,15 +187,8 @@ if stop_server; then t_ok "SIGTERM stops the server (exit 0, socket removed)"; e
 $URAID detail $m >"$t_tmp/detail" 2>&1
 grep -q "State : clean$" "$t_tmp/detail" && grep -q "\[6/6\] \[UUUUUU\]" "$t_tmp/detail" \
     && t_ok "after the server stops: State : clean [UUUUUU]" || t_fail "clean after stop" "$(cat "$t_tmp/detail")"
-ours=$(awk '/ Events :/ {print $3}' "$t_tmp/detail")
-bad=""
-for f in $m; do
-    e=$(mdadm --examine "$f" 2>/dev/null | awk '/ Events :/ {print $3}')
-    s=$(mdadm --examine "$f" 2>/dev/null | awk '/^ *State :/ {print $3}')
-    [ "$e" = "$ours" ] && [ "$s" = clean ] || bad="$bad $(basename "$f"):events=$e,state=$s"
-done
-[ -n "$ours" ] && [ -z "$bad" ] && t_ok "mdadm --examine agrees: every member clean, events $ours" \
-    || t_fail "mdadm --examine agrees" "uraid events '$ours';$bad"
+# shellcheck disable=SC2086
+t_mdadm_agrees "after SIGTERM" $m
 
 # A member that fails on a write error in the middle of the fio run (a
 # simulated disk error past the first 8 MiB of d3's data): the engine fails
@@ -211,6 +205,8 @@ if start_server --member-layer "$t_tmp/d3:write-eio=24M+8M"; then
     $URAID detail $m >"$t_tmp/detail" 2>&1
     grep -q "\[6/5\]" "$t_tmp/detail" && t_ok "the failed member is recorded: [6/5]" \
         || t_fail "failed member recorded" "$(grep -E 'State :|Status' "$t_tmp/detail")"
+    # shellcheck disable=SC2086
+    t_mdadm_agrees "d3 failed on a write error" $m
 else
     t_fail "serve with a fault layer" "$(tail -n 3 "$t_tmp/server.err")"
 fi
@@ -259,6 +255,8 @@ if start_server --control "$ctl" --member-layer "throttle=40M"; then
     $URAID detail $m >"$t_tmp/detail" 2>&1
     grep -q "\[6/5\]" "$t_tmp/detail" && grep -q "State : clean, degraded" "$t_tmp/detail" \
         && t_ok "after stop: clean, degraded [6/5]" || t_fail "after stop" "$(grep -E 'State :|Status' "$t_tmp/detail")"
+    # shellcheck disable=SC2086
+    t_mdadm_agrees "d2 failed through the control socket" $m
 else
     t_fail "serve with --control" "$(tail -n 3 "$t_tmp/server.err")"
 fi

@@ -21,3 +21,79 @@ t_finish() {
     echo "$t_suite: $t_passed passed, $t_failed failed"
     [ "$t_failed" -eq 0 ]
 }
+
+# t_mdadm_agrees NAME MEMBER...: md's reading of the members' superblocks
+# (`mdadm --examine`, a decoder independent of ours) agrees with the array
+# uraid assembles from them (`uraid detail`, the view `uraid status` gives
+# of a serving array). Meant for an array at rest; it also works while one
+# is served, since detail opens the members read-only and reports what their
+# superblocks say (so it shows whether the server has written them):
+#   - every member: checksum correct, Array UUID the array's, listed by detail;
+#   - an in-sync member: Device Role "Active device N" for detail's slot N;
+#     Events and State (clean/active) the array's; Array State (A/.) the
+#     same as detail's [U_] status, so both agree which slots are faulty
+#     or missing;
+#   - a spare: Device Role "spare" and the array's Events;
+#   - a faulty or stale member: Events behind the array's (md leaves it out
+#     for that reason too).
+# Give every member the array has: one left out is missing to uraid but not
+# in md's superblocks. One ok/FAIL line; a failure lists every disagreement.
+_ma_f() { sed -n "s/^ *$1 : \\([^ ]*\\).*/\\1/p" "$_ma_x" | head -n 1; }
+t_mdadm_agrees() {
+    _ma_name=$1; shift
+    _ma_d=$t_tmp/agree.detail
+    if ! $URAID detail "$@" >"$_ma_d" 2>&1 && ! $URAID detail --force "$@" >"$_ma_d" 2>&1; then
+        t_fail "$_ma_name: mdadm --examine agrees with uraid" "uraid detail: $(tail -n 1 "$_ma_d")"
+        return 1
+    fi
+    _ma_events=$(awk '$1 == "Events" && $2 == ":" { print $3; exit }' "$_ma_d")
+    _ma_state=$(awk '$1 == "State" && $2 == ":" { sub(",", "", $3); print $3; exit }' "$_ma_d")
+    _ma_uuid=$(awk '$1 == "UUID" && $2 == ":" { print $3; exit }' "$_ma_d")
+    _ma_status=$(sed -n 's/^ *Status : \[[0-9]*\/[0-9]*\] \[\([U_]*\)\]$/\1/p' "$_ma_d" | tr U_ A.)
+    _ma_bad=""
+    [ -n "$_ma_events" ] && [ -n "$_ma_state" ] && [ -n "$_ma_uuid" ] && [ -n "$_ma_status" ] \
+        || _ma_bad=" uraid detail printed no Events/State/UUID/Status"
+    _ma_n=0
+    for _ma_m in "$@"; do
+        _ma_n=$((_ma_n + 1))
+        # detail's row for this path: "NUMBER SLOT STATE... PATH"
+        _ma_row=$(awk -v p="$_ma_m" 'seen && $NF == p { $1 = ""; $NF = ""; print; exit }
+            $1 == "Number" && $2 == "RaidDevice" { seen = 1 }' "$_ma_d")
+        _ma_slot=$(echo "$_ma_row" | awk '{ print $1 }')
+        _ma_ustate=$(echo "$_ma_row" | awk '{ print $2 }')
+        _ma_x=$t_tmp/agree.examine
+        if ! mdadm --examine "$_ma_m" >"$_ma_x" 2>&1; then
+            _ma_bad="$_ma_bad [$_ma_m: mdadm --examine: $(tail -n 1 "$_ma_x")]"
+            continue
+        fi
+        _ma_role=$(sed -n 's/^ *Device Role : //p' "$_ma_x")
+        _ma_mev=$(_ma_f Events)
+        _ma_w="$_ma_m ($_ma_ustate${_ma_slot:+ slot $_ma_slot})"
+        grep -q '^ *Checksum : .* - correct$' "$_ma_x" || _ma_bad="$_ma_bad [$_ma_w: checksum not correct]"
+        [ "$(_ma_f 'Array UUID')" = "$_ma_uuid" ] \
+            || _ma_bad="$_ma_bad [$_ma_w: Array UUID mdadm $(_ma_f 'Array UUID'), uraid $_ma_uuid]"
+        case $_ma_ustate in
+            active)
+                [ "$_ma_role" = "Active device $_ma_slot" ] \
+                    || _ma_bad="$_ma_bad [$_ma_w: mdadm role '$_ma_role']"
+                [ "$_ma_mev" = "$_ma_events" ] || _ma_bad="$_ma_bad [$_ma_w: mdadm events $_ma_mev, uraid $_ma_events]"
+                [ "$(_ma_f State)" = "$_ma_state" ] || _ma_bad="$_ma_bad [$_ma_w: mdadm state $(_ma_f State), uraid $_ma_state]"
+                [ "$(_ma_f 'Array State')" = "$_ma_status" ] \
+                    || _ma_bad="$_ma_bad [$_ma_w: mdadm Array State $(_ma_f 'Array State'), uraid $_ma_status]" ;;
+            spare)
+                [ "$_ma_role" = spare ] || _ma_bad="$_ma_bad [$_ma_w: mdadm role '$_ma_role']"
+                [ "$_ma_mev" = "$_ma_events" ] || _ma_bad="$_ma_bad [$_ma_w: mdadm events $_ma_mev, uraid $_ma_events]" ;;
+            faulty|stale)
+                [ -n "$_ma_mev" ] && [ -n "$_ma_events" ] && [ "$_ma_mev" -lt "$_ma_events" ] \
+                    || _ma_bad="$_ma_bad [$_ma_w: mdadm events $_ma_mev not behind the array's $_ma_events]" ;;
+            *)
+                _ma_bad="$_ma_bad [$_ma_m: not listed by uraid detail]" ;;
+        esac
+    done
+    if [ -z "$_ma_bad" ]; then
+        t_ok "$_ma_name: mdadm --examine agrees with uraid detail ($_ma_n members, events $_ma_events, [$_ma_status])"
+    else
+        t_fail "$_ma_name: mdadm --examine agrees with uraid detail" "${_ma_bad# }"
+        return 1
+    fi
+}
