@@ -84,6 +84,7 @@ expect "the old one is faulty in the others' superblocks" 0 "Array State : AAAAA
 final="$(d 0) $(d 1) $(d 6) $t_tmp/new.img $(d 4) $(d 5)"
 expect "after replace: data identical without members 4 and 5" 0 "" sh -c \
     "$URAID cat $(d 0) $(d 1) $(d 6) $t_tmp/new.img | head -c 157286400 | sha256sum | grep -q $want"
+t_mdadm_agrees "after rebuild and replace" $final
 expect "replace: not a member" 2 "is not an active member" $URAID replace $final --old /x.img --with "$(d 3)"
 expect "replace: missing --with" 2 "give the member to replace" $URAID replace $final --old "$(d 4)"
 t_finish
