@@ -312,7 +312,7 @@ static int scrub_finish(struct uraid_array *a, struct array_job *j, int rc)
                     rc = f;
                 }
             }
-    uraid_log(mism ? URAID_LOG_WARN : URAID_LOG_INFO, "%s %s: mismatch_cnt %llu sectors, repaired %llu sectors%s",
+    uraid_log(URAID_LOG_INFO, "%s %s: mismatch_cnt %llu sectors, repaired %llu sectors%s",
               uraid_job_name(j->kind), rc == 0 ? "done" : "stopped early", (unsigned long long)mism,
               (unsigned long long)rep, mism && j->kind == URAID_JOB_CHECK ? " (run 'uraid repair' to fix them)" : "");
     return rc;
