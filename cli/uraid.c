@@ -27,6 +27,7 @@ static const struct verb verbs[] = {
     {"add", cmd_add, "add a spare to a serving array: [--control PATH] MEMBER"},
     {"check", cmd_check, "count parity mismatches and list them: MEMBERS... | --control PATH [--wait] (exit 3: found)"},
     {"repair", cmd_repair, "check and rewrite the wrong block (RAID-6) or parity (RAID-5): MEMBERS... | --control PATH"},
+    {"idle", cmd_idle, "stop a serving array's check, repair or rebuild (md's sync_action idle): [--control PATH]"},
     {"stop", cmd_stop, "ask a serving array to shut down cleanly: [--control PATH]"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
@@ -42,7 +43,7 @@ static void usage(FILE *out)
                  "  --parity NAME     force a parity routine (also URAID_PARITY=NAME)\n"
                  "  -h, --help        this text\n"
                  "  --version         print the version\n"
-                 "\nstatus, fail, remove, add, stop (and check/repair --control) talk to the control socket\n"
+                 "\nstatus, fail, remove, add, idle, stop (and check/repair --control) talk to the control socket\n"
                  "of a serving array: "
                  "--control PATH, else $URAID_CONTROL, else the only socket in " URAID_CTL_DEFAULT_DIR "\n");
 }
