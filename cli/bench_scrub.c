@@ -8,6 +8,10 @@
  * member's data area once); ratio = check / raw, where raw is the mean of
  * a raw pass just before and one just after that check; the run with the
  * median ratio of 5 is shown.
+ * "cpu ratio" = CPU time of the raw passes / CPU time of the check (the
+ * check's includes opening and closing the array): the ratio a machine
+ * with every core free for the benchmark would show, when the rates are
+ * bound by the CPU (memory-backed members) and the machine is shared.
  * --throttle N also runs the members simulated at N MB/s each (the
  * reference is then n x N: disks, not memory, set the pace). */
 #include <errno.h>
@@ -29,6 +33,13 @@ struct sopts {
     uint64_t member_bytes, chunk, throttle_mb;
     const char *dir;
 };
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static double now_s(void)
 {
@@ -111,16 +122,21 @@ static double check_once(char paths[][256], int n, const char *sim, uint64_t *mi
     return rc ? -1 : (double)st.total_sectors * 512.0 * n / secs / 1e6;
 }
 
-static void row(const struct sopts *o, const char *test, double ours, double ref, int *first)
+/* cpu: CPU time of the reference / CPU time of the check for the same
+ * bytes (0 when not measured): what the ratio would be with every core free. */
+static void row(const struct sopts *o, const char *test, double ours, double ref, double cpu, int *first)
 {
     if (o->json) {
         printf("%s\n    {\"level\": %d, \"members\": %d, \"test\": \"%s\", \"mbps\": %.1f, \"ref_mbps\": %.1f, "
-               "\"ratio\": %.3f}",
-               *first ? "" : ",", o->level, o->members, test, ours, ref, ref > 0 ? ours / ref : 0);
+               "\"ratio\": %.3f, \"cpu_ratio\": %.3f}",
+               *first ? "" : ",", o->level, o->members, test, ours, ref, ref > 0 ? ours / ref : 0, cpu);
         *first = 0;
     } else {
-        printf("  RAID-%d n=%d %-26s %9.1f MB/s   reference %9.1f   ratio %.2f\n", o->level, o->members, test,
-               ours, ref, ref > 0 ? ours / ref : 0);
+        printf("  RAID-%d n=%d %-26s %9.1f MB/s   reference %9.1f   ratio %.2f", o->level, o->members, test, ours,
+               ref, ref > 0 ? ours / ref : 0);
+        if (cpu > 0)
+            printf("   cpu ratio %.2f", cpu);
+        printf("\n");
     }
     fflush(stdout);
 }
@@ -209,12 +225,17 @@ static int run(const struct sopts *o, int throttled, int *first)
     snprintf(sim, sizeof sim, "throttle=%lluM", (unsigned long long)o->throttle_mb);
     /* the machine's load drifts: each run's check sits between two raw
      * passes and is compared with their mean; the median run is shown */
-    double ours[RUNS], ref[RUNS], ratio[RUNS];
+    double ours[RUNS], ref[RUNS], ratio[RUNS], cpu[RUNS];
     uint64_t mism = 0, m = 0;
     for (int r = 0; r < RUNS && status == 0; r++) {
+        double c0 = cpu_s();
         double before = throttled ? (double)o->throttle_mb * o->members : raw_read(paths, o->members, off, len);
+        double c1 = cpu_s();
         ours[r] = check_once(paths, o->members, throttled ? sim : NULL, &m);
+        double c2 = cpu_s();
         double after = throttled ? before : raw_read(paths, o->members, off, len);
+        double c3 = cpu_s();
+        cpu[r] = throttled ? 0 : (c1 - c0 + c3 - c2) / 2 / (c2 - c1);
         ref[r] = (before + after) / 2;
         mism += m;
         if (ours[r] < 0 || before < 0 || after < 0)
@@ -235,7 +256,7 @@ static int run(const struct sopts *o, int throttled, int *first)
             snprintf(name, sizeof name, "check, members at %lluM/s", (unsigned long long)o->throttle_mb);
         else
             snprintf(name, sizeof name, "check vs parallel pread");
-        row(o, name, ours[med], ref[med], first);
+        row(o, name, ours[med], ref[med], cpu[med], first);
     }
     if (mism) {
         cli_error("bench scrub", "a healthy array reported mismatch_cnt %llu", (unsigned long long)mism);
