@@ -2,9 +2,10 @@
  * and compare its parity with its data, like md's sync_action check/repair.
  *
  * Per batch of stripes (under the stripes' locks, so a writer never shows a
- * half-updated stripe): one large read per member, then per stripe
- * uraid_check's per-sector verdicts, grouped per 4 KiB page as md counts
- * mismatch_cnt (8 sectors per page that disagrees).
+ * half-updated stripe), split over the processors: one read per member for
+ * each group of stripes, then per stripe uraid_check's per-sector verdicts,
+ * grouped per 4 KiB page as md counts mismatch_cnt (8 sectors per page that
+ * disagrees).
  *
  * What a page's verdicts mean:
  *   RAID-4/5: parity disagrees; which block is wrong cannot be told, so
@@ -138,7 +139,9 @@ static int repair_block(struct scrub_ctx *x, struct stripe_rows *r, int m, uint3
         return rc;
     uint64_t msec = r->stripe * a->geom.chunk_sectors + r->row + off;
     struct io_op op = array_op(a, m, IO_WRITE, r->block[m] + skip, nsec, msec);
-    /* readers that reuse unlocked reads must see the stripe change */
+    /* readers that reuse unlocked reads must see the stripe change; they
+     * compare the count under the lock, which this batch holds until every
+     * part's bumps are done, so parts bumping at once do no harm */
     stripe_gen_bump(&a->locks, x->held, x->nheld);
     array_run_ops(a, &op, 1);
     stripe_gen_bump(&a->locks, x->held, x->nheld);
@@ -247,9 +250,9 @@ static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigne
         compare_rows(x, r, lost > 0);
 }
 
-/* One part of a batch: whole stripes [s0, s0 + nstripes) read with one
- * request per member and checked, on its own thread. Findings are kept
- * here and recorded in stripe order once every part is done. */
+/* One part of a batch: consecutive whole stripes read and checked on its
+ * own thread. Findings are kept here and recorded in stripe order once
+ * every part is done. */
 #define PART_FINDINGS 64
 #define MIN_PART_STRIPES 4
 #define MAX_PARTS 4
@@ -315,10 +318,12 @@ static void *part_run(void *arg)
  * page-cache and tmpfs members do their copying). */
 static int parts_for(int nstripes)
 {
-    static int ncpu;
+    static int cached; /* jobs of several arrays may ask at once */
+    int ncpu = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (!ncpu) {
         long v = sysconf(_SC_NPROCESSORS_ONLN);
         ncpu = v < 1 ? 1 : v > MAX_PARTS ? MAX_PARTS : (int)v;
+        __atomic_store_n(&cached, ncpu, __ATOMIC_RELAXED);
     }
     int parts = nstripes / MIN_PART_STRIPES;
     return parts < 1 ? 1 : parts > ncpu ? ncpu : parts;
