@@ -9,7 +9,8 @@
  *   - mismatch_cnt in units of 8 sectors per 4 KiB page;
  *   - healthy arrays: nothing found; a writer thread during checks: no
  *     false mismatches (the stripe locks);
- *   - a read error during check: rebuilt and rewritten;
+ *   - a read error during check: rebuilt and rewritten; beyond redundancy:
+ *     an UNREADABLE finding and the check goes on;
  *   - degraded arrays: check refused when nothing can be compared, repair
  *     refused on a degraded RAID-6.
  * Prints its seed; URAID_SEED (or URAID_TEST_SEED) replays. */
@@ -393,6 +394,52 @@ out:
     harness_end();
 }
 
+/* ---- beyond redundancy: unreadable, and the scrub goes on ------------------------ */
+
+static void test_unreadable(void)
+{
+    harness_begin("RAID-5: two members unreadable at one place: UNREADABLE, the check goes on");
+    struct fx f;
+    if (setup(&f, 5, 4, 4u << 20))
+        goto out;
+    uint64_t stripe = 3, moff = stripe * CHUNK + 8 * K;
+    int s0 = member_of(&f, stripe, 0, 0), s1 = member_of(&f, stripe, 1, 0);
+    uint64_t later = 6 * CHUNK;                     /* a mismatch after the unreadable place */
+    int s2 = member_of(&f, 6, 0, 1);
+    corrupt(&f, s2, later, 512);
+    const char *paths[FX_MAXM], *sim[FX_MAXM];
+    for (int s = 0; s < f.n; s++) {
+        paths[s] = f.path[s];
+        sim[s] = "latency=0us";
+    }
+    struct uraid_open_params op = {.member_sim = sim};
+    struct uraid_array *a = NULL;
+    char why[256], spec[96];
+    int rc = uraid_open(paths, f.n, &op, &a, why, sizeof why);
+    CHECK(rc == 0, "open: %s", why);
+    if (rc)
+        goto out;
+    snprintf(spec, sizeof spec, "read-eio=%llu+%u", (unsigned long long)(f.data_offset + moff), 4 * K);
+    CHECK(uraid_inject(a, s0, spec) == 0 && uraid_inject(a, s1, spec) == 0, "inject %s", spec);
+    struct run r;
+    run_job(a, URAID_JOB_CHECK, &r);
+    CHECK(r.rc == 0 && r.nf == 2, "%s: result %d, %zu findings", f.label, r.rc, r.nf);
+    if (r.nf == 2) {
+        CHECK(r.f[0].kind == URAID_FOUND_UNREADABLE && r.f[0].member_sector == moff / 512 && r.f[0].nsec == 8,
+              "%s: first finding kind %d sector %llu nsec %u", f.label, r.f[0].kind,
+              (unsigned long long)r.f[0].member_sector, r.f[0].nsec);
+        CHECK(r.f[1].kind == URAID_FOUND_P && r.f[1].member_sector == later / 512, "%s: second finding kind %d",
+              f.label, r.f[1].kind);
+    }
+    struct uraid_counters c;
+    uraid_get_counters(a, &c);
+    CHECK(c.member_failures == 0, "%s: %llu members failed", f.label, (unsigned long long)c.member_failures);
+    uraid_close(a);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 /* ---- degraded arrays ---------------------------------------------------------------- */
 
 static void test_degraded(void)
@@ -460,6 +507,7 @@ int main(int argc, char **argv)
     test_multi();
     test_concurrent_writes();
     test_read_error();
+    test_unreadable();
     test_degraded();
     return harness_finish();
 }
