@@ -83,7 +83,11 @@ int cmd_fail(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_idle(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* cmd_check.c: check and repair (exit 3 when mismatches are found/left) */
+int cmd_check(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 
 void cli_print_uuid(const uint8_t *u);

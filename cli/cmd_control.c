@@ -1,4 +1,4 @@
-/* uraid status|fail|remove|add|stop [--control PATH] [MEMBER]: requests to
+/* uraid status|fail|remove|add|stop|idle [--control PATH] [MEMBER]: requests to
  * the control socket of a serving array (include/uraid_ctl.h), like
  * `mdadm --manage` and `cat /proc/mdstat` for md. The socket is PATH, else
  * $URAID_CONTROL, else the one socket in URAID_CTL_DEFAULT_DIR (/run/uraid,
@@ -151,3 +151,4 @@ int cmd_add(int argc, char **argv)
     return control("add", argc, argv, 1);
 }
 int cmd_stop(int argc, char **argv) { return control("stop", argc, argv, 0); }
+int cmd_idle(int argc, char **argv) { return control("idle", argc, argv, 0); }

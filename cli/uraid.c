@@ -28,6 +28,9 @@ static const struct verb verbs[] = {
     {"add", cmd_add, "add a spare: [--control PATH] NEW (serving array) or MEMBERS... --spare NEW..."},
     {"rebuild", cmd_rebuild, "rebuild a failed slot onto a spare: MEMBERS... [--spare NEW] [--speed-limit BYTES/s]"},
     {"replace", cmd_replace, "copy a working member onto a new one, then retire it: MEMBERS... --old M --with NEW"},
+    {"check", cmd_check, "count parity mismatches and list them: MEMBERS... | --control PATH [--wait] (exit 3: found)"},
+    {"repair", cmd_repair, "check and rewrite the wrong block (RAID-6) or parity (RAID-5): MEMBERS... | --control PATH"},
+    {"idle", cmd_idle, "stop a serving array's check, repair or rebuild (md's sync_action idle): [--control PATH]"},
     {"stop", cmd_stop, "ask a serving array to shut down cleanly: [--control PATH]"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
@@ -43,7 +46,8 @@ static void usage(FILE *out)
                  "  --parity NAME     force a parity routine (also URAID_PARITY=NAME)\n"
                  "  -h, --help        this text\n"
                  "  --version         print the version\n"
-                 "\nstatus, fail, remove, add and stop talk to the control socket of a serving array:\n"
+                 "\nstatus, fail, remove, add, idle, stop (and check/repair --control) talk to the control socket\n"
+                 "of a serving array: "
                  "--control PATH, else $URAID_CONTROL, else the only socket in " URAID_CTL_DEFAULT_DIR "\n");
 }
 

@@ -8,11 +8,24 @@
  *   remove MEMBER      -> forget a faulty or spare member
  *   add MEMBER         -> open MEMBER and keep it as a spare
  *   stop               -> ask the owner to stop serving (clean shutdown)
+ *   check              -> start a check in the background (md's sync_action
+ *                         "check"): count and list parity mismatches
+ *   repair             -> start a repair (sync_action "repair"): as check, and
+ *                         rewrite the one wrong block of each mismatch
+ *   idle               -> stop the running background job (sync_action "idle";
+ *                         "ok" also when nothing runs)
+ *   findings           -> "ok\n" + the last check's or repair's findings, one
+ *                         line each (uraid_findings_text); nothing when none
+ * Progress and the result of check/repair are the "background:" line (the
+ * last line) of the status text.
  * Responses start with "ok" or "error: <one line>". Malformed requests get an
  * error and never stop the server. Only root or the socket's owner may
  * connect (SO_PEERCRED), and the socket file is created 0600. */
 #ifndef URAID_CTL_H
 #define URAID_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "uraid.h"
 
@@ -43,6 +56,19 @@ int uraid_ctl_request(const char *path, const char *request, char *buf, size_t b
 /* The status text of an array (what "status" returns, and DIR/status of a
  * FUSE mount): state, [n/m] [UU_U], members, counters, background work. */
 int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen);
+
+/* The findings of the current or last check/repair, one line each, e.g.
+ * "stripe 5: member /srv/d2.img sector 2176 (slot 2), 8 sectors: data block
+ * wrong, repaired" (the sector counts from the start of the member file).
+ * Returns 0, or -ENOBUFS when buf was too small (the lines that fit are
+ * there, each complete), -ENOMEM. */
+int uraid_findings_text(struct uraid_array *a, char *buf, size_t buflen);
+
+/* One finding as such a line (without a newline): path and data offset of
+ * the member in f->slot (path NULL or "" when the finding names no member);
+ * repair: the finding comes from a repair (says what was not repaired). */
+void uraid_finding_line(const struct uraid_finding *f, const char *path, uint64_t data_offset_sectors, int repair,
+                        char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1,14 +1,461 @@
-/* Check and repair (scrub): being written; until then the job refuses to start. */
+/* Check and repair (scrub): background jobs (job.c) that read every stripe
+ * and compare its parity with its data, like md's sync_action check/repair.
+ *
+ * Per batch of stripes (under the stripes' locks, so a writer never shows a
+ * half-updated stripe), split over the processors: one read per member for
+ * each group of stripes, then per stripe uraid_check's per-sector verdicts,
+ * grouped per 4 KiB page as md counts mismatch_cnt (8 sectors per page that
+ * disagrees).
+ *
+ * What a page's verdicts mean:
+ *   RAID-4/5: parity disagrees; which block is wrong cannot be told, so
+ *     repair rewrites P (what md does).
+ *   RAID-6: the syndromes name the one wrong block (a data chunk, P or Q);
+ *     repair recomputes exactly that block from the others. A page where
+ *     more than one block disagrees (or whose sectors blame different
+ *     blocks) is MULTI: reported, never "fixed", since rewriting any block
+ *     would only make a wrong stripe consistent.
+ *   A stripe checked with one block rebuilt (a RAID-6 member missing or a
+ *     read error) has one redundancy left: a mismatch there cannot be
+ *     pinned on a block and is reported as MULTI.
+ * Read errors are rebuilt from the stripe and rewritten (md corrects them
+ * during check too); a stripe that cannot be read at all becomes an
+ * UNREADABLE finding and the scrub goes on.
+ *
+ * States of one stripe: READ --(all read or rebuilt)--> CHECKED
+ *   --(REPAIR and a single block wrong)--> REWRITTEN; READ --(too many
+ *   blocks lost)--> UNREADABLE. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "array/array.h"
+#include "array/dataio.h"
 #include "log.h"
+
+#define PAGE_SECTORS 8u
+
+struct scrub_part;
+
+/* What one step works with, besides the stripe's rows. */
+struct scrub_ctx {
+    struct uraid_array *a;
+    struct array_job *j;
+    uint8_t *zero;            /* all-zero chunk, DDF layouts */
+    uint8_t *verdict;         /* per sector of a chunk */
+    int16_t *bad_slot;
+    const uint16_t *held;     /* the batch's stripe locks, for the seqlock */
+    int nheld;
+    struct scrub_part *part;  /* where findings wait to be recorded in order */
+};
+
+static const char *kind_text(enum uraid_finding_kind k)
+{
+    switch (k) {
+    case URAID_FOUND_P: return "P (parity) block wrong";
+    case URAID_FOUND_Q: return "Q block wrong";
+    case URAID_FOUND_DATA: return "data block wrong";
+    case URAID_FOUND_MULTI: return "more than one block disagrees";
+    case URAID_FOUND_UNREADABLE: return "stripe unreadable";
+    }
+    return "?";
+}
+
+static void keep_finding(struct scrub_ctx *x, const struct uraid_finding *f);
+
+static void record(struct scrub_ctx *x, const struct uraid_finding *f)
+{
+    struct uraid_array *a = x->a;
+    keep_finding(x, f);
+    const char *verb = uraid_job_name(x->j->kind);
+    if (f->slot >= 0 && a->slot[f->slot].dev) {
+        uraid_log(f->kind == URAID_FOUND_UNREADABLE ? URAID_LOG_ERROR : URAID_LOG_INFO,
+                  "%s: stripe %llu: member %s sectors %llu-%llu (slot %d): %s%s", verb, (unsigned long long)f->stripe,
+                  a->slot[f->slot].dev->path, (unsigned long long)(a->slot[f->slot].data_offset + f->member_sector),
+                  (unsigned long long)(a->slot[f->slot].data_offset + f->member_sector + f->nsec - 1), f->slot,
+                  kind_text(f->kind),
+                  f->repaired ? ", repaired" : x->j->kind == URAID_JOB_REPAIR ? ", NOT repaired" : "");
+    } else {
+        uraid_log(f->kind == URAID_FOUND_UNREADABLE ? URAID_LOG_ERROR : URAID_LOG_WARN,
+                  "%s: stripe %llu, member sectors %llu-%llu past data_offset: %s; not repaired (the wrong block "
+                  "cannot be told: restore those array sectors from a backup)",
+                  verb, (unsigned long long)f->stripe, (unsigned long long)f->member_sector,
+                  (unsigned long long)(f->member_sector + f->nsec - 1), kind_text(f->kind));
+    }
+}
+
+/* The block (member slot) a page's verdicts blame, or -1 when it is more
+ * than one or cannot be told. */
+static int page_culprit(const struct stripe_map *map, const uint8_t *v, const int16_t *bs, int *multi)
+{
+    int who = -1;
+    *multi = 0;
+    for (unsigned s = 0; s < PAGE_SECTORS; s++) {
+        int m;
+        switch (v[s]) {
+        case URAID_CHECK_OK: continue;
+        case URAID_CHECK_P_BAD: m = map->p_disk; break;
+        case URAID_CHECK_Q_BAD: m = map->q_disk; break;
+        case URAID_CHECK_DATA_BAD: m = bs[s] >= 0 && bs[s] < map->nslots ? map->slot_disk[bs[s]] : -1; break;
+        default: m = -1;
+        }
+        if (m < 0 || (who >= 0 && m != who)) {
+            *multi = 1;
+            return -1;
+        }
+        who = m;
+    }
+    return who;
+}
+
+/* Recomputes member m's rows [off, off + nsec) of the stripe from the
+ * others, in place, and writes them back. */
+static int repair_block(struct scrub_ctx *x, struct stripe_rows *r, int m, uint32_t off, uint32_t nsec)
+{
+    struct uraid_array *a = x->a;
+    const struct stripe_map *map = &r->map;
+    int nslots = map->nslots, raid6 = a->nparity == 2, lost = -1;
+    void *blocks[URAID_PARITY_MAX_K + 2];
+    size_t skip = (size_t)off * SECTOR;
+    for (int s = 0; s < nslots; s++) {
+        int d = map->slot_disk[s];
+        blocks[s] = d < 0 ? x->zero : r->block[d] + skip;
+        if (d == m)
+            lost = s;
+    }
+    blocks[nslots] = r->block[map->p_disk] + skip;
+    if (m == map->p_disk)
+        lost = nslots;
+    if (raid6) {
+        blocks[nslots + 1] = r->block[map->q_disk] + skip;
+        if (m == map->q_disk)
+            lost = nslots + 1;
+    }
+    if (lost < 0)
+        return -EINVAL;
+    int rc = uraid_recover(nslots, (size_t)nsec * SECTOR, blocks, raid6, 1, &lost);
+    if (rc)
+        return rc;
+    uint64_t msec = r->stripe * a->geom.chunk_sectors + r->row + off;
+    struct io_op op = array_op(a, m, IO_WRITE, r->block[m] + skip, nsec, msec);
+    /* readers that reuse unlocked reads must see the stripe change; they
+     * compare the count under the lock, which this batch holds until every
+     * part's bumps are done, so parts bumping at once do no harm */
+    stripe_gen_bump(&a->locks, x->held, x->nheld);
+    array_run_ops(a, &op, 1);
+    stripe_gen_bump(&a->locks, x->held, x->nheld);
+    if (op.result) {
+        uraid_log(URAID_LOG_ERROR, "member %s: write error at sector %llu while repairing: %s",
+                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR), uraid_strerror(op.result));
+        array_member_failed(a, m, op.result, "rewriting a block that repair found wrong");
+    }
+    return op.result;
+}
+
+/* One run of consecutive pages blaming the same block: count, repair, record. */
+static void settle_run(struct scrub_ctx *x, struct stripe_rows *r, int m, int multi, uint32_t first, uint32_t nsec)
+{
+    struct uraid_array *a = x->a;
+    struct uraid_finding f = {.member_sector = r->stripe * a->geom.chunk_sectors + r->row + first, .nsec = nsec,
+                              .stripe = r->stripe, .slot = multi ? -1 : m};
+    f.kind = multi ? URAID_FOUND_MULTI
+           : m == r->map.p_disk ? URAID_FOUND_P
+           : m == r->map.q_disk ? URAID_FOUND_Q : URAID_FOUND_DATA;
+    __atomic_add_fetch(&x->j->mismatch_sectors, nsec, __ATOMIC_RELAXED);
+    if (x->j->kind == URAID_JOB_REPAIR && !multi && repair_block(x, r, m, first, nsec) == 0) {
+        f.repaired = 1;
+        __atomic_add_fetch(&x->j->repaired_sectors, nsec, __ATOMIC_RELAXED);
+    }
+    record(x, &f);
+}
+
+/* Compares the rows (all present, `reduced` if one was rebuilt) and settles
+ * every page that disagrees. */
+static void compare_rows(struct scrub_ctx *x, struct stripe_rows *r, int reduced)
+{
+    struct uraid_array *a = x->a;
+    const struct stripe_map *map = &r->map;
+    int nslots = map->nslots, raid6 = a->nparity == 2;
+    const void *blocks[URAID_PARITY_MAX_K + 2];
+    for (int s = 0; s < nslots; s++)
+        blocks[s] = map->slot_disk[s] < 0 ? x->zero : r->block[map->slot_disk[s]];
+    blocks[nslots] = r->block[map->p_disk];
+    if (raid6)
+        blocks[nslots + 1] = r->block[map->q_disk];
+    int bad = uraid_check(nslots, (size_t)r->nrows * SECTOR, blocks, raid6, x->verdict, x->bad_slot);
+    if (bad <= 0)
+        return;
+    int run_m = -1, run_multi = 0;
+    uint32_t run_first = 0, run_len = 0;
+    for (uint32_t p = 0; p < r->nrows; p += PAGE_SECTORS) {
+        int multi, m = page_culprit(map, x->verdict + p, x->bad_slot + p, &multi);
+        int wrong = multi || m >= 0;
+        if (wrong && reduced) {
+            multi = 1;
+            m = -1;
+        }
+        if (run_len && (!wrong || m != run_m || multi != run_multi || p != run_first + run_len)) {
+            settle_run(x, r, run_m, run_multi, run_first, run_len);
+            run_len = 0;
+        }
+        if (!wrong)
+            continue;
+        if (!run_len) {
+            run_first = p;
+            run_m = m;
+            run_multi = multi;
+        }
+        run_len += PAGE_SECTORS;
+    }
+    if (run_len)
+        settle_run(x, r, run_m, run_multi, run_first, run_len);
+}
+
+/* Reads what the batch could not, rebuilds what is lost, corrects read
+ * errors, and compares. A stripe whose rows cannot be rebuilt as a whole is
+ * tried again one page at a time (errors on different members in different
+ * pages), read afresh. */
+static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigned char *have)
+{
+    struct uraid_array *a = x->a;
+    int n = a->geom.raid_disks;
+    unsigned char failed[URAID_MAX_MEMBERS] = {0};
+    rows_mark_unavailable(a, r);
+    int rc = rows_read_and_rebuild(a, r, x->zero, failed, have);
+    if (rc) {
+        if (r->nrows > PAGE_SECTORS) {
+            for (uint32_t row = 0; row < r->nrows; row += PAGE_SECTORS) {
+                struct stripe_rows sub = *r;
+                sub.row = r->row + row;
+                sub.nrows = r->nrows - row < PAGE_SECTORS ? r->nrows - row : PAGE_SECTORS;
+                for (int m = 0; m < n; m++)
+                    sub.block[m] = r->block[m] + (size_t)row * SECTOR;
+                scrub_rows(x, &sub, NULL);
+            }
+            return;
+        }
+        struct uraid_finding f = {.member_sector = r->stripe * a->geom.chunk_sectors + r->row, .nsec = r->nrows,
+                                  .stripe = r->stripe, .slot = -1, .kind = URAID_FOUND_UNREADABLE};
+        record(x, &f);
+        return;
+    }
+    int lost = 0;
+    for (int m = 0; m < n; m++) {
+        lost += r->unavailable[m];
+        if (failed[m])
+            array_correct_read_error(a, m, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
+    }
+    if (lost < a->nparity) /* else nothing is left to compare with */
+        compare_rows(x, r, lost > 0);
+}
+
+/* One part of a batch: consecutive whole stripes read and checked on its
+ * own thread. Findings are kept here and recorded in stripe order once
+ * every part is done. */
+#define PART_FINDINGS 64
+#define MIN_PART_STRIPES 4
+#define MAX_PARTS 4
+/* Rows read per member at a time: small enough that a group of every
+ * member's rows is still in the core's cache when it is checked (one
+ * 2 MiB read per member left the check reading from DRAM: half the speed
+ * on memory-backed members), large enough for disks to stream. */
+#define GROUP_BYTES (128u << 10)
+
+struct scrub_part {
+    struct scrub_ctx x;
+    uint64_t start, end;          /* member sectors */
+    uint8_t *mem;                 /* member m's rows at mem + m * stride */
+    size_t stride;
+    int rc;
+    pthread_t thread;
+    size_t nfound;
+    struct uraid_finding found[PART_FINDINGS];
+};
+
+/* Reads and checks stripes [start, end) of a part, a group at a time. */
+static void *part_run(void *arg)
+{
+    struct scrub_part *p = arg;
+    struct uraid_array *a = p->x.a;
+    int n = a->geom.raid_disks;
+    uint32_t c = a->geom.chunk_sectors;
+    uint64_t gsec = p->stride / SECTOR;
+    int zeroed = 0;
+    for (uint64_t g = p->start; g < p->end && p->rc == 0; g += gsec) {
+        uint64_t gend = g + gsec < p->end ? g + gsec : p->end;
+        struct io_op ops[URAID_MAX_MEMBERS];
+        int nops = 0, who[URAID_MAX_MEMBERS];
+        unsigned char readok[URAID_MAX_MEMBERS] = {0};
+        for (int m = 0; m < n; m++) {
+            if (!slot_ok_upto(a, m, gend))
+                continue;
+            who[nops] = m;
+            ops[nops++] = array_op(a, m, IO_READ, p->mem + (size_t)m * p->stride, (uint32_t)(gend - g), g);
+        }
+        array_run_ops(a, ops, nops);
+        for (int i = 0; i < nops; i++)
+            readok[who[i]] = ops[i].result == 0;
+        for (uint64_t s = g / c, i = 0; s * c < gend && p->rc == 0; s++, i++) {
+            struct stripe_rows r = {.stripe = s, .row = 0, .nrows = (uint32_t)((s + 1) * c <= gend ? c : gend - s * c)};
+            p->rc = layout_stripe(&a->geom, s, &r.map);
+            if (p->rc)
+                break;
+            if (r.map.nslots != a->k && !zeroed) {
+                memset(p->x.zero, 0, (size_t)c * SECTOR);
+                zeroed = 1;
+            }
+            for (int m = 0; m < n; m++)
+                r.block[m] = p->mem + (size_t)m * p->stride + i * c * SECTOR;
+            scrub_rows(&p->x, &r, readok);
+        }
+    }
+    return NULL;
+}
+
+/* Checking costs CPU as well as the reads: a batch is split over the
+ * processors (each part's reads run on its own thread too, which is where
+ * page-cache and tmpfs members do their copying). */
+static int parts_for(int nstripes)
+{
+    static int cached; /* jobs of several arrays may ask at once */
+    int ncpu = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!ncpu) {
+        long v = sysconf(_SC_NPROCESSORS_ONLN);
+        ncpu = v < 1 ? 1 : v > MAX_PARTS ? MAX_PARTS : (int)v;
+        __atomic_store_n(&cached, ncpu, __ATOMIC_RELAXED);
+    }
+    int parts = nstripes / MIN_PART_STRIPES;
+    return parts < 1 ? 1 : parts > ncpu ? ncpu : parts;
+}
+
+int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    int n = a->geom.raid_disks;
+    uint32_t c = a->geom.chunk_sectors;
+    uint64_t s0 = start / c, s1 = (start + nsec + c - 1) / c;
+    int nstripes = (int)(s1 - s0);
+    if (nstripes > 64)
+        return -EINVAL;
+    int nparts = parts_for(nstripes);
+    size_t csize = (size_t)c * SECTOR;
+    size_t group = csize >= GROUP_BYTES ? csize : GROUP_BYTES / csize * csize;
+    /* per part: member rows of a group, a zero chunk, verdicts, blamed slots */
+    size_t extra = (size_t)n * group + csize + ((size_t)c + 63) / 64 * 64 + (size_t)c * 2;
+    struct scrub_part *parts = calloc((size_t)nparts, sizeof *parts);
+    /* the job thread's scratch serves every part: helper threads are new
+     * each batch and would fault in fresh buffers every time */
+    uint8_t *mem = array_scratch((size_t)nparts * extra);
+    if (!mem || !parts) {
+        free(parts);
+        return -ENOMEM;
+    }
+    uint64_t stripes[64];
+    uint16_t held[64];
+    for (int i = 0; i < nstripes; i++)
+        stripes[i] = s0 + (uint64_t)i;
+    int nheld = stripe_lock_set(&a->locks, stripes, nstripes, held);
+    uint64_t per = (uint64_t)((nstripes + nparts - 1) / nparts);
+    for (int p = 0; p < nparts; p++) {
+        struct scrub_part *pt = &parts[p];
+        uint8_t *own = mem + (size_t)p * extra;
+        pt->mem = own;
+        pt->stride = group;
+        own += (size_t)n * group;
+        pt->x = (struct scrub_ctx){.a = a, .j = j, .zero = own, .verdict = own + csize, .held = held,
+                                   .nheld = nheld, .part = pt};
+        pt->x.bad_slot = (int16_t *)(pt->x.verdict + ((size_t)c + 63) / 64 * 64);
+        pt->start = (s0 + (uint64_t)p * per) * c;
+        pt->end = (s0 + (uint64_t)(p + 1) * per) * c;
+        if (pt->start < start)
+            pt->start = start;
+        if (pt->end > start + nsec)
+            pt->end = start + nsec;
+    }
+    int started[MAX_PARTS] = {0};
+    for (int p = 1; p < nparts; p++)
+        if (parts[p].start < parts[p].end)
+            started[p] = pthread_create(&parts[p].thread, NULL, part_run, &parts[p]) == 0;
+    for (int p = 0; p < nparts; p++)
+        if (!started[p] && parts[p].start < parts[p].end)
+            part_run(&parts[p]);
+    int rc = 0;
+    for (int p = 0; p < nparts; p++) {
+        if (started[p])
+            pthread_join(parts[p].thread, NULL);
+        for (size_t f = 0; f < parts[p].nfound; f++)
+            job_add_finding(j, &parts[p].found[f]);
+        if (parts[p].rc && !rc) {
+            rc = parts[p].rc;
+            job_fail(j, "stripes from %llu: %s", (unsigned long long)(parts[p].start / c), uraid_strerror(rc));
+        }
+    }
+    stripe_unlock_set(&a->locks, held, nheld);
+    free(parts);
+    return rc;
+}
+
+static void keep_finding(struct scrub_ctx *x, const struct uraid_finding *f)
+{
+    struct scrub_part *p = x->part;
+    if (p && p->nfound < PART_FINDINGS)
+        p->found[p->nfound++] = *f;
+    else
+        job_add_finding(x->j, f); /* out of order beyond PART_FINDINGS per part: rare */
+}
+
+static int scrub_finish(struct uraid_array *a, struct array_job *j, int rc)
+{
+    uint64_t mism = __atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED);
+    uint64_t rep = __atomic_load_n(&j->repaired_sectors, __ATOMIC_RELAXED);
+    if (rep)
+        for (int m = 0; m < a->geom.raid_disks; m++)
+            if (slot_ok(a, m)) {
+                int f = member_flush(a->slot[m].dev);
+                if (f && rc == 0) {
+                    job_fail(j, "member %s: flush failed after the repair: %s", a->slot[m].dev->path,
+                             uraid_strerror(f));
+                    rc = f;
+                }
+            }
+    uraid_log(URAID_LOG_INFO, "%s %s: mismatch_cnt %llu sectors, repaired %llu sectors%s",
+              uraid_job_name(j->kind), rc == 0 ? "done" : "stopped early", (unsigned long long)mism,
+              (unsigned long long)rep, mism && j->kind == URAID_JOB_CHECK ? " (run 'uraid repair' to fix them)" : "");
+    return rc;
+}
 
 int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
                   size_t whylen)
 {
-    uraid_why(why, whylen, "check and repair are not available in this build yet");
-    return -EOPNOTSUPP;
+    (void)p;
+    if (a->geom.level != 4 && a->geom.level != 5 && a->geom.level != 6) {
+        uraid_why(why, whylen, "%s is only for RAID-4/5/6 (this array is RAID-%d)", uraid_job_name(j->kind),
+                  a->geom.level);
+        return -EOPNOTSUPP;
+    }
+    int missing = 0;
+    pthread_mutex_lock(&a->meta_lock);
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        missing += !slot_ok(a, s);
+    pthread_mutex_unlock(&a->meta_lock);
+    if (missing >= a->nparity) {
+        uraid_why(why, whylen,
+                  "nothing can be checked: RAID-%d with %d member%s not in sync has no redundancy left to compare; "
+                  "rebuild first (add a spare)",
+                  a->geom.level, missing, missing == 1 ? "" : "s");
+        return -EINVAL;
+    }
+    if (missing && j->kind == URAID_JOB_REPAIR) {
+        uraid_why(why, whylen,
+                  "repair needs every member in sync (%d is not): with one redundancy left the wrong block cannot "
+                  "be told; rebuild first, or run check",
+                  missing);
+        return -EINVAL;
+    }
+    j->start = 0;
+    j->end = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
+    j->step = scrub_step;
+    j->finish = scrub_finish;
+    j->checkpoint = NULL;
+    return 0;
 }
-
-int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec) { return -EOPNOTSUPP; }

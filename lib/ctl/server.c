@@ -133,6 +133,30 @@ static int read_request(int fd, char *req)
     }
 }
 
+/* Background work: check, repair, idle (md's sync_action) and findings. */
+static void answer_job(struct uraid_ctl *c, const char *verb, char *out)
+{
+    char why[512] = "";
+    int rc = 0;
+    if (!strcmp(verb, "findings")) {
+        memcpy(out, "ok\n", 4);
+        rc = uraid_findings_text(c->a, out + 3, RESPONSE_BYTES - 3);
+        if (rc && rc != -ENOBUFS)
+            snprintf(out, RESPONSE_BYTES, "error: cannot list the findings: %s\n", uraid_strerror(rc));
+        return;
+    }
+    if (!strcmp(verb, "idle")) {
+        rc = uraid_job_cancel(c->a);
+    } else {
+        struct uraid_job_params p = {.slot = -1};
+        rc = uraid_job_start(c->a, !strcmp(verb, "check") ? URAID_JOB_CHECK : URAID_JOB_REPAIR, &p, why, sizeof why);
+    }
+    if (rc)
+        snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
+    else
+        snprintf(out, RESPONSE_BYTES, "ok\n");
+}
+
 /* Answers one request into c->resp. Returns 1 when the request was "stop". */
 static int answer(struct uraid_ctl *c, char *req, int len)
 {
@@ -167,6 +191,14 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     char why[512] = "";
     int rc;
     int takes_arg = !strcmp(verb, "fail") || !strcmp(verb, "remove") || !strcmp(verb, "add");
+    if (!strcmp(verb, "check") || !strcmp(verb, "repair") || !strcmp(verb, "idle") || !strcmp(verb, "findings")) {
+        if (*arg) {
+            snprintf(out, RESPONSE_BYTES, "error: '%s' takes no argument\n", verb);
+            return 0;
+        }
+        answer_job(c, verb, out);
+        return 0;
+    }
     if (!strcmp(verb, "status") || !strcmp(verb, "stop")) {
         if (*arg) {
             snprintf(out, RESPONSE_BYTES, "error: '%s' takes no argument\n", verb);
@@ -184,7 +216,7 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     }
     if (!takes_arg) {
         /* the verb is at most MAX_REQUEST bytes: quote a bounded part */
-        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop)\n", verb,
+        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop, check, repair, idle, findings)\n", verb,
                  strlen(verb) > 64 ? "..." : "");
         return 0;
     }
