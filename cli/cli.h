@@ -22,6 +22,11 @@ void cli_error(const char *verb, const char *fmt, ...) __attribute__((format(pri
 /* Parses "4096", "64K", "1M", "2G" (powers of 1024) into bytes. Returns 0 or -EINVAL. */
 int cli_parse_size(const char *text, uint64_t *bytes);
 
+/* A background-work speed limit per member: a plain number is KiB/s (md's
+ * sync_speed_max unit), a number with a suffix is bytes/s (150M). Prints
+ * a one-line error and returns -1 when it is not one. */
+int cli_parse_speed(const char *verb, const char *text, uint64_t *kib);
+
 /* Formats bytes as "64K", "1M", ... (exact when possible). */
 const char *cli_format_size(uint64_t bytes, char *buf, size_t len);
 

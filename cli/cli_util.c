@@ -75,3 +75,18 @@ int cli_setup_parity(const char *verb)
     }
     return rc ? 1 : 0;
 }
+
+int cli_parse_speed(const char *verb, const char *text, uint64_t *kib)
+{
+    uint64_t v;
+    const char *last = text && *text ? text + strlen(text) - 1 : "";
+    int plain = *last >= '0' && *last <= '9';
+    if (!text || cli_parse_size(text, &v) || v == 0 || (!plain && v < 1024)) {
+        cli_error(verb, "bad speed limit '%s': KiB/s per member like md's sync_speed_max (150000), or bytes "
+                        "with a suffix (150M)",
+                  text ? text : "");
+        return -1;
+    }
+    *kib = plain ? v : v / 1024;
+    return 0;
+}

@@ -1,6 +1,6 @@
 /* uraid check|repair: md's sync_action check and repair.
  *
- *   uraid check [--speed-limit KIB] [--force] [--member-layer ...] MEMBER...
+ *   uraid check [--speed-limit SPEED] [--force] [--member-layer ...] MEMBER...
  *       opens the array, reads every stripe, prints mismatch_cnt and where
  *       parity disagrees (member file and sector, and which block is wrong
  *       on RAID-6); repair also rewrites the one wrong block (RAID-5: P).
@@ -41,11 +41,8 @@ static int check_parse(const char *verb, int argc, char **argv, int *i, void *ct
     struct check_opts *o = ctx;
     const char *a = argv[*i];
     if (!strcmp(a, "--speed-limit")) {
-        char *end;
-        if (*i + 1 >= argc || (o->speed_kib = strtoull(argv[*i + 1], &end, 10), *end) || !o->speed_kib) {
-            cli_error(verb, "--speed-limit needs KiB/s per member, e.g. 100000");
+        if (*i + 1 >= argc || cli_parse_speed(verb, argv[*i + 1], &o->speed_kib))
             return -1;
-        }
         (*i)++;
         return 1;
     }
@@ -289,7 +286,7 @@ static int check_or_repair(const char *verb, enum uraid_job_kind kind, int argc,
     struct cli_members mem;
     struct uraid_open_params op = {0};
     struct cli_extra extra = {.parse = check_parse, .ctx = &o,
-                              .usage = "[--speed-limit KIB] | --control PATH [--wait]"};
+                              .usage = "[--speed-limit SPEED] | --control PATH [--wait]"};
     int rc = cli_parse_members(verb, argc, argv, &mem, &op, &extra);
     if (rc < 0)
         return 0;

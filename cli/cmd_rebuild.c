@@ -35,12 +35,8 @@ static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *
     }
     const char *v = argv[++*i];
     if (!strcmp(a, "--speed-limit")) {
-        uint64_t bytes;
-        if (cli_parse_size(v, &bytes) || bytes < 1024) {
-            cli_error(verb, "bad --speed-limit '%s' (bytes per second per member, e.g. 150M)", v);
+        if (cli_parse_speed(verb, v, &o->speed_max_kib))
             return -1;
-        }
-        o->speed_max_kib = bytes / 1024;
     } else if (!strcmp(a, "--spare")) {
         if (o->nspare >= URAID_MAX_MEMBERS) {
             cli_error(verb, "too many spares");
@@ -144,7 +140,7 @@ int cmd_rebuild(int argc, char **argv)
     struct job_opts o = {0};
     struct uraid_array *a;
     int rc = open_for_job("rebuild", argc, argv, &mem, &o, &a,
-                          "uraid rebuild MEMBERS... [--spare NEW]... [--speed-limit BYTES/s]");
+                          "[--spare NEW]... [--speed-limit SPEED]");
     if (rc)
         return rc < 0 ? 0 : rc;
     int status = add_spares("rebuild", a, &o);
@@ -164,13 +160,13 @@ int cmd_replace(int argc, char **argv)
     struct cli_members mem;
     struct job_opts o = {0};
     struct uraid_array *a;
-    const char *usage = "uraid replace MEMBERS... --old MEMBER --with NEW [--speed-limit BYTES/s]";
+    const char *usage = "--old MEMBER --with NEW [--speed-limit SPEED]";
     int rc = open_for_job("replace", argc, argv, &mem, &o, &a, usage);
     if (rc)
         return rc < 0 ? 0 : rc;
     int status = 0;
     if (!o.old || !o.with) {
-        cli_error("replace", "give the member to replace and its replacement: %s", usage);
+        cli_error("replace", "give the member to replace and its replacement: uraid replace MEMBERS... %s", usage);
         status = 2;
     }
     int slot = -1, is_spare = 0;
@@ -214,7 +210,7 @@ int cmd_add_offline(int argc, char **argv)
     struct cli_members mem;
     struct job_opts o = {0};
     struct uraid_array *a;
-    int rc = open_for_job("add", argc, argv, &mem, &o, &a, "uraid add MEMBERS... --spare NEW...");
+    int rc = open_for_job("add", argc, argv, &mem, &o, &a, "--spare NEW...");
     if (rc)
         return rc < 0 ? 0 : rc;
     int status = o.nspare ? add_spares("add", a, &o) : 2;

@@ -34,7 +34,8 @@ struct serve_opts {
     const char *socket;
     const char *port;
     const char *control;
-    const char *speed_limit; /* passed to the plugin as is (nbdkit parses sizes) */
+    const char *speed_limit;
+    uint64_t speed_limit_kib;
     int no_rebuild;
 };
 
@@ -182,7 +183,7 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
         av[k++] = "force=1";
     if (o->control && asprintf(&av[k++], "control=%s", o->control) < 0)
         return NULL;
-    if (o->speed_limit && asprintf(&av[k++], "speed_limit=%s", o->speed_limit) < 0)
+    if (o->speed_limit_kib && asprintf(&av[k++], "speed_limit=%llu", (unsigned long long)o->speed_limit_kib * 1024) < 0)
         return NULL;
     if (o->no_rebuild)
         av[k++] = "rebuild=0";
@@ -194,12 +195,14 @@ int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o = {0};
     struct cli_extra extra = {serve_parse, &o,
-                              "[--socket PATH | --port N] [--control PATH] [--speed-limit BYTES/s] [--no-rebuild]"};
+                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild]"};
     struct cli_members mem;
     struct uraid_open_params op = {0};
     int rc = cli_parse_members("serve", argc, argv, &mem, &op, &extra);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (o.speed_limit && cli_parse_speed("serve", o.speed_limit, &o.speed_limit_kib))
+        return 2;
     if (o.socket && o.port) {
         cli_error("serve", "give either --socket PATH or --port N, not both");
         return 2;

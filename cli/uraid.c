@@ -26,7 +26,7 @@ static const struct verb verbs[] = {
     {"fail", cmd_fail, "mark a member of a serving array faulty: [--control PATH] MEMBER"},
     {"remove", cmd_remove, "forget a faulty or spare member of a serving array: [--control PATH] MEMBER"},
     {"add", cmd_add, "add a spare: [--control PATH] NEW (serving array) or MEMBERS... --spare NEW..."},
-    {"rebuild", cmd_rebuild, "rebuild a failed slot onto a spare: MEMBERS... [--spare NEW] [--speed-limit BYTES/s]"},
+    {"rebuild", cmd_rebuild, "rebuild a failed slot onto a spare: MEMBERS... [--spare NEW] [--speed-limit SPEED]"},
     {"replace", cmd_replace, "copy a working member onto a new one, then retire it: MEMBERS... --old M --with NEW"},
     {"check", cmd_check, "count parity mismatches and list them: MEMBERS... | --control PATH [--wait] (exit 3: found)"},
     {"repair", cmd_repair, "check and rewrite the wrong block (RAID-6) or parity (RAID-5): MEMBERS... | --control PATH"},

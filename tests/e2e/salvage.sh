@@ -125,8 +125,10 @@ printf '1 %d %d\n1 %d %d\n1 %d %d\n' $((CS * 1)) $CS $((CS * 7 + 5)) 1 $((CS * 4
 salvage "RAID-5: one member's unrescued ranges, rebuilt from parity" 5 4
 [ "$(grep -c '^0x' "$d/m1.map")" -ge 7 ] && t_ok "RAID-5: mapfile has the blocks" || t_fail "RAID-5: mapfile"
 
-# every member bad somewhere, never two in one row; stripe 20 has three bad
-# members in different rows of one chunk, so a 64K read fails there
+# every member bad somewhere, never two in one row; stripe 20 has bad
+# members in different rows of one chunk, two of them (2 and 1, sectors 16
+# and 17) inside one 4 KiB page, so even the data path's page-by-page
+# rebuild fails there and only sector-sized reads recover it
 cat <<EOF | mkmaps
 0 $((CS * 2)) $CS
 1 $((CS * 5 + 3)) 9
@@ -136,10 +138,11 @@ cat <<EOF | mkmaps
 1 $((CS * 20 + 64)) 16
 3 $((CS * 20 + 120)) 8
 2 $((CS * 20 + 16)) 1
+1 $((CS * 20 + 17)) 1
 EOF
 salvage "RAID-5: every member bad in different stripes and rows of one chunk" 5 4
-# the same maps as layers under 'uraid cat': its 4 MiB reads fail at stripe
-# 20, so the salvage above only recovered everything by bisecting
+# the same maps as layers under 'uraid cat': its reads fail at stripe 20,
+# so the salvage above only recovered everything by bisecting
 layers=""
 for f in "$d"/m?.map; do layers="$layers --member-layer ${f%.map}.img:badmap=$f"; done
 before=$(sums)

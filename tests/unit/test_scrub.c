@@ -371,7 +371,7 @@ static void test_read_error(void)
     if (rc)
         goto out;
     char spec[96];
-    snprintf(spec, sizeof spec, "read-eio=%llu+%u", (unsigned long long)(f.data_offset + moff), 8 * K);
+    snprintf(spec, sizeof spec, "pending=%llu+%u", (unsigned long long)(f.data_offset + moff), 8 * K);
     CHECK(uraid_inject(a, slot, spec) == 0, "inject %s", spec);
     struct run r;
     run_job(a, URAID_JOB_CHECK, &r);
