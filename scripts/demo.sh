@@ -61,15 +61,36 @@ fi
 say "Step 6: the status of the running array (like /proc/mdstat and mdadm --detail):"
 $U status --control "$ctl"
 
-say "Step 7: stop the server. The array is closed cleanly; Linux md's own mdadm reads the members:"
+say "Step 7: two new disks arrive. 'uraid add' hands them to the server, which rebuilds onto them by itself."
+for i in 6 7; do truncate -s 256M "$work/disk$i.img"; done
+wait_whole() { # until the status line shows $1, printing the progress line now and then
+    n=0
+    until $U status --control "$ctl" | grep -q "$1"; do
+        [ $((n % 5)) -eq 0 ] && $U status --control "$ctl" | grep -m1 "recovery =" | sed 's/^/   /' || true
+        n=$((n + 1))
+        [ $n -lt 600 ] || { echo "   the rebuild did not finish"; exit 1; }
+        sleep 0.2
+    done
+}
+$U add --control "$ctl" "$work/disk6.img"
+wait_whole "\[6/5\]"
+$U status --control "$ctl" | head -1 | sed 's/^/   /'
+$U add --control "$ctl" "$work/disk7.img"
+wait_whole "\[6/6\]"
+$U status --control "$ctl" | sed -n '1p;/background:/p' | sed 's/^/   /'
+
+say "Step 8: verify the whole array in the background, like md's 'check' (parity against data):"
+$U check --control "$ctl" --wait | sed 's/^/   /'
+
+say "Step 9: stop the server. The array is closed cleanly; Linux md's own mdadm reads the members:"
 $U stop --control "$ctl"
 wait "$server" 2>/dev/null || true
 server=""
 if command -v mdadm >/dev/null 2>&1; then
-    mdadm --examine "$work/disk0.img" | sed -n '/Raid Level/p;/^ *State :/p;/Events/p;/Array State/p'
+    mdadm --examine "$work/disk6.img" | sed -n '/Raid Level/p;/^ *State :/p;/Device Role/p;/Events/p;/Array State/p'
 fi
 
-say "Step 8: how fast the parity routines are here (k = 8 data chunks of 64 KiB):"
+say "Step 10: how fast the parity routines are here (k = 8 data chunks of 64 KiB):"
 $U bench parity --k 8 --chunk 64K
 
 say "Done. 'make check' runs every test; README.md lists the commands."
