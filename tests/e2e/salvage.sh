@@ -264,4 +264,5 @@ cat <<EOF | mkmaps
 EOF
 salvage "RAID-6: three or four members bad in the same rows" 6 5
 
+t_mdadm_agrees "members after salvage (never written)" "$d"/m?.img
 t_finish

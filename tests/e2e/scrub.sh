@@ -116,4 +116,8 @@ corrupt "$t_tmp/r0.img" $((DO + C + 8)) 8   # stripe 1: RAID-5 left-symmetric P 
 expect "RAID-5: reported as P" 3 "^stripe 1: member $t_tmp/r2.img sector $((DO + C + 8)) (slot 2), 8 sectors: parity (P) block wrong\$" $URAID check $R
 expect "RAID-5: repair rewrites P" 0 "parity (P) block wrong, repaired" $URAID repair $R
 expect "RAID-5: consistent after repair" 0 "mismatch_cnt 0" $URAID check $R
+# shellcheck disable=SC2086
+t_mdadm_agrees "RAID-6 after check and repair" $M
+# shellcheck disable=SC2086
+t_mdadm_agrees "RAID-5 after repair" $R
 t_finish
