@@ -41,6 +41,11 @@ void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
 int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
                           const unsigned char *have);
 
+/* RAID-1 and RAID-0 requests (mirror.c). */
+int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
+int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec);
+int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
+
 /* Stripe `stripe` is being written while some slot is not in sync: a
  * failed member's chunk of it is stale from now on. */
 void array_note_degraded_write(struct uraid_array *a, uint64_t stripe);

@@ -180,28 +180,6 @@ static void log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t r
 
 /* ---- reads ----------------------------------------------------------------------- */
 
-static int read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec)
-{
-    int failed[URAID_MAX_MEMBERS], nfailed = 0;
-    for (int m = 0; m < a->geom.raid_disks; m++) {
-        if (!slot_ok(a, m) || slot_has_bad(&a->slot[m], sector, nsec))
-            continue;
-        struct io_op op = array_op(a, m, IO_READ, buf, nsec, sector);
-        array_run_ops(a, &op, 1);
-        if (op.result == 0) {
-            for (int i = 0; i < nfailed; i++)
-                array_correct_read_error(a, failed[i], buf, nsec, sector);
-            return 0;
-        }
-        uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); trying another mirror",
-                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR), uraid_strerror(op.result));
-        failed[nfailed++] = m;
-    }
-    uraid_log(URAID_LOG_ERROR, "array sectors %llu-%llu: no mirror could be read", (unsigned long long)sector,
-              (unsigned long long)(sector + nsec - 1));
-    return -EIO;
-}
-
 /* Serves one chunk piece by rebuilding it from its stripe (stripe locked). */
 struct piece {
     struct layout_addr ad;
@@ -306,7 +284,7 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 1) {
         /* one mirror per request, round robin, so parallel readers share members */
-        return read_mirror(a, p, sector, (uint32_t)(end - sector));
+        return array_read_mirror(a, p, sector, (uint32_t)(end - sector));
     }
     struct piece pieces[READ_BATCH];
     struct io_op ops[READ_BATCH];
@@ -338,7 +316,10 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
                                 .first_chunk = pieces[0].ad.array_sector / a->geom.chunk_sectors};
         for (int i = 0; i < np && rc == 0; i++) {
             int op = pieces[i].op, direct_failed = op >= 0 && ops[op].result != 0;
-            if (op >= 0 && !direct_failed)
+            /* a slot whose member was swapped for a spare while this read ran
+             * (a rebuild starting) read the spare: serve it from the stripe */
+            int swapped = op >= 0 && ops[op].m != __atomic_load_n(&a->slot[pieces[i].ad.disk].dev, __ATOMIC_ACQUIRE);
+            if (op >= 0 && !direct_failed && !swapped)
                 continue;
             if (direct_failed)
                 uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
@@ -626,58 +607,6 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
     return rc;
 }
 
-static int write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec)
-{
-    struct io_op ops[URAID_MAX_MEMBERS];
-    int n = 0;
-    for (int m = 0; m < a->geom.raid_disks; m++)
-        if (slot_ok(a, m))
-            ops[n++] = array_op(a, m, IO_WRITE, (void *)buf, nsec, sector);
-    uint64_t stripe = sector / 8;
-    uint16_t held[1];
-    int nheld = stripe_lock_set(&a->locks, &stripe, 1, held);
-    array_run_ops(a, ops, n);
-    stripe_unlock_set(&a->locks, held, nheld);
-    int rc = n ? 0 : -EIO;
-    for (int i = 0; i < n && rc == 0; i++)
-        if (ops[i].result) {
-            for (int m = 0; m < a->geom.raid_disks; m++)
-                if (a->slot[m].dev == ops[i].m)
-                    rc = array_member_failed(a, m, ops[i].result, "writing");
-        }
-    return rc;
-}
-
-static int write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
-{
-    struct io_op ops[READ_BATCH];
-    int rc = 0;
-    while (sector < end && rc == 0) {
-        int n = 0;
-        while (sector < end && n < READ_BATCH) {
-            struct layout_addr ad;
-            rc = layout_map(&a->geom, sector, &ad);
-            if (rc)
-                return rc;
-            uint64_t left = a->geom.chunk_sectors - ad.chunk_off;
-            uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
-            if (!slot_ok(a, ad.disk))
-                return -EIO;
-            ops[n++] = array_op(a, ad.disk, IO_WRITE, (void *)p, nsec, ad.member_sector);
-            p += (size_t)nsec * SECTOR;
-            sector += nsec;
-        }
-        array_run_ops(a, ops, n);
-        for (int i = 0; i < n && rc == 0; i++)
-            if (ops[i].result) {
-                uraid_log(URAID_LOG_ERROR, "member %s: write error at sector %llu (%s); RAID-0 has no redundancy",
-                          ops[i].m->path, (unsigned long long)(ops[i].offset / SECTOR), uraid_strerror(ops[i].result));
-                rc = ops[i].result;
-            }
-    }
-    return rc;
-}
-
 int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
 {
     if (a->readonly)
@@ -692,9 +621,9 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
     const uint8_t *p = buf;
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 1)
-        return write_mirror(a, p, sector, (uint32_t)(end - sector));
+        return array_write_mirror(a, p, sector, (uint32_t)(end - sector));
     if (a->geom.level == 0)
-        return write_raid0(a, p, sector, end);
+        return array_write_raid0(a, p, sector, end);
 
     uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
     uint64_t nstripes = (end - 1) / stripe_sectors - sector / stripe_sectors + 1;
