@@ -186,3 +186,27 @@ void fx_fill(struct fx *f, struct uraid_array *a, struct rng *r)
     }
     free(buf);
 }
+
+int fx_make_file(const struct fx *f, const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s", f->dir, name);
+    int fd = open(out, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    int rc = fd >= 0 && ftruncate(fd, (off_t)f->member_bytes) == 0 ? 0 : -errno;
+    if (fd >= 0)
+        close(fd);
+    CHECK(rc == 0, "cannot create %s: %s", out, strerror(-rc));
+    return rc;
+}
+
+static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    (void)ctx;
+    printf("    log%d: %s\n", level, msg);
+}
+
+void fx_log_from_env(void)
+{
+    const char *v = getenv("URAID_TEST_VERBOSE");
+    if (v && *v && strcmp(v, "0"))
+        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+}

@@ -71,6 +71,13 @@ void fx_locate(const struct fx *f, uint64_t off, int *slot, uint64_t *member_off
 /* Parity members of stripe `stripe` (q = -1 for RAID-5). */
 void fx_parity_of(const struct fx *f, uint64_t stripe, int *p, int *q);
 
+/* A file of the fixture's member size in its directory (a spare, a
+ * replacement); its path in out. */
+int fx_make_file(const struct fx *f, const char *name, char *out, size_t len);
+
+/* URAID_TEST_VERBOSE=1: the library's log (INFO and up) on stdout. */
+void fx_log_from_env(void);
+
 void fx_destroy(struct fx *f);
 
 #endif

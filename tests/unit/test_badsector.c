@@ -222,16 +222,9 @@ out:
     harness_end();
 }
 
-static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
-{
-    (void)ctx;
-    printf("    log%d: %s\n", level, msg);
-}
-
 int main(int argc, char **argv)
 {
-    if (getenv("URAID_TEST_VERBOSE"))
-        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+    fx_log_from_env();
     harness_init(argc, argv, "test_badsector");
     rng_seed(&rng, harness_seed());
     test_pending();

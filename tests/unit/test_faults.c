@@ -642,16 +642,9 @@ static void test_mt(void)
     }
 }
 
-static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
-{
-    (void)ctx;
-    printf("    log%d: %s\n", level, msg);
-}
-
 int main(int argc, char **argv)
 {
-    if (getenv("URAID_TEST_VERBOSE"))
-        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+    fx_log_from_env();
     harness_init(argc, argv, "test_faults");
     rng_seed(&rng, harness_seed());
     quick = getenv("URAID_TEST_QUICK") && *getenv("URAID_TEST_QUICK") == '1';

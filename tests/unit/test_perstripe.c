@@ -209,11 +209,7 @@ static void test_rebuild_patterns(void)
     CHECK(uraid_close(a) == 0);
     int gone = 2;
     char spare[300];
-    snprintf(spare, sizeof spare, "%s/spare", f.dir);
-    FILE *fp = fopen(spare, "w");
-    CHECK(fp && ftruncate(fileno(fp), (off_t)f.member_bytes) == 0);
-    if (fp)
-        fclose(fp);
+    fx_make_file(&f, "spare", spare, sizeof spare);
     const char *paths[FX_MAXM], *specs[FX_MAXM];
     int np = 0;
     for (int s = 0; s < f.n; s++)
@@ -293,11 +289,7 @@ static void test_old_member(void)
     for (uint64_t s = 3; s < 6; s++)
         unreadable(a, &f, 2, s, 0, 128, "pending");
     char spare[300], why[256];
-    snprintf(spare, sizeof spare, "%s/spare", f.dir);
-    FILE *fp = fopen(spare, "w");
-    CHECK(fp && ftruncate(fileno(fp), (off_t)f.member_bytes) == 0);
-    if (fp)
-        fclose(fp);
+    fx_make_file(&f, "spare", spare, sizeof spare);
     CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
     struct uraid_job_params jp = {.slot = -1};
     CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);

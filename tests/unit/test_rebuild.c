@@ -28,17 +28,6 @@ static struct rng rng;
 #define K 1024u
 #define MEMBER_BYTES (8u << 20)
 
-static int make_spare(struct fx *f, char *out, size_t len, const char *name)
-{
-    snprintf(out, len, "%s/%s", f->dir, name);
-    int fd = open(out, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    int rc = fd >= 0 && ftruncate(fd, (off_t)f->member_bytes) == 0 ? 0 : -1;
-    if (fd >= 0)
-        close(fd);
-    CHECK(rc == 0, "cannot create %s", out);
-    return rc;
-}
-
 static int wait_job(struct uraid_array *a, struct uraid_job_status *st)
 {
     int rc = uraid_job_wait(a, st);
@@ -97,7 +86,7 @@ static void test_recover(int level, int n)
     harness_begin(name);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
         goto out;
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
@@ -177,7 +166,7 @@ static void test_recover_under_load(int level, int n)
     harness_begin(name);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
         goto out;
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
@@ -215,7 +204,7 @@ static void test_resume(int level, int n)
     harness_begin(name);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
         goto out;
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
@@ -290,7 +279,7 @@ static void test_replace(int level, int n)
     harness_begin(name);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "new"))
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "new", spare, sizeof spare))
         goto out;
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
@@ -338,7 +327,7 @@ static void test_auto_rebuild(void)
     harness_begin("auto rebuild: a member fails, the spare from create takes over by itself");
     struct fx f;
     char spare[300];
-    if (fx_create(&f, 6, 6, 64u << 10, MEMBER_BYTES) || make_spare(&f, spare, sizeof spare, "spare"))
+    if (fx_create(&f, 6, 6, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
         goto out;
     struct uraid_array *a = fx_open(&f, NULL, 0, 0);
     if (!a)
@@ -378,7 +367,7 @@ static void test_speed_limit(void)
     harness_begin("speed limit: a rebuild at 4 MB/s takes at least the time that allows");
     struct fx f;
     char spare[300];
-    if (fx_create(&f, 5, 4, 64u << 10, 4u << 20) || make_spare(&f, spare, sizeof spare, "spare"))
+    if (fx_create(&f, 5, 4, 64u << 10, 4u << 20) || fx_make_file(&f, "spare", spare, sizeof spare))
         goto out;
     struct uraid_array *a = fx_open(&f, NULL, 1, 0);
     if (!a)
@@ -400,16 +389,9 @@ out:
     harness_end();
 }
 
-static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
-{
-    (void)ctx;
-    printf("    log%d: %s\n", level, msg);
-}
-
 int main(int argc, char **argv)
 {
-    if (getenv("URAID_TEST_VERBOSE"))
-        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+    fx_log_from_env();
     harness_init(argc, argv, "test_rebuild");
     rng_seed(&rng, harness_seed());
     test_recover(5, 4);

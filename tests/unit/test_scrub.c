@@ -482,16 +482,9 @@ static void test_degraded(void)
     harness_end();
 }
 
-static void print_log(void *ctx, enum uraid_log_level level, const char *msg)
-{
-    (void)ctx;
-    printf("    log%d: %s\n", level, msg);
-}
-
 int main(int argc, char **argv)
 {
-    if (getenv("URAID_TEST_VERBOSE"))
-        uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+    fx_log_from_env();
     const char *seed = getenv("URAID_SEED");
     if (seed && *seed && !getenv("URAID_TEST_SEED"))
         setenv("URAID_TEST_SEED", seed, 1);
