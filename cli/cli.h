@@ -38,6 +38,7 @@ int cmd_selftest(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
 int cmd_replace(int argc, char **argv);
 int cmd_add_offline(int argc, char **argv);
+int cmd_resync(int argc, char **argv);
 
 /* Waits for the array's background job, showing its progress on stderr;
  * returns the job's result and its final status in out (may be NULL). */

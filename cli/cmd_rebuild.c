@@ -4,7 +4,9 @@
  * uraid replace MEMBERS... --old MEMBER --with NEW : copy a working member
  * onto NEW (a spare, added if it is not one yet), then retire the old one.
  * uraid add MEMBERS... --spare NEW... : add spares to an array that is not
- * running (a serving array takes 'uraid add --control PATH NEW'). */
+ * running (a serving array takes 'uraid add --control PATH NEW').
+ * uraid resync MEMBERS... : after an unclean shutdown, parity recomputed
+ * from the data (what md does when it starts such an array). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -221,5 +223,25 @@ int cmd_add_offline(int argc, char **argv)
         cli_error("add", "closing the array: %s", uraid_strerror(rc));
         status = 1;
     }
+    return status;
+}
+
+int cmd_resync(int argc, char **argv)
+{
+    struct cli_members mem;
+    struct job_opts o = {0};
+    struct uraid_array *a;
+    int rc = open_for_job("resync", argc, argv, &mem, &o, &a, "[--speed-limit SPEED]");
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    struct uraid_job_params jp = {.slot = -1};
+    int status = run_job("resync", a, URAID_JOB_RESYNC, &jp);
+    rc = uraid_close(a);
+    if (rc && !status) {
+        cli_error("resync", "closing the array: %s", uraid_strerror(rc));
+        status = 1;
+    }
+    if (status == 0)
+        printf("uraid resync: the array is clean\n");
     return status;
 }

@@ -28,6 +28,7 @@ static const struct verb verbs[] = {
     {"add", cmd_add, "add a spare: [--control PATH] NEW (serving array) or MEMBERS... --spare NEW..."},
     {"rebuild", cmd_rebuild, "rebuild a failed slot onto a spare: MEMBERS... [--spare NEW] [--speed-limit SPEED]"},
     {"replace", cmd_replace, "copy a working member onto a new one, then retire it: MEMBERS... --old M --with NEW"},
+    {"resync", cmd_resync, "after an unclean shutdown, make parity agree with the data (md does it at start): MEMBERS..."},
     {"check", cmd_check, "count parity mismatches and list them: MEMBERS... | --control PATH [--wait] (exit 3: found)"},
     {"repair", cmd_repair, "check and rewrite the wrong block (RAID-6) or parity (RAID-5): MEMBERS... | --control PATH"},
     {"idle", cmd_idle, "stop a serving array's check, repair or rebuild (md's sync_action idle): [--control PATH]"},

@@ -86,7 +86,8 @@ struct uraid_open_params {
     int no_uring;      /* 1 = thread pool only (io_uring is used when available) */
     /* 1 = rebuild a spare into a failed or missing slot in the background,
      * by itself, whenever both exist (at open, after an add, after a
-     * member fails), as md does for a running array. */
+     * member fails), and resync an array found not shut down cleanly, as
+     * md does for a running array. */
     int auto_rebuild;
     uint64_t sync_speed_max_kib; /* background work speed limit, KiB/s per member; 0 = none */
     uint64_t sync_speed_min_kib; /* floor kept under user I/O; 0 = 1000 (md's default) */
@@ -195,6 +196,7 @@ enum uraid_job_kind {
     URAID_JOB_REPLACE,  /* copy a working member onto a spare, then retire it */
     URAID_JOB_CHECK,    /* read every stripe, count parity mismatches */
     URAID_JOB_REPAIR,   /* check and rewrite what is wrong */
+    URAID_JOB_RESYNC,   /* after an unclean shutdown: parity recomputed from the data (md's resync) */
 };
 
 struct uraid_job_params {
@@ -251,7 +253,7 @@ int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st);
 int uraid_job_cancel(struct uraid_array *a);
 /* Copies up to max findings of the last check/repair; returns how many. */
 size_t uraid_job_findings(struct uraid_array *a, struct uraid_finding *out, size_t max);
-/* Name of a job kind: "idle", "recovery", "replace", "check", "repair". */
+/* Name of a job kind: "idle", "recovery", "replace", "check", "repair", "resync". */
 const char *uraid_job_name(enum uraid_job_kind kind);
 /* /proc/mdstat's progress line for a running job, e.g.
  * "[====>................]  recovery = 21.6% (45312/209664) finish=0.2min speed=92364K/sec"

@@ -143,8 +143,9 @@ static inline int slot_ok_upto(const struct uraid_array *a, int s, uint64_t end)
            (st == URAID_MEMBER_REBUILDING && end <= __atomic_load_n(&a->slot[s].recovered, __ATOMIC_ACQUIRE));
 }
 
-/* Starts a recovery if auto_rebuild is on and a spare can fill a hole;
- * quiet when there is nothing to do. (rebuild.c) */
+/* With auto_rebuild: starts a recovery when a spare can fill a hole, or a
+ * resync when the array was found dirty and is whole; quiet when there is
+ * nothing to do. (rebuild.c) */
 void array_maybe_auto_rebuild(struct uraid_array *a);
 
 /* Slot usable for reads and writes. */

@@ -38,6 +38,7 @@ const char *uraid_job_name(enum uraid_job_kind kind)
     case URAID_JOB_REPLACE: return "replace";
     case URAID_JOB_CHECK: return "check";
     case URAID_JOB_REPAIR: return "repair";
+    case URAID_JOB_RESYNC: return "resync";
     }
     return "?";
 }
@@ -98,7 +99,7 @@ static void *job_main(void *arg)
     struct array_job *j = &a->job;
     uint32_t nsec = job_batch_sectors(a);
     uint64_t pos = j->start, t0 = now_ns(), last_ckpt = t0;
-    uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos;
+    uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos, cur_limit = j->speed_max_kib;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
     int rc = 0;
     while (pos < j->end && !job_stopping(j)) {
@@ -119,21 +120,28 @@ static void *job_main(void *arg)
             j->checkpoint(a, j);
             last_ckpt = t;
         }
-        /* pace: the limit that applies now, over a sliding window */
-        uint64_t user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
-        uint64_t limit = j->speed_max_kib;
-        if (user != seen_user && (limit == 0 || limit > j->speed_min_kib))
-            limit = j->speed_min_kib;
-        seen_user = user;
-        if (limit) {
-            uint64_t want_ns = (pos - win_pos) / 2 * 1000000000ull / limit;
-            uint64_t spent = t - win_t;
-            if (want_ns > spent)
-                nap(j, (want_ns - spent) / 1000);
-            if (t - win_t > SPEED_WINDOW_NS) {
-                win_t = now_ns();
+        /* pace: the limit that applies now (the floor while users do I/O,
+         * as md's is_mddev_idle), over a window that starts again whenever
+         * the limit changes; naps are short so an idle array speeds up at once */
+        for (;;) {
+            uint64_t user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
+            uint64_t limit = j->speed_max_kib;
+            if (user != seen_user && (limit == 0 || limit > j->speed_min_kib))
+                limit = j->speed_min_kib;
+            seen_user = user;
+            uint64_t t2 = now_ns();
+            if (limit != cur_limit || t2 - win_t > SPEED_WINDOW_NS) {
+                cur_limit = limit;
+                win_t = t2;
                 win_pos = pos;
             }
+            if (!limit || job_stopping(j))
+                break;
+            uint64_t want_ns = (pos - win_pos) / 2 * 1000000000ull / limit, spent = t2 - win_t;
+            if (want_ns <= spent)
+                break;
+            uint64_t ns = want_ns - spent;
+            nap(j, (ns < 100000000ull ? ns : 100000000ull) / 1000);
         }
     }
     if (rc == 0 && pos < j->end && job_stopping(j))
@@ -211,6 +219,7 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     case URAID_JOB_REPLACE: rc = rebuild_prepare(a, j, p, why, whylen); break;
     case URAID_JOB_CHECK:
     case URAID_JOB_REPAIR: rc = scrub_prepare(a, j, p, why, whylen); break;
+    case URAID_JOB_RESYNC: rc = resync_prepare(a, j, p, why, whylen); break;
     default:
         uraid_why(why, whylen, "unknown job");
         rc = -EINVAL;

@@ -60,6 +60,9 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
 int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
                   size_t whylen);                                                         /* scrub.c */
 
+int resync_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                   size_t whylen);                                                        /* resync.c */
+
 void array_job_init(struct uraid_array *a);
 /* Cancels a running job (its checkpoint is kept) and frees the job. */
 void array_job_fini(struct uraid_array *a);

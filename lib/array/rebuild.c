@@ -503,10 +503,17 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
     int resumable = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
         resumable |= a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING;
+    int dirty = a->opened_dirty;
     pthread_mutex_unlock(&a->meta_lock);
+    char why[256];
+    if (!hole && dirty) { /* md resyncs an array that was not shut down cleanly */
+        int rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why);
+        if (rc && rc != -EBUSY)
+            uraid_log(URAID_LOG_WARN, "automatic resync not started: %s", why);
+        return;
+    }
     if (!hole || !(spare || resumable))
         return;
-    char why[256];
     int rc = uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why);
     if (rc && rc != -EBUSY)
         uraid_log(URAID_LOG_WARN, "automatic rebuild not started: %s", why);

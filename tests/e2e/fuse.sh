@@ -196,6 +196,13 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     # shellcheck disable=SC2086
     if start_daemon $members && attach && $T mount "$loop" "$ext"; then
         t_ok "after the kill: array opens and ext4 mounts"
+        # md's rule: an array that was not shut down cleanly is resynced when it starts
+        n=0
+        until grep -q "background: resync finished" "$mnt/status" 2>/dev/null || [ $n -ge 300 ]; do
+            sleep 0.1; n=$((n + 1))
+        done
+        grep -q "background: resync finished" "$mnt/status" && t_ok "after the kill: resynced by itself" \
+            || t_fail "resync after the kill" "$(grep -i "background\|State :" "$mnt/status")"
         got=$(sha256sum <"$ext/synced")
         [ "$got" = "$want" ] && t_ok "data synced before the kill intact" || t_fail "synced data" "$got"
         (cd "$ext" && $T sha256sum -c --quiet "$t_tmp/sums") >"$t_tmp/check.log" 2>&1 \
@@ -205,6 +212,8 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
             || t_fail "fsck after kill" "$(tail -5 "$t_tmp/fsck.log")"
         detach
         stop_daemon && t_ok "after the kill: clean shutdown" || t_fail "daemon exit" "$(cat "$t_tmp/daemon.log")"
+        $T $URAID detail $members 2>&1 | grep -q "State : clean\$" && t_ok "after the resync and a stop: clean" \
+            || t_fail "clean after resync" "$($URAID detail $members 2>&1 | grep 'State :')"
     else
         t_fail "reopen after kill" "$(cat "$t_tmp/daemon.log")"
     fi

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "array_fixture.h"
@@ -389,6 +390,110 @@ out:
     harness_end();
 }
 
+/* ---- resync after an unclean shutdown ------------------------------------------------------- */
+
+/* A process that opens the array, writes (the array goes dirty on disk) and
+ * dies without closing it. It rewrites bytes the array already holds, so
+ * the model stays right. */
+static void crash_while_writing(struct fx *f)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        const char *paths[FX_MAXM];
+        for (int s = 0; s < f->n; s++)
+            paths[s] = f->path[s];
+        struct uraid_array *a;
+        if (uraid_open(paths, f->n, NULL, &a, NULL, 0) || uraid_write(a, f->model, f->stripe_bytes, 0))
+            _exit(1);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the crashing writer failed");
+}
+
+static uint64_t run_check(struct uraid_array *a)
+{
+    char why[256];
+    struct uraid_job_params jp = {.slot = -1};
+    struct uraid_job_status st = {0};
+    CHECK(uraid_job_start(a, URAID_JOB_CHECK, &jp, why, sizeof why) == 0, "check: %s", why);
+    uraid_job_wait(a, &st);
+    return st.mismatch_sectors;
+}
+
+static void test_resync(int level, int n)
+{
+    char name[96];
+    snprintf(name, sizeof name, "resync: RAID-%d n=%d after a crash: a torn stripe made consistent, then clean", level,
+             n);
+    harness_begin(name);
+    struct fx f;
+    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    CHECK(uraid_close(a) == 0);
+    crash_while_writing(&f);
+    /* the crash tore stripe 5: its P never got the new data's parity */
+    int p, q;
+    fx_parity_of(&f, 5, &p, &q);
+    uint8_t junk[4096];
+    rng_fill(&rng, junk, sizeof junk);
+    FILE *fp = fopen(f.path[p], "r+b");
+    CHECK(fp && fseek(fp, (long)(f.data_offset + 5 * f.chunk + 8192), SEEK_SET) == 0 &&
+          fwrite(junk, 1, sizeof junk, fp) == sizeof junk);
+    if (fp)
+        fclose(fp);
+    a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(!info.clean, "%s: not dirty after the crash", f.label);
+    CHECK(run_check(a) == 8, "%s: the torn page is not seen", f.label);
+    char why[256];
+    struct uraid_job_status st;
+    CHECK(uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why) == 0, "%s", why);
+    wait_job(a, &st);
+    CHECK(run_check(a) == 0, "%s: mismatches left after the resync", f.label);
+    fx_verify_all(&f, a, "after the resync");
+    CHECK(uraid_close(a) == 0);
+    a = fx_open(&f, NULL, 0, 0);
+    if (a) {
+        uraid_get_info(a, &info);
+        CHECK(info.clean, "%s: still dirty after a resync and a clean close", f.label);
+        CHECK(uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why) == -EINVAL && strstr(why, "nothing to"),
+              "%s: resync of a clean array: %s", f.label, why);
+        CHECK(uraid_close(a) == 0);
+    }
+
+    /* a serving array (auto_rebuild) resyncs by itself */
+    crash_while_writing(&f);
+    const char *paths[FX_MAXM];
+    for (int s = 0; s < f.n; s++)
+        paths[s] = f.path[s];
+    struct uraid_open_params op = {.auto_rebuild = 1};
+    CHECK(uraid_open(paths, f.n, &op, &a, why, sizeof why) == 0, "%s", why);
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_RESYNC, "%s: dirty array opened with auto_rebuild: job %s", f.label,
+          uraid_job_name(st.kind));
+    wait_job(a, &st);
+    CHECK(uraid_close(a) == 0);
+    a = fx_open(&f, NULL, 0, 0);
+    if (a) {
+        uraid_get_info(a, &info);
+        CHECK(info.clean, "%s: dirty after the automatic resync", f.label);
+        uraid_close(a);
+    }
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     fx_log_from_env();
@@ -404,5 +509,7 @@ int main(int argc, char **argv)
     test_replace(6, 6);
     test_auto_rebuild();
     test_speed_limit();
+    test_resync(5, 4);
+    test_resync(6, 6);
     return harness_finish();
 }

@@ -1,0 +1,50 @@
+/* Resync: after an unclean shutdown (the array found dirty, resync_offset
+ * not MaxSector) parity may disagree with the data where writes were in
+ * flight. md recomputes parity from the data over the whole array when
+ * such an array starts; so does this job (array_resync_range, stripe by
+ * stripe under the stripes' locks, while users go on). When it finishes the
+ * array is no longer "opened dirty", and the next clean close records it
+ * clean in every member. */
+#include <errno.h>
+
+#include "array/array.h"
+#include "log.h"
+
+static int resync_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    int rc = array_resync_range(a, start, nsec);
+    if (rc)
+        job_fail(j, "member sectors %llu-%llu could not be resynced: %s", (unsigned long long)start,
+                 (unsigned long long)(start + nsec - 1), uraid_strerror(rc));
+    return rc;
+}
+
+static int resync_finish(struct uraid_array *a, struct array_job *j, int rc)
+{
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&a->meta_lock);
+    a->opened_dirty = 0; /* a clean close may now say so on disk */
+    pthread_mutex_unlock(&a->meta_lock);
+    uraid_log(URAID_LOG_INFO, "resync finished: parity agrees with the data again");
+    return 0;
+}
+
+int resync_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                   size_t whylen)
+{
+    (void)p;
+    if (a->geom.level == 1) {
+        uraid_why(why, whylen, "resyncing RAID-1 mirrors is not supported yet");
+        return -EOPNOTSUPP;
+    }
+    if (!a->opened_dirty) {
+        uraid_why(why, whylen, "nothing to resync: the array was shut down cleanly");
+        return -EINVAL;
+    }
+    j->start = 0;
+    j->end = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
+    j->step = resync_step;
+    j->finish = resync_finish;
+    return 0;
+}
