@@ -40,6 +40,11 @@ int cmd_replace(int argc, char **argv);
 int cmd_add_offline(int argc, char **argv);
 int cmd_resync(int argc, char **argv);
 
+/* The control socket of a serving array when no --control PATH is given:
+ * $URAID_CONTROL, else the only socket in URAID_CTL_DEFAULT_DIR. Returns
+ * 0, or an exit status after a one-line error (none, or several). */
+int cli_default_control(const char *verb, char *out, size_t len);
+
 /* Waits for the array's background job, showing its progress on stderr;
  * returns the job's result and its final status in out (may be NULL). */
 int cli_wait_job(const char *verb, struct uraid_array *a, struct uraid_job_status *out);

@@ -283,6 +283,19 @@ static int check_or_repair(const char *verb, enum uraid_job_kind kind, int argc,
             }
             return run_remote(verb, &o);
         }
+    /* no members (at most --wait): the serving array's default socket */
+    int only_wait = 1;
+    for (int i = 1; i < argc; i++)
+        only_wait &= !strcmp(argv[i], "--wait");
+    if (only_wait) {
+        static char found[512];
+        int st = cli_default_control(verb, found, sizeof found);
+        if (st)
+            return st;
+        o.control = found;
+        o.wait = argc > 1;
+        return run_remote(verb, &o);
+    }
     struct cli_members mem;
     struct uraid_open_params op = {0};
     struct cli_extra extra = {.parse = check_parse, .ctx = &o,

@@ -54,6 +54,25 @@ static int default_socket(char *out, size_t len)
     return n == 0 ? -ENOENT : n > 1 ? -EEXIST : 0;
 }
 
+int cli_default_control(const char *verb, char *out, size_t len)
+{
+    const char *env = getenv("URAID_CONTROL");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return 0;
+    }
+    int rc = default_socket(out, len);
+    if (rc == -ENOENT) {
+        cli_error(verb, "no server is listening in %s (give --control PATH)", URAID_CTL_DEFAULT_DIR);
+        return 1;
+    }
+    if (rc) {
+        cli_error(verb, "several arrays serve in %s (%s): give --control PATH", URAID_CTL_DEFAULT_DIR, out);
+        return 2;
+    }
+    return 0;
+}
+
 /* One request; prints the answer (status text on stdout, errors as one line
  * on stderr). Exit status 0 for "ok", 1 for an error response or no server. */
 static int control(const char *verb, int argc, char **argv, int member)
@@ -103,15 +122,9 @@ static int control(const char *verb, int argc, char **argv, int member)
     }
     static char found[512];
     if (!path) {
-        int rc = default_socket(found, sizeof found);
-        if (rc == -ENOENT) {
-            cli_error(verb, "no server is listening in %s (give --control PATH)", URAID_CTL_DEFAULT_DIR);
-            return 1;
-        }
-        if (rc) {
-            cli_error(verb, "several arrays serve in %s (%s): give --control PATH", URAID_CTL_DEFAULT_DIR, found);
-            return 2;
-        }
+        int st = cli_default_control(verb, found, sizeof found);
+        if (st)
+            return st;
         path = found;
     }
     char *resp = malloc(RESPONSE_BYTES);

@@ -89,6 +89,8 @@ if command -v nbdkit >/dev/null 2>&1; then
         expect "serving: status shows the result" 0 "background: check finished .*mismatch_cnt 8" $URAID status --control "$ctl"
         expect "serving: repair --wait: exit 0" 0 "data block wrong, repaired" $URAID repair --control "$ctl" --wait
         expect "serving: clean after repair" 0 "mismatch_cnt 0" $URAID check --control "$ctl" --wait
+        expect "serving: check --wait finds the socket in URAID_CONTROL" 0 "mismatch_cnt 0" \
+            env URAID_CONTROL="$ctl" $URAID check --wait
         $URAID stop --control "$ctl" >/dev/null 2>&1
         n=0
         while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
