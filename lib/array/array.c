@@ -246,6 +246,7 @@ static void free_array(struct uraid_array *a)
 {
     if (!a)
         return;
+    array_monitor_stop(a); /* it could start a job */
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
@@ -499,6 +500,7 @@ int uraid_close(struct uraid_array *a)
 {
     if (!a)
         return 0;
+    array_monitor_stop(a);
     if (a->job.thread_started)
         uraid_job_cancel(a); /* a rebuild saves its checkpoint */
     int rc = uraid_flush(a);

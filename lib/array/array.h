@@ -73,6 +73,12 @@ struct uraid_array {
     int replacement_failed;
     struct array_slot replacement;
     struct bb_retired *bb_retired; /* freed at close */
+    /* auto_rebuild: a thread that starts jobs when the I/O path, which holds
+     * stripe locks, reports a failure (array_kick_monitor) */
+    pthread_t mon;
+    int mon_started, mon_kick, mon_stop;
+    pthread_mutex_t mon_mu;
+    pthread_cond_t mon_cv;
     /* One bit per stripe: written while some slot was not in sync, so a
      * failed member's old chunk of it is stale (see array_slot.old_dev). */
     uint64_t *degraded_written;
@@ -147,6 +153,12 @@ static inline int slot_ok_upto(const struct uraid_array *a, int s, uint64_t end)
  * resync when the array was found dirty and is whole; quiet when there is
  * nothing to do. (rebuild.c) */
 void array_maybe_auto_rebuild(struct uraid_array *a);
+
+/* Asks the monitor thread to run array_maybe_auto_rebuild (callers that
+ * may hold stripe locks); array_monitor_stop ends the thread. (rebuild.c) */
+void array_kick_monitor(struct uraid_array *a);
+int array_monitor_start(struct uraid_array *a);
+void array_monitor_stop(struct uraid_array *a);
 
 /* Slot usable for reads and writes. */
 static inline int slot_ok(const struct uraid_array *a, int s)

@@ -361,6 +361,7 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
         job_fail(j, "member in slot %d failed during the replace; rebuild onto the spare instead", src);
         rc = -EIO;
     }
+    stripe_lock_all(&a->locks); /* no write may be on its way to the old member */
     pthread_mutex_lock(&a->meta_lock);
     __atomic_store_n(&a->replace_source, -1, __ATOMIC_RELEASE);
     memset(&a->replacement, 0, sizeof a->replacement);
@@ -384,6 +385,7 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
         *old = repl;
     }
     pthread_mutex_unlock(&a->meta_lock);
+    stripe_unlock_all(&a->locks);
     int wr = array_write_superblocks(a);
     if (rc == 0) {
         uraid_log(URAID_LOG_INFO, "member %s replaced %s in slot %d; %s is marked faulty and can be removed",
@@ -404,6 +406,9 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         uraid_why(why, whylen, "rebuilding RAID-1 members is not supported yet; use RAID-4/5/6");
         return -EOPNOTSUPP;
     }
+    /* no request may be between its plan and its member I/O while a slot's
+     * member is swapped for the spare */
+    stripe_lock_all(&a->locks);
     pthread_mutex_lock(&a->meta_lock);
     int n = a->geom.raid_disks, slot = -1, rc = 0;
     if (j->kind == URAID_JOB_REPLACE) {
@@ -481,6 +486,7 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     j->checkpoint = j->kind == URAID_JOB_REPLACE ? NULL : rebuild_checkpoint;
 out:
     pthread_mutex_unlock(&a->meta_lock);
+    stripe_unlock_all(&a->locks);
     if (rc == 0 && j->kind == URAID_JOB_RECOVER && j->start == 0)
         rc = array_write_superblocks(a); /* the spare now names its slot */
     if (rc == 0)
@@ -517,4 +523,57 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
     int rc = uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why);
     if (rc && rc != -EBUSY)
         uraid_log(URAID_LOG_WARN, "automatic rebuild not started: %s", why);
+}
+
+/* ---- the monitor: starts jobs on behalf of the I/O path -------------------------------- */
+
+static void *monitor_main(void *arg)
+{
+    struct uraid_array *a = arg;
+    pthread_mutex_lock(&a->mon_mu);
+    for (;;) {
+        while (!a->mon_kick && !a->mon_stop)
+            pthread_cond_wait(&a->mon_cv, &a->mon_mu);
+        if (a->mon_stop)
+            break;
+        a->mon_kick = 0;
+        pthread_mutex_unlock(&a->mon_mu);
+        array_maybe_auto_rebuild(a);
+        pthread_mutex_lock(&a->mon_mu);
+    }
+    pthread_mutex_unlock(&a->mon_mu);
+    return NULL;
+}
+
+int array_monitor_start(struct uraid_array *a)
+{
+    pthread_mutex_init(&a->mon_mu, NULL);
+    pthread_cond_init(&a->mon_cv, NULL);
+    int rc = -pthread_create(&a->mon, NULL, monitor_main, a);
+    a->mon_started = rc == 0;
+    return rc;
+}
+
+void array_kick_monitor(struct uraid_array *a)
+{
+    if (!a->mon_started)
+        return;
+    pthread_mutex_lock(&a->mon_mu);
+    a->mon_kick = 1;
+    pthread_cond_signal(&a->mon_cv);
+    pthread_mutex_unlock(&a->mon_mu);
+}
+
+void array_monitor_stop(struct uraid_array *a)
+{
+    if (!a->mon_started)
+        return;
+    pthread_mutex_lock(&a->mon_mu);
+    a->mon_stop = 1;
+    pthread_cond_signal(&a->mon_cv);
+    pthread_mutex_unlock(&a->mon_mu);
+    pthread_join(a->mon, NULL);
+    a->mon_started = 0;
+    pthread_cond_destroy(&a->mon_cv);
+    pthread_mutex_destroy(&a->mon_mu);
 }

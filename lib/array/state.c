@@ -77,7 +77,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     pthread_mutex_unlock(&a->meta_lock);
 
     int rc = array_write_superblocks(a);
-    array_maybe_auto_rebuild(a);
+    array_kick_monitor(a); /* this thread may hold stripe locks: a job starts elsewhere */
     char st[URAID_MAX_MEMBERS + 3];
     status_text(a, st);
     uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s): marked faulty, the array continues degraded %s%s", path,
@@ -123,6 +123,8 @@ int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
     stripe_locks_init(&a->locks);
     array_job_init(a);
     a->replace_source = -1;
+    if (p && p->auto_rebuild && !p->readonly && array_monitor_start(a) != 0)
+        return -EAGAIN;
     if (p) {
         a->auto_rebuild = p->auto_rebuild;
         a->sync_speed_max_kib = p->sync_speed_max_kib;

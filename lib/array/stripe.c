@@ -42,6 +42,18 @@ void stripe_unlock_set(struct stripe_locks *l, const uint16_t *held, int nheld)
         pthread_mutex_unlock(&l->m[held[i]]);
 }
 
+void stripe_lock_all(struct stripe_locks *l)
+{
+    for (int i = 0; i < STRIPE_LOCKS; i++)
+        pthread_mutex_lock(&l->m[i]);
+}
+
+void stripe_unlock_all(struct stripe_locks *l)
+{
+    for (int i = STRIPE_LOCKS - 1; i >= 0; i--)
+        pthread_mutex_unlock(&l->m[i]);
+}
+
 enum write_method write_choose(const struct write_choice_in *in, int *reads)
 {
     const struct stripe_map *map = in->map;

@@ -44,6 +44,10 @@ void stripe_locks_destroy(struct stripe_locks *l);
  * (at most n) and the count is returned for stripe_unlock_set. */
 int stripe_lock_set(struct stripe_locks *l, const uint64_t *stripes, int n, uint16_t *held);
 void stripe_unlock_set(struct stripe_locks *l, const uint16_t *held, int nheld);
+/* Every lock, in the same ascending order: no request is between its plan
+ * and its member I/O while they are held (used to swap a slot's member). */
+void stripe_lock_all(struct stripe_locks *l);
+void stripe_unlock_all(struct stripe_locks *l);
 
 /* How a partial-stripe write updates parity. */
 enum write_method {
