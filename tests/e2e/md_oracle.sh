@@ -4,7 +4,11 @@
 #      (--snapshot: the images stay untouched), its scrub finds mismatch_cnt 0,
 #      and md returns exactly the bytes uraid wrote;
 #   2. md creates and writes a RAID-6 array; uraid reads it identically, healthy
-#      and with two members missing.
+#      and with two members missing;
+#   3. a uraid rebuild onto a spare, killed halfway: md assembles the members,
+#      takes the spare as the slot being recovered from uraid's checkpoint
+#      (recovery_offset), finishes the recovery, scrubs with mismatch_cnt 0 and
+#      returns the bytes uraid wrote.
 # The oracle is built once per machine into $MDORACLE_HOME (outside the repository).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -100,6 +104,64 @@ else
     else
         t_fail "$name" "want $want, healthy $got, two missing $got2"
     fi
+fi
+
+# uraid's rebuild checkpoint, resumed by md
+name="RAID-6: a uraid rebuild killed halfway is resumed by md from recovery_offset"
+dir="$t_tmp/rb"; mkdir -p "$dir"
+for i in 0 1 2 3 4 5 6; do truncate -s 24M "$dir/d$i.img"; done
+# shellcheck disable=SC2086
+if $URAID create --level 6 --raid-devices 6 --spare-devices 1 --chunk 64K --name oracle \
+    "$dir"/d0.img "$dir"/d1.img "$dir"/d2.img "$dir"/d3.img "$dir"/d4.img "$dir"/d5.img "$dir"/d6.img \
+    >"$dir/create.log" 2>&1; then
+    left="$dir/d0.img $dir/d1.img $dir/d3.img $dir/d4.img $dir/d5.img $dir/d6.img"
+    # shellcheck disable=SC2086
+    size=$(($($URAID detail $left 2>/dev/null | awk '/Array Size/ {print $4; exit}') * 1024))
+    # shellcheck disable=SC2086
+    "$PATTERN" -s 91 -n "$size" | $URAID write $left 2>"$dir/write.log"
+    want=$("$PATTERN" -s 91 -n "$size" | sha256sum | cut -d' ' -f1)
+    # member 2 is gone; the rebuild onto d6 is slowed down and killed after its first checkpoint
+    # shellcheck disable=SC2086
+    $URAID rebuild $left --member-layer throttle=8M >"$dir/rebuild.log" 2>&1 &
+    rpid=$!
+    n=0 off=""
+    while [ $n -lt 100 ]; do
+        sleep 0.1; n=$((n + 1))
+        off=$(mdadm --examine "$dir/d6.img" 2>/dev/null | sed -n 's/.*Recovery Offset : \([0-9]*\) sectors.*/\1/p')
+        [ -n "$off" ] && [ "$off" -gt 0 ] && break
+    done
+    kill -9 $rpid 2>/dev/null
+    wait $rpid 2>/dev/null
+    off=$(mdadm --examine "$dir/d6.img" 2>/dev/null | sed -n 's/.*Recovery Offset : \([0-9]*\) sectors.*/\1/p')
+    args=""
+    for f in $left; do args="$args --disk $f"; done
+    # shellcheck disable=SC2086
+    got=$("$ORACLE" --snapshot --timeout 300 --console "$dir/console.log" $args -- - 2>"$dir/oracle.err" <<'GUEST' | tee "$dir/oracle.out" | sha256sum | cut -d' ' -f1
+exec 2>/dev/console
+# read-only first: md has loaded the spare's recovery_offset but not moved on
+mdadm --assemble /dev/md0 --run --readonly /dev/vd? >&2 || exit 1
+echo "recovery_start=$(cat /sys/block/md0/md/dev-vdf/recovery_start)" >/dev/console
+mdadm --readwrite /dev/md0 >&2 || exit 1
+while [ "$(cat /sys/block/md0/md/sync_action)" != idle ] || ! grep -q '\[UUUUUU\]' /proc/mdstat; do sleep 0.2; done
+echo check > /sys/block/md0/md/sync_action
+while [ "$(cat /sys/block/md0/md/sync_action)" != idle ]; do sleep 0.2; done
+[ "$(cat /sys/block/md0/md/mismatch_cnt)" = 0 ] || { echo "mismatch_cnt=$(cat /sys/block/md0/md/mismatch_cnt)" >&2; exit 3; }
+dd if=/dev/md0 bs=1M 2>/dev/null
+GUEST
+)
+    if [ -z "$off" ] || [ "$off" -eq 0 ]; then
+        t_fail "$name" "no checkpoint before the kill: $(cat "$dir/rebuild.log")"
+    elif [ "$got" = "$want" ]; then
+        t_ok "$name (checkpoint at sector $off)"
+        # md took the checkpoint: the new member's recovery_start is uraid's recovery_offset
+        tr -d '\r' <"$dir/console.log" | grep -q "^recovery_start=$off\$" \
+            && t_ok "md resumed the recovery at uraid's checkpoint (recovery_start $off)" \
+            || t_fail "md's recovery_start" "$(grep -a "recovery_start\|md0" "$dir/console.log" | head -5)"
+    else
+        t_fail "$name" "md returned $got, uraid wrote $want ($(tail -5 "$dir/oracle.err"))"
+    fi
+else
+    t_fail "$name" "create: $(cat "$dir/create.log")"
 fi
 
 t_finish
