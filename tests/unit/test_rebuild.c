@@ -136,6 +136,7 @@ struct load {
     struct uraid_array *a;
     int stop;
     uint64_t seed;
+    uint64_t lo, hi;   /* the writer's region (bytes); hi 0 = the whole array */
     int writes, errors;
 };
 
@@ -147,8 +148,11 @@ static void *writer(void *arg)
     uint8_t *buf = aligned_alloc(4096, 256 * K);
     uint8_t *back = aligned_alloc(4096, 256 * K);
     while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t lo = l->lo, hi = l->hi ? l->hi : l->f->size;
         size_t len = (size_t)(1 + rng_below(&r, 64)) * 4096;
-        uint64_t off = rng_below(&r, (l->f->size - len) / 4096) * 4096;
+        if (len > hi - lo)
+            len = (size_t)(hi - lo);
+        uint64_t off = lo + rng_below(&r, (hi - lo - len) / 4096 + 1) * 4096;
         rng_fill(&r, buf, len);
         if (fx_write(l->f, l->a, buf, len, off)) {
             l->errors++;
@@ -163,10 +167,15 @@ static void *writer(void *arg)
     return NULL;
 }
 
+/* Four writers, each on its own quarter of the array (quarters share
+ * stripes at their edges), read back what they write while the slot is
+ * rebuilt; on RAID-6 surviving members also get pending sectors (read
+ * errors a rewrite heals) at random moments. */
 static void test_recover_under_load(int level, int n)
 {
     char name[96];
-    snprintf(name, sizeof name, "recover: RAID-%d n=%d while a thread writes and reads", level, n);
+    snprintf(name, sizeof name, "recover: RAID-%d n=%d while 4 threads write and read%s", level, n,
+             level == 6 ? ", read errors injected" : "");
     harness_begin(name);
     struct fx f;
     char spare[300];
@@ -179,18 +188,47 @@ static void test_recover_under_load(int level, int n)
     fail_member(&f, a, 0);
     char why[256];
     CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
-    struct load l = {.f = &f, .a = a, .seed = rng_next(&rng)};
-    pthread_t t;
-    pthread_create(&t, NULL, writer, &l);
+    enum { WRITERS = 4 };
+    struct load l[WRITERS];
+    pthread_t t[WRITERS];
+    uint64_t quarter = f.size / WRITERS / 4096 * 4096;
+    for (int i = 0; i < WRITERS; i++) {
+        l[i] = (struct load){.f = &f, .a = a, .seed = rng_next(&rng), .lo = (uint64_t)i * quarter,
+                             .hi = i == WRITERS - 1 ? f.size : (uint64_t)(i + 1) * quarter};
+        pthread_create(&t[i], NULL, writer, &l[i]);
+    }
     sleep_ms(20);
-    /* slow enough that the writer meets the rebuild everywhere */
+    /* slow enough that the writers meet the rebuild everywhere */
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 16 * 1024, .speed_min_kib = 16 * 1024};
     CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
+    int injected = 0;
+    for (;;) {
+        uraid_job_status(a, &st);
+        if (!st.running)
+            break;
+        if (level == 6) {
+            /* one member only: with slot 0 gone, two blocks of a stripe is all RAID-6 survives */
+            int s = 1;
+            uint64_t off = f.data_offset + rng_below(&rng, (f.member_bytes - f.data_offset) / 4096) * 4096;
+            char spec[96];
+            snprintf(spec, sizeof spec, "pending=%llu+4096", (unsigned long long)off);
+            injected += uraid_inject(a, s, spec) == 0;
+        }
+        sleep_ms(5);
+    }
     wait_job(a, &st);
-    __atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
-    pthread_join(t, NULL);
-    CHECK(l.errors == 0 && l.writes > 10, "%s: writer: %d writes, %d errors", f.label, l.writes, l.errors);
+    int writes = 0, errors = 0;
+    for (int i = 0; i < WRITERS; i++) {
+        __atomic_store_n(&l[i].stop, 1, __ATOMIC_RELEASE);
+        pthread_join(t[i], NULL);
+        writes += l[i].writes;
+        errors += l[i].errors;
+    }
+    CHECK(errors == 0 && writes > 40, "%s: writers: %d writes, %d errors (%d read errors injected)", f.label, writes,
+          errors, injected);
+    for (int s = 1; s < n; s++)
+        uraid_inject(a, s, "clear");
     fx_verify_all(&f, a, "after a rebuild under load");
     CHECK(uraid_close(a) == 0);
     adopt_and_verify_without_others(&f, 0, spare, f.level == 6 ? 2 : 1, "rebuilt under load, others left out");
