@@ -41,10 +41,16 @@ void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
 int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
                           const unsigned char *have);
 
+/* RAID-1 has no chunks: its stripe locks cover units of this many sectors. */
+#define RAID1_UNIT 128u
+
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
 int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec);
 int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
+/* The step of RAID-1 jobs: recovery and replace copy from a mirror that can
+ * be read; resync copies the first mirror to the others. (mirror.c) */
+int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
 
 /* Stripe `stripe` is being written while some slot is not in sync: a
  * failed member's chunk of it is stale from now on. */

@@ -84,7 +84,7 @@ static void nap(struct array_job *j, uint64_t usec)
 
 uint32_t job_batch_sectors(const struct uraid_array *a)
 {
-    uint32_t c = a->geom.chunk_sectors ? a->geom.chunk_sectors : 8;
+    uint32_t c = a->geom.chunk_sectors ? a->geom.chunk_sectors : 128; /* RAID-1: mirror lock units */
     uint32_t stripes = BATCH_BYTES_PER_MEMBER / (c * 512u);
     if (stripes < 1)
         stripes = 1;

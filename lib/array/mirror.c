@@ -9,12 +9,13 @@
 #include "log.h"
 
 #define RAID0_BATCH 256
+#define RAID1_MAX_UNITS 64
 
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec)
 {
     int failed[URAID_MAX_MEMBERS], nfailed = 0;
     for (int m = 0; m < a->geom.raid_disks; m++) {
-        if (!slot_ok(a, m) || slot_has_bad(&a->slot[m], sector, nsec))
+        if (!slot_ok_upto(a, m, sector + nsec) || slot_has_bad(&a->slot[m], sector, nsec))
             continue;
         struct io_op op = array_op(a, m, IO_READ, buf, nsec, sector);
         array_run_ops(a, &op, 1);
@@ -32,25 +33,143 @@ int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint
     return -EIO;
 }
 
+/* Locks the mirror units covering [sector, sector + nsec) (at most
+ * RAID1_MAX_UNITS of them). */
+static int lock_units(struct uraid_array *a, uint64_t sector, uint32_t nsec, uint16_t *held)
+{
+    uint64_t units[RAID1_MAX_UNITS];
+    int nu = 0;
+    for (uint64_t u = sector / RAID1_UNIT; u * RAID1_UNIT < sector + nsec && nu < RAID1_MAX_UNITS; u++)
+        units[nu++] = u;
+    return stripe_lock_set(&a->locks, units, nu, held);
+}
+
+/* The longest piece from sector that stays within RAID1_MAX_UNITS units. */
+static uint32_t unit_piece(uint64_t sector, uint64_t nsec)
+{
+    uint64_t room = (sector / RAID1_UNIT + RAID1_MAX_UNITS) * RAID1_UNIT - sector;
+    return (uint32_t)(nsec < room ? nsec : room);
+}
+
 int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec)
 {
-    struct io_op ops[URAID_MAX_MEMBERS];
-    int n = 0;
-    for (int m = 0; m < a->geom.raid_disks; m++)
-        if (slot_ok(a, m))
-            ops[n++] = array_op(a, m, IO_WRITE, (void *)buf, nsec, sector);
-    uint64_t stripe = sector / 8;
-    uint16_t held[1];
-    int nheld = stripe_lock_set(&a->locks, &stripe, 1, held);
-    array_run_ops(a, ops, n);
-    stripe_unlock_set(&a->locks, held, nheld);
-    int rc = n ? 0 : -EIO;
-    for (int i = 0; i < n && rc == 0; i++)
-        if (ops[i].result) {
-            for (int m = 0; m < a->geom.raid_disks; m++)
-                if (a->slot[m].dev == ops[i].m)
-                    rc = array_member_failed(a, m, ops[i].result, "writing");
+    int rc = 0;
+    while (nsec && rc == 0) {
+        uint32_t n = unit_piece(sector, nsec);
+        uint16_t held[RAID1_MAX_UNITS];
+        int nheld = lock_units(a, sector, n, held);
+        /* under the units' locks: a mirror being rebuilt gets the part its
+         * rebuild has passed (the rest it copies later) */
+        struct io_op ops[URAID_MAX_MEMBERS];
+        int nops = 0, who[URAID_MAX_MEMBERS];
+        for (int m = 0; m < a->geom.raid_disks; m++) {
+            uint32_t len = n;
+            if (!slot_ok(a, m)) {
+                if (!a->slot[m].dev || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING)
+                    continue;
+                uint64_t done = __atomic_load_n(&a->slot[m].recovered, __ATOMIC_ACQUIRE);
+                if (done <= sector)
+                    continue;
+                len = done - sector < n ? (uint32_t)(done - sector) : n;
+            }
+            who[nops] = m;
+            ops[nops++] = array_op(a, m, IO_WRITE, (void *)buf, len, sector);
         }
+        array_run_ops(a, ops, nops);
+        stripe_unlock_set(&a->locks, held, nheld);
+        rc = nops ? 0 : -EIO;
+        for (int i = 0; i < nops && rc == 0; i++)
+            if (ops[i].result)
+                rc = array_member_failed(a, who[i], ops[i].result, "writing");
+        buf += (size_t)n * SECTOR;
+        sector += n;
+        nsec -= n;
+    }
+    return rc;
+}
+
+/* Reads [start, start + nsec) into buf from the first mirror that can serve
+ * it (`first` tried first, `skip` never), page by page from any mirror
+ * where no single one can. */
+static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *buf, uint64_t start, uint32_t nsec)
+{
+    int order[URAID_MAX_MEMBERS], n = 0;
+    if (first >= 0)
+        order[n++] = first;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        if (m != first && m != skip)
+            order[n++] = m;
+    for (int i = 0; i < n; i++) {
+        if (!slot_ok_upto(a, order[i], start + nsec))
+            continue;
+        struct io_op op = array_op(a, order[i], IO_READ, buf, nsec, start);
+        array_run_ops(a, &op, 1);
+        if (op.result == 0)
+            return 0;
+    }
+    for (uint32_t at = 0; at < nsec; at += 8) {
+        uint32_t len = nsec - at < 8 ? nsec - at : 8;
+        int ok = 0;
+        for (int i = 0; i < n && !ok; i++) {
+            if (!slot_ok_upto(a, order[i], start + at + len))
+                continue;
+            struct io_op op = array_op(a, order[i], IO_READ, buf + (size_t)at * SECTOR, len, start + at);
+            array_run_ops(a, &op, 1);
+            ok = op.result == 0;
+        }
+        if (!ok) {
+            uraid_log(URAID_LOG_ERROR, "member sectors %llu-%llu: no mirror could be read", (unsigned long long)(start + at),
+                      (unsigned long long)(start + at + len - 1));
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    uint16_t held[RAID1_MAX_UNITS];
+    int nheld = lock_units(a, start, nsec, held);
+    uint8_t *buf = array_scratch((size_t)nsec * SECTOR);
+    int rc = buf ? 0 : -ENOMEM;
+    if (j->kind == URAID_JOB_RESYNC) {
+        /* md's RAID-1 resync: the first readable mirror's copy to all others */
+        int src = -1;
+        for (int m = 0; m < a->geom.raid_disks && src < 0; m++)
+            if (slot_ok(a, m))
+                src = m;
+        if (rc == 0)
+            rc = read_any_mirror(a, src, -1, buf, start, nsec);
+        struct io_op ops[URAID_MAX_MEMBERS];
+        int nops = 0, who[URAID_MAX_MEMBERS];
+        for (int m = 0; m < a->geom.raid_disks && rc == 0; m++)
+            if (m != src && slot_ok(a, m)) {
+                who[nops] = m;
+                ops[nops++] = array_op(a, m, IO_WRITE, buf, nsec, start);
+            }
+        if (rc == 0)
+            array_run_ops(a, ops, nops);
+        for (int i = 0; i < nops && rc == 0; i++)
+            if (ops[i].result)
+                rc = array_member_failed(a, who[i], ops[i].result, "resyncing");
+    } else {
+        int replace = j->kind == URAID_JOB_REPLACE;
+        struct array_slot *to = replace ? &a->replacement : &a->slot[j->slot];
+        if (rc == 0)
+            rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec);
+        if (rc == 0) {
+            struct io_op w = {.m = to->dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
+                              .offset = (to->data_offset + start) * SECTOR};
+            array_run_ops(a, &w, 1);
+            rc = w.result;
+        }
+        if (rc == 0)
+            __atomic_store_n(&to->recovered, start + nsec, __ATOMIC_RELEASE);
+    }
+    stripe_unlock_set(&a->locks, held, nheld);
+    if (rc)
+        job_fail(j, "member sectors %llu-%llu: %s failed: %s", (unsigned long long)start,
+                 (unsigned long long)(start + nsec - 1), uraid_job_name(j->kind), uraid_strerror(rc));
     return rc;
 }
 

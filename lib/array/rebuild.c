@@ -402,10 +402,6 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
 int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
                     size_t whylen)
 {
-    if (a->geom.level == 1) {
-        uraid_why(why, whylen, "rebuilding RAID-1 members is not supported yet; use RAID-4/5/6");
-        return -EOPNOTSUPP;
-    }
     /* no request may be between its plan and its member I/O while a slot's
      * member is swapped for the spare */
     stripe_lock_all(&a->locks);
@@ -439,7 +435,8 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         }
     }
     j->slot = slot;
-    j->end = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
+    j->end = a->geom.level == 1 ? a->member_sectors
+                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
     j->start = 0;
     struct array_slot *sl = &a->slot[slot];
     if (j->kind == URAID_JOB_RECOVER && sl->dev && sl->state == URAID_MEMBER_REBUILDING) {
@@ -479,9 +476,9 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
             sl->old_data_offset = old_offset;
         }
     }
-    if (rc == 0 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR)) != 0)
+    if (rc == 0 && a->geom.level != 1 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR)) != 0)
         uraid_why(why, whylen, "out of memory");
-    j->step = rebuild_step;
+    j->step = a->geom.level == 1 ? raid1_copy_step : rebuild_step;
     j->finish = j->kind == URAID_JOB_REPLACE ? replace_finish : rebuild_finish;
     j->checkpoint = j->kind == URAID_JOB_REPLACE ? NULL : rebuild_checkpoint;
 out:
@@ -498,7 +495,7 @@ out:
 
 void array_maybe_auto_rebuild(struct uraid_array *a)
 {
-    if (!a->auto_rebuild || a->readonly || a->nparity == 0 || a->geom.level == 1)
+    if (!a->auto_rebuild || a->readonly || a->nparity == 0)
         return;
     int hole = 0, spare = 0;
     pthread_mutex_lock(&a->meta_lock);

@@ -7,7 +7,7 @@
  * clean in every member. */
 #include <errno.h>
 
-#include "array/array.h"
+#include "array/dataio.h"
 #include "log.h"
 
 static int resync_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
@@ -34,17 +34,14 @@ int resync_prepare(struct uraid_array *a, struct array_job *j, const struct urai
                    size_t whylen)
 {
     (void)p;
-    if (a->geom.level == 1) {
-        uraid_why(why, whylen, "resyncing RAID-1 mirrors is not supported yet");
-        return -EOPNOTSUPP;
-    }
     if (!a->opened_dirty) {
         uraid_why(why, whylen, "nothing to resync: the array was shut down cleanly");
         return -EINVAL;
     }
     j->start = 0;
-    j->end = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
-    j->step = resync_step;
+    j->end = a->geom.level == 1 ? a->member_sectors
+                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
+    j->step = a->geom.level == 1 ? raid1_copy_step : resync_step;
     j->finish = resync_finish;
     return 0;
 }

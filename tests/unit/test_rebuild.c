@@ -327,7 +327,7 @@ static void test_replace(int level, int n)
     if (!a)
         goto out;
     fx_fill(&f, a, &rng);
-    int slot = 3;
+    int slot = n > 3 ? 3 : n - 1;
     char spec[96];
     snprintf(spec, sizeof spec, "read-eio=%llu+%u", (unsigned long long)(f.data_offset + 200 * K), 64 * K);
     CHECK(uraid_inject(a, slot, spec) == 0);
@@ -539,22 +539,69 @@ out:
     harness_end();
 }
 
+/* RAID-1: the resync copies the first mirror over the others. */
+static void test_resync_mirror(void)
+{
+    harness_begin("resync: RAID-1 n=2 after a crash: the second mirror made equal to the first");
+    struct fx f;
+    if (fx_create(&f, 1, 2, 64u << 10, MEMBER_BYTES) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    CHECK(uraid_close(a) == 0);
+    crash_while_writing(&f);
+    uint8_t junk[8192];
+    rng_fill(&rng, junk, sizeof junk);
+    FILE *fp = fopen(f.path[1], "r+b");
+    CHECK(fp && fseek(fp, (long)(f.data_offset + 3 * 65536), SEEK_SET) == 0 &&
+          fwrite(junk, 1, sizeof junk, fp) == sizeof junk);
+    if (fp)
+        fclose(fp);
+    a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    char why[256];
+    struct uraid_job_status st;
+    CHECK(uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why) == 0, "%s", why);
+    wait_job(a, &st);
+    CHECK(uraid_close(a) == 0);
+    int omit[FX_MAXM] = {1};
+    a = fx_open(&f, omit, 0, 0);
+    if (a) {
+        fx_verify_all(&f, a, "the second mirror alone after the resync");
+        static struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.clean, "%s: dirty after the resync and a clean close", f.label);
+        uraid_close(a);
+    }
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     fx_log_from_env();
     harness_init(argc, argv, "test_rebuild");
     rng_seed(&rng, harness_seed());
+    test_recover(1, 3);
     test_recover(5, 4);
     test_recover(6, 6);
+    test_recover_under_load(1, 3);
     test_recover_under_load(5, 5);
     test_recover_under_load(6, 6);
+    test_resume(1, 2);
     test_resume(5, 4);
     test_resume(6, 6);
+    test_replace(1, 2);
     test_replace(5, 4);
     test_replace(6, 6);
     test_auto_rebuild();
     test_speed_limit();
     test_resync(5, 4);
     test_resync(6, 6);
+    test_resync_mirror();
     return harness_finish();
 }
