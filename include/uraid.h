@@ -212,7 +212,8 @@ enum uraid_finding_kind {
     URAID_FOUND_Q,         /* RAID-6: only Q is wrong */
     URAID_FOUND_DATA,      /* RAID-6: one data block is wrong (slot says which) */
     URAID_FOUND_MULTI,     /* RAID-6: more than one block disagrees: reported, not repaired */
-    URAID_FOUND_UNREADABLE /* the stripe could not be read or rebuilt */
+    URAID_FOUND_UNREADABLE, /* the stripe could not be read or rebuilt */
+    URAID_FOUND_MIRROR     /* RAID-1: this mirror differs from the first (repair copies the first over it) */
 };
 
 struct uraid_finding {

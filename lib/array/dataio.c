@@ -82,11 +82,15 @@ static int mirror_for_replace(struct uraid_array *a, struct io_op *ops, int n, s
         if (ops[i].kind != IO_WRITE || ops[i].m != from->dev)
             continue;
         uint64_t msec = ops[i].offset / SECTOR - from->data_offset;
-        if (msec + ops[i].len / SECTOR > done)
+        if (msec >= done)
             continue;
+        /* the part below the checkpoint (a RAID-1 write may straddle it;
+         * the writer's locks keep it from moving) */
         extra[nx] = ops[i];
         extra[nx].m = to->dev;
         extra[nx].offset = (to->data_offset + msec) * SECTOR;
+        if (msec + ops[i].len / SECTOR > done)
+            extra[nx].len = (size_t)(done - msec) * SECTOR;
         nx++;
     }
     return nx;

@@ -51,6 +51,9 @@ int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, 
 /* The step of RAID-1 jobs: recovery and replace copy from a mirror that can
  * be read; resync copies the first mirror to the others. (mirror.c) */
 int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
+/* RAID-1 check/repair: every mirror compared with the first, page by page;
+ * repair copies the first over a differing one (md's rule). (mirror.c) */
+int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
 
 /* Stripe `stripe` is being written while some slot is not in sync: a
  * failed member's chunk of it is stale from now on. */

@@ -203,3 +203,75 @@ int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, 
     return rc;
 }
 
+
+int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    int n = a->geom.raid_disks;
+    size_t len = (size_t)nsec * SECTOR;
+    uint16_t held[RAID1_MAX_UNITS];
+    int nheld = lock_units(a, start, nsec, held);
+    uint8_t *mem = array_scratch((size_t)n * len);
+    int rc = mem ? 0 : -ENOMEM;
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int nops = 0, who[URAID_MAX_MEMBERS];
+    for (int m = 0; m < n && rc == 0; m++)
+        if (slot_ok(a, m)) {
+            who[nops] = m;
+            ops[nops++] = array_op(a, m, IO_READ, mem + (size_t)m * len, nsec, start);
+        }
+    if (rc == 0)
+        array_run_ops(a, ops, nops);
+    /* the reference copy: the first mirror that read */
+    int ref = -1;
+    for (int i = 0; i < nops && ref < 0 && rc == 0; i++)
+        if (ops[i].result == 0)
+            ref = who[i];
+    if (rc == 0 && ref < 0) {
+        /* no mirror reads whole: page by page from any, as a read does */
+        rc = read_any_mirror(a, -1, -1, mem, start, nsec);
+        if (rc == 0) {
+            ref = 0;
+            for (int i = 0; i < nops; i++)
+                if (who[i] == 0)
+                    ops[i].result = 0; /* mem holds the assembled copy in slot 0's place */
+        } else {
+            struct uraid_finding f = {.member_sector = start, .nsec = nsec, .stripe = start / RAID1_UNIT, .slot = -1,
+                                      .kind = URAID_FOUND_UNREADABLE};
+            job_add_finding(j, &f);
+            rc = 0;
+        }
+    }
+    const uint8_t *good = ref >= 0 ? mem + (size_t)ref * len : NULL;
+    for (int i = 0; i < nops && good && rc == 0; i++) {
+        int m = who[i];
+        if (m == ref)
+            continue;
+        if (ops[i].result) { /* a read error: rewrite it from the reference, as md does during a check */
+            array_correct_read_error(a, m, good, nsec, start);
+            continue;
+        }
+        const uint8_t *mine = mem + (size_t)m * len;
+        for (uint32_t at = 0; at < nsec; at += 8) {
+            uint32_t pl = nsec - at < 8 ? nsec - at : 8;
+            size_t off = (size_t)at * SECTOR;
+            if (!memcmp(mine + off, good + off, (size_t)pl * SECTOR))
+                continue;
+            __atomic_add_fetch(&j->mismatch_sectors, 8, __ATOMIC_RELAXED);
+            struct uraid_finding f = {.member_sector = start + at, .nsec = pl, .stripe = (start + at) / RAID1_UNIT,
+                                      .slot = m, .kind = URAID_FOUND_MIRROR};
+            if (j->kind == URAID_JOB_REPAIR) {
+                struct io_op w = array_op(a, m, IO_WRITE, (void *)(good + off), pl, start + at);
+                array_run_ops(a, &w, 1);
+                f.repaired = w.result == 0;
+                if (f.repaired)
+                    __atomic_add_fetch(&j->repaired_sectors, pl, __ATOMIC_RELAXED);
+            }
+            uraid_log(URAID_LOG_INFO, "member %s sector %llu: differs from mirror %s%s", a->slot[m].dev->path,
+                      (unsigned long long)(a->slot[m].data_offset + start + at), a->slot[ref].dev->path,
+                      f.repaired ? ", repaired" : "");
+            job_add_finding(j, &f);
+        }
+    }
+    stripe_unlock_set(&a->locks, held, nheld);
+    return rc;
+}

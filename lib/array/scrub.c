@@ -58,6 +58,7 @@ static const char *kind_text(enum uraid_finding_kind k)
     case URAID_FOUND_DATA: return "data block wrong";
     case URAID_FOUND_MULTI: return "more than one block disagrees";
     case URAID_FOUND_UNREADABLE: return "stripe unreadable";
+    case URAID_FOUND_MIRROR: return "mirror differs from the first";
     }
     return "?";
 }
@@ -428,8 +429,8 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
                   size_t whylen)
 {
     (void)p;
-    if (a->geom.level != 4 && a->geom.level != 5 && a->geom.level != 6) {
-        uraid_why(why, whylen, "%s is only for RAID-4/5/6 (this array is RAID-%d)", uraid_job_name(j->kind),
+    if (a->geom.level != 1 && a->geom.level != 4 && a->geom.level != 5 && a->geom.level != 6) {
+        uraid_why(why, whylen, "%s is only for RAID-1/4/5/6 (this array is RAID-%d)", uraid_job_name(j->kind),
                   a->geom.level);
         return -EOPNOTSUPP;
     }
@@ -453,8 +454,9 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
         return -EINVAL;
     }
     j->start = 0;
-    j->end = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
-    j->step = scrub_step;
+    j->end = a->geom.level == 1 ? a->member_sectors
+                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
+    j->step = a->geom.level == 1 ? raid1_scrub_step : scrub_step;
     j->finish = scrub_finish;
     j->checkpoint = NULL;
     return 0;

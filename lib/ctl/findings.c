@@ -17,6 +17,7 @@ static const char *what(const struct uraid_finding *f)
     case URAID_FOUND_DATA: return "data block wrong";
     case URAID_FOUND_MULTI: return "more than one block disagrees (or the wrong one cannot be told)";
     case URAID_FOUND_UNREADABLE: return "unreadable: more blocks lost than the level survives";
+    case URAID_FOUND_MIRROR: return "this mirror differs from the first";
     }
     return "?";
 }

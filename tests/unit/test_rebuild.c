@@ -581,6 +581,55 @@ out:
     harness_end();
 }
 
+/* RAID-1 check and repair: mirrors compared with the first. */
+static void test_mirror_check(void)
+{
+    harness_begin("check/repair: RAID-1 n=3, a differing mirror found page by page and repaired from the first");
+    struct fx f;
+    if (fx_create(&f, 1, 3, 64u << 10, MEMBER_BYTES) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    CHECK(uraid_close(a) == 0);
+    uint8_t junk[512];
+    rng_fill(&rng, junk, sizeof junk);
+    FILE *fp = fopen(f.path[2], "r+b");
+    long at[2] = {(long)(f.data_offset + 100 * 4096 + 512), (long)(f.data_offset + 700 * 4096)};
+    for (int i = 0; i < 2 && fp; i++)
+        CHECK(fseek(fp, at[i], SEEK_SET) == 0 && fwrite(junk, 1, sizeof junk, fp) == sizeof junk);
+    if (fp)
+        fclose(fp);
+    a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    CHECK(run_check(a) == 16, "%s: two differing pages not counted 8 each", f.label);
+    struct uraid_finding found[4];
+    size_t nf = uraid_job_findings(a, found, 4);
+    CHECK(nf == 2 && found[0].slot == 2 && found[0].kind == URAID_FOUND_MIRROR && found[0].member_sector == 800 &&
+              found[1].member_sector == 5600,
+          "%s: %zu findings, first slot %d kind %d sector %llu", f.label, nf, nf ? found[0].slot : -1,
+          nf ? (int)found[0].kind : -1, nf ? (unsigned long long)found[0].member_sector : 0ull);
+    char why[256];
+    struct uraid_job_status st;
+    struct uraid_job_params jp = {.slot = -1};
+    CHECK(uraid_job_start(a, URAID_JOB_REPAIR, &jp, why, sizeof why) == 0, "%s", why);
+    wait_job(a, &st);
+    CHECK(st.repaired_sectors == 16, "%s: repaired %llu sectors", f.label, (unsigned long long)st.repaired_sectors);
+    CHECK(run_check(a) == 0, "%s: mismatches left after the repair", f.label);
+    CHECK(uraid_close(a) == 0);
+    int omit[FX_MAXM] = {1, 1, 0};
+    a = fx_open(&f, omit, 0, 0);
+    if (a) {
+        fx_verify_all(&f, a, "the repaired mirror alone");
+        uraid_close(a);
+    }
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     fx_log_from_env();
@@ -603,5 +652,6 @@ int main(int argc, char **argv)
     test_resync(5, 4);
     test_resync(6, 6);
     test_resync_mirror();
+    test_mirror_check();
     return harness_finish();
 }
