@@ -581,6 +581,97 @@ out:
     harness_end();
 }
 
+/* A serving array under load loses members one after the other: each
+ * failure (seen by a writer, on the I/O path) makes the array's monitor
+ * swap a spare in under every stripe lock and rebuild it, while the
+ * writers go on; pending sectors come and go on the survivors. */
+static void test_chaos(void)
+{
+    harness_begin("auto rebuild: RAID-6 n=6, two members vanish one after the other under four writers, two spares");
+    struct fx f;
+    char sp[2][300];
+    if (fx_create(&f, 6, 6, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "s0", sp[0], sizeof sp[0]) ||
+        fx_make_file(&f, "s1", sp[1], sizeof sp[1]))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    char why[256];
+    for (int i = 0; i < 2; i++)
+        CHECK(uraid_add_spare(a, sp[i], why, sizeof why) == 0, "%s", why);
+    CHECK(uraid_close(a) == 0);
+    const char *paths[FX_MAXM + 2], *specs[FX_MAXM + 2];
+    for (int s = 0; s < f.n; s++)
+        paths[s] = f.path[s];
+    paths[f.n] = sp[0];
+    paths[f.n + 1] = sp[1];
+    for (int s = 0; s < f.n + 2; s++)
+        specs[s] = "";
+    struct uraid_open_params op = {.member_sim = specs, .auto_rebuild = 1, .sync_speed_min_kib = 8192};
+    CHECK(uraid_open(paths, f.n + 2, &op, &a, why, sizeof why) == 0, "%s", why);
+    if (!a)
+        goto out;
+    enum { WRITERS = 4 };
+    struct load l[WRITERS];
+    pthread_t t[WRITERS];
+    uint64_t quarter = f.size / WRITERS / 4096 * 4096;
+    for (int i = 0; i < WRITERS; i++) {
+        l[i] = (struct load){.f = &f, .a = a, .seed = rng_next(&rng), .lo = (uint64_t)i * quarter,
+                             .hi = i == WRITERS - 1 ? f.size : (uint64_t)(i + 1) * quarter};
+        pthread_create(&t[i], NULL, writer, &l[i]);
+    }
+    int victims[2] = {1 + (int)rng_below(&rng, 2), 3 + (int)rng_below(&rng, 3)};
+    struct uraid_job_status st;
+    for (int v = 0; v < 2; v++) {
+        sleep_ms(30 + (int)rng_below(&rng, 60));
+        CHECK(uraid_inject(a, victims[v], "vanish") == 0);
+        /* the next write to it fails it; the monitor starts the rebuild */
+        for (int i = 0; i < 500; i++) {
+            uraid_job_status(a, &st);
+            if (st.kind == URAID_JOB_RECOVER && st.slot == victims[v])
+                break;
+            sleep_ms(10);
+        }
+        CHECK(st.kind == URAID_JOB_RECOVER && st.slot == victims[v], "slot %d: no rebuild started (job %s slot %d)",
+              victims[v], uraid_job_name(st.kind), st.slot);
+        if (v == 0) { /* a pending sector on a survivor while slot 1 or 2 is rebuilt */
+            char spec[96];
+            snprintf(spec, sizeof spec, "pending=%llu+4096",
+                     (unsigned long long)(f.data_offset + rng_below(&rng, 1000) * 4096));
+            uraid_inject(a, 0, spec);
+        }
+        wait_job(a, &st);
+    }
+    int writes = 0, errors = 0;
+    for (int i = 0; i < WRITERS; i++) {
+        __atomic_store_n(&l[i].stop, 1, __ATOMIC_RELEASE);
+        pthread_join(t[i], NULL);
+        writes += l[i].writes;
+        errors += l[i].errors;
+    }
+    CHECK(errors == 0 && writes > 40, "writers: %d writes, %d errors", writes, errors);
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(info.degraded == 0, "degraded %d after two rebuilds", info.degraded);
+    uraid_inject(a, 0, "clear");
+    fx_verify_all(&f, a, "after two failures and two automatic rebuilds under load");
+    /* the fixture now names the members that hold the slots */
+    for (int s = 0; s < f.n; s++)
+        snprintf(f.path[s], sizeof f.path[s], "%s", info.member[s].path);
+    CHECK(uraid_close(a) == 0);
+    int omit[FX_MAXM] = {0};
+    omit[0] = omit[5] = 1;
+    a = fx_open(&f, omit, 0, 0);
+    if (a) {
+        fx_verify_all(&f, a, "with two other members left out");
+        uraid_close(a);
+    }
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 /* RAID-1 check and repair: mirrors compared with the first. */
 static void test_mirror_check(void)
 {
@@ -653,5 +744,6 @@ int main(int argc, char **argv)
     test_resync(6, 6);
     test_resync_mirror();
     test_mirror_check();
+    test_chaos();
     return harness_finish();
 }
