@@ -14,6 +14,9 @@ LDLIBS  := -lpthread -lm
 BUILD   := build
 SAN     := $(BUILD)/san
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+# ThreadSanitizer, for the tests that run many threads on one array
+TSAN     := $(BUILD)/tsan
+TSANFLAGS := -O1 -g -fsanitize=thread
 
 # ISA-L is optional: when its header is present the 'isal' parity candidate is
 # built and linked, so benchmarks compare against it in the same run.
@@ -43,6 +46,9 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(SAN)/%.o)
 SAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(SAN)/%.o)
 SAN_TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
+TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
+TSAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(TSAN)/%.o)
+TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_faults test_rebuild test_scrub)
 
 # Each SIMD family is compiled with its own instruction-set flags and only
 # runs after its valid() check, so the rest of the code stays baseline x86-64.
@@ -92,6 +98,14 @@ $(SAN)/liburaid.a: $(SAN_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(TSAN)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(TSANFLAGS) $(CPPFLAGS) $(call simd_flags,$<) -MMD -MP -c $< -o $@
+
+$(TSAN)/liburaid.a: $(TSAN_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CLI_FUSE_CFLAGS) -MMD -MP -c $< -o $@
@@ -107,11 +121,16 @@ $(SAN)/tests/%: $(SAN)/tests/unit/%.o $(SAN_TESTLIB_OBJ) $(SAN)/liburaid.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SANFLAGS) -o $@ $< $(SAN_TESTLIB_OBJ) $(SAN)/liburaid.a $(LDLIBS)
 
+$(TSAN)/tests/%: $(TSAN)/tests/unit/%.o $(TSAN_TESTLIB_OBJ) $(TSAN)/liburaid.a
+	@mkdir -p $(dir $@)
+	$(CC) $(TSANFLAGS) -o $@ $< $(TSAN_TESTLIB_OBJ) $(TSAN)/liburaid.a $(LDLIBS)
+
 unit-tests: $(TEST_BIN)
 san-tests: $(SAN_TEST_BIN)
+tsan-tests: $(TSAN_TEST_BIN)
 
 check: deps
-	@$(MAKE) --no-print-directory all unit-tests san-tests
+	@$(MAKE) --no-print-directory all unit-tests san-tests tsan-tests
 	@sh tests/run.sh
 
 demo: deps
@@ -135,3 +154,4 @@ clean:
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d)
 -include $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/unit/%.d)
+-include $(TSAN_LIB_OBJ:.o=.d) $(TSAN_TESTLIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(TSAN)/tests/unit/%.d)

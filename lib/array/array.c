@@ -124,7 +124,7 @@ int array_write_superblocks(struct uraid_array *a)
             member_flush(sl->dev);
     }
     if (written) {
-        a->sb_written = 1;
+        __atomic_store_n(&a->sb_written, 1, __ATOMIC_RELEASE);
         a->corrected_unsaved = 0; /* the counts went out with the superblocks */
     }
     pthread_mutex_unlock(&a->meta_lock);
@@ -140,13 +140,15 @@ int array_mark_dirty(struct uraid_array *a)
      * would later be taken back in sync at the same events. */
     int absent = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
-        absent |= !a->slot[s].dev;
-    if (a->dirty && (a->sb_written || !absent))
+        absent |= !__atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE) && (__atomic_load_n(&a->sb_written, __ATOMIC_ACQUIRE) || !absent))
         return 0;
+    pthread_mutex_lock(&a->meta_lock);
     a->sb.resync_offset = 0;
+    pthread_mutex_unlock(&a->meta_lock);
     int rc = array_write_superblocks(a);
     if (rc == 0)
-        a->dirty = 1;
+        __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
     return rc;
 }
 
@@ -520,7 +522,8 @@ int uraid_close(struct uraid_array *a)
     return rc;
 }
 
-int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)
+/* Fills info; the caller holds meta_lock (members change under it). */
+void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
 {
     memset(info, 0, sizeof *info);
     const struct md_sb *R = &a->sb;
@@ -569,5 +572,12 @@ int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)
         mi->corrected_reads = sl->sb.cnt_corrected_read;
     }
     info->nmembers = nm;
+}
+
+int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)
+{
+    pthread_mutex_lock(&a->meta_lock);
+    array_info_locked(a, info);
+    pthread_mutex_unlock(&a->meta_lock);
     return 0;
 }

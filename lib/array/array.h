@@ -73,6 +73,10 @@ struct uraid_array {
     int replacement_failed;
     struct array_slot replacement;
     struct bb_retired *bb_retired; /* freed at close */
+    /* Slot swaps (a spare taking a slot, a replacement taking over) bump it
+     * to odd before and to even after, under every stripe lock; readers that
+     * take no lock (direct reads) redo a batch during which it moved. */
+    uint32_t slots_gen;
     /* auto_rebuild: a thread that starts jobs when the I/O path, which holds
      * stripe locks, reports a failure (array_kick_monitor) */
     pthread_t mon;
@@ -116,6 +120,9 @@ void array_note_corrected_read(struct uraid_array *a, int m);
  * template; bumps events. (array.c) */
 int array_write_superblocks(struct uraid_array *a);
 
+/* uraid_get_info for a caller that holds meta_lock. (array.c) */
+void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);
+
 /* Marks the array dirty on disk before its first write. (array.c) */
 int array_mark_dirty(struct uraid_array *a);
 
@@ -135,14 +142,14 @@ int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec);
 static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint64_t len)
 {
     const struct md_bblist *l = __atomic_load_n(&sl->badblocks, __ATOMIC_ACQUIRE);
-    return l && l->count && md_bb_check(l, sl->data_offset + start, len, NULL, NULL);
+    return l && l->count && md_bb_check(l, __atomic_load_n(&sl->data_offset, __ATOMIC_RELAXED) + start, len, NULL, NULL);
 }
 
 /* Slot usable for reads and writes of member sectors below end: in sync,
  * or being rebuilt and already past end. */
 static inline int slot_ok_upto(const struct uraid_array *a, int s, uint64_t end)
 {
-    if (!a->slot[s].dev)
+    if (!__atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE))
         return 0;
     enum uraid_member_state st = __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE);
     return st == URAID_MEMBER_IN_SYNC ||
@@ -159,6 +166,12 @@ void array_maybe_auto_rebuild(struct uraid_array *a);
 void array_kick_monitor(struct uraid_array *a);
 int array_monitor_start(struct uraid_array *a);
 void array_monitor_stop(struct uraid_array *a);
+
+/* Puts src into slot dst while readers without a lock may look at it:
+ * the slot stops serving, its fields change one by one, then it serves in
+ * src's state; slots_gen tells the readers. Under meta_lock and every
+ * stripe lock. (rebuild.c) */
+void slot_publish(struct uraid_array *a, struct array_slot *dst, const struct array_slot *src);
 
 /* Slot usable for reads and writes. */
 static inline int slot_ok(const struct uraid_array *a, int s)

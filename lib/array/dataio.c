@@ -125,11 +125,11 @@ struct io_op array_op(struct uraid_array *a, int m, enum io_kind kind, void *buf
                       uint64_t member_sector)
 {
     struct io_op op = {
-        .m = a->slot[m].dev,
+        .m = __atomic_load_n(&a->slot[m].dev, __ATOMIC_ACQUIRE),
         .kind = kind,
         .buf = buf,
         .len = (size_t)nsec * SECTOR,
-        .offset = (a->slot[m].data_offset + member_sector) * SECTOR,
+        .offset = (__atomic_load_n(&a->slot[m].data_offset, __ATOMIC_RELAXED) + member_sector) * SECTOR,
     };
     return op;
 }

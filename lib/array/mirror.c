@@ -2,6 +2,7 @@
  * mirror, others tried on errors and corrected; a write to every mirror)
  * and RAID-0 (writes straight to the chunks' members). */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,14 @@ int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint
     for (int m = 0; m < a->geom.raid_disks; m++) {
         if (!slot_ok_upto(a, m, sector + nsec) || slot_has_bad(&a->slot[m], sector, nsec))
             continue;
+        uint32_t slots0 = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
         struct io_op op = array_op(a, m, IO_READ, buf, nsec, sector);
         array_run_ops(a, &op, 1);
+        if ((slots0 & 1) || __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE) != slots0) {
+            m--; /* the slot changed members meanwhile: read it again */
+            sched_yield();
+            continue;
+        }
         if (op.result == 0) {
             for (int i = 0; i < nfailed; i++)
                 array_correct_read_error(a, failed[i], buf, nsec, sector);

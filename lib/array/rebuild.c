@@ -369,7 +369,7 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
     if (rc == 0) {
         /* the copy takes the slot; the old member is retired as faulty */
         *old = a->slot[src];
-        old->state = URAID_MEMBER_FAULTY;
+        old->state = URAID_MEMBER_FAULTY; /* extra[] is read under meta_lock only */
         if (old->sb.dev_number < a->sb.max_dev)
             a->sb.dev_roles[old->sb.dev_number] = MD_ROLE_FAULTY;
         repl.state = URAID_MEMBER_IN_SYNC;
@@ -378,7 +378,7 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
         repl.sb.recovery_offset = 0;
         if (repl.sb.dev_number < a->sb.max_dev)
             a->sb.dev_roles[repl.sb.dev_number] = (uint16_t)src;
-        a->slot[src] = repl;
+        slot_publish(a, &a->slot[src], &repl);
     } else {
         repl.state = URAID_MEMBER_SPARE;
         repl.recovered = 0;
@@ -471,9 +471,9 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
             spare.sb.recovery_offset = 0;
             if (spare.sb.dev_number < a->sb.max_dev)
                 a->sb.dev_roles[spare.sb.dev_number] = (uint16_t)slot;
-            *sl = spare;
-            sl->old_dev = old_dev;
-            sl->old_data_offset = old_offset;
+            spare.old_dev = old_dev;
+            spare.old_data_offset = old_offset;
+            slot_publish(a, sl, &spare);
         }
     }
     if (rc == 0 && a->geom.level != 1 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR)) != 0)
@@ -573,4 +573,20 @@ void array_monitor_stop(struct uraid_array *a)
     a->mon_started = 0;
     pthread_cond_destroy(&a->mon_cv);
     pthread_mutex_destroy(&a->mon_mu);
+}
+
+void slot_publish(struct uraid_array *a, struct array_slot *dst, const struct array_slot *src)
+{
+    __atomic_add_fetch(&a->slots_gen, 1, __ATOMIC_ACQ_REL);
+    __atomic_store_n(&dst->state, URAID_MEMBER_MISSING, __ATOMIC_RELEASE);
+    __atomic_store_n(&dst->recovered, src->recovered, __ATOMIC_RELEASE);
+    __atomic_store_n(&dst->data_offset, src->data_offset, __ATOMIC_RELEASE);
+    __atomic_store_n(&dst->badblocks, src->badblocks, __ATOMIC_RELEASE);
+    __atomic_store_n(&dst->dev, src->dev, __ATOMIC_RELEASE);
+    dst->sb = src->sb;
+    dst->fault = src->fault;
+    dst->old_dev = src->old_dev;
+    dst->old_data_offset = src->old_data_offset;
+    __atomic_store_n(&dst->state, src->state, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&a->slots_gen, 1, __ATOMIC_ACQ_REL);
 }

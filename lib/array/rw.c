@@ -16,6 +16,7 @@
  * superblocks and the array goes on degraded, as long as the level has
  * redundancy left for it. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,6 +292,9 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
     while (sector < end && rc == 0) {
         /* map up to READ_BATCH chunk pieces, issue the direct reads together */
         int np = 0, nops = 0;
+        uint8_t *p0 = p;
+        uint64_t sector0 = sector;
+        uint32_t slots0 = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
         while (sector < end && np < READ_BATCH) {
             struct piece *pc = &pieces[np];
             rc = layout_map(&a->geom, sector, &pc->ad);
@@ -312,14 +316,18 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
             np++;
         }
         array_run_ops(a, ops, nops);
+        if ((slots0 & 1) || __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE) != slots0) {
+            /* a slot changed members while these reads ran: read again */
+            p = p0;
+            sector = sector0;
+            sched_yield();
+            continue;
+        }
         struct read_batch rb = {.pieces = pieces, .np = np, .ops = ops,
                                 .first_chunk = pieces[0].ad.array_sector / a->geom.chunk_sectors};
         for (int i = 0; i < np && rc == 0; i++) {
             int op = pieces[i].op, direct_failed = op >= 0 && ops[op].result != 0;
-            /* a slot whose member was swapped for a spare while this read ran
-             * (a rebuild starting) read the spare: serve it from the stripe */
-            int swapped = op >= 0 && ops[op].m != __atomic_load_n(&a->slot[pieces[i].ad.disk].dev, __ATOMIC_ACQUIRE);
-            if (op >= 0 && !direct_failed && !swapped)
+            if (op >= 0 && !direct_failed)
                 continue;
             if (direct_failed)
                 uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",

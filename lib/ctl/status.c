@@ -74,7 +74,7 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
         return -ENOMEM;
     /* member state changes (control requests) happen under meta_lock */
     pthread_mutex_lock(&a->meta_lock);
-    uraid_get_info(a, ip);
+    array_info_locked(a, ip);
     int dirty_open = a->opened_dirty;
     pthread_mutex_unlock(&a->meta_lock);
     struct uraid_counters c;
