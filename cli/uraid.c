@@ -14,7 +14,7 @@ struct verb {
 };
 
 static const struct verb verbs[] = {
-    {"create", cmd_create, "create an array: --level L --raid-devices N [--chunk SIZE] [--layout NAME] MEMBERS..."},
+    {"create", cmd_create, "create an array: --level L --raid-devices N [--spare-devices M] [--chunk SIZE] MEMBERS..."},
     {"examine", cmd_examine, "print each member's md superblock like mdadm --examine"},
     {"detail", cmd_detail, "print the array like mdadm --detail, with its [UU_U] state"},
     {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},
@@ -30,11 +30,11 @@ static const struct verb verbs[] = {
     {"replace", cmd_replace, "copy a working member onto a new one, then retire it: MEMBERS... --old M --with NEW"},
     {"resync", cmd_resync, "after an unclean shutdown, make parity agree with the data (md does it at start): MEMBERS..."},
     {"check", cmd_check, "count parity mismatches and list them: MEMBERS... | --control PATH [--wait] (exit 3: found)"},
-    {"repair", cmd_repair, "check and rewrite the wrong block (RAID-6) or parity (RAID-5): MEMBERS... | --control PATH"},
+    {"repair", cmd_repair, "check and rewrite the wrong block (RAID-6), parity (RAID-5) or mirror: MEMBERS... | --control PATH"},
     {"idle", cmd_idle, "stop a serving array's check, repair or rebuild (md's sync_action idle): [--control PATH]"},
     {"stop", cmd_stop, "ask a serving array to shut down cleanly: [--control PATH]"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
-    {"bench", cmd_bench, "benchmarks: 'uraid bench parity [--json] [--k N] [--chunk SIZE] [--impl NAME]'"},
+    {"bench", cmd_bench, "benchmarks: 'uraid bench parity|array|rebuild|scrub' (each takes --help)"},
 };
 
 static void usage(FILE *out)
