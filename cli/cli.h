@@ -46,8 +46,21 @@ int cmd_resync(int argc, char **argv);
 int cli_default_control(const char *verb, char *out, size_t len);
 
 /* Waits for the array's background job, showing its progress on stderr;
- * returns the job's result and its final status in out (may be NULL). */
+ * SIGINT/SIGTERM cancel the job (cli_interrupted() then says so). Returns
+ * the job's result and its final status in out (may be NULL). */
 int cli_wait_job(const char *verb, struct uraid_array *a, struct uraid_job_status *out);
+int cli_interrupted(void);
+
+/* A progress line on stderr: redrawn in place on a terminal, printed as
+ * "uraid VERB: line" every few seconds otherwise. */
+struct cli_progress {
+    int tty;
+    int64_t last_ms;
+    size_t width;
+};
+void cli_progress_init(struct cli_progress *p);
+void cli_progress_show(struct cli_progress *p, const char *verb, const char *line);
+void cli_progress_end(struct cli_progress *p);
 int cmd_bench(int argc, char **argv);
 struct cli_members {
     int n;

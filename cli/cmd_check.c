@@ -14,27 +14,21 @@
  * 3 mismatches found (repair: some left unrepaired: MULTI, unreadable, or
  * a failed rewrite), 1 an error, 2 a usage error. */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "uraid_ctl.h"
 
 #define EXIT_FOUND 3
 #define RESPONSE_BYTES (256 * 1024)
-#define PLAIN_EVERY_MS 5000
 
 struct check_opts {
     uint64_t speed_kib;
     const char *control;
     int wait;
 };
-
-static volatile sig_atomic_t interrupted;
-static void on_signal(int sig) { interrupted = sig; }
 
 static int check_parse(const char *verb, int argc, char **argv, int *i, void *ctx)
 {
@@ -71,39 +65,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Shows a progress line: redrawn on a terminal, else now and then. */
-struct progress {
-    int tty;
-    int64_t last;
-    size_t width;
-};
-
-static void progress_show(struct progress *p, const char *line)
-{
-    if (p->tty) {
-        size_t l = strlen(line);
-        fprintf(stderr, "\r%s%*s", line, p->width > l ? (int)(p->width - l) : 0, "");
-        p->width = l;
-    } else if (now_ms() - p->last >= PLAIN_EVERY_MS) {
-        fprintf(stderr, "%s\n", line);
-        p->last = now_ms();
-    }
-    fflush(stderr);
-}
-
-static void progress_end(struct progress *p)
-{
-    if (p->tty && p->width)
-        fprintf(stderr, "\n");
-}
-
 /* ---- on member files ------------------------------------------------------------- */
 
 static int run_local(const char *verb, enum uraid_job_kind kind, const struct cli_members *mem,
@@ -120,25 +81,8 @@ static int run_local(const char *verb, enum uraid_job_kind kind, const struct cl
         uraid_close(a);
         return 1;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    struct progress pr = {.tty = isatty(2), .last = now_ms()};
     struct uraid_job_status st;
-    char line[256];
-    for (;;) {
-        uraid_job_status(a, &st);
-        if (!st.running)
-            break;
-        if (interrupted) {
-            uraid_job_cancel(a);
-            continue;
-        }
-        uraid_job_progress_line(&st, line, sizeof line);
-        progress_show(&pr, line);
-        sleep_ms(pr.tty ? 200 : 100);
-    }
-    progress_end(&pr);
-    rc = uraid_job_wait(a, &st);
+    rc = cli_wait_job(verb, a, &st);
     printf("%s %s after %.1fs: mismatch_cnt %llu", verb, rc == 0 ? "finished" : rc == -ECANCELED ? "stopped" : "failed",
            (double)st.elapsed_ms / 1000.0, (unsigned long long)st.mismatch_sectors);
     if (kind == URAID_JOB_REPAIR)
@@ -162,7 +106,7 @@ static int run_local(const char *verb, enum uraid_job_kind kind, const struct cl
         free(all);
     }
     int crc = uraid_close(a);
-    if (interrupted) {
+    if (cli_interrupted()) {
         cli_error(verb, "interrupted; the array was closed cleanly");
         return 130;
     }
@@ -225,7 +169,8 @@ static int run_remote(const char *verb, const struct check_opts *o)
         free(resp);
         return status;
     }
-    struct progress pr = {.tty = isatty(2), .last = now_ms()};
+    struct cli_progress pr;
+    cli_progress_init(&pr);
     char line[512] = "";
     for (;;) {
         sleep_ms(pr.tty ? 300 : 500);
@@ -234,9 +179,9 @@ static int run_remote(const char *verb, const struct check_opts *o)
         snprintf(line, sizeof line, "%s", last_line(resp));
         if (!strncmp(line, "background:", 11))
             break; /* finished, stopped or failed */
-        progress_show(&pr, line);
+        cli_progress_show(&pr, verb, line);
     }
-    progress_end(&pr);
+    cli_progress_end(&pr);
     if (status == 0) {
         printf("%s\n", line);
         const char *mc = strstr(line, "mismatch_cnt ");

@@ -8,11 +8,8 @@
  * uraid resync MEMBERS... : after an unclean shutdown, parity recomputed
  * from the data (what md does when it starts such an array). */
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -53,31 +50,6 @@ static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *
     return 1;
 }
 
-static volatile sig_atomic_t interrupted;
-static void on_signal(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-}
-
-/* Ctrl-C stops the job at its next batch; the checkpoint is kept. */
-static void *cancel_on_signal(void *arg)
-{
-    struct uraid_array *a = arg;
-    for (;;) {
-        struct timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000L};
-        nanosleep(&ts, NULL);
-        if (interrupted) {
-            uraid_job_cancel(a);
-            return NULL;
-        }
-        struct uraid_job_status st;
-        uraid_job_status(a, &st);
-        if (!st.running)
-            return NULL;
-    }
-}
-
 static int run_job(const char *verb, struct uraid_array *a, enum uraid_job_kind kind, struct uraid_job_params *jp)
 {
     char why[300];
@@ -86,15 +58,8 @@ static int run_job(const char *verb, struct uraid_array *a, enum uraid_job_kind 
         cli_error(verb, "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    pthread_t t;
-    int watcher = pthread_create(&t, NULL, cancel_on_signal, a) == 0;
     struct uraid_job_status st;
     rc = cli_wait_job(verb, a, &st);
-    if (watcher)
-        pthread_join(t, NULL);
     if (rc == -ECANCELED) {
         cli_error(verb, "interrupted at %.1f%%; run it again to resume",
                   st.total_sectors ? 100.0 * (double)st.done_sectors / (double)st.total_sectors : 0.0);
