@@ -41,6 +41,13 @@ void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
 int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
                           const unsigned char *have);
 
+/* The member a recovery or replace job writes: the slot being rebuilt, or
+ * the replacement being copied. */
+static inline struct array_slot *job_target(struct uraid_array *a, const struct array_job *j)
+{
+    return j->kind == URAID_JOB_REPLACE ? &a->replacement : &a->slot[j->slot];
+}
+
 /* RAID-1 has no chunks: its stripe locks cover units of this many sectors. */
 #define RAID1_UNIT 128u
 
@@ -59,11 +66,12 @@ int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start,
  * failed member's chunk of it is stale from now on. */
 void array_note_degraded_write(struct uraid_array *a, uint64_t stripe);
 
-/* The fallback when rows_read_and_rebuild gives -EIO for a whole range:
- * errors on different members in different rows. Each 4 KiB row group is
- * read and rebuilt on its own (availability judged again per group). -EIO
- * if some group still has more blocks lost than the level survives. */
-int rows_rebuild_by_page(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed);
+/* rows_read_and_rebuild, and when the range as a whole has more blocks
+ * lost than the level survives (errors on different members in different
+ * rows), each 4 KiB row group read and rebuilt on its own (availability
+ * judged again per group). -EIO if some group still cannot be rebuilt. */
+int rows_rebuild_any(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
+                     const unsigned char *have);
 
 /* After rows of slot m were rebuilt because its read failed: write them
  * back, re-read to verify, count the correction; if the member cannot

@@ -213,6 +213,10 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         j->speed_min_kib = DEFAULT_SPEED_MIN_KIB;
     if (j->speed_max_kib && j->speed_min_kib > j->speed_max_kib)
         j->speed_min_kib = j->speed_max_kib;
+    /* every kind walks the members' whole data areas (RAID-1: no chunks) */
+    j->start = 0;
+    j->end = a->geom.level == 1 ? a->member_sectors
+                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
     int rc;
     switch (kind) {
     case URAID_JOB_RECOVER:

@@ -53,8 +53,9 @@ void job_fail(struct array_job *j, const char *fmt, ...) __attribute__((format(p
 /* 1 when a stop was asked for. */
 int job_stopping(const struct array_job *j);
 
-/* Kind-specific set-up under the job lock (step, finish, checkpoint,
- * start, end, slot); a one-line reason in why when it cannot run. */
+/* Kind-specific set-up under the job lock (step, finish, checkpoint, slot;
+ * start and end come set to the whole data area); a one-line reason in why
+ * when it cannot run. */
 int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
                     size_t whylen);                                                       /* rebuild.c */
 int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,

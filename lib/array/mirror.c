@@ -161,7 +161,7 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
                 rc = array_member_failed(a, who[i], ops[i].result, "resyncing");
     } else {
         int replace = j->kind == URAID_JOB_REPLACE;
-        struct array_slot *to = replace ? &a->replacement : &a->slot[j->slot];
+        struct array_slot *to = job_target(a, j);
         if (rc == 0)
             rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec);
         if (rc == 0) {

@@ -119,9 +119,7 @@ static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, con
                                uint8_t *zero)
 {
     unsigned char failed[URAID_MAX_MEMBERS] = {0};
-    int rc = rows_read_and_rebuild(a, r, zero, failed, have);
-    if (rc == -EIO && r->nrows > 8)
-        rc = rows_rebuild_by_page(a, r, zero, failed);
+    int rc = rows_rebuild_any(a, r, zero, failed, have);
     if (rc == 0)
         for (int m = 0; m < a->geom.raid_disks; m++)
             if (failed[m] && m != target)
@@ -142,13 +140,6 @@ struct rebuild_pipe {
     uint32_t nsec;
     uint32_t gen[MAX_BATCH_STRIPES_REBUILD];
 };
-
-static struct member *out_dev(struct uraid_array *a, struct array_job *j, uint64_t *offset)
-{
-    struct array_slot *sl = j->kind == URAID_JOB_REPLACE ? &a->replacement : &a->slot[j->slot];
-    *offset = sl->data_offset;
-    return sl->dev;
-}
 
 /* Appends the member reads batch [start, start + nsec) needs: every slot
  * that can serve it (replace: the source only, straight into out). */
@@ -222,15 +213,9 @@ static int batch_alone(struct uraid_array *a, struct array_job *j, uint64_t star
     return compute_batch(a, j, start, nsec, mem, out, readok, zero);
 }
 
-static void set_recovered(struct uraid_array *a, struct array_job *j, uint64_t upto)
-{
-    uint64_t *r = j->kind == URAID_JOB_REPLACE ? &a->replacement.recovered : &a->slot[j->slot].recovered;
-    __atomic_store_n(r, upto, __ATOMIC_RELEASE);
-}
-
 /* One step: [start, start + nsec) is read (and the pending batch written)
  * under the locks of both batches; nsec 0 only writes the pending batch. */
-static int pipe_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
 {
     struct rebuild_pipe *P = j->priv;
     int n = a->geom.raid_disks;
@@ -267,8 +252,8 @@ static int pipe_step(struct uraid_array *a, struct array_job *j, uint64_t start,
     if (rc == 0 && nsec)
         add_batch_reads(a, j, start, nsec, mem, next, ops, who, &nops);
     int wi = -1;
-    uint64_t out_offset;
-    struct member *out = out_dev(a, j, &out_offset);
+    struct array_slot *to = job_target(a, j);
+    struct member *out = to->dev;
     if (rc == 0 && P->have) {
         if (j->kind == URAID_JOB_REPLACE && __atomic_load_n(&a->replacement_failed, __ATOMIC_ACQUIRE)) {
             job_fail(j, "member %s failed a write during the replace", out->path);
@@ -276,7 +261,7 @@ static int pipe_step(struct uraid_array *a, struct array_job *j, uint64_t start,
         } else {
             wi = nops;
             ops[nops++] = (struct io_op){.m = out, .kind = IO_WRITE, .buf = pend, .len = plen,
-                                         .offset = (out_offset + P->start) * SECTOR};
+                                         .offset = (to->data_offset + P->start) * SECTOR};
         }
     }
     if (rc == 0)
@@ -287,7 +272,7 @@ static int pipe_step(struct uraid_array *a, struct array_job *j, uint64_t start,
             job_fail(j, "member %s: write error at sector %llu during the %s: %s", out->path,
                      (unsigned long long)(ops[wi].offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
         else
-            set_recovered(a, j, P->start + P->nsec);
+            __atomic_store_n(&to->recovered, P->start + P->nsec, __ATOMIC_RELEASE);
         P->have = 0;
     }
     if (rc == 0 && nsec) {
@@ -308,16 +293,11 @@ static int pipe_step(struct uraid_array *a, struct array_job *j, uint64_t start,
     return rc;
 }
 
-int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
-{
-    return pipe_step(a, j, start, nsec);
-}
-
 /* Writes the last pending batch (at the end of a job that ran through). */
 static int rebuild_drain(struct uraid_array *a, struct array_job *j)
 {
     struct rebuild_pipe *P = j->priv;
-    return P && P->have ? pipe_step(a, j, 0, 0) : 0;
+    return P && P->have ? rebuild_step(a, j, 0, 0) : 0;
 }
 
 static void pipe_free(struct array_job *j)
@@ -435,9 +415,6 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         }
     }
     j->slot = slot;
-    j->end = a->geom.level == 1 ? a->member_sectors
-                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
-    j->start = 0;
     struct array_slot *sl = &a->slot[slot];
     if (j->kind == URAID_JOB_RECOVER && sl->dev && sl->state == URAID_MEMBER_REBUILDING) {
         j->start = sl->recovered; /* the checkpoint */

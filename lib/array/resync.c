@@ -38,9 +38,6 @@ int resync_prepare(struct uraid_array *a, struct array_job *j, const struct urai
         uraid_why(why, whylen, "nothing to resync: the array was shut down cleanly");
         return -EINVAL;
     }
-    j->start = 0;
-    j->end = a->geom.level == 1 ? a->member_sectors
-                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
     j->step = a->geom.level == 1 ? raid1_copy_step : resync_step;
     j->finish = resync_finish;
     return 0;

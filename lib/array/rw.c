@@ -148,9 +148,14 @@ int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t 
 
 #define PAGE_ROWS 8u
 
-int rows_rebuild_by_page(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed)
+int rows_rebuild_any(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
+                     const unsigned char *have)
 {
-    int rc = 0;
+    int rc = rows_read_and_rebuild(a, r, zero, failed, have);
+    if (rc != -EIO || r->nrows <= PAGE_ROWS)
+        return rc;
+    /* errors on several members, in different rows: page by page */
+    rc = 0;
     struct stripe_rows *sub = malloc(sizeof *sub);
     if (!sub)
         return -ENOMEM;
@@ -254,9 +259,7 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
             }
         }
         unsigned char failed[URAID_MAX_MEMBERS] = {0};
-        rc = rows_read_and_rebuild(a, &r, zero, failed, reused);
-        if (rc == -EIO && nsec > PAGE_ROWS) /* errors on several members, in different rows */
-            rc = rows_rebuild_by_page(a, &r, zero, failed);
+        rc = rows_rebuild_any(a, &r, zero, failed, reused);
         if (rc == 0) {
             memcpy(buf, r.block[ad->disk], len);
             __atomic_add_fetch(&a->counters.reconstructions, 1, __ATOMIC_RELAXED);
@@ -376,17 +379,25 @@ static int plan_write(struct uraid_array *a, struct wstripe *w)
     int reads;
     w->method = write_choose(&in, &reads);
     memset(w->rewrite, 0, sizeof w->rewrite);
-    /* rows a working member lists as bad are rebuilt and written whole, which
-     * takes them off its bad-block log */
+    /* An unavailable member is either not in sync here (the stripe is then
+     * written degraded: a failed member's old chunk of it goes stale) or
+     * working with rows listed bad (rebuilt and written whole, which takes
+     * them off its bad-block log). */
     uint64_t msec = w->r.stripe * c + w->r.row;
-    for (int m = 0; m < a->geom.raid_disks; m++)
-        if (!slot_ok_upto(a, m, msec + w->r.nrows))
-            array_note_degraded_write(a, w->r.stripe);
-    if (rows_count_unavailable(a, &w->r) <= a->nparity)
-        for (int m = 0; m < a->geom.raid_disks; m++)
-            if (w->r.unavailable[m] && slot_ok_upto(a, m, msec + w->r.nrows) &&
-                slot_has_bad(&a->slot[m], msec, w->r.nrows))
-                w->method = WRITE_REBUILD;
+    int lost = 0, listed = 0, degraded = 0;
+    for (int m = 0; m < a->geom.raid_disks; m++) {
+        if (!w->r.unavailable[m])
+            continue;
+        lost++;
+        if (slot_ok_upto(a, m, msec + w->r.nrows))
+            listed = 1;
+        else
+            degraded = 1;
+    }
+    if (degraded)
+        array_note_degraded_write(a, w->r.stripe);
+    if (listed && lost <= a->nparity)
+        w->method = WRITE_REBUILD;
     return 0;
 }
 
@@ -558,9 +569,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
         if (w->method == WRITE_REBUILD) {
             rows_mark_unavailable(a, &w->r);
             unsigned char failed[URAID_MAX_MEMBERS] = {0};
-            rc = rows_read_and_rebuild(a, &w->r, w->zero, failed, NULL);
-            if (rc == -EIO && w->r.nrows > PAGE_ROWS)
-                rc = rows_rebuild_by_page(a, &w->r, w->zero, failed);
+            rc = rows_rebuild_any(a, &w->r, w->zero, failed, NULL);
             if (rc) {
                 log_unrecoverable(a, w->r.stripe, w->r.row, w->r.nrows);
                 break;

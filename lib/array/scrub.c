@@ -453,9 +453,6 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
                   missing);
         return -EINVAL;
     }
-    j->start = 0;
-    j->end = a->geom.level == 1 ? a->member_sectors
-                                : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
     j->step = a->geom.level == 1 ? raid1_scrub_step : scrub_step;
     j->finish = scrub_finish;
     j->checkpoint = NULL;
