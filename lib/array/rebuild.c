@@ -474,15 +474,14 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
 {
     if (!a->auto_rebuild || a->readonly || a->nparity == 0)
         return;
-    int hole = 0, spare = 0;
+    int hole = 0, spare = 0, resumable = 0;
     pthread_mutex_lock(&a->meta_lock);
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < a->geom.raid_disks; s++) {
         hole |= !slot_ok(a, s);
+        resumable |= a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING;
+    }
     for (int e = 0; e < a->nextra; e++)
         spare |= a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE;
-    int resumable = 0;
-    for (int s = 0; s < a->geom.raid_disks; s++)
-        resumable |= a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING;
     int dirty = a->opened_dirty;
     pthread_mutex_unlock(&a->meta_lock);
     char why[256];

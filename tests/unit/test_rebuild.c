@@ -167,9 +167,37 @@ static void *writer(void *arg)
     return NULL;
 }
 
-/* Four writers, each on its own quarter of the array (quarters share
- * stripes at their edges), read back what they write while the slot is
- * rebuilt; on RAID-6 surviving members also get pending sectors (read
+/* A team of writers, each on its own slice of the array (slices share
+ * stripes at their edges). */
+#define WRITERS 4
+struct team {
+    struct load l[WRITERS];
+    pthread_t t[WRITERS];
+};
+
+static void team_start(struct team *tm, struct fx *f, struct uraid_array *a)
+{
+    uint64_t slice = f->size / WRITERS / 4096 * 4096;
+    for (int i = 0; i < WRITERS; i++) {
+        tm->l[i] = (struct load){.f = f, .a = a, .seed = rng_next(&rng), .lo = (uint64_t)i * slice,
+                                 .hi = i == WRITERS - 1 ? f->size : (uint64_t)(i + 1) * slice};
+        pthread_create(&tm->t[i], NULL, writer, &tm->l[i]);
+    }
+}
+
+/* Stops the writers; their total writes and errors. */
+static void team_stop(struct team *tm, int *writes, int *errors)
+{
+    *writes = *errors = 0;
+    for (int i = 0; i < WRITERS; i++) {
+        __atomic_store_n(&tm->l[i].stop, 1, __ATOMIC_RELEASE);
+        pthread_join(tm->t[i], NULL);
+        *writes += tm->l[i].writes;
+        *errors += tm->l[i].errors;
+    }
+}
+
+/* A team of writers reads back what it writes while the slot is rebuilt; on RAID-6 surviving members also get pending sectors (read
  * errors a rewrite heals) at random moments. */
 static void test_recover_under_load(int level, int n)
 {
@@ -188,15 +216,8 @@ static void test_recover_under_load(int level, int n)
     fail_member(&f, a, 0);
     char why[256];
     CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
-    enum { WRITERS = 4 };
-    struct load l[WRITERS];
-    pthread_t t[WRITERS];
-    uint64_t quarter = f.size / WRITERS / 4096 * 4096;
-    for (int i = 0; i < WRITERS; i++) {
-        l[i] = (struct load){.f = &f, .a = a, .seed = rng_next(&rng), .lo = (uint64_t)i * quarter,
-                             .hi = i == WRITERS - 1 ? f.size : (uint64_t)(i + 1) * quarter};
-        pthread_create(&t[i], NULL, writer, &l[i]);
-    }
+    struct team tm;
+    team_start(&tm, &f, a);
     sleep_ms(20);
     /* slow enough that the writers meet the rebuild everywhere */
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 16 * 1024, .speed_min_kib = 16 * 1024};
@@ -218,13 +239,8 @@ static void test_recover_under_load(int level, int n)
         sleep_ms(5);
     }
     wait_job(a, &st);
-    int writes = 0, errors = 0;
-    for (int i = 0; i < WRITERS; i++) {
-        __atomic_store_n(&l[i].stop, 1, __ATOMIC_RELEASE);
-        pthread_join(t[i], NULL);
-        writes += l[i].writes;
-        errors += l[i].errors;
-    }
+    int writes, errors;
+    team_stop(&tm, &writes, &errors);
     CHECK(errors == 0 && writes > 40, "%s: writers: %d writes, %d errors (%d read errors injected)", f.label, writes,
           errors, injected);
     for (int s = 1; s < n; s++)
@@ -333,17 +349,16 @@ static void test_replace(int level, int n)
     CHECK(uraid_inject(a, slot, spec) == 0);
     char why[256];
     CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
-    struct load l = {.f = &f, .a = a, .seed = rng_next(&rng)};
-    pthread_t t;
-    pthread_create(&t, NULL, writer, &l);
+    struct team tm;
+    team_start(&tm, &f, a);
     struct uraid_job_params jp = {.slot = slot, .spare = spare, .speed_max_kib = 16 * 1024,
                                   .speed_min_kib = 16 * 1024};
     CHECK(uraid_job_start(a, URAID_JOB_REPLACE, &jp, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
     wait_job(a, &st);
-    __atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
-    pthread_join(t, NULL);
-    CHECK(l.errors == 0 && l.writes > 10, "%s: writer: %d writes, %d errors", f.label, l.writes, l.errors);
+    int writes, errors;
+    team_stop(&tm, &writes, &errors);
+    CHECK(errors == 0 && writes > 10, "%s: writers: %d writes, %d errors", f.label, writes, errors);
     struct uraid_array_info *info = malloc(sizeof *info);
     uraid_get_info(a, info);
     CHECK(!strcmp(info->member[slot].path, spare) && info->member[slot].state == URAID_MEMBER_IN_SYNC &&
@@ -612,15 +627,8 @@ static void test_chaos(void)
     CHECK(uraid_open(paths, f.n + 2, &op, &a, why, sizeof why) == 0, "%s", why);
     if (!a)
         goto out;
-    enum { WRITERS = 4 };
-    struct load l[WRITERS];
-    pthread_t t[WRITERS];
-    uint64_t quarter = f.size / WRITERS / 4096 * 4096;
-    for (int i = 0; i < WRITERS; i++) {
-        l[i] = (struct load){.f = &f, .a = a, .seed = rng_next(&rng), .lo = (uint64_t)i * quarter,
-                             .hi = i == WRITERS - 1 ? f.size : (uint64_t)(i + 1) * quarter};
-        pthread_create(&t[i], NULL, writer, &l[i]);
-    }
+    struct team tm;
+    team_start(&tm, &f, a);
     int victims[2] = {1 + (int)rng_below(&rng, 2), 3 + (int)rng_below(&rng, 3)};
     struct uraid_job_status st;
     for (int v = 0; v < 2; v++) {
@@ -643,13 +651,8 @@ static void test_chaos(void)
         }
         wait_job(a, &st);
     }
-    int writes = 0, errors = 0;
-    for (int i = 0; i < WRITERS; i++) {
-        __atomic_store_n(&l[i].stop, 1, __ATOMIC_RELEASE);
-        pthread_join(t[i], NULL);
-        writes += l[i].writes;
-        errors += l[i].errors;
-    }
+    int writes, errors;
+    team_stop(&tm, &writes, &errors);
     CHECK(errors == 0 && writes > 40, "writers: %d writes, %d errors", writes, errors);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
