@@ -47,6 +47,23 @@ static int write_superblock(struct member *m, const struct md_sb *sb)
     return member_write(m, buf, SB_BYTES, SB_OFFSET_BYTES);
 }
 
+int array_write_new_member(struct member *m, const struct md_sb *sb)
+{
+    int rc = write_superblock(m, sb);
+    int64_t at = md_sb_bblog_sector(sb);
+    if (rc == 0 && sb->bblog_size && sb->bblog_offset) {
+        /* an empty log is all 0xff: every entry unused, as mdadm writes it */
+        size_t len = (size_t)sb->bblog_size * 512;
+        uint8_t *log = malloc(len);
+        if (!log)
+            return -ENOMEM;
+        memset(log, 0xff, len);
+        rc = at > 0 ? member_write(m, log, len, (uint64_t)at * 512) : -EINVAL;
+        free(log);
+    }
+    return rc;
+}
+
 static uint64_t now_seconds(void) { return (uint64_t)time(NULL); }
 
 /* The array-wide fields of the template go into each member's own
@@ -209,7 +226,7 @@ static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
         free(area);
         return -ENOMEM;
     }
-    int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
+    int64_t at = md_sb_bblog_sector(sb);
     int rc = at > 0 ? member_read(sl->dev, area, bytes, (uint64_t)at * 512) : -EINVAL;
     if (rc == 0)
         rc = md_bb_decode(area, bytes, sb->bblog_shift, sl->badblocks);

@@ -123,6 +123,9 @@ int array_write_superblocks(struct uraid_array *a);
 /* uraid_get_info for a caller that holds meta_lock. (array.c) */
 void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);
 
+/* A new member's superblock and an empty bad-block log (create, add). (array.c) */
+int array_write_new_member(struct member *m, const struct md_sb *sb);
+
 /* Marks the array dirty on disk before its first write. (array.c) */
 int array_mark_dirty(struct uraid_array *a);
 

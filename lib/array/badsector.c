@@ -45,7 +45,7 @@ static int save_log(struct array_slot *sl)
         return -ENOMEM;
     int n = md_bb_encode(sl->badblocks, area, bytes);
     int rc = n < 0 ? n : 0;
-    int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
+    int64_t at = md_sb_bblog_sector(sb);
     if (rc == 0)
         rc = at > 0 ? member_write(sl->dev, area, bytes, (uint64_t)at * SECTOR) : -EINVAL;
     free(area);

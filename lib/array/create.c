@@ -34,26 +34,6 @@ static int random_bytes(uint8_t *p, size_t n)
 
 static int is_missing(const char *path) { return !strcmp(path, "missing"); }
 
-/* Writes the superblock and an empty bad-block log to one member. */
-static int write_new_member(struct member *m, const struct md_sb *sb)
-{
-    uint8_t buf[4096] __attribute__((aligned(4096)));
-    int rc = md_sb_encode(sb, buf);
-    if (rc == 0)
-        rc = member_write(m, buf, sizeof buf, SB_OFFSET_BYTES);
-    if (rc == 0 && sb->bblog_size) {
-        /* an empty log is all 0xff: every entry unused */
-        size_t len = (size_t)sb->bblog_size * 512;
-        uint8_t *log = malloc(len);
-        if (!log)
-            return -ENOMEM;
-        memset(log, 0xff, len);
-        int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
-        rc = member_write(m, log, len, (uint64_t)at * 512);
-        free(log);
-    }
-    return rc;
-}
 
 /* Makes parity (or mirrors) consistent over the whole array, stripe rows in
  * large steps, reporting progress. Returns 0 or a negative errno. */
@@ -306,7 +286,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         struct array_slot *sl = &a->slot[i];
         if (!sl->dev)
             continue;
-        rc = write_new_member(sl->dev, &sl->sb);
+        rc = array_write_new_member(sl->dev, &sl->sb);
         if (rc == 0)
             rc = member_flush(sl->dev);
         if (rc) {

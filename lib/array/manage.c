@@ -167,25 +167,6 @@ int array_manage_remove(struct uraid_array *a, const char *name, char *why, size
     return rc;
 }
 
-/* An empty bad-block log is all 0xff (every entry unused), as mdadm writes. */
-static int write_spare(struct member *m, const struct md_sb *sb)
-{
-    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
-    int rc = md_sb_encode(sb, buf);
-    if (rc == 0)
-        rc = member_write(m, buf, sizeof buf, SB_OFFSET_BYTES);
-    if (rc == 0 && sb->bblog_size && sb->bblog_offset) {
-        size_t len = (size_t)sb->bblog_size * 512;
-        uint8_t *log = malloc(len);
-        if (!log)
-            return -ENOMEM;
-        memset(log, 0xff, len);
-        int64_t at = (int64_t)sb->super_offset + sb->bblog_offset;
-        rc = at > 0 ? member_write(m, log, len, (uint64_t)at * 512) : -EINVAL;
-        free(log);
-    }
-    return rc ? rc : member_flush(m);
-}
 
 /* The lowest device number no member uses (md's choice for a new disk). */
 static int free_dev_number(const struct uraid_array *a)
@@ -268,7 +249,9 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
         member_close(m);
         return -EIO;
     }
-    rc = write_spare(m, &sb);
+    rc = array_write_new_member(m, &sb);
+    if (rc == 0)
+        rc = member_flush(m);
     if (rc) {
         uraid_why(why, whylen, "cannot write the superblock of %s: %s", path, uraid_strerror(rc));
         member_close(m);

@@ -90,6 +90,9 @@ static inline uint32_t md_sb_len(uint32_t max_dev) { return MD_SB_FIXED_BYTES + 
 static inline uint32_t md_sb_sectors(uint32_t max_dev) { return (md_sb_len(max_dev) + 511u) / 512u; }
 
 /* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
+/* Where the bad-block log starts: sectors from the member's start (<= 0 when
+ * the fields make no sense). */
+static inline int64_t md_sb_bblog_sector(const struct md_sb *sb) { return (int64_t)sb->super_offset + sb->bblog_offset; }
 static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
 static inline uint16_t md_sb_ppl_size(const struct md_sb *sb) { return (uint16_t)((uint32_t)sb->bitmap_offset >> 16); }
 
