@@ -30,7 +30,7 @@ run_one() {
         printf '  ok    %-40s %4d passed  (%ds)\n' "$name" "$p" "$secs"
     else
         printf '  FAIL  %-40s %4d passed, %d failed  (%ds; log %s)\n' "$name" "$p" "$f" "$secs" "$log"
-        grep -E 'FAIL|: \[|ERROR|error' "$log" | head -n 20 | sed 's/^/        /'
+        grep -E 'FAIL|: \[|ERROR|error|Sanitizer' "$log" | head -n 20 | sed 's/^/        /'
     fi
 }
 

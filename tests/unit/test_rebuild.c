@@ -453,24 +453,44 @@ out:
 /* ---- resync after an unclean shutdown ------------------------------------------------------- */
 
 /* A process that opens the array, writes (the array goes dirty on disk) and
- * dies without closing it. It rewrites bytes the array already holds, so
- * the model stays right. */
+ * dies without closing it. It rewrites the first stripe with the bytes the
+ * array already holds, so the model stays right. It is this binary started
+ * afresh (not a bare fork): a child forked from a process that has run
+ * threads may not start threads of its own under ThreadSanitizer. */
+static int crash_writer_main(int n, char **paths)
+{
+    struct uraid_array *a;
+    if (uraid_open((const char **)paths, n, NULL, &a, NULL, 0))
+        return 1;
+    static struct uraid_array_info info;
+    if (uraid_get_info(a, &info))
+        return 1;
+    /* RAID-1 has no chunk size: one 64 KiB block stands for its stripe */
+    uint64_t stripe = info.level == 1 ? 65536u
+                                      : (uint64_t)info.chunk_bytes * (uint64_t)(info.raid_devices - (info.level == 6 ? 2 : 1));
+    uint8_t *buf = malloc(stripe);
+    if (!buf || uraid_read(a, buf, stripe, 0) || uraid_write(a, buf, stripe, 0))
+        return 1;
+    _exit(0);
+}
+
 static void crash_while_writing(struct fx *f)
 {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        const char *paths[FX_MAXM];
+        char *argv[FX_MAXM + 3];
+        argv[0] = (char *)"test_rebuild";
+        argv[1] = (char *)"--crash-writer";
         for (int s = 0; s < f->n; s++)
-            paths[s] = f->path[s];
-        struct uraid_array *a;
-        if (uraid_open(paths, f->n, NULL, &a, NULL, 0) || uraid_write(a, f->model, f->stripe_bytes, 0))
-            _exit(1);
-        _exit(0);
+            argv[2 + s] = f->path[s];
+        argv[2 + f->n] = NULL;
+        execv("/proc/self/exe", argv);
+        _exit(127);
     }
     int st = 0;
     waitpid(pid, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the crashing writer failed");
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the crashing writer failed (status %#x)", st);
 }
 
 static uint64_t run_check(struct uraid_array *a)
@@ -726,6 +746,8 @@ out:
 
 int main(int argc, char **argv)
 {
+    if (argc > 2 && !strcmp(argv[1], "--crash-writer"))
+        return crash_writer_main(argc - 2, argv + 2);
     fx_log_from_env();
     harness_init(argc, argv, "test_rebuild");
     rng_seed(&rng, harness_seed());
