@@ -141,17 +141,11 @@ int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t secto
         struct io_op ops[URAID_MAX_MEMBERS];
         int nops = 0, who[URAID_MAX_MEMBERS];
         for (int m = 0; m < a->geom.raid_disks; m++) {
-            uint32_t len = n;
-            if (!slot_ok(a, m)) {
-                if (!a->slot[m].dev || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING)
-                    continue;
-                uint64_t done = __atomic_load_n(&a->slot[m].recovered, __ATOMIC_ACQUIRE);
-                if (done <= sector)
-                    continue;
-                len = done - sector < n ? (uint32_t)(done - sector) : n;
-            }
+            uint32_t len = (uint32_t)(slot_writes_end(a, m, sector, sector + n) - sector);
+            if (!len)
+                continue;
             who[nops] = m;
-            ops[nops++] = array_op(a, m, IO_WRITE, (void *)buf, len, sector);
+            ops[nops++] = array_op(a, m, buf ? IO_WRITE : IO_ZERO, (void *)buf, len, sector);
         }
         array_run_ops(a, ops, nops);
         stripe_unlock_set(&a->locks, held, nheld);
@@ -169,7 +163,8 @@ int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t secto
             }
         }
         rc = stored && !lost ? 0 : -EIO;
-        buf += (size_t)n * SECTOR;
+        if (buf)
+            buf += (size_t)n * SECTOR;
         sector += n;
         nsec -= n;
     }
@@ -251,8 +246,9 @@ int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, 
             uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
             if (!slot_ok(a, ad.disk))
                 return -EIO;
-            ops[n++] = array_op(a, ad.disk, IO_WRITE, (void *)p, nsec, ad.member_sector);
-            p += (size_t)nsec * SECTOR;
+            ops[n++] = array_op(a, ad.disk, p ? IO_WRITE : IO_ZERO, (void *)p, nsec, ad.member_sector);
+            if (p)
+                p += (size_t)nsec * SECTOR;
             sector += nsec;
         }
         array_run_ops(a, ops, n);
