@@ -7,7 +7,6 @@
  * blocks back). The partial stripes at either end are ordinary writes of
  * zeros, which keep parity by read-modify-write as any write does. */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "array/dataio.h"
 #include "log.h"
@@ -63,17 +62,14 @@ static int zero_by_writing(struct uraid_array *a, uint64_t sector, uint64_t end)
 {
     if (sector >= end)
         return 0;
+    /* shared and never written: no allocation on the I/O path (FUSE) */
+    static const uint8_t zeros[ZERO_PIECE] __attribute__((aligned(4096)));
     uint64_t bytes = (end - sector) * SECTOR;
-    size_t piece = bytes < ZERO_PIECE ? (size_t)bytes : ZERO_PIECE;
-    uint8_t *zeros = calloc(1, piece);
-    if (!zeros)
-        return -ENOMEM;
     int rc = 0;
-    for (uint64_t done = 0; done < bytes && rc == 0; done += piece) {
-        size_t n = bytes - done < piece ? (size_t)(bytes - done) : piece;
+    for (uint64_t done = 0; done < bytes && rc == 0; done += ZERO_PIECE) {
+        size_t n = bytes - done < ZERO_PIECE ? (size_t)(bytes - done) : ZERO_PIECE;
         rc = uraid_write(a, zeros, n, sector * SECTOR + done);
     }
-    free(zeros);
     return rc;
 }
 
