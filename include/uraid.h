@@ -91,6 +91,11 @@ struct uraid_open_params {
     int auto_rebuild;
     uint64_t sync_speed_max_kib; /* background work speed limit, KiB/s per member; 0 = none */
     uint64_t sync_speed_min_kib; /* floor kept under user I/O; 0 = 1000 (md's default) */
+    /* Run as `PROG EVENT ARRAY [MEMBER]` for every event, with mdadm
+     * --monitor's names (Fail, FailSpare, SpareActive, DegradedArray,
+     * RebuildStarted, RebuildFinished) and URAID_EVENT, URAID_ARRAY,
+     * URAID_UUID, URAID_MEMBER, URAID_DETAIL in its environment; NULL for none. */
+    const char *event_program;
 };
 
 /* Assembles an array from its members, given in any order: the superblocks

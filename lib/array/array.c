@@ -283,6 +283,8 @@ static void free_array(struct uraid_array *a)
         free(r->list);
         free(r);
     }
+    array_events_drain();
+    free(a->event_program);
     array_runtime_fini(a);
     free(a);
 }
@@ -500,9 +502,27 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     free(dev);
     free(fault);
     free(sb);
+    if (p->event_program && *p->event_program && !a->readonly) {
+        a->event_program = strdup(p->event_program);
+        if (!a->event_program) {
+            rc = -ENOMEM;
+            uraid_why(why, whylen, "out of memory");
+            goto fail_late;
+        }
+    }
+    if (missing) {
+        char detail[600];
+        snprintf(detail, sizeof detail, "%d of %d members missing or out of date (%s)", missing, a->geom.raid_disks,
+                 gone);
+        array_event(a, "DegradedArray", NULL, detail);
+    }
     *out = a;
     array_maybe_auto_rebuild(a);
     return 0;
+
+fail_late:
+    free_array(a);
+    return rc;
 
 fail:
     if (dev)

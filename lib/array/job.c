@@ -102,6 +102,7 @@ static void *job_main(void *arg)
     uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos, cur_limit = j->speed_max_kib;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
     int rc = 0;
+    array_event(a, "RebuildStarted", NULL, uraid_job_name(j->kind)); /* mdadm's name for every sync action */
     while (pos < j->end && !job_stopping(j)) {
         uint32_t n = j->end - pos < nsec ? (uint32_t)(j->end - pos) : nsec;
         rc = j->step(a, j, pos, n);
@@ -155,6 +156,15 @@ static void *job_main(void *arg)
     uraid_log(rc && rc != -ECANCELED ? URAID_LOG_ERROR : URAID_LOG_INFO, "%s %s%s%s", uraid_job_name(j->kind),
               rc == 0 ? "finished" : rc == -ECANCELED ? "stopped (resumes from its checkpoint)" : "failed",
               j->why[0] ? ": " : "", j->why);
+    char detail[400];
+    int len = snprintf(detail, sizeof detail, "%s %s", uraid_job_name(j->kind),
+                       rc == 0 ? "finished" : rc == -ECANCELED ? "stopped" : "failed");
+    if (j->kind == URAID_JOB_CHECK || j->kind == URAID_JOB_REPAIR)
+        len += snprintf(detail + len, sizeof detail - (size_t)len, ", mismatch_cnt %llu",
+                        (unsigned long long)__atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED));
+    if (j->why[0])
+        snprintf(detail + len, sizeof detail - (size_t)len, ": %s", j->why);
+    array_event(a, "RebuildFinished", NULL, detail);
     __atomic_store_n(&j->running, 0, __ATOMIC_RELEASE);
     return NULL;
 }
