@@ -102,6 +102,19 @@ static void fail_member(struct fx *f, struct uraid_array *a, int slot)
     fail_member_expect(f, a, slot, URAID_MEMBER_FAULTY);
 }
 
+/* setup_with_spare, then member `slot` failed and the spare added: ready
+ * for its rebuild. */
+static int setup_degraded(struct fx *f, int level, int n, uint64_t member_bytes, int slot, char spare[300],
+                          struct uraid_array **a)
+{
+    int rc = setup_with_spare(f, level, n, member_bytes, "spare", spare, a);
+    if (rc)
+        return rc;
+    fail_member(f, *a, slot);
+    fx_add_spare(f, *a, spare);
+    return 0;
+}
+
 static void test_recover(int level, int n)
 {
     harness_beginf("recover: RAID-%d n=%d, failed member rebuilt onto a spare", level, n);
@@ -217,10 +230,8 @@ static void test_recover_under_load(int level, int n)
     struct fx f;
     char spare[300];
     struct uraid_array *a;
-    if (setup_with_spare(&f, level, n, MEMBER_BYTES, "spare", spare, &a))
+    if (setup_degraded(&f, level, n, MEMBER_BYTES, 0, spare, &a))
         goto out;
-    fail_member(&f, a, 0);
-    fx_add_spare(&f, a, spare);
     struct team tm;
     team_start(&tm, &f, a);
     sleep_ms(20);
@@ -262,10 +273,8 @@ static void test_resume(int level, int n)
     struct fx f;
     char spare[300];
     struct uraid_array *a;
-    if (setup_with_spare(&f, level, n, MEMBER_BYTES, "spare", spare, &a))
+    if (setup_degraded(&f, level, n, MEMBER_BYTES, 1, spare, &a))
         goto out;
-    fail_member(&f, a, 1);
-    fx_add_spare(&f, a, spare);
     /* 2 MB/s: the 8 MiB member takes seconds; stop it near a third */
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 2048};
     fx_job_start(&f, a, URAID_JOB_RECOVER, &jp);
@@ -393,10 +402,8 @@ static void test_speed_limit(void)
     struct fx f;
     char spare[300];
     struct uraid_array *a;
-    if (setup_with_spare(&f, 5, 4, 4u << 20, "spare", spare, &a))
+    if (setup_degraded(&f, 5, 4, 4u << 20, 1, spare, &a))
         goto out;
-    fail_member(&f, a, 1);
-    fx_add_spare(&f, a, spare);
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 4096};
     struct uraid_job_status st;
     fx_job(&f, a, URAID_JOB_RECOVER, &jp, &st);
