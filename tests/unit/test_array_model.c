@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "meta/superblock.h"
 #include "uraid.h"
@@ -163,19 +164,6 @@ static void verify_all(struct uraid_array *a, struct model *m)
 
 /* ---- superblocks on disk ----------------------------------------------------- */
 
-static int read_sb(const char *path, struct md_sb *sb)
-{
-    uint8_t buf[MD_SB_BYTES];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pread(fd, buf, sizeof buf, 4096);
-    close(fd);
-    if (r != (ssize_t)sizeof buf)
-        return -EIO;
-    return md_sb_decode(buf, 8, sb, NULL, 0);
-}
-
 /* After a clean close: every member still in the array is clean and at the
  * same events; every stale member lags by more than one. */
 static void check_superblocks(struct model *m)
@@ -185,7 +173,7 @@ static void check_superblocks(struct model *m)
     for (int s = 0; s < m->c.n; s++) {
         if (m->gone[s])
             continue;
-        int rc = read_sb(m->path[s], &sb);
+        int rc = fx_read_sb_path(m->path[s], &sb);
         CHECK(rc == 0, "%s: superblock of %s: %d", m->label, m->path[s], rc);
         if (rc)
             continue;
@@ -197,7 +185,7 @@ static void check_superblocks(struct model *m)
               (unsigned long long)sb.events, (unsigned long long)events);
     }
     for (int s = 0; s < m->c.n; s++)
-        if (m->gone[s] && read_sb(m->path[s], &sb) == 0)
+        if (m->gone[s] && fx_read_sb_path(m->path[s], &sb) == 0)
             CHECK(sb.events + 1 < events, "%s: stale %s events %llu, array %llu", m->label, m->path[s],
                   (unsigned long long)sb.events, (unsigned long long)events);
 }
