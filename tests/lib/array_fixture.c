@@ -226,45 +226,36 @@ void fx_verify_all(struct fx *f, struct uraid_array *a, const char *what)
     }
 }
 
-int fx_member_pread(const struct fx *f, int slot, void *buf, size_t len, uint64_t off)
+/* len bytes at member byte `at` (from the file's start), read or written. */
+static int file_io(const char *path, void *buf, size_t len, uint64_t at, int write)
 {
-    int fd = open(f->path[slot], O_RDONLY);
+    int fd = open(path, write ? O_WRONLY : O_RDONLY);
     if (fd < 0)
         return -errno;
-    ssize_t r = pread(fd, buf, len, (off_t)(f->data_offset + off));
+    ssize_t r = write ? pwrite(fd, buf, len, (off_t)at) : pread(fd, buf, len, (off_t)at);
     close(fd);
     return r == (ssize_t)len ? 0 : -EIO;
+}
+
+int fx_member_pread(const struct fx *f, int slot, void *buf, size_t len, uint64_t off)
+{
+    return file_io(f->path[slot], buf, len, f->data_offset + off, 0);
 }
 
 int fx_member_pwrite(const struct fx *f, int slot, const void *buf, size_t len, uint64_t off)
 {
-    int fd = open(f->path[slot], O_WRONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pwrite(fd, buf, len, (off_t)(f->data_offset + off));
-    close(fd);
-    return r == (ssize_t)len ? 0 : -EIO;
-}
-
-static int sb_bytes_of(const char *path, uint8_t out[MD_SB_BYTES])
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pread(fd, out, MD_SB_BYTES, 4096);
-    close(fd);
-    return r == (ssize_t)MD_SB_BYTES ? 0 : -EIO;
+    return file_io(f->path[slot], (void *)buf, len, f->data_offset + off, 1);
 }
 
 int fx_sb_bytes(const struct fx *f, int slot, uint8_t out[MD_SB_BYTES])
 {
-    return sb_bytes_of(f->path[slot], out);
+    return file_io(f->path[slot], out, MD_SB_BYTES, 4096, 0);
 }
 
 int fx_read_sb_path(const char *path, struct md_sb *sb)
 {
     uint8_t buf[MD_SB_BYTES];
-    int rc = sb_bytes_of(path, buf);
+    int rc = file_io(path, buf, MD_SB_BYTES, 4096, 0);
     return rc ? rc : md_sb_decode(buf, MD_SB_V12_SECTOR, sb, NULL, 0);
 }
 

@@ -117,34 +117,27 @@ static void compare(struct model *m, const uint8_t *got, uint64_t off, uint64_t 
     fail_step(m);
 }
 
-static void do_read(struct uraid_array *a, struct model *m, uint64_t off, uint64_t len)
+/* One read or write (random data) from a buffer misaligned half of the
+ * time, since callers' buffers need not be aligned; the model follows a
+ * write, a read is compared with it. */
+static int do_io(struct uraid_array *a, struct model *m, uint64_t off, uint64_t len, int write)
 {
     size_t mis = rng_below(&rng, 2) ? 0 : 1 + rng_below(&rng, 63);
     uint8_t *mem = malloc(len + 64), *buf = mem + mis;
-    int rc = uraid_read(a, buf, len, off);
-    st.reads++;
-    st.degraded_reads += cur_degraded > 0;
-    CHECK(rc == 0, "%s: read %llu at %llu: %d", m->label, (unsigned long long)len, (unsigned long long)off, rc);
+    if (write)
+        rng_fill(&rng, buf, len);
+    int rc = write ? uraid_write(a, buf, len, off) : uraid_read(a, buf, len, off);
+    unsigned long *count = write ? &st.writes : &st.reads, *degraded = write ? &st.degraded_writes : &st.degraded_reads;
+    ++*count;
+    *degraded += cur_degraded > 0;
+    CHECK(rc == 0, "%s: %s %llu at %llu: %d", m->label, write ? "write" : "read", (unsigned long long)len,
+          (unsigned long long)off, rc);
     if (rc)
         fail_step(m);
+    else if (write)
+        memcpy(m->data + off, buf, len);
     else
         compare(m, buf, off, len, "read");
-    free(mem);
-}
-
-static int do_write(struct uraid_array *a, struct model *m, uint64_t off, uint64_t len)
-{
-    size_t mis = rng_below(&rng, 2) ? 0 : 1 + rng_below(&rng, 63);
-    uint8_t *mem = malloc(len + 64), *buf = mem + mis;
-    rng_fill(&rng, buf, len);
-    int rc = uraid_write(a, buf, len, off);
-    st.writes++;
-    st.degraded_writes += cur_degraded > 0;
-    CHECK(rc == 0, "%s: write %llu at %llu: %d", m->label, (unsigned long long)len, (unsigned long long)off, rc);
-    if (rc)
-        fail_step(m);
-    else
-        memcpy(m->data + off, buf, len);
     free(mem);
     return rc;
 }
@@ -157,7 +150,7 @@ static void verify_all(struct uraid_array *a, struct model *m)
         uint64_t len = (1 + rng_below(&rng, 4 * m->stripe_bytes / 512)) * 512;
         if (len > m->size - off)
             len = m->size - off;
-        do_read(a, m, off, len);
+        do_io(a, m, off, len, 0);
         off += len;
     }
 }
@@ -373,13 +366,13 @@ static void run_config(const struct cfg *c, int rounds, int ops)
             uint64_t off, len;
             pick_range(m, &off, &len);
             if ((i == 0 || rng_below(&rng, 2)) && writes && !readonly) {
-                wrote |= do_write(a, m, off, len) == 0;
+                wrote |= do_io(a, m, off, len, 1) == 0;
             } else if (readonly && rng_below(&rng, 16) == 0) {
                 uint8_t b[512] = {0};
                 rc = uraid_write(a, b, sizeof b, off);
                 CHECK(rc == -EROFS, "%s: write to a read-only array: %d", m->label, rc);
             } else {
-                do_read(a, m, off, len);
+                do_io(a, m, off, len, 0);
             }
         }
         if (wrote) {
