@@ -68,7 +68,8 @@ int fx_setup(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_byt
     struct uraid_array *arr = fx_open(f, NULL, sim, 0);
     if (!arr)
         return -EIO;
-    fx_fill(f, arr, r);
+    if (r)
+        fx_fill(f, arr, r);
     if (a) {
         *a = arr;
         return 0;

@@ -36,7 +36,8 @@ struct fx {
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes);
 
 /* fx_create, then the array opened (sim: a fault layer per member) and
- * filled from r. a == NULL: closed again; otherwise *a is the open array. */
+ * filled from r (r == NULL: left all zeros). a == NULL: closed again;
+ * otherwise *a is the open array. */
 int fx_setup(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes, struct rng *r, int sim,
              struct uraid_array **a);
 

@@ -87,10 +87,8 @@ static void test_ctl(void)
 {
     harness_begin("control socket on RAID-5 n=4");
     struct fx f;
-    if (fx_create(&f, 5, 4, 32u << 10, 4u << 20) != 0)
-        return harness_end();
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a) {
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, 4, 32u << 10, 4u << 20, NULL, 0, &a) != 0) {
         fx_destroy(&f);
         return harness_end();
     }
@@ -310,10 +308,8 @@ static void test_raid6(void)
 {
     harness_begin("status text on RAID-6 n=6");
     struct fx f;
-    if (fx_create(&f, 6, 6, 32u << 10, 4u << 20) != 0)
-        return harness_end();
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a) {
+    struct uraid_array *a;
+    if (fx_setup(&f, 6, 6, 32u << 10, 4u << 20, NULL, 0, &a) != 0) {
         fx_destroy(&f);
         return harness_end();
     }
