@@ -43,12 +43,9 @@ static void test_bad_sector(int level, int n, const char *kind)
              level, n, kind);
     harness_begin(name);
     struct fx f;
-    if (fx_create(&f, level, n, 64u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, 64u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     uint64_t off = fx_at(&f, 5, 1, 0), mo;
     int m;
     fx_locate(&f, off, &m, &mo);
@@ -131,12 +128,9 @@ static void test_pending(void)
 {
     harness_begin("RAID-6: a pending sector is rewritten and verified, counted, not listed");
     struct fx f;
-    if (fx_create(&f, 6, 5, 64u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 6, 5, 64u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     uint64_t off = fx_at(&f, 2, 0, 0), mo;
     int m;
     fx_locate(&f, off, &m, &mo);
@@ -168,12 +162,9 @@ static void test_mirror_scattered(int n)
     snprintf(name, sizeof name, "RAID-1 n=%d: errors on every mirror in different pages: read page by page, each mirror mended", n);
     harness_begin(name);
     struct fx f;
-    if (fx_create(&f, 1, n, 64u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 1, n, 64u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     uint64_t base = 256 * K; /* array bytes = member bytes past data_offset on RAID-1 */
     /* mirror 0 cannot keep page 1 (it gets listed); every other mirror has a pending page of its own */
     fx_inject(&f, a, 0, "read-eio", base + 4 * K, 4 * K);
@@ -249,12 +240,9 @@ static void test_log_full(void)
 {
     harness_begin("RAID-5: the member is failed only when its bad-block log is full");
     struct fx f;
-    if (fx_create(&f, 5, 3, 64u << 10, 16u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, 3, 64u << 10, 16u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     int m = 1;
     /* 1000 unwritable sectors, one in every other 4 KiB page (pages are
      * what gets listed), two thirds of them in data chunks (reads never

@@ -64,12 +64,9 @@ static void test_read_errors(int level, int n)
     harness_begin(name);
     struct fx f;
     const uint32_t chunk = 64u << 10;
-    if (fx_create(&f, level, n, chunk, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, chunk, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     CHECK(uraid_close(a) == 0);
 
     /* an open that only reads: the correction must still reach the superblock */
@@ -188,12 +185,10 @@ static void test_member_fails(int level, int n, const char *kind)
     snprintf(name, sizeof name, "RAID-%d n=%d: member %s during writes: faulty, data kept", level, n, kind);
     harness_begin(name);
     struct fx f;
-    if (fx_create(&f, level, n, 32u << 10, 4u << 20) != 0)
+    /* also the warm-up: the array is dirty from here on */
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, 32u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng); /* also the warm-up: the array is dirty from here on */
     int victim = (int)rng_below(&rng, (uint64_t)n);
     uint8_t before[MD_SB_BYTES], after[MD_SB_BYTES];
     struct md_sb sb0;
@@ -265,12 +260,9 @@ static void test_beyond_redundancy(void)
     harness_begin("RAID-5: a second member fails: -EIO, nothing acknowledged damaged");
     struct fx f;
     const int n = 4;
-    if (fx_create(&f, 5, n, 32u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, n, 32u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     int first = 1, second = 2, rc;
     CHECK(uraid_inject(a, first, "vanish") == 0);
     for (int i = 0; i < 40; i++) {
@@ -523,12 +515,9 @@ static void mt_config(int level, int n, uint32_t chunk, int nthreads, double sec
     harness_begin(name);
     struct fx f;
     uint64_t member_bytes = (quick ? 4u : 8u) << 20;
-    if (fx_create(&f, level, n, chunk, member_bytes) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, chunk, member_bytes, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     memset(&mt, 0, sizeof mt);
     mt.f = &f;
     mt.a = a;
