@@ -122,10 +122,11 @@ void fx_adopt(struct fx *f, int slot, const char *path)
     snprintf(f->path[slot], sizeof f->path[slot], "%s", path);
 }
 
-void fx_verify_omitting(struct fx *f, unsigned omit, const char *what)
+void fx_verify_omitting(struct fx *f, unsigned omit, int force, const char *what)
 {
+    struct uraid_open_params op = {.force = force};
     struct uraid_array *a;
-    if (fx_open_with(f, omit, NULL, NULL, 0, NULL, &a))
+    if (fx_open_with(f, omit, NULL, NULL, 0, &op, &a))
         return;
     fx_verify_all(f, a, what);
     CHECK(uraid_close(a) == 0, "%s: %s: close", f->label, what);
@@ -139,7 +140,7 @@ void fx_verify_without_others(struct fx *f, int slot, int count, const char *wha
             omit |= FX_SLOT(s);
             count--;
         }
-    fx_verify_omitting(f, omit, what);
+    fx_verify_omitting(f, omit, 0, what);
 }
 
 int fx_add_spare(struct fx *f, struct uraid_array *a, const char *path)

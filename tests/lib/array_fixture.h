@@ -58,9 +58,9 @@ int fx_open_with(struct fx *f, unsigned omit, const char *spec, const char *cons
  * member). */
 void fx_adopt(struct fx *f, int slot, const char *path);
 
-/* Opens with the members in omit left out, reads the whole array against
- * the model and closes it. */
-void fx_verify_omitting(struct fx *f, unsigned omit, const char *what);
+/* Opens with the members in omit left out (force: as fx_open), reads the
+ * whole array against the model and closes it. */
+void fx_verify_omitting(struct fx *f, unsigned omit, int force, const char *what);
 
 /* The same with the lowest `count` slots other than `slot` left out: the
  * array can only be read right if slot's member holds its data. */

@@ -601,7 +601,7 @@ static void test_chaos(void)
     for (int s = 0; s < f.n; s++)
         fx_adopt(&f, s, info.member[s].path);
     CHECK(uraid_close(a) == 0);
-    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(5), "with two other members left out");
+    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(5), 0, "with two other members left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -634,7 +634,7 @@ static void test_mirror_check(void)
     CHECK(st.repaired_sectors == 16, "%s: repaired %llu sectors", f.label, (unsigned long long)st.repaired_sectors);
     CHECK(run_check(&f, a) == 0, "%s: mismatches left after the repair", f.label);
     CHECK(uraid_close(a) == 0);
-    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(1), "the repaired mirror alone");
+    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(1), 0, "the repaired mirror alone");
 out:
     fx_destroy(&f);
     harness_end();
