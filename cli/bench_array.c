@@ -347,6 +347,10 @@ static int bench_throttled(const struct bopts *o, int *first)
     return status;
 }
 
+int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
+                       const char **dir);
+int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
+
 int bench_array(int argc, char **argv)
 {
     struct bopts o = {.members = 6, .threads = 8, .seq_threads = 2, .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 2,
@@ -354,7 +358,6 @@ int bench_array(int argc, char **argv)
     int levels[2] = {5, 6}, nlevels = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t x;
         if (!strcmp(a, "--json")) {
             o.json = 1;
         } else if (!strcmp(a, "--throttle")) {
@@ -365,9 +368,6 @@ int bench_array(int argc, char **argv)
             levels[0] = atoi(v);
             nlevels = 1;
             i++;
-        } else if (!strcmp(a, "--members") && v && atoi(v) >= 4 && atoi(v) <= 32) {
-            o.members = atoi(v);
-            i++;
         } else if (!strcmp(a, "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64) {
             o.threads = atoi(v);
             i++;
@@ -377,23 +377,14 @@ int bench_array(int argc, char **argv)
         } else if (!strcmp(a, "--seconds") && v && atof(v) > 0) {
             o.seconds = atof(v);
             i++;
-        } else if (!strcmp(a, "--dir") && v) {
-            o.dir = v;
+        } else if (bench_shape_option(a, v, &o.members, &o.member_bytes, &o.chunk, &o.dir)) {
             i++;
-        } else if (!strcmp(a, "--size") && v && !cli_parse_size(v, &x) && x >= 16 * MiB) {
-            o.member_bytes = x;
-            i++;
-        } else if (!strcmp(a, "--chunk") && v && !cli_parse_size(v, &x) && x >= 4096 && !(x & (x - 1))) {
-            o.chunk = x;
-            i++;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
-                   "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
-                   "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");
-            return 0;
         } else {
-            cli_error("bench array", "bad or incomplete option '%s' (try --help)", a);
-            return 2;
+            return bench_usage_or_bad(
+                "bench array", a,
+                "usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
+                "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
+                "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");
         }
     }
     if (cli_setup_parity("bench array"))
