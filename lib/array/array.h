@@ -13,6 +13,7 @@
 
 #include "array/job.h"
 #include "array/stripe.h"
+#include "array/wibitmap.h"
 #include "io/engine.h"
 #include "layout.h"
 #include "member/member.h"
@@ -89,6 +90,7 @@ struct uraid_array {
     uint64_t nstripes;
     pthread_mutex_t job_lock;  /* starting, waiting for and reading the job */
     struct array_job job;
+    struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
 };
 
 /* Sets up and tears down what the data path needs (I/O engine, stripe
