@@ -1,4 +1,5 @@
 /* uraid create --level L --raid-devices N [--chunk SIZE] [--layout NAME]
+ *              [--bitmap internal|none] [--bitmap-chunk SIZE]
  *              [--name NAME] [--assume-clean] [--force] MEMBERS...
  * Options follow mdadm: a plain --chunk number is KiB; 'missing' leaves a
  * slot empty. Without --assume-clean, parity is made consistent before the
@@ -133,6 +134,27 @@ int cmd_create(int argc, char **argv)
                 cli_error("create", "unknown layout '%s' for RAID-%d", val, p.level);
                 return 2;
             }
+        } else if (!strcmp(a, "--bitmap") || !strcmp(a, "-b")) {
+            TAKE();
+            if (!strcmp(val, "internal"))
+                p.bitmap = URAID_BITMAP_INTERNAL;
+            else if (!strcmp(val, "none"))
+                p.bitmap = URAID_BITMAP_NONE;
+            else {
+                cli_error("create", "--bitmap must be 'internal' or 'none' (an external bitmap file is not supported), "
+                          "got '%s'", val);
+                return 2;
+            }
+        } else if (!strcmp(a, "--bitmap-chunk")) {
+            TAKE();
+            uint64_t bytes;
+            const char *last = val + strlen(val) - 1;
+            int plain = *val && *last >= '0' && *last <= '9';
+            if (cli_parse_size(val, &bytes) || (plain && bytes > (1ull << 40))) {
+                cli_error("create", "bad bitmap chunk '%s' (examples: 64M, 128K; a plain number is KiB)", val);
+                return 2;
+            }
+            p.bitmap_chunk_bytes = plain ? bytes * 1024 : bytes; /* mdadm's unit */
         } else if (!strcmp(a, "--name") || !strcmp(a, "-N")) {
             TAKE();
             p.name = val;
@@ -142,6 +164,7 @@ int cmd_create(int argc, char **argv)
             force = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
+                   "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
                    "                    slot; the last M members become spares)\n");
             return 0;
