@@ -292,7 +292,7 @@ static int bench_level(const struct bopts *o, int level, int *first)
             break;
         }
         const char *state = degraded ? "degraded" : bm ? "bitmap" : "healthy";
-        if (!degraded && *first && !o->json)
+        if (run == 0 && *first && !o->json)
             printf("  parity: gen_p=%s gen_pq=%s rmw=%s recov=%s; member I/O: %s\n",
                    uraid_parity_chosen(URAID_OP_GEN_P), uraid_parity_chosen(URAID_OP_GEN_PQ),
                    uraid_parity_chosen(URAID_OP_RMW), uraid_parity_chosen(URAID_OP_RECOV), uraid_io_engine(a));
