@@ -30,6 +30,19 @@ static int parse_level(const char *s)
     return -1;
 }
 
+/* A size with a suffix, or a plain number of KiB (mdadm's unit for --chunk
+ * and --bitmap-chunk). 0 or -1. */
+static int parse_kib_size(const char *val, uint64_t *bytes)
+{
+    const char *last = val + strlen(val) - 1;
+    int plain = *val && *last >= '0' && *last <= '9';
+    if (cli_parse_size(val, bytes) || (plain && *bytes > (1ull << 40)))
+        return -1;
+    if (plain)
+        *bytes *= 1024;
+    return 0;
+}
+
 struct progress {
     int tty;
     time_t start;
@@ -110,14 +123,10 @@ int cmd_create(int argc, char **argv)
         } else if (!strcmp(a, "--chunk") || !strcmp(a, "-c")) {
             TAKE();
             uint64_t bytes;
-            const char *last = val + strlen(val) - 1;
-            int plain = *val && *last >= '0' && *last <= '9';
-            if (cli_parse_size(val, &bytes) || (plain && bytes > (1ull << 40))) {
+            if (parse_kib_size(val, &bytes)) {
                 cli_error("create", "bad chunk size '%s' (examples: 64K, 512K, 1M; a plain number is KiB)", val);
                 return 2;
             }
-            if (plain)
-                bytes *= 1024; /* mdadm's unit */
             if (bytes > (1u << 30)) {
                 cli_error("create", "chunk size %s is too large", val);
                 return 2;
@@ -147,14 +156,10 @@ int cmd_create(int argc, char **argv)
             }
         } else if (!strcmp(a, "--bitmap-chunk")) {
             TAKE();
-            uint64_t bytes;
-            const char *last = val + strlen(val) - 1;
-            int plain = *val && *last >= '0' && *last <= '9';
-            if (cli_parse_size(val, &bytes) || (plain && bytes > (1ull << 40))) {
+            if (parse_kib_size(val, &p.bitmap_chunk_bytes)) {
                 cli_error("create", "bad bitmap chunk '%s' (examples: 64M, 128K; a plain number is KiB)", val);
                 return 2;
             }
-            p.bitmap_chunk_bytes = plain ? bytes * 1024 : bytes; /* mdadm's unit */
         } else if (!strcmp(a, "--name") || !strcmp(a, "-N")) {
             TAKE();
             p.name = val;

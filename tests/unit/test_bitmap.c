@@ -352,6 +352,21 @@ out:
 
 /* ---- clean close and the daemon ------------------------------------------------------ */
 
+/* A new bitmap array, opened with the bitmap daemon every daemon_ms. */
+static struct uraid_array *create_and_open(struct fx *f, int level, int n, uint32_t daemon_ms)
+{
+    if (fx_create_bitmap(f, level, n, RAID_CHUNK, MEMBER_BYTES, BM_CHUNK) != 0)
+        return NULL;
+    const char *paths[FX_MAXM];
+    for (int s = 0; s < f->n; s++)
+        paths[s] = f->path[s];
+    struct uraid_open_params op = {.bitmap_daemon_ms = daemon_ms};
+    struct uraid_array *a = NULL;
+    char why[256];
+    CHECK(uraid_open(paths, f->n, &op, &a, why, sizeof why) == 0, "%s", why);
+    return a;
+}
+
 static void test_clean_close(int level, int n)
 {
     char name[128];
@@ -359,15 +374,7 @@ static void test_clean_close(int level, int n)
              "after a clean close, events equal", level, n);
     harness_begin(name);
     struct fx f;
-    if (fx_create_bitmap(&f, level, n, RAID_CHUNK, MEMBER_BYTES, BM_CHUNK) != 0)
-        goto out;
-    const char *paths[FX_MAXM];
-    for (int s = 0; s < f.n; s++)
-        paths[s] = f.path[s];
-    struct uraid_open_params op = {.bitmap_daemon_ms = 200};
-    struct uraid_array *a;
-    char why[256];
-    CHECK(uraid_open(paths, f.n, &op, &a, why, sizeof why) == 0, "%s", why);
+    struct uraid_array *a = create_and_open(&f, level, n, 200);
     if (!a)
         goto out;
     uint8_t *buf = aligned_alloc(4096, 8192);
@@ -560,15 +567,7 @@ static void test_threads(int level, int n)
              "bitmap clean at close", level, n);
     harness_begin(name);
     struct fx f;
-    if (fx_create_bitmap(&f, level, n, RAID_CHUNK, MEMBER_BYTES, BM_CHUNK) != 0)
-        goto out;
-    const char *paths[FX_MAXM];
-    for (int s = 0; s < f.n; s++)
-        paths[s] = f.path[s];
-    struct uraid_open_params op = {.bitmap_daemon_ms = 5};
-    struct uraid_array *a;
-    char why[256];
-    CHECK(uraid_open(paths, f.n, &op, &a, why, sizeof why) == 0, "%s", why);
+    struct uraid_array *a = create_and_open(&f, level, n, 5);
     if (!a)
         goto out;
     pthread_t t[4];
