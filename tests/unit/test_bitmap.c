@@ -112,6 +112,9 @@ static int writer_main(int argc, char **argv)
     struct rng r;
     rng_seed(&r, a1);
     rng_fill(&r, buf, 256u << 10);
+    /* one write that surely reaches the dropping member, however few follow */
+    if (uraid_write(a, buf, 256u << 10, 0))
+        return 1;
     printf("ready\n");
     fflush(stdout);
     for (;;) {
