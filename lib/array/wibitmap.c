@@ -388,6 +388,12 @@ int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why
         if (!slot_ok(a, s))
             continue;
         int rc = read_copy(a->slot[s].dev, base, &h, reason, sizeof reason);
+        if (rc && rc != -EINVAL) {
+            /* md reads the bitmap from any member that can: another copy serves */
+            uraid_log(URAID_LOG_WARN, "member %s: %s (its write-intent bitmap at sector %llu); using the other copies",
+                      a->slot[s].dev->path, reason, (unsigned long long)(base / 512));
+            continue;
+        }
         if (rc) {
             uraid_why(why, whylen, "member %s: its write-intent bitmap at sector %llu is unusable: %s; remove the "
                       "bitmap (mdadm --grow --bitmap=none) or leave the member out", a->slot[s].dev->path,
@@ -427,14 +433,8 @@ int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why
     for (int s = 0; s < a->geom.raid_disks; s++) {
         if (!slot_ok(a, s))
             continue;
-        int rc = member_read(a->slot[s].dev, tmp, wb->area, base);
-        if (rc) {
-            free(tmp);
-            wib_destroy(wb);
-            uraid_why(why, whylen, "member %s: cannot read its write-intent bitmap at sector %llu: %s",
-                      a->slot[s].dev->path, (unsigned long long)(base / 512), uraid_strerror(rc));
-            return rc;
-        }
+        if (member_read(a->slot[s].dev, tmp, wb->area, base))
+            continue; /* warned above, or a read error now: the other copies serve */
         for (uint64_t b = 0; b < nbits; b++)
             if (md_bitmap_test(tmp + MD_BITMAP_HEADER_BYTES, b))
                 wb->w[b] = W_ONDISK;

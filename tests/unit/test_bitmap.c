@@ -422,6 +422,33 @@ out:
     harness_end();
 }
 
+static void test_degraded_keeps_bits(void)
+{
+    harness_begin("RAID-5 degraded: bits written while a member is missing stay set after a clean close");
+    struct fx f;
+    if (fx_create_bitmap(&f, 5, 4, RAID_CHUNK, MEMBER_BYTES, BM_CHUNK) != 0)
+        goto out;
+    int omit[FX_MAXM] = {0};
+    omit[2] = 1;
+    struct uraid_array *a = fx_open(&f, omit, 0, 0);
+    if (!a)
+        goto out;
+    uint8_t buf[4096] = {1};
+    CHECK(fx_write(&f, a, buf, sizeof buf, f.stripe_bytes * 5) == 0);
+    CHECK(uraid_close(a) == 0);
+    uint8_t bits[64];
+    struct md_bitmap_sb h;
+    struct md_sb sb;
+    raw_bitmap(&f, 0, &h, bits, sizeof bits);
+    fx_read_sb(&f, 0, &sb);
+    CHECK(md_bitmap_test(bits, 5) && md_bitmap_count(bits, 8 * sizeof bits) == 1 && h.events == sb.events,
+          "degraded: %llu bits set (bit 5: %d), events %llu/%llu", (unsigned long long)md_bitmap_count(bits, 512),
+          md_bitmap_test(bits, 5), (unsigned long long)h.events, (unsigned long long)sb.events);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 /* ---- crash, then resync of the dirty chunks ------------------------------------------- */
 
 static void test_crash_resync(int level, int n, int stale)
@@ -607,6 +634,7 @@ int main(int argc, char **argv)
     test_refused_without_bitmap();
     test_clean_close(5, 4);
     test_clean_close(1, 2);
+    test_degraded_keeps_bits();
     test_crash_resync(5, 4, 0);
     test_crash_resync(6, 6, 0);
     test_crash_resync(1, 3, 0);
