@@ -115,6 +115,9 @@ int array_write_superblocks(struct uraid_array *a)
     drop_absent_roles(a);
     a->sb.events++;
     a->sb.utime = now_seconds();
+    /* md writes its bitmap superblock first: after a crash in between the
+     * bitmap is one event ahead, which md still accepts */
+    wib_write_header(a);
     int rc = 0, written = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct array_slot *sl = &a->slot[s];
@@ -268,6 +271,7 @@ static void free_array(struct uraid_array *a)
     array_monitor_stop(a); /* it could start a job */
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
+    wib_free(a);
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -499,6 +503,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = -EUCLEAN;
         goto fail;
     }
+    if ((rc = wib_open(a, p, why, whylen)) != 0)
+        goto fail;
     free(dev);
     free(fault);
     free(sb);
@@ -543,6 +549,9 @@ int uraid_close(struct uraid_array *a)
     if (a->job.thread_started)
         uraid_job_cancel(a); /* a rebuild saves its checkpoint */
     int rc = uraid_flush(a);
+    /* md's stop clears every bit it can before the clean superblocks go out */
+    if (rc == 0 && !a->readonly)
+        rc = wib_clear_idle(a);
     /* An array that was found dirty stays dirty until a resync has made its
      * parity trustworthy again: closing must not hide an unclean shutdown. */
     int mark_clean = a->dirty && !a->opened_dirty;

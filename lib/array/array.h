@@ -13,6 +13,7 @@
 
 #include "array/job.h"
 #include "array/stripe.h"
+#include "array/wibitmap.h"
 #include "io/engine.h"
 #include "layout.h"
 #include "member/member.h"
@@ -90,6 +91,7 @@ struct uraid_array {
     pthread_mutex_t job_lock;  /* starting, waiting for and reading the job */
     struct array_job job;
     char *event_program;       /* run for every event (events.c), or NULL; set at open */
+    struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
 };
 
 /* Reports an event with mdadm --monitor's name (Fail, FailSpare,

@@ -11,6 +11,11 @@
 
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes)
 {
+    return fx_create_bitmap(f, level, n, chunk, member_bytes, 0);
+}
+
+int fx_create_bitmap(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes, uint64_t bitmap_chunk)
+{
     memset(f, 0, sizeof *f);
     f->level = level;
     f->n = n;
@@ -36,7 +41,9 @@ int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_by
         }
     }
     struct uraid_create_params cp = {.level = level, .raid_devices = n, .chunk_bytes = chunk, .layout = -1,
-                                      .assume_clean = 1};
+                                      .assume_clean = 1,
+                                      .bitmap = bitmap_chunk ? URAID_BITMAP_INTERNAL : URAID_BITMAP_NONE,
+                                      .bitmap_chunk_bytes = bitmap_chunk};
     char why[512] = "";
     int rc = uraid_create(paths, n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "%s: create: %d (%s)", f->label, rc, why);

@@ -34,6 +34,9 @@ struct fx {
 /* Creates members and the array (assume_clean: all zeros is consistent);
  * the model starts all zero. */
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes);
+/* The same with an internal write-intent bitmap of bitmap_chunk bytes per
+ * bit (0: none). */
+int fx_create_bitmap(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes, uint64_t bitmap_chunk);
 
 /* fx_create, then the array opened (sim: a fault layer per member) and
  * filled from r (r == NULL: left all zeros). a == NULL: closed again;
