@@ -34,6 +34,14 @@ CPPFLAGS += -DHAVE_URING
 LDLIBS   += -luring
 endif
 
+# libnbd lets members be NBD exports (lib/member/nbd.c); without it an NBD
+# URI is refused with a message naming the missing package.
+HAVE_LIBNBD := $(shell pkg-config --exists libnbd 2>/dev/null && echo 1)
+ifeq ($(HAVE_LIBNBD),1)
+CPPFLAGS += -DHAVE_LIBNBD $(shell pkg-config --cflags libnbd)
+LDLIBS   += $(shell pkg-config --libs libnbd)
+endif
+
 LIB_SRC  := $(sort $(shell find lib -name '*.c'))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))

@@ -252,12 +252,3 @@ int member_open_file(const char *path, int readonly, struct member **out)
     *out = m;
     return 0;
 }
-
-void member_close(struct member *m)
-{
-    if (!m)
-        return;
-    m->ops->close(m);
-    free(m->path);
-    free(m);
-}
