@@ -94,7 +94,7 @@ static int connect_one(const char *uri, struct nbd_handle **out, char *why, size
         const char *hint = "";
         if (err == ECONNREFUSED || err == ENOENT)
             hint = " (is the NBD server running?)";
-        else if (err == EINVAL && strstr(uri, "://") && !strstr(msg ? msg : "", "connect"))
+        else if (err == EINVAL)
             hint = " (expected nbd://HOST[:PORT][/EXPORT] or nbd+unix:///[EXPORT]?socket=PATH)";
         uraid_why(why, whylen, "%s%s", msg ? msg : "cannot connect", hint);
         nbd_close(h);
