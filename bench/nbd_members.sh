@@ -99,7 +99,7 @@ for run in $(seq 1 "$RUNS"); do
     raw_w="$raw_w $(mbps $((per * 6)) "$t0" "$t1")"
     t0=$(now_ns)
     cpids=""
-    for u in $uris; do nbdcopy "$u" null: & cpids="$cpids $!"; done
+    for u in $uris; do nbdcopy --no-extents "$u" null: & cpids="$cpids $!"; done
     for p in $cpids; do wait "$p"; done
     t1=$(now_ns)
     raw_r="$raw_r $(mbps $(($(bytes "$MEMBER_SIZE") * 6)) "$t0" "$t1")"
@@ -126,7 +126,7 @@ for run in $(seq 1 "$RUNS"); do
         t1=$(now_ns)
         w=$(mbps "$data" "$t0" "$t1")
         t0=$(now_ns)
-        nbdcopy "$auri" null:
+        nbdcopy --no-extents "$auri" null:
         t1=$(now_ns)
         r=$(mbps "$size" "$t0" "$t1")
         kill -TERM "$spid"; wait "$spid" || true
