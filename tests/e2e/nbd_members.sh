@@ -9,8 +9,9 @@
 # NBD member; a member whose server reports EIO on a range is rebuilt and
 # rewritten (corrected-read counters); a server's EIO never fails the
 # member, while a server killed during a write does (the array goes on
-# degraded, data intact); an unreachable, malformed or read-only member is
-# refused by create with one line naming it and nothing is written.
+# degraded, data intact) and is rebuilt onto a new export; an unreachable,
+# malformed or read-only member is refused by create with one line naming
+# it and nothing is written.
 # Every nbdkit runs in the foreground with --exit-with-parent and is killed
 # on exit; every step is bounded by `timeout`.
 cd "$(dirname "$0")/../.." || exit 1
@@ -277,6 +278,22 @@ else
 fi
 # shellcheck disable=SC2086
 t_mdadm_agrees "k2 killed mid-write" $kfiles
+
+# A new NBD export takes the killed member's place: rebuilt onto it.
+truncate -s 48M "$t_tmp/k6"
+serve k6 file "$t_tmp/k6" || { t_finish; exit 1; }
+# shellcheck disable=SC2086
+timeout 120 $URAID rebuild --spare "$(uri k6)" $k5 >"$t_tmp/out" 2>&1
+# shellcheck disable=SC2086
+timeout 60 $URAID cat $k5 "$(uri k6)" 2>>"$t_tmp/out" | head -c 160M >"$t_tmp/back"
+# shellcheck disable=SC2086
+$URAID detail $k5 "$(uri k6)" >"$t_tmp/detail" 2>&1
+if [ "$(sha "$t_tmp/data7")" = "$(sha "$t_tmp/back")" ] && grep -q "\[6/6\]" "$t_tmp/detail" \
+    && grep -q "active sync *$(uri k6)\$" "$t_tmp/detail"; then
+    t_ok "uraid rebuild --spare URI: the new export takes the slot [6/6], data identical"
+else
+    t_fail "rebuild onto an NBD spare" "$(tail -n 2 "$t_tmp/out") $(grep Status "$t_tmp/detail")"
+fi
 
 # Bad members for create: one line naming the member, non-zero exit, and
 # the other members (fresh exports) unchanged.
