@@ -135,14 +135,19 @@ serve d4 file "$t_tmp/d4" || { t_finish; exit 1; }
 # socket names the URIs and fails one by name.
 sock=$t_tmp/array.sock ctl=$t_tmp/ctl.sock
 auri="nbd+unix:///?socket=$sock"
+# serve_array MEMBER...: `uraid serve` on $sock with control $ctl in the
+# background (spid); waits (at most 15 s) until nbdinfo answers.
+serve_array() {
+    $URAID serve "$@" --socket "$sock" --control "$ctl" 2>"$t_tmp/serve.err" &
+    spid=$!
+    pids="$pids $spid"
+    n=0
+    while ! timeout 5 nbdinfo --size "$auri" >/dev/null 2>&1 && [ $n -lt 60 ] && kill -0 "$spid" 2>/dev/null; do
+        sleep 0.25; n=$((n + 1))
+    done
+}
 # shellcheck disable=SC2086
-$URAID serve $uris --socket "$sock" --control "$ctl" 2>"$t_tmp/serve.err" &
-spid=$!
-pids="$pids $spid"
-n=0
-while ! timeout 5 nbdinfo --size "$auri" >/dev/null 2>&1 && [ $n -lt 60 ] && kill -0 "$spid" 2>/dev/null; do
-    sleep 0.25; n=$((n + 1))
-done
+serve_array $uris
 head -c 24M /dev/urandom >"$t_tmp/in.img"
 if timeout 60 nbdcopy "$t_tmp/in.img" "$auri" 2>"$t_tmp/err" && timeout 60 nbdcopy "$auri" "$t_tmp/out.img" 2>>"$t_tmp/err"; then
     head -c 24M "$t_tmp/out.img" >"$t_tmp/out24.img"
@@ -219,13 +224,7 @@ timeout 60 $URAID create --level 5 --raid-devices 4 $p5 >/dev/null 2>&1 && timeo
 FILE=$t_tmp/p2 BAD_OFF=$((6 << 20)) BAD_LEN=4096 serve p2 sh "$t_tmp/pending.sh" || { t_finish; exit 1; }
 p5n=$(echo "$p5" | sed "s|$t_tmp/p2|$(uri p2)|")
 # shellcheck disable=SC2086
-$URAID serve $p5n --socket "$sock" --control "$ctl" 2>"$t_tmp/serve.err" &
-spid=$!
-pids="$pids $spid"
-n=0
-while ! timeout 5 nbdinfo --size "$auri" >/dev/null 2>&1 && [ $n -lt 60 ] && kill -0 "$spid" 2>/dev/null; do
-    sleep 0.25; n=$((n + 1))
-done
+serve_array $p5n
 timeout 60 nbdcopy "$auri" "$t_tmp/out.img" 2>"$t_tmp/err"
 timeout 20 $URAID status --control "$ctl" >"$t_tmp/status" 2>&1
 corr=$(awk -v u="$(uri p2)" '$NF == u { print $(NF - 1) }' "$t_tmp/status")
