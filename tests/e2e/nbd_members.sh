@@ -3,7 +3,8 @@
 # Unix sockets serve the members: a RAID-6 of six file exports is created,
 # written and read back identical; mdadm --examine of the files behind the
 # exports agrees with uraid (the md format is unchanged over NBD); examine
-# names the URI; a RAID-5 mixes a plain file with memory exports; the array
+# names the URI; a RAID-5 mixes a plain file with memory exports (one over
+# TLS); the array
 # is served over NBD itself and nbdcopy copies in and out; the control
 # socket lists the URIs and fails one by name; a member layer stacks on an
 # NBD member; a member whose server reports EIO on a range is rebuilt and
@@ -172,12 +173,21 @@ wait "$spid" 2>/dev/null && t_ok "uraid stop: the server exits 0" || t_fail "ura
 # shellcheck disable=SC2086
 t_mdadm_agrees "after d5 was failed by its URI" $files
 
-# RAID-5: three nbdkit memory exports and one plain file.
+# RAID-5: three nbdkit memory exports (one of them over TLS with a
+# pre-shared key: an nbds+unix URI) and one plain file.
 mixed=""
-for i in 0 1 2; do
+for i in 0 1; do
     serve "m$i" memory 32M || { t_finish; exit 1; }
     mixed="$mixed $(uri "m$i")"
 done
+echo "alice:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$t_tmp/keys.psk"
+rm -f "$t_tmp/m2.sock"
+nbdkit -f --exit-with-parent --unix "$t_tmp/m2.sock" --tls=require --tls-psk="$t_tmp/keys.psk" memory 32M 2>>"$t_tmp/nbdkit.err" &
+pids="$pids $!"
+tls="nbds+unix://alice@/?socket=$t_tmp/m2.sock&tls-psk-file=$t_tmp/keys.psk"
+n=0
+while ! timeout 5 nbdinfo --size "$tls" >/dev/null 2>&1 && [ $n -lt 40 ]; do sleep 0.25; n=$((n + 1)); done
+mixed="$mixed $tls"
 truncate -s 32M "$t_tmp/f3"
 mixed="$mixed $t_tmp/f3"
 head -c 20M /dev/urandom >"$t_tmp/data5"
@@ -186,7 +196,7 @@ if timeout 60 $URAID create --level 5 --raid-devices 4 $mixed >"$t_tmp/out" 2>&1
     && timeout 60 $URAID write $mixed <"$t_tmp/data5" >>"$t_tmp/out" 2>&1; then
     # shellcheck disable=SC2086
     timeout 60 $URAID cat $mixed 2>>"$t_tmp/out" | head -c 20M >"$t_tmp/back"
-    [ "$(sha "$t_tmp/data5")" = "$(sha "$t_tmp/back")" ] && t_ok "RAID-5 of 3 memory exports and a file: 20 MiB read back identical" \
+    [ "$(sha "$t_tmp/data5")" = "$(sha "$t_tmp/back")" ] && t_ok "RAID-5 of 3 memory exports (one over TLS, nbds+unix://) and a file: 20 MiB read back identical" \
         || t_fail "RAID-5 mixed round trip" "$(cat "$t_tmp/out")"
 else
     t_fail "RAID-5 of memory exports and a file" "$(cat "$t_tmp/out")"
