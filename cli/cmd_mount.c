@@ -317,6 +317,63 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
         fuse_reply_write(req, size);
 }
 
+/* Punching a hole or zeroing a range of DIR/array (what a loop device
+ * sends for discard and write-zeroes: blkdiscard, fstrim, mkfs) zeroes it
+ * in the array; whole stripes become holes in file members. The file's
+ * size never changes, so plain allocation inside it is already done. */
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t length,
+                         struct fuse_file_info *fi)
+{
+    struct mount_ctx *m = fuse_req_userdata(req);
+    uint64_t uoff = (uint64_t)off, len = (uint64_t)length;
+    if (ino != INO_ARRAY) {
+        fuse_reply_err(req, EBADF);
+        return;
+    }
+    int zeroing = mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE);
+    if (mode & ~(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE)) {
+        fuse_reply_err(req, EOPNOTSUPP);
+        return;
+    }
+    if (uoff > m->size || len > m->size - uoff) {
+        fuse_reply_err(req, zeroing ? EINVAL : EFBIG); /* the array's size is fixed */
+        return;
+    }
+    if (!zeroing || len == 0) {
+        fuse_reply_err(req, 0);
+        return;
+    }
+    /* the edge sectors a partial request touches are read, cleared in part and written */
+    uint64_t a0 = (uoff + SECTOR - 1) & ~(uint64_t)(SECTOR - 1), a1 = (uoff + len) & ~(uint64_t)(SECTOR - 1);
+    int misaligned = a0 != uoff || a1 != uoff + len;
+    uint8_t *b = thread_buf(m);
+    if (!b) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+    }
+    int rc = 0;
+    if (misaligned)
+        pthread_rwlock_wrlock(&m->rmw_lock);
+    else
+        pthread_rwlock_rdlock(&m->rmw_lock);
+    uint64_t edges[2][2] = {{uoff, a0 < uoff + len ? a0 : uoff + len}, {a1 > uoff ? a1 : uoff, uoff + len}};
+    for (int e = 0; e < 2 && rc == 0; e++) {
+        uint64_t from = edges[e][0], to = edges[e][1];
+        if (from >= to || (e == 1 && edges[0][1] == to && edges[0][0] == from))
+            continue;
+        uint64_t sec = from & ~(uint64_t)(SECTOR - 1);
+        rc = uraid_read(m->a, b, SECTOR, sec);
+        if (rc == 0) {
+            memset(b + (from - sec), 0, (size_t)(to - from));
+            rc = uraid_write(m->a, b, SECTOR, sec);
+        }
+    }
+    if (rc == 0 && a1 > a0)
+        rc = uraid_write_zeroes(m->a, (size_t)(a1 - a0), a0);
+    pthread_rwlock_unlock(&m->rmw_lock);
+    fuse_reply_err(req, rc ? -rc : 0);
+}
+
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     struct mount_ctx *m = fuse_req_userdata(req);
@@ -349,6 +406,7 @@ static const struct fuse_lowlevel_ops mount_ops = {
     .write = op_write,
     .flush = op_flush,
     .fsync = op_fsync,
+    .fallocate = op_fallocate,
 };
 
 struct mount_opts {

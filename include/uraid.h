@@ -121,6 +121,12 @@ uint64_t uraid_size(const struct uraid_array *a);
 int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset);
 int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset);
 
+/* Makes [offset, offset + len) read as zeros (NBD trim/zero, fallocate
+ * punch/zero). Whole stripes are zeroed on every member without reading
+ * (file members get holes); partial stripes are written with zeros. Same
+ * rules and errors as uraid_write. */
+int uraid_write_zeroes(struct uraid_array *a, size_t len, uint64_t offset);
+
 /* Makes every completed write durable on the members. */
 int uraid_flush(struct uraid_array *a);
 

@@ -296,8 +296,43 @@ static int uraid_plugin_flush(void *handle, uint32_t flags)
     return 0;
 }
 
-/* No .trim / .zero / .extents: the engine has no discard or zeroing
- * primitive, and nbdkit emulates zero with pwrite when .zero is absent. */
+/* Trim and zero both become uraid_write_zeroes: whole stripes are zeroed
+ * on every member without reads (file members get holes back), so a
+ * trimmed range also reads as zeros, which NBD allows. No .extents: the
+ * array does not track which ranges are holes. */
+static int uraid_plugin_can_trim(void *handle)
+{
+    return 1;
+}
+
+static int uraid_plugin_can_zero(void *handle)
+{
+    return 1;
+}
+
+static int zero_range(void *handle, uint32_t count, uint64_t offset, uint32_t flags, const char *what)
+{
+    int rc = uraid_write_zeroes(handle, count, offset);
+    if (rc)
+        return fail(rc, what, count, offset);
+    if (flags & NBDKIT_FLAG_FUA) {
+        rc = uraid_flush(handle);
+        if (rc)
+            return fail(rc, "flush (FUA)", count, offset);
+    }
+    return 0;
+}
+
+static int uraid_plugin_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+    return zero_range(handle, count, offset, flags, "trim");
+}
+
+static int uraid_plugin_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+    return zero_range(handle, count, offset, flags, "zero");
+}
+
 static struct nbdkit_plugin plugin = {
     .name = "uraid",
     .longname = "uraid user-space RAID array (md v1.2 members)",
@@ -325,6 +360,10 @@ static struct nbdkit_plugin plugin = {
     .pread = uraid_plugin_pread,
     .pwrite = uraid_plugin_pwrite,
     .flush = uraid_plugin_flush,
+    .can_trim = uraid_plugin_can_trim,
+    .can_zero = uraid_plugin_can_zero,
+    .trim = uraid_plugin_trim,
+    .zero = uraid_plugin_zero,
 };
 
 NBDKIT_REGISTER_PLUGIN(plugin)

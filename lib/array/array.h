@@ -159,6 +159,21 @@ static inline int slot_ok_upto(const struct uraid_array *a, int s, uint64_t end)
            (st == URAID_MEMBER_REBUILDING && end <= __atomic_load_n(&a->slot[s].recovered, __ATOMIC_ACQUIRE));
 }
 
+/* Where writes to slot s of member sectors [start, end) stop: end when
+ * it is in sync there, its rebuild checkpoint when that lies inside (the
+ * rest is rebuilt later), start when it takes none of them. Callers hold
+ * the range's stripe locks, so the checkpoint cannot move meanwhile. */
+static inline uint64_t slot_writes_end(const struct uraid_array *a, int s, uint64_t start, uint64_t end)
+{
+    if (slot_ok_upto(a, s, end))
+        return end;
+    if (!__atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING)
+        return start;
+    uint64_t done = __atomic_load_n(&a->slot[s].recovered, __ATOMIC_ACQUIRE);
+    return done > start ? done : start;
+}
+
 /* With auto_rebuild: starts a recovery when a spare can fill a hole, or a
  * resync when the array was found dirty and is whole; quiet when there is
  * nothing to do. (rebuild.c) */

@@ -157,9 +157,11 @@ void array_correct_read_error(struct uraid_array *a, int m, const void *data, ui
     int rc = back ? rewrite_and_verify(a, m, data, nsec, member_sector, back) : -ENOMEM;
     if (rc == 0) {
         array_note_corrected_read(a, m);
-        uraid_log(URAID_LOG_INFO, "member %s: sectors %llu-%llu rewritten from parity after a read error",
+        uraid_log(URAID_LOG_INFO, "member %s: sectors %llu-%llu rewritten from the other members after a read error",
                   a->slot[m].dev->path, (unsigned long long)(a->slot[m].data_offset + member_sector),
                   (unsigned long long)(a->slot[m].data_offset + member_sector + nsec - 1));
+        if (slot_has_bad(&a->slot[m], member_sector, nsec))
+            array_clear_bad(a, m, member_sector, nsec); /* it holds them again */
         return;
     }
     if (rc == -ENXIO || rc == -ENOMEM) {

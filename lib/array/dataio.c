@@ -79,7 +79,7 @@ static int mirror_for_replace(struct uraid_array *a, struct io_op *ops, int n, s
     const struct array_slot *from = &a->slot[src], *to = &a->replacement;
     uint64_t done = __atomic_load_n(&to->recovered, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
-        if (ops[i].kind != IO_WRITE || ops[i].m != from->dev)
+        if (ops[i].kind == IO_READ || ops[i].m != from->dev)
             continue;
         uint64_t msec = ops[i].offset / SECTOR - from->data_offset;
         if (msec >= done)

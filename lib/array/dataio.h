@@ -53,6 +53,7 @@ static inline struct array_slot *job_target(struct uraid_array *a, const struct 
 
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
+/* buf (p) NULL: the range is zeroed on the members (uraid_write_zeroes). */
 int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec);
 int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
 /* The step of RAID-1 jobs: recovery and replace copy from a mirror that can

@@ -235,6 +235,8 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         rc = -pthread_create(&j->thread, NULL, job_main, a);
         if (rc) {
             j->running = 0;
+            if (j->finish) /* undo the kind's set-up (buffers, a checkpoint to resume from) */
+                j->finish(a, j, rc);
             uraid_why(why, whylen, "cannot start a thread: %s", uraid_strerror(rc));
         } else {
             j->thread_started = 1;

@@ -12,32 +12,81 @@
 #define RAID0_BATCH 256
 #define RAID1_MAX_UNITS 64
 
-int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec)
+/* Slot m can serve member sectors [sector, +nsec): in sync there and none
+ * of them on its bad-block list (listed sectors hold stale data). */
+static int mirror_usable(const struct uraid_array *a, int m, uint64_t sector, uint32_t nsec)
 {
-    int failed[URAID_MAX_MEMBERS], nfailed = 0;
-    for (int m = 0; m < a->geom.raid_disks; m++) {
-        if (!slot_ok_upto(a, m, sector + nsec) || slot_has_bad(&a->slot[m], sector, nsec))
+    return slot_ok_upto(a, m, sector + nsec) && !slot_has_bad(&a->slot[m], sector, nsec);
+}
+
+/* One read from slot m; -EAGAIN when the slot changed members meanwhile. */
+static int read_slot(struct uraid_array *a, int m, uint8_t *buf, uint32_t nsec, uint64_t sector)
+{
+    uint32_t gen = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
+    if (gen & 1)
+        return -EAGAIN;
+    struct io_op op = array_op(a, m, IO_READ, buf, nsec, sector);
+    array_run_ops(a, &op, 1);
+    if (__atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE) != gen)
+        return -EAGAIN;
+    if (op.result)
+        uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); trying another mirror",
+                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR), uraid_strerror(op.result));
+    return op.result;
+}
+
+/* Reads member sectors [sector, +nsec) into buf from the mirrors in
+ * order[]: whole from the first that can, else page by page from any
+ * mirror whose page is readable and not listed bad, so errors on
+ * different mirrors in different places lose nothing. *trouble is set when
+ * some mirror failed a read; with `correct`, each mirror that failed gets
+ * the range rewritten (the caller holds the units' locks then, so the
+ * rewrite cannot overwrite a newer write). */
+static int read_mirrors(struct uraid_array *a, const int *order, int n, uint8_t *buf, uint64_t sector, uint32_t nsec,
+                        int correct, int *trouble)
+{
+    unsigned char failed[URAID_MAX_MEMBERS] = {0};
+    int done = 0;
+    for (int i = 0; i < n && !done; i++) {
+        if (!mirror_usable(a, order[i], sector, nsec))
             continue;
-        uint32_t slots0 = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
-        struct io_op op = array_op(a, m, IO_READ, buf, nsec, sector);
-        array_run_ops(a, &op, 1);
-        if ((slots0 & 1) || __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE) != slots0) {
-            m--; /* the slot changed members meanwhile: read it again */
+        int rc = read_slot(a, order[i], buf, nsec, sector);
+        if (rc == -EAGAIN) {
+            i--; /* the slot changed members: read it again */
             sched_yield();
             continue;
         }
-        if (op.result == 0) {
-            for (int i = 0; i < nfailed; i++)
-                array_correct_read_error(a, failed[i], buf, nsec, sector);
-            return 0;
-        }
-        uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); trying another mirror",
-                  a->slot[m].dev->path, (unsigned long long)(op.offset / SECTOR), uraid_strerror(op.result));
-        failed[nfailed++] = m;
+        done = rc == 0;
+        failed[order[i]] = rc != 0;
     }
-    uraid_log(URAID_LOG_ERROR, "array sectors %llu-%llu: no mirror could be read", (unsigned long long)sector,
-              (unsigned long long)(sector + nsec - 1));
-    return -EIO;
+    for (uint32_t at = 0; at < nsec && !done; at += 8) {
+        uint32_t len = nsec - at < 8 ? nsec - at : 8;
+        int got = 0;
+        for (int i = 0; i < n && !got; i++) {
+            if (!mirror_usable(a, order[i], sector + at, len))
+                continue;
+            int rc = read_slot(a, order[i], buf + (size_t)at * SECTOR, len, sector + at);
+            if (rc == -EAGAIN) {
+                i--;
+                sched_yield();
+                continue;
+            }
+            got = rc == 0;
+            failed[order[i]] |= rc != 0;
+        }
+        if (!got) {
+            uraid_log(URAID_LOG_ERROR, "member sectors %llu-%llu: no mirror could be read", (unsigned long long)(sector + at),
+                      (unsigned long long)(sector + at + len - 1));
+            *trouble = 1;
+            return -EIO;
+        }
+    }
+    for (int m = 0; m < a->geom.raid_disks; m++) {
+        *trouble |= failed[m];
+        if (failed[m] && correct)
+            array_correct_read_error(a, m, buf, nsec, sector);
+    }
+    return 0;
 }
 
 /* Locks the mirror units covering [sector, sector + nsec) (at most
@@ -58,6 +107,28 @@ static uint32_t unit_piece(uint64_t sector, uint64_t nsec)
     return (uint32_t)(nsec < room ? nsec : room);
 }
 
+int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec)
+{
+    int order[URAID_MAX_MEMBERS], trouble = 0;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        order[m] = m;
+    int rc = read_mirrors(a, order, a->geom.raid_disks, buf, sector, nsec, 0, &trouble);
+    /* a mirror failed: read again under the units' locks and rewrite what it lost */
+    while (trouble && nsec) {
+        uint32_t n = unit_piece(sector, nsec);
+        uint16_t held[RAID1_MAX_UNITS];
+        int nheld = lock_units(a, sector, n, held);
+        rc = read_mirrors(a, order, a->geom.raid_disks, buf, sector, n, 1, &trouble);
+        stripe_unlock_set(&a->locks, held, nheld);
+        if (rc)
+            return rc;
+        buf += (size_t)n * SECTOR;
+        sector += n;
+        nsec -= n;
+    }
+    return rc;
+}
+
 int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec)
 {
     int rc = 0;
@@ -70,67 +141,47 @@ int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t secto
         struct io_op ops[URAID_MAX_MEMBERS];
         int nops = 0, who[URAID_MAX_MEMBERS];
         for (int m = 0; m < a->geom.raid_disks; m++) {
-            uint32_t len = n;
-            if (!slot_ok(a, m)) {
-                if (!a->slot[m].dev || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING)
-                    continue;
-                uint64_t done = __atomic_load_n(&a->slot[m].recovered, __ATOMIC_ACQUIRE);
-                if (done <= sector)
-                    continue;
-                len = done - sector < n ? (uint32_t)(done - sector) : n;
-            }
+            uint32_t len = (uint32_t)(slot_writes_end(a, m, sector, sector + n) - sector);
+            if (!len)
+                continue;
             who[nops] = m;
-            ops[nops++] = array_op(a, m, IO_WRITE, (void *)buf, len, sector);
+            ops[nops++] = array_op(a, m, buf ? IO_WRITE : IO_ZERO, (void *)buf, len, sector);
         }
         array_run_ops(a, ops, nops);
         stripe_unlock_set(&a->locks, held, nheld);
-        rc = nops ? 0 : -EIO;
-        for (int i = 0; i < nops && rc == 0; i++)
-            if (ops[i].result)
-                rc = array_member_failed(a, who[i], ops[i].result, "writing");
-        buf += (size_t)n * SECTOR;
+        /* a mirror that cannot take the write keeps the range on its
+         * bad-block list (md's rule) while another mirror holds the data */
+        int stored = 0, lost = 0;
+        for (int i = 0; i < nops; i++) {
+            uint32_t len = (uint32_t)(ops[i].len / SECTOR);
+            if (ops[i].result == 0) {
+                stored++;
+                if (slot_has_bad(&a->slot[who[i]], sector, len))
+                    array_clear_bad(a, who[i], sector, len);
+            } else if (array_write_failed(a, who[i], ops[i].result, sector, len)) {
+                lost = 1;
+            }
+        }
+        rc = stored && !lost ? 0 : -EIO;
+        if (buf)
+            buf += (size_t)n * SECTOR;
         sector += n;
         nsec -= n;
     }
     return rc;
 }
 
-/* Reads [start, start + nsec) into buf from the first mirror that can serve
- * it (`first` tried first, `skip` never), page by page from any mirror
- * where no single one can. */
+/* Reads [start, start + nsec) for a job holding the units' locks: `first`
+ * tried first, `skip` never; read errors are rewritten as on a user read. */
 static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *buf, uint64_t start, uint32_t nsec)
 {
-    int order[URAID_MAX_MEMBERS], n = 0;
+    int order[URAID_MAX_MEMBERS], n = 0, trouble = 0;
     if (first >= 0)
         order[n++] = first;
     for (int m = 0; m < a->geom.raid_disks; m++)
         if (m != first && m != skip)
             order[n++] = m;
-    for (int i = 0; i < n; i++) {
-        if (!slot_ok_upto(a, order[i], start + nsec))
-            continue;
-        struct io_op op = array_op(a, order[i], IO_READ, buf, nsec, start);
-        array_run_ops(a, &op, 1);
-        if (op.result == 0)
-            return 0;
-    }
-    for (uint32_t at = 0; at < nsec; at += 8) {
-        uint32_t len = nsec - at < 8 ? nsec - at : 8;
-        int ok = 0;
-        for (int i = 0; i < n && !ok; i++) {
-            if (!slot_ok_upto(a, order[i], start + at + len))
-                continue;
-            struct io_op op = array_op(a, order[i], IO_READ, buf + (size_t)at * SECTOR, len, start + at);
-            array_run_ops(a, &op, 1);
-            ok = op.result == 0;
-        }
-        if (!ok) {
-            uraid_log(URAID_LOG_ERROR, "member sectors %llu-%llu: no mirror could be read", (unsigned long long)(start + at),
-                      (unsigned long long)(start + at + len - 1));
-            return -EIO;
-        }
-    }
-    return 0;
+    return read_mirrors(a, order, n, buf, start, nsec, 1, &trouble);
 }
 
 int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
@@ -195,8 +246,9 @@ int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, 
             uint32_t nsec = (uint32_t)(end - sector < left ? end - sector : left);
             if (!slot_ok(a, ad.disk))
                 return -EIO;
-            ops[n++] = array_op(a, ad.disk, IO_WRITE, (void *)p, nsec, ad.member_sector);
-            p += (size_t)nsec * SECTOR;
+            ops[n++] = array_op(a, ad.disk, p ? IO_WRITE : IO_ZERO, (void *)p, nsec, ad.member_sector);
+            if (p)
+                p += (size_t)nsec * SECTOR;
             sector += nsec;
         }
         array_run_ops(a, ops, n);
@@ -228,6 +280,10 @@ int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start,
         }
     if (rc == 0)
         array_run_ops(a, ops, nops);
+    /* listed sectors hold stale data: such a mirror is treated as unreadable here and rewritten */
+    for (int i = 0; i < nops; i++)
+        if (ops[i].result == 0 && slot_has_bad(&a->slot[who[i]], start, nsec))
+            ops[i].result = -EIO;
     /* the reference copy: the first mirror that read */
     int ref = -1;
     for (int i = 0; i < nops && ref < 0 && rc == 0; i++)
@@ -241,6 +297,8 @@ int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start,
             for (int i = 0; i < nops; i++)
                 if (who[i] == 0)
                     ops[i].result = 0; /* mem holds the assembled copy in slot 0's place */
+            if (slot_has_bad(&a->slot[0], start, nsec))
+                array_correct_read_error(a, 0, mem, nsec, start);
         } else {
             struct uraid_finding f = {.member_sector = start, .nsec = nsec, .stripe = start / RAID1_UNIT, .slot = -1,
                                       .kind = URAID_FOUND_UNREADABLE};

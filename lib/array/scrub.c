@@ -251,9 +251,11 @@ static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigne
         compare_rows(x, r, lost > 0);
 }
 
-/* One part of a batch: consecutive whole stripes read and checked on its
- * own thread. Findings are kept here and recorded in stripe order once
- * every part is done. */
+/* One worker of a batch: it takes the batch's groups of stripes one after
+ * the other from a shared counter, so a worker that the machine's other
+ * load holds back leaves the rest to the others instead of making them wait
+ * at the end of the batch. Findings are kept here and recorded in stripe
+ * order once every part is done. */
 #define PART_FINDINGS 64
 #define MIN_PART_STRIPES 4
 #define MAX_PARTS 4
@@ -265,7 +267,8 @@ static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigne
 
 struct scrub_part {
     struct scrub_ctx x;
-    uint64_t start, end;          /* member sectors */
+    uint64_t start, end;          /* the batch, member sectors */
+    uint64_t *next_group;         /* shared: groups of the batch handed out so far */
     uint8_t *mem;                 /* member m's rows at mem + m * stride */
     size_t stride;
     int rc;
@@ -283,7 +286,10 @@ static void *part_run(void *arg)
     uint32_t c = a->geom.chunk_sectors;
     uint64_t gsec = p->stride / SECTOR;
     int zeroed = 0;
-    for (uint64_t g = p->start; g < p->end && p->rc == 0; g += gsec) {
+    for (;;) {
+        uint64_t g = p->start + __atomic_fetch_add(p->next_group, 1, __ATOMIC_RELAXED) * gsec;
+        if (g >= p->end || p->rc)
+            break;
         uint64_t gend = g + gsec < p->end ? g + gsec : p->end;
         struct io_op ops[URAID_MAX_MEMBERS];
         int nops = 0, who[URAID_MAX_MEMBERS];
@@ -330,6 +336,17 @@ static int parts_for(int nstripes)
     return parts < 1 ? 1 : parts > ncpu ? ncpu : parts;
 }
 
+/* Findings in the order the array holds them: by stripe, then where. */
+static int finding_order(const void *l, const void *r)
+{
+    const struct uraid_finding *x = l, *y = r;
+    if (x->stripe != y->stripe)
+        return x->stripe < y->stripe ? -1 : 1;
+    if (x->member_sector != y->member_sector)
+        return x->member_sector < y->member_sector ? -1 : 1;
+    return x->slot - y->slot;
+}
+
 int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
 {
     int n = a->geom.raid_disks;
@@ -356,7 +373,7 @@ int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint3
     for (int i = 0; i < nstripes; i++)
         stripes[i] = s0 + (uint64_t)i;
     int nheld = stripe_lock_set(&a->locks, stripes, nstripes, held);
-    uint64_t per = (uint64_t)((nstripes + nparts - 1) / nparts);
+    uint64_t next_group = 0;
     for (int p = 0; p < nparts; p++) {
         struct scrub_part *pt = &parts[p];
         uint8_t *own = mem + (size_t)p * extra;
@@ -366,30 +383,39 @@ int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint3
         pt->x = (struct scrub_ctx){.a = a, .j = j, .zero = own, .verdict = own + csize, .held = held,
                                    .nheld = nheld, .part = pt};
         pt->x.bad_slot = (int16_t *)(pt->x.verdict + ((size_t)c + 63) / 64 * 64);
-        pt->start = (s0 + (uint64_t)p * per) * c;
-        pt->end = (s0 + (uint64_t)(p + 1) * per) * c;
-        if (pt->start < start)
-            pt->start = start;
-        if (pt->end > start + nsec)
-            pt->end = start + nsec;
+        pt->start = start;
+        pt->end = start + nsec;
+        pt->next_group = &next_group;
     }
     int started[MAX_PARTS] = {0};
     for (int p = 1; p < nparts; p++)
-        if (parts[p].start < parts[p].end)
-            started[p] = pthread_create(&parts[p].thread, NULL, part_run, &parts[p]) == 0;
-    for (int p = 0; p < nparts; p++)
-        if (!started[p] && parts[p].start < parts[p].end)
-            part_run(&parts[p]);
-    int rc = 0;
+        started[p] = pthread_create(&parts[p].thread, NULL, part_run, &parts[p]) == 0;
+    part_run(&parts[0]); /* a part whose thread did not start leaves its groups to this one */
+    int rc = 0, nfound = 0;
+    struct uraid_finding *found = NULL;
     for (int p = 0; p < nparts; p++) {
         if (started[p])
             pthread_join(parts[p].thread, NULL);
-        for (size_t f = 0; f < parts[p].nfound; f++)
-            job_add_finding(j, &parts[p].found[f]);
+        nfound += (int)parts[p].nfound;
         if (parts[p].rc && !rc) {
             rc = parts[p].rc;
-            job_fail(j, "stripes from %llu: %s", (unsigned long long)(parts[p].start / c), uraid_strerror(rc));
+            job_fail(j, "stripes %llu-%llu: %s", (unsigned long long)s0, (unsigned long long)(s1 - 1),
+                     uraid_strerror(rc));
         }
+    }
+    if (nfound && (found = malloc(sizeof *found * (size_t)nfound))) {
+        nfound = 0;
+        for (int p = 0; p < nparts; p++)
+            for (size_t f = 0; f < parts[p].nfound; f++)
+                found[nfound++] = parts[p].found[f];
+        qsort(found, (size_t)nfound, sizeof *found, finding_order);
+        for (int f = 0; f < nfound; f++)
+            job_add_finding(j, &found[f]);
+        free(found);
+    } else {
+        for (int p = 0; p < nparts; p++)
+            for (size_t f = 0; f < parts[p].nfound; f++)
+                job_add_finding(j, &parts[p].found[f]);
     }
     stripe_unlock_set(&a->locks, held, nheld);
     free(parts);

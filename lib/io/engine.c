@@ -100,21 +100,23 @@ struct io_engine {
 
 static int op_valid(const struct io_op *op)
 {
-    if (!op->m || !op->m->ops || (!op->buf && op->len))
+    if (!op->m || !op->m->ops || (!op->buf && op->len && op->kind != IO_ZERO))
         return -EINVAL;
-    if (op->kind != IO_READ && op->kind != IO_WRITE)
+    if (op->kind != IO_READ && op->kind != IO_WRITE && op->kind != IO_ZERO)
         return -EINVAL;
     /* The direct path bypasses the backend's own read-only check. */
-    if (op->kind == IO_WRITE && op->m->readonly)
+    if (op->kind != IO_READ && op->m->readonly)
         return -EROFS;
     return 0;
 }
 
 static int op_sync(struct io_op *op, size_t done)
 {
-    uint8_t *p = (uint8_t *)op->buf + done;
     size_t len = op->len - done;
     uint64_t off = op->offset + done;
+    if (op->kind == IO_ZERO)
+        return member_zero(op->m, len, off);
+    uint8_t *p = (uint8_t *)op->buf + done;
     return op->kind == IO_READ ? member_read(op->m, p, len, off)
                                : member_write(op->m, p, len, off);
 }
@@ -309,7 +311,7 @@ static int ring_classify(struct tl_ring *r, struct io_op *ops, int n)
         struct io_op *op = &ops[i];
         int fd = -1;
         /* Invalid and empty ops take the pool path, which reports them. */
-        if (!op_valid(op) && op->len)
+        if (!op_valid(op) && op->len && op->kind != IO_ZERO)
             fd = member_direct_fd(op->m, op->buf, op->len, op->offset, op->kind == IO_WRITE);
         r->fds[i] = fd < 0 ? -1 : fd;
         direct += fd >= 0;

@@ -18,7 +18,8 @@
 
 #include "member/member.h"
 
-enum io_kind { IO_READ = 0, IO_WRITE = 1 };
+/* IO_ZERO: the range reads as zeros afterwards (member_zero); buf unused. */
+enum io_kind { IO_READ = 0, IO_WRITE = 1, IO_ZERO = 2 };
 
 struct io_op {
     struct member *m;

@@ -206,6 +206,44 @@ static int fault_write(struct member *m, const void *buf, size_t len, uint64_t o
     return rc;
 }
 
+/* The rules see a zeroed range as a write of it: failing or dropped
+ * ranges stay as they were, written ones heal. */
+static int fault_zero(struct member *m, size_t len, uint64_t off)
+{
+    struct fault_priv *f = m->priv;
+    if (m->readonly)
+        return -EROFS;
+    int rc = enter(f);
+    if (rc)
+        return rc;
+    int dropped = 0;
+    pthread_mutex_lock(&f->lock);
+    for (size_t i = 0; i < f->nrules && !rc; i++) {
+        if ((f->rules[i].what & FAULT_WRITE) && overlaps(&f->rules[i], off, len))
+            rc = f->rules[i].err;
+        dropped |= (f->rules[i].what & FAULT_DROP_WRITE) && overlaps(&f->rules[i], off, len);
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (rc || dropped) {
+        atomic_fetch_add(&f->hits, 1);
+        if (rc)
+            return rc;
+        /* zeros written, in pieces, around the dropped parts */
+        size_t piece = len < (256u << 10) ? len : (256u << 10);
+        uint8_t *zeros = calloc(1, piece);
+        if (!zeros)
+            return -ENOMEM;
+        for (size_t done = 0; done < len && rc == 0; done += piece)
+            rc = fault_write(m, zeros, len - done < piece ? len - done : piece, off + done);
+        free(zeros);
+        return rc;
+    }
+    rc = member_zero(f->inner, len, off);
+    if (rc == 0)
+        heal(f, off, len);
+    return rc;
+}
+
 static int fault_flush(struct member *m)
 {
     struct fault_priv *f = m->priv;
@@ -228,6 +266,7 @@ static const struct member_ops fault_ops = {
     .read = fault_read,
     .write = fault_write,
     .flush = fault_flush,
+    .zero = fault_zero,
     .close = fault_close,
 };
 

@@ -99,6 +99,29 @@ static int file_flush(struct member *m)
     return fdatasync(f->fd) ? -errno : 0;
 }
 
+/* Files get a hole (the blocks are given back, as a thin image wants);
+ * a filesystem without holes answers EOPNOTSUPP and gets zeros written. */
+static int file_zero(struct member *m, size_t len, uint64_t off)
+{
+    struct file_priv *f = m->priv;
+    if (m->readonly)
+        return -EROFS;
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+        return 0;
+    return errno == ENOSYS ? -EOPNOTSUPP : -errno;
+}
+
+static int blockdev_zero(struct member *m, size_t len, uint64_t off)
+{
+    struct file_priv *f = m->priv;
+    if (m->readonly)
+        return -EROFS;
+    uint64_t range[2] = {off, len};
+    if (ioctl(f->fd, BLKZEROOUT, range) == 0)
+        return 0;
+    return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : -errno;
+}
+
 static void file_close(struct member *m)
 {
     struct file_priv *f = m->priv;
@@ -115,6 +138,7 @@ static const struct member_ops file_ops = {
     .flush = file_flush,
     .close = file_close,
     .direct_fd = file_direct_fd,
+    .zero = file_zero,
 };
 
 static const struct member_ops blockdev_ops = {
@@ -124,6 +148,7 @@ static const struct member_ops blockdev_ops = {
     .flush = file_flush,
     .close = file_close,
     .direct_fd = file_direct_fd,
+    .zero = blockdev_zero,
 };
 
 /* The alignment O_DIRECT needs on this member, or 0 when the filesystem
@@ -251,4 +276,30 @@ int member_open_file(const char *path, int readonly, struct member **out)
     m->priv = f;
     *out = m;
     return 0;
+}
+
+int member_zero(struct member *m, size_t len, uint64_t off)
+{
+    if (m->readonly)
+        return -EROFS;
+    int rc = m->ops->zero ? m->ops->zero(m, len, off) : -EOPNOTSUPP;
+    if (rc != -EOPNOTSUPP)
+        return rc;
+    /* aligned, so the O_DIRECT descriptor takes it */
+    static const uint8_t zeros[256 << 10] __attribute__((aligned(4096)));
+    for (size_t done = 0; done < len && rc == 0;) {
+        size_t n = len - done < sizeof zeros ? len - done : sizeof zeros;
+        rc = member_write(m, zeros, n, off + done);
+        done += n;
+    }
+    return rc == -EOPNOTSUPP ? -EIO : rc;
+}
+
+void member_close(struct member *m)
+{
+    if (!m)
+        return;
+    m->ops->close(m);
+    free(m->path);
+    free(m);
 }

@@ -24,6 +24,10 @@ struct member_ops {
      * only for aligned buffers), or -1 to go through read/write. Layers
      * (fault, throttle) leave it NULL so every request passes through them. */
     int (*direct_fd)(struct member *m, const void *buf, size_t len, uint64_t offset, int write);
+    /* Optional: the range reads as zeros afterwards without a data transfer
+     * (a hole punched in a file, BLKZEROOUT on a device). -EOPNOTSUPP, or
+     * NULL, makes member_zero write zeros instead. */
+    int (*zero)(struct member *m, size_t len, uint64_t offset);
 };
 
 struct member {
@@ -75,6 +79,10 @@ static inline int member_write(struct member *m, const void *buf, size_t len, ui
 static inline int member_flush(struct member *m) { return m->ops->flush(m); }
 
 void member_close(struct member *m);
+
+/* Makes [off, off + len) read as zeros: the backend's zero op where it has
+ * one, else zeros written in pieces. Returns 0 or a negative errno. */
+int member_zero(struct member *m, size_t len, uint64_t off);
 
 /* File descriptor for io_uring, or -1 (see member_ops.direct_fd). */
 static inline int member_direct_fd(struct member *m, const void *buf, size_t len, uint64_t off, int write)

@@ -1,8 +1,8 @@
 /* Opening a member by name: the one place that decides which backend a
  * name means, so every verb (create, open, add, replace, examine, serve,
- * mount, bench) accepts the same kinds of member. */
+ * mount, bench) accepts the same kinds of member. (member_close and
+ * member_zero, the same for every backend, stay in file.c.) */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "log.h"
 #include "member/member.h"
@@ -24,13 +24,4 @@ int member_open_why(const char *name, int readonly, struct member **out, char *w
 int member_open(const char *name, int readonly, struct member **out)
 {
     return member_open_why(name, readonly, out, NULL, 0);
-}
-
-void member_close(struct member *m)
-{
-    if (!m)
-        return;
-    m->ops->close(m);
-    free(m->path);
-    free(m);
 }

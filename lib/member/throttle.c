@@ -57,7 +57,7 @@ static void sleep_until(uint64_t deadline_ns)
         ;
 }
 
-enum op { OP_READ, OP_WRITE, OP_FLUSH };
+enum op { OP_READ, OP_WRITE, OP_FLUSH, OP_ZERO };
 
 static int serve(struct member *m, enum op op, void *buf, size_t len, uint64_t off)
 {
@@ -66,13 +66,16 @@ static int serve(struct member *m, enum op op, void *buf, size_t len, uint64_t o
     uint64_t start = now_ns();
     if (start - SLACK_NS < t->busy_until && start > t->busy_until)
         start = t->busy_until;
-    uint64_t deadline = start + service_ns(t, len);
+    /* a zeroed range moves no data: it costs a request's latency */
+    uint64_t deadline = start + service_ns(t, op == OP_ZERO ? 0 : len);
     t->busy_until = deadline;
     int rc;
     if (op == OP_READ)
         rc = member_read(t->inner, buf, len, off);
     else if (op == OP_WRITE)
         rc = member_write(t->inner, buf, len, off);
+    else if (op == OP_ZERO)
+        rc = member_zero(t->inner, len, off);
     else
         rc = member_flush(t->inner);
     /* Failed requests take their time too: a disk reporting a medium error
@@ -94,6 +97,13 @@ static int throttle_write(struct member *m, const void *buf, size_t len, uint64_
     return serve(m, OP_WRITE, (void *)buf, len, off);
 }
 
+static int throttle_zero(struct member *m, size_t len, uint64_t off)
+{
+    if (m->readonly)
+        return -EROFS;
+    return serve(m, OP_ZERO, NULL, len, off);
+}
+
 static int throttle_flush(struct member *m)
 {
     return serve(m, OP_FLUSH, NULL, 0, 0);
@@ -113,6 +123,7 @@ static const struct member_ops throttle_ops = {
     .read = throttle_read,
     .write = throttle_write,
     .flush = throttle_flush,
+    .zero = throttle_zero,
     .close = throttle_close,
 };
 

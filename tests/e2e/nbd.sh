@@ -121,6 +121,8 @@ timeout 10 nbdinfo "$uri" >"$t_tmp/info" 2>&1
 grep -q "can_multi_conn: true" "$t_tmp/info" && grep -q "can_fua: true" "$t_tmp/info" \
     && grep -q "can_flush: true" "$t_tmp/info" && t_ok "export offers flush, FUA and multi-conn" \
     || t_fail "export flags" "$(cat "$t_tmp/info")"
+grep -q "can_trim: true" "$t_tmp/info" && grep -q "can_zero: true" "$t_tmp/info" \
+    && t_ok "export offers trim and zero" || t_fail "trim/zero flags" "$(cat "$t_tmp/info")"
 
 # A second server on the same live socket is refused and the first keeps serving.
 # shellcheck disable=SC2086
@@ -135,8 +137,10 @@ fi
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 size=$got
 
-# nbdcopy 100 MiB in, the whole export out.
+# nbdcopy 100 MiB in, the whole export out. The image has a hole, which
+# nbdcopy sends as zero requests (uraid_write_zeroes on the server).
 head -c 100M /dev/urandom >"$t_tmp/in.img"
+fallocate -p -o 40M -l 17M "$t_tmp/in.img"
 start=$(date +%s%N)
 if timeout 60 nbdcopy "$t_tmp/in.img" "$uri" 2>"$t_tmp/err" && timeout 60 nbdcopy "$uri" "$t_tmp/out.img" 2>>"$t_tmp/err"; then
     ms=$(( ($(date +%s%N) - start) / 1000000 ))
@@ -189,6 +193,10 @@ grep -q "State : clean$" "$t_tmp/detail" && grep -q "\[6/6\] \[UUUUUU\]" "$t_tmp
     && t_ok "after the server stops: State : clean [UUUUUU]" || t_fail "clean after stop" "$(cat "$t_tmp/detail")"
 # shellcheck disable=SC2086
 t_mdadm_agrees "after SIGTERM" $m
+# shellcheck disable=SC2086
+$URAID check $m >"$t_tmp/check" 2>&1 && grep -q "mismatch_cnt 0" "$t_tmp/check" \
+    && t_ok "parity consistent after writes, zeroes and trims: check finds mismatch_cnt 0" \
+    || t_fail "check after serving" "$(tail -3 "$t_tmp/check")"
 
 # A member that fails on a write error in the middle of the fio run (a
 # simulated disk error past the first 8 MiB of d3's data): the engine fails

@@ -55,7 +55,8 @@ int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_by
     f->k = layout_data_disks(&f->geom);
     f->stripe_bytes = (uint64_t)f->k * chunk;
     uint64_t sectors;
-    layout_array_sectors(&f->geom, sb.size, &sectors);
+    /* RAID-0 superblocks leave size 0: the members' data size is what counts */
+    layout_array_sectors(&f->geom, sb.size ? sb.size : sb.data_size, &sectors);
     f->size = sectors * 512;
     f->model = calloc(1, f->size);
     CHECK(f->model != NULL);

@@ -186,6 +186,93 @@ out:
     harness_end();
 }
 
+/* RAID-1: no mirror reads the range whole (errors on each, in different
+ * pages), yet every page is readable somewhere: a read returns it all, and
+ * each mirror gets back what it lost (or keeps it on its bad-block list);
+ * a page unreadable on every mirror fails alone. */
+static void test_mirror_scattered(int n)
+{
+    char name[128];
+    snprintf(name, sizeof name, "RAID-1 n=%d: errors on every mirror in different pages: read page by page, each mirror mended", n);
+    harness_begin(name);
+    struct fx f;
+    if (fx_create(&f, 1, n, 64u << 10, 4u << 20) != 0)
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    uint64_t base = 256 * K; /* array bytes = member bytes past data_offset on RAID-1 */
+    /* mirror 0 cannot keep page 1 (it gets listed); every other mirror has a pending page of its own */
+    inject(a, &f, 0, "read-eio", base + 4 * K, 4 * K);
+    inject(a, &f, 0, "write-eio", base + 4 * K, 4 * K);
+    for (int m = 1; m < n; m++)
+        inject(a, &f, m, "pending", base + (uint64_t)(8 + 2 * m) * K, 4 * K);
+    uraid_reset_counters(a);
+    fx_verify(&f, a, base, 64 * K, "read over errors on every mirror");
+    struct uraid_counters c = counters(a);
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(c.member_failures == 0 && c.corrected_reads == (uint64_t)(n - 1) && info.member[0].bad_blocks == 1,
+          "failures %llu, corrected %llu (want %d), mirror 0 lists %u ranges", (unsigned long long)c.member_failures,
+          (unsigned long long)c.corrected_reads, n - 1, info.member[0].bad_blocks);
+    for (int m = 0; m < n; m++)
+        CHECK(info.member[m].state == URAID_MEMBER_IN_SYNC, "mirror %d state %d", m, info.member[m].state);
+    /* the listed page now comes from another mirror; the healed ones read directly */
+    uraid_reset_counters(a);
+    fx_verify(&f, a, base, 64 * K, "read again");
+    c = counters(a);
+    CHECK(c.corrected_reads == 0, "read again: corrected %llu", (unsigned long long)c.corrected_reads);
+
+    /* a write mirror 0 cannot take leaves its copy stale and listed: a
+     * repair must not copy that stale page over the others */
+    inject(a, &f, 0, "write-eio", base + 12 * K, 4 * K);
+    uint8_t fresh[4 * K];
+    rng_fill(&rng, fresh, sizeof fresh);
+    CHECK(fx_write(&f, a, fresh, sizeof fresh, base + 12 * K) == 0);
+    char why[256];
+    struct uraid_job_params jp = {.slot = -1};
+    struct uraid_job_status js = {0};
+    CHECK(uraid_job_start(a, URAID_JOB_REPAIR, &jp, why, sizeof why) == 0, "repair: %s", why);
+    uraid_job_wait(a, &js);
+    fx_verify_all(&f, a, "after a repair with a stale listed page on the first mirror");
+    uraid_get_info(a, &info);
+    CHECK(info.member[0].bad_blocks == 2, "mirror 0 lists %u ranges (want 2)", info.member[0].bad_blocks);
+
+    /* a page no mirror can read fails the read of it, and only of it */
+    for (int m = 1; m < n; m++)
+        inject(a, &f, m, "read-eio", base + 4 * K, 4 * K);
+    uint8_t buf[64 * K];
+    CHECK(uraid_read(a, buf, sizeof buf, base) == -EIO, "a page lost on every mirror must fail the read");
+    fx_verify(&f, a, base + 8 * K, 56 * K, "the pages after it");
+    fx_verify(&f, a, base - 64 * K, 64 * K, "the range before it");
+    CHECK(uraid_inject(a, 0, "clear") == 0);
+    for (int m = 1; m < n; m++)
+        CHECK(uraid_inject(a, m, "clear") == 0);
+
+    /* writes over the listed pages take them off the list; each mirror alone then reads right */
+    rng_fill(&rng, buf, 16 * K);
+    CHECK(fx_write(&f, a, buf, 16 * K, base) == 0);
+    uraid_get_info(a, &info);
+    CHECK(info.member[0].bad_blocks == 0, "after the write: mirror 0 lists %u ranges", info.member[0].bad_blocks);
+    CHECK(uraid_close(a) == 0);
+    for (int keep = 0; keep < n; keep++) {
+        int omit[FX_MAXM] = {0};
+        for (int m = 0; m < n; m++)
+            omit[m] = m != keep;
+        a = fx_open(&f, omit, 0, 0);
+        if (a) {
+            char what[64];
+            snprintf(what, sizeof what, "mirror %d alone", keep);
+            fx_verify_all(&f, a, what);
+            uraid_close(a);
+        }
+    }
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 static void test_log_full(void)
 {
     harness_begin("RAID-5: the member is failed only when its bad-block log is full");
@@ -232,6 +319,8 @@ int main(int argc, char **argv)
     test_bad_sector(6, 6, "a sector that cannot be written");
     test_bad_sector(5, 4, "a sector that still fails after the rewrite");
     test_bad_sector(6, 5, "a sector that still fails after the rewrite");
+    test_mirror_scattered(2);
+    test_mirror_scattered(3);
     test_log_full();
     return harness_finish();
 }
