@@ -62,8 +62,9 @@ int member_is_nbd_uri(const char *name);
  * (URAID_NBD_CONNECTIONS) when the server allows multi-conn, else one.
  * Returns 0; -EROFS for a read-only export opened for writing; the connect
  * errno (-ECONNREFUSED, -ENOENT, -EINVAL for a malformed URI ...);
- * -EPROTONOSUPPORT when built without libnbd. Read/write/flush return -EIO
- * for an error the server reports and -ENXIO once a connection has died. */
+ * -EPROTONOSUPPORT when built without libnbd. Read/write/flush/zero return
+ * -EIO for an error the server reports and -ENXIO once a connection has died;
+ * zero is the server's write-zeroes when it offers one. */
 int member_open_nbd(const char *uri, int readonly, struct member **out, char *why, size_t whylen);
 
 static inline int member_read(struct member *m, void *buf, size_t len, uint64_t off)

@@ -43,6 +43,7 @@ int member_is_nbd_uri(const char *name)
 /* libnbd refuses requests above 64 MiB; the array's largest member request
  * (a rebuild batch) is far below this, so the split is only a safety net. */
 #define NBD_MAX_REQUEST (32u << 20)
+#define NBD_MAX_ZERO (1u << 30)
 
 struct nbd_conn {
     struct nbd_handle *h;
@@ -58,6 +59,7 @@ struct nbd_priv {
     int maxconn;            /* 1 without multi-conn; lowered when the server refuses more */
     int gone;               /* a connection died: every later call is -ENXIO */
     int can_flush;
+    int can_zero;
     size_t max_request;
 };
 
@@ -253,6 +255,32 @@ static int member_nbd_flush(struct member *m)
     return rc;
 }
 
+/* NBD_CMD_WRITE_ZEROES: the server zeroes (or punches) the range without
+ * the zeros crossing the socket. A server without it gets zeros written by
+ * member_zero. */
+static int member_nbd_zero(struct member *m, size_t len, uint64_t off)
+{
+    struct nbd_priv *p = m->priv;
+    if (!p->can_zero)
+        return -EOPNOTSUPP;
+    while (len) {
+        /* NBD lengths are 32-bit on the wire */
+        size_t n = len < NBD_MAX_ZERO ? len : NBD_MAX_ZERO;
+        struct nbd_conn *c;
+        int rc = conn_get(m, &c);
+        if (rc)
+            return rc;
+        if (nbd_zero(c->h, n, off, 0) == -1)
+            rc = command_error(m, c, "a write of zeros");
+        conn_put(p, c);
+        if (rc)
+            return rc;
+        len -= n;
+        off += n;
+    }
+    return 0;
+}
+
 static void member_nbd_close(struct member *m)
 {
     struct nbd_priv *p = m->priv;
@@ -269,6 +297,7 @@ static const struct member_ops nbd_ops = {
     .write = member_nbd_write,
     .flush = member_nbd_flush,
     .close = member_nbd_close,
+    .zero = member_nbd_zero,
 };
 
 int member_open_nbd(const char *uri, int readonly, struct member **out, char *why, size_t whylen)
@@ -306,6 +335,7 @@ int member_open_nbd(const char *uri, int readonly, struct member **out, char *wh
     p->nconn = 1;
     p->maxconn = nbd_can_multi_conn(h) == 1 ? conns_wanted() : 1;
     p->can_flush = nbd_can_flush(h) == 1;
+    p->can_zero = nbd_can_zero(h) == 1;
     p->max_request = NBD_MAX_REQUEST;
     int64_t maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
     if (maxb > 0 && (uint64_t)maxb < p->max_request)

@@ -1,7 +1,7 @@
 /* The NBD member backend against real nbdkit servers (started here, each
  * with --exit-with-parent): which names are URIs, open errors (no server,
  * malformed URI, read-only export), size, round trips from 8 threads at once
- * over the connection pool, flush, a server's EIO (error filter) reported as
+ * over the connection pool, flush, write zeroes, a server's EIO (error filter) reported as
  * -EIO with the member still usable, a killed server as -ENXIO for good,
  * and --member-layer target names that contain ':'.
  * nbdkit is installed by scripts/deps.sh: its absence is a failure. */
@@ -170,6 +170,17 @@ static void test_parallel_io(void)
         }
         CHECK(bad == 0, "%d pieces failed or differed", bad);
         CHECK(member_flush(m) == 0);
+        /* write zeroes: the server's own (nbdkit memory offers it) */
+        uint8_t *z = malloc(MiB);
+        if (z) {
+            CHECK(member_zero(m, MiB, 8 * MiB) == 0);
+            CHECK(member_read(m, z, MiB, 8 * MiB) == 0);
+            size_t nz = 0;
+            for (size_t i = 0; i < MiB; i++)
+                nz += z[i] != 0;
+            CHECK(nz == 0, "%zu bytes not zero after member_zero", nz);
+            free(z);
+        }
         /* past the end: the server (or libnbd) refuses, the member stays */
         uint8_t b[4096];
         CHECK(member_read(m, b, sizeof b, 64 * MiB) < 0);
@@ -231,7 +242,7 @@ int main(int argc, char **argv)
     harness_begin("NBD open errors: no server, malformed URI, read-only export");
     test_open_errors();
     harness_end();
-    harness_begin("NBD member: 8 threads write and read back, flush, a killed server is -ENXIO");
+    harness_begin("NBD member: 8 threads write and read back, flush, zero, a killed server is -ENXIO");
     test_parallel_io();
     harness_end();
     harness_begin("NBD member: a server's EIO (error filter) is -EIO and the member goes on");
