@@ -78,6 +78,16 @@ static uint8_t *thread_buf(struct mount_ctx *m)
     return b;
 }
 
+/* Takes rmw_lock the way a request needs it: exclusively when it
+ * read-modify-writes edge sectors, shared otherwise. */
+static void lock_for_write(struct mount_ctx *m, int misaligned)
+{
+    if (misaligned)
+        pthread_rwlock_wrlock(&m->rmw_lock);
+    else
+        pthread_rwlock_rdlock(&m->rmw_lock);
+}
+
 /* DIR/status shows what `uraid status` shows (lib/ctl builds the text).
  * Returns the length, or -1. */
 static int status_text(struct uraid_array *a, char *buf, size_t len)
@@ -296,10 +306,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
         return;
     }
     int rc = 0;
-    if (misaligned)
-        pthread_rwlock_wrlock(&m->rmw_lock);
-    else
-        pthread_rwlock_rdlock(&m->rmw_lock);
+    lock_for_write(m, misaligned);
     if (a0 != uoff)
         rc = uraid_read(m->a, b, SECTOR, a0);
     if (!rc && a1 != uoff + size && (a1 - SECTOR != a0 || a0 == uoff))
@@ -352,10 +359,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
         return;
     }
     int rc = 0;
-    if (misaligned)
-        pthread_rwlock_wrlock(&m->rmw_lock);
-    else
-        pthread_rwlock_rdlock(&m->rmw_lock);
+    lock_for_write(m, misaligned);
     uint64_t edges[2][2] = {{uoff, a0 < uoff + len ? a0 : uoff + len}, {a1 > uoff ? a1 : uoff, uoff + len}};
     for (int e = 0; e < 2 && rc == 0; e++) {
         uint64_t from = edges[e][0], to = edges[e][1];
