@@ -49,18 +49,29 @@ int raid0_zones_build(struct raid0_zones *z, int n, const uint64_t *data_sectors
         if (data_sectors[s] < c)
             return refuse(why, whylen, "slot %d holds %llu data sectors, less than one %u-sector chunk", s,
                           (unsigned long long)data_sectors[s], c);
-    if (nzones > 1 && layout != RAID0_LAYOUT_ORIGINAL && layout != RAID0_LAYOUT_ALTERNATE)
+    memset(z, 0, sizeof *z);
+    z->raid_disks = n;
+    z->nzones = nzones;
+    z->chunk_sectors = c;
+    for (int s = 0; s < n; s++)
+        z->slot_sectors[s] = data_sectors[s] / c * c;
+    /* Zone 1 holds the members larger than the smallest. With one of them
+     * every later zone has one too, and a one-member zone reads the same in
+     * both layouts: md then ignores the field (and so needs none). */
+    uint64_t smallest = UINT64_MAX;
+    for (int s = 0; s < n; s++)
+        if (z->slot_sectors[s] < smallest)
+            smallest = z->slot_sectors[s];
+    int beyond = 0;
+    for (int s = 0; s < n; s++)
+        beyond += z->slot_sectors[s] > smallest;
+    z->layout_matters = beyond > 1;
+    if (z->layout_matters && layout != RAID0_LAYOUT_ORIGINAL && layout != RAID0_LAYOUT_ALTERNATE)
         return refuse(why, whylen,
                       "multi-zone RAID-0 (members of different sizes) records no layout, so its data could be in "
                       "either md layout and md refuses it too: if Linux 3.14 or later wrote it run 'mdadm --assemble "
                       "--update=layout-alternate', if older '--update=layout-original'");
-    memset(z, 0, sizeof *z);
-    z->raid_disks = n;
-    z->nzones = nzones;
-    z->layout = nzones > 1 ? layout : RAID0_LAYOUT_ORIGINAL;
-    z->chunk_sectors = c;
-    for (int s = 0; s < n; s++)
-        z->slot_sectors[s] = data_sectors[s] / c * c;
+    z->layout = z->layout_matters ? layout : RAID0_LAYOUT_ORIGINAL;
     /* each zone takes the members still larger than where it starts, up to
      * the smallest of them */
     uint64_t at = 0, dev_start = 0;

@@ -17,8 +17,10 @@
  *     kernels before 3.14 (and md's layout 1 since) pick the member from
  *     the array chunk number, not the in-zone one;
  *   RAID0_LAYOUT_ALTERNATE (2): shift = 0 (what 3.14 to 5.3 did).
- * Zone 0 starts at 0, so one zone means one layout: md then ignores the
- * field. A multi-zone array whose superblock records no layout (no
+ * Zone 0 starts at 0 and a one-member zone has nothing to shift, so the
+ * layouts differ only when zone 1 has two members or more; otherwise md
+ * (since 5.4's fix-ups, e.g. the Linux 6.1 of md-oracle) ignores the field.
+ * When they differ, a superblock recording no layout (no
  * MD_FEATURE_RAID0_LAYOUT, or a value other than 1 or 2) is ambiguous and
  * md refuses it unless raid0.default_layout says which; so does this
  * module. */
@@ -46,7 +48,8 @@ struct raid0_zone {
 struct raid0_zones {
     int raid_disks;
     int nzones;
-    int layout;                 /* the one in force: 1 or 2 (1 for a single zone) */
+    int layout;                 /* the one in force: 1 or 2 (1 when it does not matter) */
+    int layout_matters;         /* zone 1 exists and has two members or more */
     uint32_t chunk_sectors;
     uint64_t array_sectors;     /* end of the last zone */
     uint64_t slot_sectors[LAYOUT_MAX_DISKS];  /* each slot's data size, whole chunks */
@@ -66,7 +69,7 @@ struct raid0_addr {
  * sectors (before rounding) with the given chunk and recorded layout
  * (RAID0_LAYOUT_UNSET when the superblock has no MD_FEATURE_RAID0_LAYOUT).
  * -EINVAL with a one-line reason in why for a slot below one chunk, a bad
- * n or chunk, or a multi-zone array without layout 1 or 2. */
+ * n or chunk, or layout not 1 or 2 where it matters. */
 int raid0_zones_build(struct raid0_zones *z, int n, const uint64_t *data_sectors, uint32_t chunk_sectors,
                       int layout, char *why, size_t whylen);
 

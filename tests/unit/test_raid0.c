@@ -100,7 +100,8 @@ static int check_one(int n, const uint64_t *sizes, uint32_t c, int layout)
     CHECK(z->array_sectors == sum && m.total == sum, "size %llu, model %llu, sum %llu",
           (unsigned long long)z->array_sectors, (unsigned long long)m.total, (unsigned long long)sum);
     CHECK(z->nzones == m.nzones && z->nzones == raid0_zone_count(n, sizes, c));
-    CHECK(z->layout == (m.nzones > 1 ? layout : RAID0_LAYOUT_ORIGINAL));
+    int matters = m.nzones > 1 && m.nb[1] > 1;
+    CHECK(z->layout_matters == matters && z->layout == (matters ? layout : RAID0_LAYOUT_ORIGINAL));
     for (int i = 0; i < z->nzones; i++) {
         const struct raid0_zone *zn = &z->zone[i];
         CHECK(zn->start % c == 0 && zn->end % c == 0 && zn->dev_start % c == 0 && zn->start < zn->end,
@@ -232,10 +233,14 @@ static void test_refusals(void)
         CHECK(strstr(why, "multi-zone") && strstr(why, "--update=layout-alternate") && !strchr(why, '\n'),
               "reason: '%s'", why);
     }
-    /* one zone: the layout does not matter, as md forces the original */
+    /* one zone, or zone 1 of one member: the layout does not matter, as md
+     * forces the original */
+    const uint64_t one_larger[3] = {64, 128, 64 + 7};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(raid0_zones_build(z, 3, equal, 8, bad[i], why, sizeof why) == 0, "%s", why);
         CHECK(z->nzones == 1 && z->layout == RAID0_LAYOUT_ORIGINAL && z->array_sectors == 3 * 64);
+        CHECK(raid0_zones_build(z, 3, one_larger, 8, bad[i], why, sizeof why) == 0, "%s", why);
+        CHECK(z->nzones == 2 && !z->layout_matters && z->layout == RAID0_LAYOUT_ORIGINAL && z->array_sectors == 256);
     }
     const uint64_t tiny[2] = {64, 7};
     CHECK(raid0_zones_build(z, 2, tiny, 8, RAID0_LAYOUT_ORIGINAL, why, sizeof why) == -EINVAL &&
@@ -285,7 +290,7 @@ int main(int argc, char **argv)
     harness_begin("original and alternate differ exactly in the zones md shifts");
     test_layouts_differ();
     harness_end();
-    harness_begin("refused: multi-zone without layout 1 or 2, a slot below a chunk");
+    harness_begin("refused: layout not 1 or 2 where the layouts differ, a slot below a chunk");
     test_refusals();
     harness_end();
     harness_begin("256 zones, one member each at the end");
