@@ -4,22 +4,9 @@
 #include "raid0.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
-static int refuse(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (why && whylen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
+#include "log.h"
 
 int raid0_zone_count(int n, const uint64_t *data_sectors, uint32_t chunk_sectors)
 {
@@ -39,16 +26,19 @@ int raid0_zone_count(int n, const uint64_t *data_sectors, uint32_t chunk_sectors
 int raid0_zones_build(struct raid0_zones *z, int n, const uint64_t *data_sectors, uint32_t chunk_sectors,
                       int layout, char *why, size_t whylen)
 {
-    if (why && whylen)
-        why[0] = '\0';
+    uraid_why(why, whylen, "%s", "");
     int nzones = raid0_zone_count(n, data_sectors, chunk_sectors);
-    if (!z || nzones < 0)
-        return refuse(why, whylen, "RAID-0 needs 1 to %d members and a chunk", LAYOUT_MAX_DISKS);
+    if (!z || nzones < 0) {
+        uraid_why(why, whylen, "RAID-0 needs 1 to %d members and a chunk", LAYOUT_MAX_DISKS);
+        return -EINVAL;
+    }
     uint32_t c = chunk_sectors;
     for (int s = 0; s < n; s++)
-        if (data_sectors[s] < c)
-            return refuse(why, whylen, "slot %d holds %llu data sectors, less than one %u-sector chunk", s,
-                          (unsigned long long)data_sectors[s], c);
+        if (data_sectors[s] < c) {
+            uraid_why(why, whylen, "slot %d holds %llu data sectors, less than one %u-sector chunk", s,
+                      (unsigned long long)data_sectors[s], c);
+            return -EINVAL;
+        }
     memset(z, 0, sizeof *z);
     z->raid_disks = n;
     z->nzones = nzones;
@@ -66,11 +56,13 @@ int raid0_zones_build(struct raid0_zones *z, int n, const uint64_t *data_sectors
     for (int s = 0; s < n; s++)
         beyond += z->slot_sectors[s] > smallest;
     z->layout_matters = beyond > 1;
-    if (z->layout_matters && layout != RAID0_LAYOUT_ORIGINAL && layout != RAID0_LAYOUT_ALTERNATE)
-        return refuse(why, whylen,
-                      "multi-zone RAID-0 (members of different sizes) records no layout, so its data could be in "
-                      "either md layout and md refuses it too: if Linux 3.14 or later wrote it run 'mdadm --assemble "
-                      "--update=layout-alternate', if older '--update=layout-original'");
+    if (z->layout_matters && layout != RAID0_LAYOUT_ORIGINAL && layout != RAID0_LAYOUT_ALTERNATE) {
+        uraid_why(why, whylen,
+                  "multi-zone RAID-0 (members of different sizes) records no layout, so its data could be in either "
+                  "md layout and md refuses it too: if Linux 3.14 or later wrote it run 'mdadm --assemble "
+                  "--update=layout-alternate', if older '--update=layout-original'");
+        return -EINVAL;
+    }
     z->layout = z->layout_matters ? layout : RAID0_LAYOUT_ORIGINAL;
     /* each zone takes the members still larger than where it starts, up to
      * the smallest of them */
