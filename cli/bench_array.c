@@ -6,7 +6,9 @@
  *          (sequential 1 MiB pread/pwrite), and random writes by 8 threads
  *          spread over the members;
  *   ours:  the same request sizes through uraid_read/uraid_write, healthy and
- *          with one member missing.
+ *          with one member missing; with --bitmap also healthy with md's
+ *          internal write-intent bitmap (same members, same run), so its
+ *          cost shows beside the figures without one.
  * Each figure is MB/s (10^6 bytes/s of array data, wall clock), the median
  * of three runs; the ratio is ours / (raw x (n - parity) / n), the share of
  * the members' bandwidth that can carry data.
@@ -25,8 +27,8 @@
 #define MiB (1024u * 1024u)
 
 struct bopts {
-    int members, threads, seq_threads, json, no_uring, throttle;
-    uint64_t member_bytes, chunk;
+    int members, threads, seq_threads, json, no_uring, throttle, bitmap;
+    uint64_t member_bytes, chunk, bitmap_chunk;
     double seconds;
     const char *dir;
 };
@@ -268,14 +270,29 @@ static int bench_level(const struct bopts *o, int level, int *first)
         return 1;
     }
     double share = (double)(n - parity) / n;
-    for (int degraded = 0; degraded <= 1 && status == 0; degraded++) {
+    /* healthy, [healthy with a bitmap,] degraded: the bitmap run re-creates
+     * the array on the same members, so only the bitmap differs */
+    for (int run = 0; run <= 2 && status == 0; run++) {
+        int degraded = run == 2, bm = run == 1;
+        if (bm && !o->bitmap)
+            continue;
+        if (bm) {
+            struct uraid_create_params bp = cp;
+            bp.bitmap = URAID_BITMAP_INTERNAL;
+            bp.bitmap_chunk_bytes = o->bitmap_chunk;
+            if (uraid_create(pp, n, &bp, 1, why, sizeof why)) {
+                cli_error("bench array", "%s", why);
+                status = 1;
+                break;
+            }
+        }
         struct uraid_array *a;
         if (open_array(o, paths, n, degraded ? 0 : -1, NULL, &a)) {
             status = 1;
             break;
         }
-        const char *state = degraded ? "degraded" : "healthy";
-        if (!degraded && *first && !o->json)
+        const char *state = degraded ? "degraded" : bm ? "bitmap" : "healthy";
+        if (run == 0 && *first && !o->json)
             printf("  parity: gen_p=%s gen_pq=%s rmw=%s recov=%s; member I/O: %s\n",
                    uraid_parity_chosen(URAID_OP_GEN_P), uraid_parity_chosen(URAID_OP_GEN_PQ),
                    uraid_parity_chosen(URAID_OP_RMW), uraid_parity_chosen(URAID_OP_RECOV), uraid_io_engine(a));
@@ -347,26 +364,33 @@ static int bench_throttled(const struct bopts *o, int *first)
     return status;
 }
 
+int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
+                       const char **dir);
+int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
+
 int bench_array(int argc, char **argv)
 {
     struct bopts o = {.members = 6, .threads = 8, .seq_threads = 2, .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 2,
                       .dir = "/dev/shm"};
     int levels[2] = {5, 6}, nlevels = 2;
+    uint64_t x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t x;
         if (!strcmp(a, "--json")) {
             o.json = 1;
         } else if (!strcmp(a, "--throttle")) {
             o.throttle = 1;
+        } else if (!strcmp(a, "--bitmap")) {
+            o.bitmap = 1;
+        } else if (!strcmp(a, "--bitmap-chunk") && v && !cli_parse_size(v, &x) && x >= 4096 && !(x & (x - 1))) {
+            o.bitmap = 1;
+            o.bitmap_chunk = x;
+            i++;
         } else if (!strcmp(a, "--no-uring")) {
             o.no_uring = 1;
         } else if (!strcmp(a, "--level") && v && (!strcmp(v, "5") || !strcmp(v, "6"))) {
             levels[0] = atoi(v);
             nlevels = 1;
-            i++;
-        } else if (!strcmp(a, "--members") && v && atoi(v) >= 4 && atoi(v) <= 32) {
-            o.members = atoi(v);
             i++;
         } else if (!strcmp(a, "--threads") && v && atoi(v) >= 1 && atoi(v) <= 64) {
             o.threads = atoi(v);
@@ -377,23 +401,15 @@ int bench_array(int argc, char **argv)
         } else if (!strcmp(a, "--seconds") && v && atof(v) > 0) {
             o.seconds = atof(v);
             i++;
-        } else if (!strcmp(a, "--dir") && v) {
-            o.dir = v;
+        } else if (bench_shape_option(a, v, &o.members, &o.member_bytes, &o.chunk, &o.dir)) {
             i++;
-        } else if (!strcmp(a, "--size") && v && !cli_parse_size(v, &x) && x >= 16 * MiB) {
-            o.member_bytes = x;
-            i++;
-        } else if (!strcmp(a, "--chunk") && v && !cli_parse_size(v, &x) && x >= 4096 && !(x & (x - 1))) {
-            o.chunk = x;
-            i++;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
-                   "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
-                   "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");
-            return 0;
         } else {
-            cli_error("bench array", "bad or incomplete option '%s' (try --help)", a);
-            return 2;
+            return bench_usage_or_bad(
+                "bench array", a,
+                "usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
+                "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
+                "                         [--bitmap [--bitmap-chunk SIZE]]  (also healthy with a write-intent bitmap)\n"
+                "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");
         }
     }
     if (cli_setup_parity("bench array"))

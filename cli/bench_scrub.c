@@ -266,35 +266,28 @@ static int run(const struct sopts *o, int throttled, int *first)
     return status;
 }
 
+int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
+                       const char **dir);
+int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
+
 int bench_scrub(int argc, char **argv)
 {
     struct sopts o = {.members = 6, .level = 6, .member_bytes = 256 * MiB, .chunk = 65536, .dir = "/dev/shm"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        uint64_t x;
         if (!strcmp(a, "--json")) {
             o.json = 1;
         } else if (!strcmp(a, "--level") && v && (!strcmp(v, "5") || !strcmp(v, "6"))) {
             o.level = atoi(argv[++i]);
-        } else if (!strcmp(a, "--members") && v && atoi(v) >= 4 && atoi(v) <= 32) {
-            o.members = atoi(argv[++i]);
-        } else if (!strcmp(a, "--dir") && v) {
-            o.dir = argv[++i];
-        } else if (!strcmp(a, "--size") && v && !cli_parse_size(v, &x) && x >= 16 * MiB) {
-            o.member_bytes = x;
-            i++;
-        } else if (!strcmp(a, "--chunk") && v && !cli_parse_size(v, &x) && x >= 4096 && !(x & (x - 1))) {
-            o.chunk = x;
-            i++;
         } else if (!strcmp(a, "--throttle") && v && atoi(v) > 0) {
             o.throttle_mb = (uint64_t)atoi(argv[++i]);
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid bench scrub [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
-                   "                         [--dir DIR] [--throttle MB_PER_S] [--json]\n");
-            return 0;
+        } else if (bench_shape_option(a, v, &o.members, &o.member_bytes, &o.chunk, &o.dir)) {
+            i++;
         } else {
-            cli_error("bench scrub", "bad or incomplete option '%s' (try --help)", a);
-            return 2;
+            return bench_usage_or_bad("bench scrub", a,
+                                      "usage: uraid bench scrub [--level 5|6] [--members N] [--chunk SIZE] "
+                                      "[--size MEMBER_SIZE]\n"
+                                      "                         [--dir DIR] [--throttle MB_PER_S] [--json]\n");
         }
     }
     if (cli_setup_parity("bench scrub"))

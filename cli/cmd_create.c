@@ -1,4 +1,5 @@
 /* uraid create --level L --raid-devices N [--chunk SIZE] [--layout NAME]
+ *              [--bitmap internal|none] [--bitmap-chunk SIZE]
  *              [--name NAME] [--assume-clean] [--force] MEMBERS...
  * Options follow mdadm: a plain --chunk number is KiB; 'missing' leaves a
  * slot empty. Without --assume-clean, parity is made consistent before the
@@ -27,6 +28,19 @@ static int parse_level(const char *s)
     if (!strcmp(s, "6"))
         return 6;
     return -1;
+}
+
+/* A size with a suffix, or a plain number of KiB (mdadm's unit for --chunk
+ * and --bitmap-chunk). 0 or -1. */
+static int parse_kib_size(const char *val, uint64_t *bytes)
+{
+    const char *last = val + strlen(val) - 1;
+    int plain = *val && *last >= '0' && *last <= '9';
+    if (cli_parse_size(val, bytes) || (plain && *bytes > (1ull << 40)))
+        return -1;
+    if (plain)
+        *bytes *= 1024;
+    return 0;
 }
 
 struct progress {
@@ -109,14 +123,10 @@ int cmd_create(int argc, char **argv)
         } else if (!strcmp(a, "--chunk") || !strcmp(a, "-c")) {
             TAKE();
             uint64_t bytes;
-            const char *last = val + strlen(val) - 1;
-            int plain = *val && *last >= '0' && *last <= '9';
-            if (cli_parse_size(val, &bytes) || (plain && bytes > (1ull << 40))) {
+            if (parse_kib_size(val, &bytes)) {
                 cli_error("create", "bad chunk size '%s' (examples: 64K, 512K, 1M; a plain number is KiB)", val);
                 return 2;
             }
-            if (plain)
-                bytes *= 1024; /* mdadm's unit */
             if (bytes > (1u << 30)) {
                 cli_error("create", "chunk size %s is too large", val);
                 return 2;
@@ -133,6 +143,23 @@ int cmd_create(int argc, char **argv)
                 cli_error("create", "unknown layout '%s' for RAID-%d", val, p.level);
                 return 2;
             }
+        } else if (!strcmp(a, "--bitmap") || !strcmp(a, "-b")) {
+            TAKE();
+            if (!strcmp(val, "internal"))
+                p.bitmap = URAID_BITMAP_INTERNAL;
+            else if (!strcmp(val, "none"))
+                p.bitmap = URAID_BITMAP_NONE;
+            else {
+                cli_error("create", "--bitmap must be 'internal' or 'none' (an external bitmap file is not supported), "
+                          "got '%s'", val);
+                return 2;
+            }
+        } else if (!strcmp(a, "--bitmap-chunk")) {
+            TAKE();
+            if (parse_kib_size(val, &p.bitmap_chunk_bytes)) {
+                cli_error("create", "bad bitmap chunk '%s' (examples: 64M, 128K; a plain number is KiB)", val);
+                return 2;
+            }
         } else if (!strcmp(a, "--name") || !strcmp(a, "-N")) {
             TAKE();
             p.name = val;
@@ -142,6 +169,7 @@ int cmd_create(int argc, char **argv)
             force = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
+                   "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
                    "                    slot; the last M members become spares; RAID-0 members of different sizes\n"
                    "                    make md's zones: --layout original (default) or alternate)\n");

@@ -1,10 +1,13 @@
 /* uraid examine MEMBER...: each member's superblock the way
- * `mdadm --examine` prints it. Reads only. */
+ * `mdadm --examine` prints it, then its write-intent bitmap the way
+ * `mdadm --examine-bitmap` (-X) does. Reads only. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "layout.h"
 #include "member/member.h"
+#include "meta/bitmap.h"
 #include "meta/superblock.h"
 
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen);
@@ -22,6 +25,64 @@ static void print_array_state(const struct md_sb *sb)
             state[r] = 'A';
     }
     printf("   Array State : %s ('A' == active, '.' == missing, 'R' == replacing)\n", state);
+}
+
+/* mdadm's human_chunksize: whole B, KB, MB or GB */
+static void chunk_text(uint32_t bytes, char *out, size_t len)
+{
+    const char *unit[] = {"B", "KB", "MB", "GB"};
+    int u = 0;
+    while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(out, len, "%u %s", bytes, unit[u]);
+}
+
+/* The bitmap at sb + bitmap_offset, with the labels of mdadm -X. */
+static int print_bitmap(struct member *m, const struct md_sb *sb)
+{
+    uint64_t at = (sb->super_offset + (uint64_t)(int64_t)sb->bitmap_offset) * 512;
+    uint8_t head[512] __attribute__((aligned(4096)));
+    struct md_bitmap_sb bm;
+    char why[200];
+    int rc = member_read(m, head, sizeof head, at);
+    if (rc == 0)
+        rc = md_bitmap_decode(head, &bm, why, sizeof why);
+    else
+        snprintf(why, sizeof why, "%s", uraid_strerror(rc));
+    if (rc) {
+        cli_error("examine", "member %s: write-intent bitmap at sector %llu: %s", m->path,
+                  (unsigned long long)(at / 512), why);
+        return 1;
+    }
+    uint64_t nbits = md_bitmap_bits(&bm), area = md_bitmap_area_bytes(nbits);
+    uint8_t *buf = aligned_alloc(4096, (area + 4095) / 4096 * 4096);
+    if (!buf || member_read(m, buf, area, at)) {
+        free(buf);
+        cli_error("examine", "member %s: cannot read the write-intent bitmap's %llu bits", m->path,
+                  (unsigned long long)nbits);
+        return 1;
+    }
+    uint64_t dirty = md_bitmap_count(buf + MD_BITMAP_HEADER_BYTES, nbits);
+    free(buf);
+    char cs[32];
+    chunk_text(bm.chunksize, cs, sizeof cs);
+    printf("\n  Write-intent bitmap (as mdadm --examine-bitmap):\n");
+    printf("           Magic : %08x\n", MD_BITMAP_MAGIC);
+    printf("         Version : %u\n", bm.version);
+    printf("            UUID : ");
+    cli_print_uuid(bm.uuid);
+    printf("\n          Events : %llu\n", (unsigned long long)bm.events);
+    printf("  Events Cleared : %llu\n", (unsigned long long)bm.events_cleared);
+    printf("           State : %s\n", (bm.state & MD_BITMAP_STATE_STALE) ? "Out of date" : "OK");
+    printf("       Chunksize : %s\n", cs);
+    printf("          Daemon : %us flush period\n", bm.daemon_sleep);
+    printf("      Write Mode : %s\n", bm.write_behind ? "Allow write behind" : "Normal");
+    printf("       Sync Size : %llu\n", (unsigned long long)(bm.sync_size / 2));
+    printf("          Bitmap : %llu bits (chunks), %llu dirty (%.1f%%)\n", (unsigned long long)nbits,
+           (unsigned long long)dirty, nbits ? 100.0 * (double)dirty / (double)nbits : 0.0);
+    return 0;
 }
 
 static int examine_one(const char *path)
@@ -91,8 +152,9 @@ static int examine_one(const char *path)
     else
         printf("   Device Role : Active device %u\n", role);
     print_array_state(&sb);
+    rc = (sb.feature_map & MD_FEATURE_BITMAP_OFFSET) ? print_bitmap(m, &sb) : 0;
     member_close(m);
-    return 0;
+    return rc;
 }
 
 int cmd_examine(int argc, char **argv)

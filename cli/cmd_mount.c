@@ -412,6 +412,7 @@ static const struct fuse_lowlevel_ops mount_ops = {
 struct mount_opts {
     int foreground;
     const char *control;
+    const char *event_cmd;
 };
 
 static int parse_mount_opt(const char *verb, int argc, char **argv, int *i, void *ctx)
@@ -421,12 +422,13 @@ static int parse_mount_opt(const char *verb, int argc, char **argv, int *i, void
         o->foreground = 1;
         return 1;
     }
-    if (!strcmp(argv[*i], "--control")) {
+    if (!strcmp(argv[*i], "--control") || !strcmp(argv[*i], "--event-cmd")) {
         if (*i + 1 >= argc) {
-            cli_error(verb, "--control needs a socket path");
+            cli_error(verb, "%s needs a value", argv[*i]);
             return -1;
         }
-        o->control = argv[++*i];
+        const char **dst = !strcmp(argv[*i], "--control") ? &o->control : &o->event_cmd;
+        *dst = argv[++*i];
         return 1;
     }
     return 0;
@@ -573,22 +575,25 @@ int cmd_mount(int argc, char **argv)
     struct cli_members mem;
     struct uraid_open_params op = {.auto_rebuild = 1}; /* a serving array rebuilds onto spares, as md does */
     struct mount_opts o = {0};
-    struct cli_extra extra = {parse_mount_opt, &o, "[--control PATH] [--foreground]"};
+    struct cli_extra extra = {parse_mount_opt, &o, "[--control PATH] [--foreground] [--event-cmd PROG]"};
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             /* the shared usage ends in MEMBER...; mount also takes DIR last */
             printf("usage: uraid mount [--force] [--member-layer [MEMBER:]SPEC] [--control PATH] [--foreground]\n"
-                   "                   MEMBER... DIR\n"
+                   "                   [--event-cmd PROG] MEMBER... DIR\n"
                    "  serves the array as DIR/array (a file of the array's size; reads and writes go to\n"
                    "  the array, fsync flushes it) and DIR/status (the array's state, read-only).\n"
                    "  Detaches once mounted unless --foreground; 'fusermount3 -u DIR' or SIGTERM\n"
                    "  stops serving and closes the array clean.\n"
-                   "  --member-layer simulates disks and faults (see 'uraid detail --help').\n");
+                   "  --member-layer simulates disks and faults (see 'uraid detail --help').\n"
+                   "  --event-cmd PROG runs 'PROG EVENT ARRAY [MEMBER]' on Fail, FailSpare, SpareActive,\n"
+                   "  DegradedArray, RebuildStarted, RebuildFinished (mdadm --monitor's events).\n");
             return 0;
         }
     int rc = cli_parse_members("mount", argc, argv, &mem, &op, &extra);
     if (rc)
         return rc < 0 ? 0 : rc;
+    op.event_program = o.event_cmd;
     if (mem.n < 2) {
         cli_error("mount", "need the members and a mount directory (uraid mount MEMBER... DIR)");
         return 2;

@@ -72,6 +72,10 @@ static int run_job(const char *verb, struct uraid_array *a, enum uraid_job_kind 
     double mib = (double)(st.done_sectors) / 2048.0, secs = (double)st.elapsed_ms / 1000.0;
     printf("uraid %s: %s finished: %.0f MiB per member in %.1f s (%.0f MB/s per member)\n", verb,
            uraid_job_name(kind), mib, secs, secs > 0 ? mib * 1.048576 / secs : 0.0);
+    if (kind == URAID_JOB_RESYNC)
+        printf("uraid %s: %llu of %llu sectors per member resynced%s\n", verb, (unsigned long long)st.worked_sectors,
+               (unsigned long long)st.total_sectors,
+               st.worked_sectors < st.total_sectors ? " (the dirty chunks of the write-intent bitmap)" : "");
     return 0;
 }
 

@@ -37,6 +37,7 @@ struct serve_opts {
     const char *speed_limit;
     uint64_t speed_limit_kib;
     int no_rebuild;
+    const char *event_cmd;
 };
 
 static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ctx)
@@ -51,6 +52,8 @@ static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ct
         dst = &o->control;
     else if (!strcmp(a, "--speed-limit"))
         dst = &o->speed_limit;
+    else if (!strcmp(a, "--event-cmd"))
+        dst = &o->event_cmd;
     else if (!strcmp(a, "--no-rebuild")) {
         o->no_rebuild = 1;
         return 1;
@@ -153,7 +156,7 @@ static int check_socket_path(const char *path)
 static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const struct cli_members *mem,
                           const struct uraid_open_params *op)
 {
-    size_t max = 16 + 2 * (size_t)mem->n + (size_t)mem->nlayers;
+    size_t max = 20 + 2 * (size_t)mem->n + (size_t)mem->nlayers;
     char **av = calloc(max, sizeof *av);
     if (!av)
         return NULL;
@@ -187,6 +190,8 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
         return NULL;
     if (o->no_rebuild)
         av[k++] = "rebuild=0";
+    if (o->event_cmd && asprintf(&av[k++], "event_cmd=%s", o->event_cmd) < 0)
+        return NULL;
     av[k] = NULL;
     return av;
 }
@@ -195,7 +200,8 @@ int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o = {0};
     struct cli_extra extra = {serve_parse, &o,
-                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild]"};
+                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild] "
+                              "[--event-cmd PROG]"};
     struct cli_members mem;
     struct uraid_open_params op = {0};
     int rc = cli_parse_members("serve", argc, argv, &mem, &op, &extra);

@@ -47,6 +47,8 @@ const char *uraid_version(void);
 
 struct uraid_array;
 
+enum { URAID_BITMAP_DEFAULT = 0, URAID_BITMAP_NONE = 1, URAID_BITMAP_INTERNAL = 2 };
+
 struct uraid_create_params {
     int level;              /* 0, 1, 4, 5 or 6 */
     int raid_devices;       /* n: member slots, including "missing" ones */
@@ -57,6 +59,11 @@ struct uraid_create_params {
     const uint8_t *uuid;    /* 16 bytes, NULL = random */
     int assume_clean;       /* skip the initial parity sync */
     int spare_devices;      /* the last spare_devices paths become spares (mdadm's --spare-devices) */
+    /* md's internal write-intent bitmap (mdadm --bitmap): URAID_BITMAP_DEFAULT
+     * chooses as mdadm 4.2 does (internal when the members' used size is
+     * over 100 GiB and the level is 1, 4, 5 or 6; none otherwise). */
+    int bitmap;
+    uint64_t bitmap_chunk_bytes; /* power of two >= 4K; 0 = mdadm's choice (>= 64 MiB, fits the space) */
     /* Called during the initial sync with sectors done and total (may be NULL). */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -91,6 +98,15 @@ struct uraid_open_params {
     int auto_rebuild;
     uint64_t sync_speed_max_kib; /* background work speed limit, KiB/s per member; 0 = none */
     uint64_t sync_speed_min_kib; /* floor kept under user I/O; 0 = 1000 (md's default) */
+    /* Run as `PROG EVENT ARRAY [MEMBER]` for every event, with mdadm
+     * --monitor's names (Fail, FailSpare, SpareActive, DegradedArray,
+     * RebuildStarted, RebuildFinished) and URAID_EVENT, URAID_ARRAY,
+     * URAID_UUID, URAID_MEMBER, URAID_DETAIL in its environment; NULL for none. */
+    const char *event_program;
+    /* Write-intent bitmap: the daemon's period; a bit is cleared after its
+     * chunk stayed idle for one to two periods. 0 = the bitmap's
+     * daemon_sleep (mdadm writes 5 s). */
+    uint32_t bitmap_daemon_ms;
 };
 
 /* Assembles an array from its members, given in any order: the superblocks
@@ -244,6 +260,8 @@ struct uraid_job_status {
     uint64_t mismatch_sectors;    /* CHECK/REPAIR: like md's mismatch_cnt (512-byte sectors, counted per 4 KiB page) */
     uint64_t repaired_sectors;    /* REPAIR */
     uint64_t nfindings;           /* findings recorded (uraid_job_findings) */
+    uint64_t worked_sectors;      /* per member, sectors the job worked on (a RESYNC guided by the
+                                   * write-intent bitmap skips the clean chunks) */
 };
 
 /* Starts a job in a background thread. -EBUSY if one is running, -EINVAL

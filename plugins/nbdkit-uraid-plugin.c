@@ -108,8 +108,11 @@ static int uraid_plugin_config(const char *key, const char *value)
             return -1;
         }
         open_params.sync_speed_max_kib = (uint64_t)bytes / 1024;
+    } else if (!strcmp(key, "event_cmd")) {
+        open_params.event_program = value;
     } else {
-        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=, rebuild=, speed_limit=)",
+        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=, rebuild=, speed_limit=, "
+                     "event_cmd=)",
                      key);
         return -1;
     }
@@ -359,7 +362,8 @@ static struct nbdkit_plugin plugin = {
                    "layer=[MEMBER:]SPEC  simulated disk/fault layer (see uraid --member-layer)\n"
                    "control=PATH      control socket (uraid fail/remove/add/status)\n"
                    "rebuild=BOOL      rebuild a spare into a failed slot by itself (default true)\n"
-                   "speed_limit=SIZE  background rebuild/scrub speed limit per member, per second",
+                   "speed_limit=SIZE  background rebuild/scrub speed limit per member, per second\n"
+                   "event_cmd=PROG    run 'PROG EVENT ARRAY [MEMBER]' on each event (mdadm --monitor's names)",
     .load = uraid_plugin_load,
     .unload = uraid_plugin_unload,
     .config = uraid_plugin_config,

@@ -115,6 +115,9 @@ int array_write_superblocks(struct uraid_array *a)
     drop_absent_roles(a);
     a->sb.events++;
     a->sb.utime = now_seconds();
+    /* md writes its bitmap superblock first: after a crash in between the
+     * bitmap is one event ahead, which md still accepts */
+    wib_write_header(a);
     int rc = 0, written = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct array_slot *sl = &a->slot[s];
@@ -268,6 +271,7 @@ static void free_array(struct uraid_array *a)
     array_monitor_stop(a); /* it could start a job */
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
+    wib_free(a);
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -284,6 +288,8 @@ static void free_array(struct uraid_array *a)
         free(r->list);
         free(r);
     }
+    array_events_drain();
+    free(a->event_program);
     array_runtime_fini(a);
     free(a);
 }
@@ -530,12 +536,32 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = -EUCLEAN;
         goto fail;
     }
+    if ((rc = wib_open(a, p, why, whylen)) != 0)
+        goto fail;
     free(dev);
     free(fault);
     free(sb);
+    if (p->event_program && *p->event_program && !a->readonly) {
+        a->event_program = strdup(p->event_program);
+        if (!a->event_program) {
+            rc = -ENOMEM;
+            uraid_why(why, whylen, "out of memory");
+            goto fail_late;
+        }
+    }
+    if (missing) {
+        char detail[600];
+        snprintf(detail, sizeof detail, "%d of %d members missing or out of date (%s)", missing, a->geom.raid_disks,
+                 gone);
+        array_event(a, "DegradedArray", NULL, detail);
+    }
     *out = a;
     array_maybe_auto_rebuild(a);
     return 0;
+
+fail_late:
+    free_array(a);
+    return rc;
 
 fail:
     if (dev)
@@ -556,6 +582,9 @@ int uraid_close(struct uraid_array *a)
     if (a->job.thread_started)
         uraid_job_cancel(a); /* a rebuild saves its checkpoint */
     int rc = uraid_flush(a);
+    /* md's stop clears every bit it can before the clean superblocks go out */
+    if (rc == 0 && !a->readonly)
+        rc = wib_clear_idle(a);
     /* An array that was found dirty stays dirty until a resync has made its
      * parity trustworthy again: closing must not hide an unclean shutdown. */
     int mark_clean = a->dirty && !a->opened_dirty;

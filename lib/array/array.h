@@ -13,6 +13,7 @@
 
 #include "array/job.h"
 #include "array/stripe.h"
+#include "array/wibitmap.h"
 #include "io/engine.h"
 #include "layout.h"
 #include "member/member.h"
@@ -92,7 +93,17 @@ struct uraid_array {
     uint64_t nstripes;
     pthread_mutex_t job_lock;  /* starting, waiting for and reading the job */
     struct array_job job;
+    char *event_program;       /* run for every event (events.c), or NULL; set at open */
+    struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
 };
+
+/* Reports an event with mdadm --monitor's name (Fail, FailSpare,
+ * SpareActive, DegradedArray, RebuildStarted, RebuildFinished): logged, and
+ * the event program run in the background. member and detail may be NULL.
+ * Never blocks. (events.c) */
+void array_event(struct uraid_array *a, const char *event, const char *member, const char *detail);
+/* Waits (at most 10 s) for event programs still running. (events.c) */
+void array_events_drain(void);
 
 /* Sets up and tears down what the data path needs (I/O engine, stripe
  * locks, the meta lock). (state.c) */

@@ -5,7 +5,10 @@
  * What we write follows mdadm 4.2 (docs/FORMAT.md): data_offset chosen by
  * mdadm's rule for the smallest member, "size" = the smallest member's room
  * rounded down to whole chunks, max_dev 128 (a 512-byte superblock), a bad-
- * block log of 8 sectors, and resync_offset = 0 until the sync is done. */
+ * block log of 8 sectors, and resync_offset = 0 until the sync is done.
+ * An internal write-intent bitmap goes where mdadm puts it for 1.2 (sb + 8
+ * sectors, feature bit BITMAP_OFFSET), with mdadm's chunk choice, on every
+ * member. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "meta/bitmap.h"
 
 #define SB_OFFSET_BYTES 4096u
 #define SYNC_BYTES (8u << 20) /* per member per sync step */
@@ -71,6 +75,50 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
     }
     free(mem);
     return rc;
+}
+
+/* mdadm 4.2's bitmap decision: internal when asked, or by default when the
+ * members' used size is over 100 GiB (levels with redundancy); the chunk
+ * as mdadm chooses it in the space data_offset reserved (sb + 8 up to the
+ * bad-block log). Sets the feature bit and offset in every superblock and
+ * fills *bm. */
+static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params *p, uint64_t smallest,
+                         struct md_bitmap_sb *bm, int *with, char *why, size_t whylen)
+{
+    const uint64_t big = 100ull << 21; /* 100 GiB in sectors */
+    *with = p->bitmap == URAID_BITMAP_INTERNAL ||
+            (p->bitmap == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->member_sectors > big);
+    if (!*with) {
+        if (p->bitmap_chunk_bytes) {
+            uraid_why(why, whylen, "--bitmap-chunk needs --bitmap internal%s",
+                      a->geom.level == 0 ? " (and RAID-0 has none)" : "");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    const struct md_sb *sb = &a->sb;
+    int64_t room = md_choose_bm_space(smallest);
+    if (sb->bblog_offset > 8 && sb->bblog_offset - 8 < room)
+        room = sb->bblog_offset - 8;
+    if ((int64_t)(sb->data_offset - sb->super_offset) - 8 < room)
+        room = (int64_t)(sb->data_offset - sb->super_offset) - 8;
+    uint32_t chunk;
+    char cwhy[200];
+    int rc = md_bitmap_choose_chunk(a->member_sectors, room > 0 ? (uint32_t)room : 0, p->bitmap_chunk_bytes, &chunk,
+                                    cwhy, sizeof cwhy);
+    if (rc) {
+        uraid_why(why, whylen, "%s", cwhy);
+        return rc;
+    }
+    md_bitmap_init(bm, sb->set_uuid, sb->events, a->member_sectors, chunk);
+    for (int i = 0; i < a->geom.raid_disks; i++)
+        if (a->slot[i].dev) {
+            a->slot[i].sb.feature_map |= MD_FEATURE_BITMAP_OFFSET;
+            a->slot[i].sb.bitmap_offset = 8; /* mdadm: right after the 4 KiB superblock */
+        }
+    a->sb.feature_map |= MD_FEATURE_BITMAP_OFFSET;
+    a->sb.bitmap_offset = 8;
+    return 0;
 }
 
 /* Spares at create: the new array is opened and each spare added, which
@@ -201,6 +249,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
                 return -EINVAL;
             }
     }
+    if (p->bitmap == URAID_BITMAP_INTERNAL && g.level == 0) {
+        uraid_why(why, whylen, "RAID-0 cannot have a write-intent bitmap (md refuses one: there is no redundancy to resync)");
+        return -EINVAL;
+    }
     if (nmissing > nparity) {
         uraid_why(why, whylen, "%d members are 'missing' but RAID-%d survives only %d", nmissing, g.level, nparity);
         return -EINVAL;
@@ -323,6 +375,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     if (g.level == 0 && (rc = raid0_create_zones(a, p->layout, why, whylen)) != 0)
         goto out;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
+    struct md_bitmap_sb bm;
+    int with_bitmap = 0;
+    if ((rc = choose_bitmap(a, p, smallest, &bm, &with_bitmap, why, whylen)) != 0)
+        goto out;
 
     /* every check passed: write */
     for (int i = 0; i < n; i++) {
@@ -337,6 +393,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
             goto out;
         }
     }
+    if (with_bitmap && (rc = wib_write_fresh(a, &bm)) != 0) {
+        uraid_why(why, whylen, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
+        goto out;
+    }
     if (a->dirty) {
         rc = initial_sync(a, p);
         if (rc) {
@@ -347,6 +407,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         rc = array_write_superblocks(a);
         if (rc == 0)
             a->dirty = 0;
+        /* the bitmap's events follow the superblocks' */
+        bm.events = bm.events_cleared = a->sb.events;
+        if (rc == 0 && with_bitmap && (rc = wib_write_fresh(a, &bm)) != 0)
+            uraid_why(why, whylen, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
     }
 out:
     for (int i = 0; i < n; i++)

@@ -57,6 +57,11 @@ int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *
 
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
+/* The member sectors [*ms, *me) past data_offset that a write of array
+ * sectors [sector, end) may touch (RAID-4/5/6: whole stripes' rows, for
+ * parity), which the write-intent bitmap must cover first. (rw.c) */
+void array_write_span(const struct uraid_array *a, uint64_t sector, uint64_t end, uint64_t *ms, uint64_t *me);
+
 /* buf (p) NULL: the range is zeroed on the members (uraid_write_zeroes). */
 int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec);
 int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);

@@ -102,11 +102,29 @@ static void *job_main(void *arg)
     uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos, cur_limit = j->speed_max_kib;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
     int rc = 0;
+    array_event(a, "RebuildStarted", NULL, uraid_job_name(j->kind)); /* mdadm's name for every sync action */
     while (pos < j->end && !job_stopping(j)) {
-        uint32_t n = j->end - pos < nsec ? (uint32_t)(j->end - pos) : nsec;
+        uint64_t run_end = j->end;
+        if (j->next) {
+            /* whole lock units around the range that needs work */
+            uint64_t rs, re, unit = a->geom.chunk_sectors ? a->geom.chunk_sectors : 128;
+            if (!j->next(a, pos, &rs, &re)) {
+                pos = j->end;
+                __atomic_store_n(&j->done, pos, __ATOMIC_RELEASE);
+                break;
+            }
+            rs = rs / unit * unit;
+            re = (re + unit - 1) / unit * unit;
+            if (rs > pos)
+                pos = rs;
+            if (re < run_end)
+                run_end = re;
+        }
+        uint32_t n = run_end - pos < nsec ? (uint32_t)(run_end - pos) : nsec;
         rc = j->step(a, j, pos, n);
         if (rc)
             break;
+        __atomic_add_fetch(&j->worked, n, __ATOMIC_RELAXED);
         pos += n;
         __atomic_store_n(&j->done, pos, __ATOMIC_RELEASE);
         uint64_t t = now_ns();
@@ -155,6 +173,15 @@ static void *job_main(void *arg)
     uraid_log(rc && rc != -ECANCELED ? URAID_LOG_ERROR : URAID_LOG_INFO, "%s %s%s%s", uraid_job_name(j->kind),
               rc == 0 ? "finished" : rc == -ECANCELED ? "stopped (resumes from its checkpoint)" : "failed",
               j->why[0] ? ": " : "", j->why);
+    char detail[400];
+    int len = snprintf(detail, sizeof detail, "%s %s", uraid_job_name(j->kind),
+                       rc == 0 ? "finished" : rc == -ECANCELED ? "stopped" : "failed");
+    if (j->kind == URAID_JOB_CHECK || j->kind == URAID_JOB_REPAIR)
+        len += snprintf(detail + len, sizeof detail - (size_t)len, ", mismatch_cnt %llu",
+                        (unsigned long long)__atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED));
+    if (j->why[0])
+        snprintf(detail + len, sizeof detail - (size_t)len, ": %s", j->why);
+    array_event(a, "RebuildFinished", NULL, detail);
     __atomic_store_n(&j->running, 0, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -200,6 +227,8 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     j->step = NULL;
     j->finish = NULL;
     j->checkpoint = NULL;
+    j->next = NULL;
+    j->worked = 0;
     j->stop = 0;
     j->result = 0;
     j->why[0] = 0;
@@ -267,6 +296,7 @@ int uraid_job_status(struct uraid_array *a, struct uraid_job_status *st)
     st->elapsed_ms = (st->running ? now_ns() - j->t0_ns : j->elapsed_ns) / 1000000u;
     st->mismatch_sectors = __atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED);
     st->repaired_sectors = __atomic_load_n(&j->repaired_sectors, __ATOMIC_RELAXED);
+    st->worked_sectors = __atomic_load_n(&j->worked, __ATOMIC_RELAXED);
     pthread_mutex_lock(&j->found_lock);
     st->nfindings = j->nfound;
     pthread_mutex_unlock(&j->found_lock);

@@ -37,6 +37,10 @@ struct array_job {
     uint64_t speed_kib;         /* atomic */
     uint64_t mismatch_sectors, repaired_sectors; /* atomics */
     void *priv;                 /* the kind's own state (rebuild.c's pipeline) */
+    /* Optional: the next member range at or after pos with work in it, as
+     * [*rs, *re); 0 when none is left (a resync guided by the bitmap). */
+    int (*next)(struct uraid_array *a, uint64_t pos, uint64_t *rs, uint64_t *re);
+    uint64_t worked;            /* atomic: member sectors stepped over */
     pthread_mutex_t found_lock;
     struct uraid_finding *found;
     size_t nfound, capfound;

@@ -16,6 +16,7 @@
  * never reduced. At the end the spare takes the slot and the old member is
  * marked faulty, as md's replace does. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,9 @@ static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
     pthread_mutex_unlock(&a->meta_lock);
     rc = array_write_superblocks(a);
     uraid_log(URAID_LOG_INFO, "member %s: slot %d rebuilt", sl->dev->path, j->slot);
+    char detail[64];
+    snprintf(detail, sizeof detail, "rebuilt into slot %d", j->slot);
+    array_event(a, "SpareActive", sl->dev->path, detail);
     if (rc)
         job_fail(j, "slot %d rebuilt, but the superblocks could not be written: %s", j->slot, uraid_strerror(rc));
     return rc;
@@ -370,6 +374,9 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
     if (rc == 0) {
         uraid_log(URAID_LOG_INFO, "member %s replaced %s in slot %d; %s is marked faulty and can be removed",
                   a->slot[src].dev->path, old->dev->path, src, old->dev->path);
+        char detail[300];
+        snprintf(detail, sizeof detail, "replaced %s in slot %d", old->dev->path, src);
+        array_event(a, "SpareActive", a->slot[src].dev->path, detail);
         rc = wr;
         if (rc)
             job_fail(j, "replaced, but the superblocks could not be written: %s", uraid_strerror(rc));

@@ -2,9 +2,11 @@
  * not MaxSector) parity may disagree with the data where writes were in
  * flight. md recomputes parity from the data over the whole array when
  * such an array starts; so does this job (array_resync_range, stripe by
- * stripe under the stripes' locks, while users go on). When it finishes the
- * array is no longer "opened dirty", and the next clean close records it
- * clean in every member. */
+ * stripe under the stripes' locks, while users go on). With a write-intent
+ * bitmap that md would trust, only the chunks whose bits were set at open
+ * are resynced (md's bitmap-guided resync), and their bits are cleared at
+ * the end. When it finishes the array is no longer "opened dirty", and the
+ * next clean close records it clean in every member. */
 #include <errno.h>
 
 #include "array/dataio.h"
@@ -26,6 +28,7 @@ static int resync_finish(struct uraid_array *a, struct array_job *j, int rc)
     pthread_mutex_lock(&a->meta_lock);
     a->opened_dirty = 0; /* a clean close may now say so on disk */
     pthread_mutex_unlock(&a->meta_lock);
+    wib_resync_done(a);
     uraid_log(URAID_LOG_INFO, "resync finished: parity agrees with the data again");
     return 0;
 }
@@ -40,5 +43,7 @@ int resync_prepare(struct uraid_array *a, struct array_job *j, const struct urai
     }
     j->step = a->geom.level == 1 ? raid1_copy_step : resync_step;
     j->finish = resync_finish;
+    if (a->bitmap)
+        j->next = wib_next_needed;
     return 0;
 }

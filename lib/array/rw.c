@@ -624,24 +624,10 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
     return rc;
 }
 
-int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
+/* RAID-4/5/6: array sectors [sector, end) in groups of stripes. */
+static int write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
 {
-    if (a->readonly)
-        return -EROFS;
-    int rc = array_range_ok(a, len, offset);
-    if (rc || len == 0)
-        return rc;
-    rc = array_mark_dirty(a);
-    if (rc)
-        return rc;
-    __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED);
-    const uint8_t *p = buf;
-    uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
-    if (a->geom.level == 1)
-        return array_write_mirror(a, p, sector, (uint32_t)(end - sector));
-    if (a->geom.level == 0)
-        return array_write_raid0(a, p, sector, end);
-
+    int rc = 0;
     uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
     uint64_t nstripes = (end - 1) / stripe_sectors - sector / stripe_sectors + 1;
     size_t nplans = nstripes < MAX_GROUP ? (size_t)nstripes : MAX_GROUP;
@@ -692,6 +678,43 @@ int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t off
         p += (s - sector) * SECTOR;
         sector = s;
     }
+    return rc;
+}
+
+void array_write_span(const struct uraid_array *a, uint64_t sector, uint64_t end, uint64_t *ms, uint64_t *me)
+{
+    *ms = sector;
+    *me = end;
+    if (a->geom.level != 1) { /* whole stripes: parity rows */
+        uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
+        *ms = sector / ss * a->geom.chunk_sectors;
+        *me = ((end - 1) / ss + 1) * a->geom.chunk_sectors;
+    }
+}
+
+int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
+{
+    if (a->readonly)
+        return -EROFS;
+    int rc = array_range_ok(a, len, offset);
+    if (rc || len == 0)
+        return rc;
+    rc = array_mark_dirty(a);
+    if (rc)
+        return rc;
+    __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED);
+    uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
+    if (a->geom.level == 0)
+        return array_write_raid0(a, buf, sector, end);
+    /* every member range the write may touch is under a bit on disk before any of it is written */
+    uint64_t ms, me;
+    array_write_span(a, sector, end, &ms, &me);
+    rc = wib_start_write(a, ms, me);
+    if (rc)
+        return rc;
+    rc = a->geom.level == 1 ? array_write_mirror(a, buf, sector, (uint32_t)(end - sector))
+                            : write_striped(a, buf, sector, end);
+    wib_end_write(a, ms, me);
     return rc;
 }
 

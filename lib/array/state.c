@@ -9,6 +9,7 @@
  *            describe an array that --force can assemble)
  * A FAULTY slot is never read or written again in this process. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "array/array.h"
@@ -51,6 +52,9 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
         uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s) during its rebuild: marked faulty",
                   a->slot[m].dev->path, what, uraid_strerror(err));
         array_write_superblocks(a);
+        char detail[320];
+        snprintf(detail, sizeof detail, "failed while %s (%s) during its rebuild", what, uraid_strerror(err));
+        array_event(a, "FailSpare", a->slot[m].dev->path, detail);
         return 0;
     }
     if (!slot_ok(a, m)) {
@@ -82,6 +86,10 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     status_text(a, st);
     uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s): marked faulty, the array continues degraded %s%s", path,
               what, uraid_strerror(err), st, rc ? " (superblock update failed on some members)" : "");
+    char detail[512];
+    snprintf(detail, sizeof detail, "failed while %s (%s); the array continues degraded %s", what,
+             uraid_strerror(err), st);
+    array_event(a, "Fail", path, detail);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 
 #include "array/dataio.h"
+#include "array/wibitmap.h"
 #include "log.h"
 
 #define ZERO_STRIPES 64u            /* stripes locked at a time */
@@ -87,22 +88,31 @@ int uraid_write_zeroes(struct uraid_array *a, size_t len, uint64_t offset)
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 0)
         return array_write_raid0(a, NULL, sector, end);
-    if (a->geom.level == 1) {
-        while (sector < end && rc == 0) {
-            uint32_t n = end - sector > (1u << 30) ? (1u << 30) : (uint32_t)(end - sector);
-            rc = array_write_mirror(a, NULL, sector, n);
-            sector += n;
-        }
+    /* the write-intent bitmap covers the range first, as for any write */
+    uint64_t ms, me;
+    array_write_span(a, sector, end, &ms, &me);
+    rc = wib_start_write(a, ms, me);
+    if (rc)
         return rc;
+    if (a->geom.level == 1) {
+        for (uint64_t at = sector; at < end && rc == 0;) {
+            uint32_t n = end - at > (1u << 30) ? (1u << 30) : (uint32_t)(end - at);
+            rc = array_write_mirror(a, NULL, at, n);
+            at += n;
+        }
+    } else {
+        uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
+        uint64_t s0 = (sector + stripe_sectors - 1) / stripe_sectors, s1 = end / stripe_sectors;
+        if (s0 >= s1) { /* no whole stripe inside */
+            rc = zero_by_writing(a, sector, end);
+        } else {
+            rc = zero_by_writing(a, sector, s0 * stripe_sectors);
+            if (rc == 0)
+                rc = zero_stripes(a, s0, s1);
+            if (rc == 0)
+                rc = zero_by_writing(a, s1 * stripe_sectors, end);
+        }
     }
-    uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
-    uint64_t s0 = (sector + stripe_sectors - 1) / stripe_sectors, s1 = end / stripe_sectors;
-    if (s0 >= s1) /* no whole stripe inside */
-        return zero_by_writing(a, sector, end);
-    rc = zero_by_writing(a, sector, s0 * stripe_sectors);
-    if (rc == 0)
-        rc = zero_stripes(a, s0, s1);
-    if (rc == 0)
-        rc = zero_by_writing(a, s1 * stripe_sectors, end);
+    wib_end_write(a, ms, me);
     return rc;
 }

@@ -101,6 +101,11 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     for (int s = 0; s < n; s++)
         put(&o, "%c", ip->member[s].state == URAID_MEMBER_IN_SYNC ? 'U' : '_');
     put(&o, "]\n");
+    struct wib_info bi;
+    wib_get_info(a, &bi);
+    if (bi.present)
+        put(&o, "      bitmap: %llu/%llu pages [%lluKB], %uKB chunk\n", (unsigned long long)bi.pages_used,
+            (unsigned long long)bi.pages, (unsigned long long)bi.pages_used * 4, bi.chunk_bytes / 1024);
 
     char name[33] = {0};
     memcpy(name, ip->name, 32);

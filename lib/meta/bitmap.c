@@ -1,4 +1,5 @@
-/* md write-intent bitmap header codec (md-format.md 1.8). */
+/* md write-intent bitmap: header codec, mdadm's chunk choice, bit counts
+ * (md-format.md 1.8). */
 #include "meta/bitmap.h"
 
 #include <errno.h>
@@ -86,4 +87,61 @@ uint64_t md_bitmap_bits(const struct md_bitmap_sb *b)
     /* sync_size < 2^55 in practice; compute in sectors to avoid overflow. */
     uint64_t chunk_sectors = b->chunksize / 512 ? b->chunksize / 512 : 1;
     return (b->sync_size + chunk_sectors - 1) / chunk_sectors;
+}
+
+uint64_t md_bitmap_area_bytes(uint64_t nbits)
+{
+    uint64_t bytes = MD_BITMAP_HEADER_BYTES + (nbits + 7) / 8;
+    return (bytes + 511) / 512 * 512;
+}
+
+int md_bitmap_choose_chunk(uint64_t sync_sectors, uint32_t room_sectors, uint64_t requested,
+                           uint32_t *chunk_bytes, char *why, size_t whylen)
+{
+    if ((uint64_t)room_sectors * 512 <= MD_BITMAP_HEADER_BYTES)
+        return fail(why, whylen, "no space is reserved for a bitmap on these members");
+    if (requested && (requested < MD_BITMAP_MIN_CHUNK || (requested & (requested - 1)) || requested > (1ull << 31)))
+        return fail(why, whylen, "bitmap chunk %llu bytes is not a power of two between 4K and 2G",
+                    (unsigned long long)requested);
+    /* mdadm's add_internal_bitmap1: halve the bits until they fit */
+    uint64_t max_bits = ((uint64_t)room_sectors * 512 - MD_BITMAP_HEADER_BYTES) * 8;
+    uint64_t min_chunk = MD_BITMAP_MIN_CHUNK, bits = sync_sectors * 512 / min_chunk + 1;
+    while (bits > max_bits) {
+        min_chunk *= 2;
+        bits = (bits + 1) / 2;
+    }
+    if (requested && requested < min_chunk)
+        return fail(why, whylen,
+                    "bitmap chunk %lluK is too small: %llu sectors per member need a chunk of at least %lluK "
+                    "to fit the %u sectors reserved for the bitmap",
+                    (unsigned long long)(requested >> 10), (unsigned long long)sync_sectors,
+                    (unsigned long long)(min_chunk >> 10), room_sectors);
+    uint64_t chunk = requested ? requested : min_chunk < MD_BITMAP_DEFAULT_CHUNK ? MD_BITMAP_DEFAULT_CHUNK : min_chunk;
+    if (chunk > (1ull << 31))
+        return fail(why, whylen, "members too large for a bitmap in %u sectors", room_sectors);
+    *chunk_bytes = (uint32_t)chunk;
+    return 0;
+}
+
+void md_bitmap_init(struct md_bitmap_sb *b, const uint8_t uuid[16], uint64_t events, uint64_t sync_sectors,
+                    uint32_t chunk_bytes)
+{
+    memset(b, 0, sizeof *b);
+    b->version = MD_BITMAP_VERSION_HI;
+    memcpy(b->uuid, uuid, 16);
+    b->events = events;
+    b->events_cleared = events;
+    b->sync_size = sync_sectors;
+    b->chunksize = chunk_bytes;
+    b->daemon_sleep = MD_BITMAP_DAEMON_SLEEP;
+}
+
+uint64_t md_bitmap_count(const uint8_t *bits, uint64_t nbits)
+{
+    uint64_t n = 0, whole = nbits / 8;
+    for (uint64_t i = 0; i < whole; i++)
+        n += (uint64_t)__builtin_popcount(bits[i]);
+    for (uint64_t b = whole * 8; b < nbits; b++)
+        n += (uint64_t)md_bitmap_test(bits, b);
+    return n;
 }

@@ -1,8 +1,8 @@
-/* md's write-intent bitmap superblock (md-format.md 1.8): the 256-byte
- * header at super_offset + bitmap_offset when feature bit
- * MD_FEATURE_BITMAP_OFFSET is set. uraid does not maintain the bitmap yet;
- * it decodes the header so an array can recognise the bitmap, keep it
- * (re-encode it unchanged) and report it. Pure functions. */
+/* md's write-intent bitmap (md-format.md 1.8): the 256-byte header at
+ * super_offset + bitmap_offset when feature bit MD_FEATURE_BITMAP_OFFSET is
+ * set, the dirty bits right after it (bit b at byte 256 + b/8, bit b%8).
+ * Pure functions: the codec, mdadm's chunk choice and bit arithmetic; the
+ * runtime that sets and clears bits is lib/array/wibitmap.c. */
 #ifndef URAID_META_BITMAP_H
 #define URAID_META_BITMAP_H
 
@@ -46,5 +46,38 @@ int md_bitmap_encode(const struct md_bitmap_sb *b, uint8_t *out);
 
 /* Bits in the bitmap: one per chunksize bytes of sync_size sectors. */
 uint64_t md_bitmap_bits(const struct md_bitmap_sb *b);
+
+/* Bytes of header plus bits on disk for nbits, rounded up to whole 512-byte
+ * sectors (what a reader or writer of the whole bitmap transfers). */
+uint64_t md_bitmap_area_bytes(uint64_t nbits);
+
+#define MD_BITMAP_DEFAULT_CHUNK (64u << 20)  /* mdadm: "64Meg is a good default" */
+#define MD_BITMAP_MIN_CHUNK 4096u            /* mdadm: sub-page chunks are not used */
+#define MD_BITMAP_DAEMON_SLEEP 5u            /* seconds, mdadm's default */
+
+/* mdadm's chunk for an internal bitmap covering sync_sectors of each member
+ * in room_sectors of reserved space: the smallest power of two >= 4 KiB
+ * whose bits fit after the header; with requested == 0 at least 64 MiB,
+ * otherwise requested itself. Returns 0 with *chunk_bytes set, or -EINVAL
+ * (requested not a power of two >= 4 KiB, or too small for the room; no
+ * room at all) with a one-line reason in why. */
+int md_bitmap_choose_chunk(uint64_t sync_sectors, uint32_t room_sectors, uint64_t requested,
+                           uint32_t *chunk_bytes, char *why, size_t whylen);
+
+/* A fresh version-4 header as mdadm writes it (state 0, daemon_sleep 5,
+ * events_cleared = events). */
+void md_bitmap_init(struct md_bitmap_sb *b, const uint8_t uuid[16], uint64_t events, uint64_t sync_sectors,
+                    uint32_t chunk_bytes);
+
+/* The bits after the header: test, set/clear and count (LE bit order). */
+static inline int md_bitmap_test(const uint8_t *bits, uint64_t b) { return (bits[b >> 3] >> (b & 7)) & 1; }
+static inline void md_bitmap_put(uint8_t *bits, uint64_t b, int on)
+{
+    if (on)
+        bits[b >> 3] |= (uint8_t)(1u << (b & 7));
+    else
+        bits[b >> 3] &= (uint8_t)~(1u << (b & 7));
+}
+uint64_t md_bitmap_count(const uint8_t *bits, uint64_t nbits);
 
 #endif

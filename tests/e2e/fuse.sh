@@ -104,9 +104,17 @@ if $T fallocate -p -o $((8 * 1048576 + 1000)) -l 2000000 "$mnt/array" 2>"$t_tmp/
     { head -c 1000 "$t_tmp/punch.bin"; head -c 2000000 /dev/zero
       tail -c $((3145728 - 2001000)) "$t_tmp/punch.bin"; } >"$t_tmp/punch.want"
     $T dd if="$mnt/array" bs=1M skip=8 count=3 status=none >"$t_tmp/punch.got"
-    cmp -s "$t_tmp/punch.got" "$t_tmp/punch.want" && t_ok "fallocate -p: the range reads as zeros, its edges kept"         || t_fail "punched range" "$(cmp "$t_tmp/punch.got" "$t_tmp/punch.want" 2>&1)"
+    cmp -s "$t_tmp/punch.got" "$t_tmp/punch.want" && t_ok "fallocate -p: the range reads as zeros, its edges kept" \
+        || t_fail "punched range" "$(cmp "$t_tmp/punch.got" "$t_tmp/punch.want" 2>&1)"
     after=$(alloc)
-    [ $((before - after)) -ge 1024 ] && t_ok "punch gave the members $((before - after)) KiB back"         || t_fail "members' allocation after the punch" "before ${before}K after ${after}K"
+    head -c 65536 /dev/urandom >"$t_tmp/holes"
+    if ! fallocate -p -o 0 -l 65536 "$t_tmp/holes" 2>/dev/null; then
+        echo "     (skip: the file system of $t_tmp has no holes, so zeros are written)"
+    elif [ $((before - after)) -ge 1024 ]; then
+        t_ok "punch gave the members $((before - after)) KiB back"
+    else
+        t_fail "members' allocation after the punch" "before ${before}K after ${after}K"
+    fi
 else
     t_fail "fallocate -p on $mnt/array" "$(cat "$t_tmp/punch.log")"
 fi

@@ -11,6 +11,11 @@
 
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes)
 {
+    return fx_create_bitmap(f, level, n, chunk, member_bytes, 0);
+}
+
+int fx_create_bitmap(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes, uint64_t bitmap_chunk)
+{
     memset(f, 0, sizeof *f);
     f->level = level;
     f->n = n;
@@ -29,17 +34,16 @@ int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_by
     for (int s = 0; s < n; s++) {
         snprintf(f->path[s], sizeof f->path[s], "%s/m%d.img", dir, s);
         paths[s] = f->path[s];
-        int fd = open(f->path[s], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || ftruncate(fd, (off_t)member_bytes)) {
-            CHECK(0, "member %s: %s", f->path[s], strerror(errno));
-            if (fd >= 0)
-                close(fd);
-            return -EIO;
+        int rc = fx_file_of_size(f->path[s], member_bytes);
+        if (rc) {
+            CHECK(0, "member %s: %s", f->path[s], strerror(-rc));
+            return rc;
         }
-        close(fd);
     }
     struct uraid_create_params cp = {.level = level, .raid_devices = n, .chunk_bytes = chunk, .layout = -1,
-                                      .assume_clean = 1};
+                                      .assume_clean = 1,
+                                      .bitmap = bitmap_chunk ? URAID_BITMAP_INTERNAL : URAID_BITMAP_NONE,
+                                      .bitmap_chunk_bytes = bitmap_chunk};
     char why[512] = "";
     int rc = uraid_create(paths, n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "%s: create: %d (%s)", f->label, rc, why);
@@ -63,24 +67,137 @@ int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_by
     return f->model ? 0 : -ENOMEM;
 }
 
-struct uraid_array *fx_open(struct fx *f, const int *omit, int sim, int force)
+int fx_setup(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes, struct rng *r, int sim,
+             struct uraid_array **a)
 {
-    const char *paths[FX_MAXM], *specs[FX_MAXM];
+    int rc = fx_create(f, level, n, chunk, member_bytes);
+    if (rc)
+        return rc;
+    struct uraid_array *arr = fx_open(f, NULL, sim, 0);
+    if (!arr)
+        return -EIO;
+    if (r)
+        fx_fill(f, arr, r);
+    if (a) {
+        *a = arr;
+        return 0;
+    }
+    rc = uraid_close(arr);
+    CHECK(rc == 0, "%s: close after the fill: %d", f->label, rc);
+    return rc;
+}
+
+int fx_open_with(struct fx *f, unsigned omit, const char *spec, const char *const *extra, int nextra,
+                 struct uraid_open_params *op, struct uraid_array **a)
+{
+    const char *paths[FX_MAXM * 2], *specs[FX_MAXM * 2];
     int np = 0;
     for (int s = 0; s < f->n; s++)
-        if (!omit || !omit[s]) {
-            specs[np] = "";
+        if (!(omit & FX_SLOT(s)))
             paths[np++] = f->path[s];
-        }
-    struct uraid_open_params op = {.force = force, .member_sim = sim ? specs : NULL};
-    struct uraid_array *a = NULL;
+    for (int i = 0; i < nextra && np < FX_MAXM * 2; i++)
+        paths[np++] = extra[i];
+    for (int i = 0; i < np; i++)
+        specs[i] = spec;
+    struct uraid_open_params none = {0};
+    if (!op)
+        op = &none;
+    op->member_sim = spec ? specs : NULL;
     char why[512] = "";
-    int rc = uraid_open(paths, np, &op, &a, why, sizeof why);
+    *a = NULL;
+    int rc = uraid_open(paths, np, op, a, why, sizeof why);
+    op->member_sim = NULL; /* specs[] ends here */
     CHECK(rc == 0, "%s: open with %d members: %d (%s)", f->label, np, rc, why);
     if (rc == 0)
-        CHECK(uraid_size(a) == f->size, "%s: size %llu, expected %llu", f->label, (unsigned long long)uraid_size(a),
+        CHECK(uraid_size(*a) == f->size, "%s: size %llu, expected %llu", f->label, (unsigned long long)uraid_size(*a),
               (unsigned long long)f->size);
-    return rc ? NULL : a;
+    return rc;
+}
+
+struct uraid_array *fx_open(struct fx *f, const int *omit, int sim, int force)
+{
+    unsigned mask = 0;
+    for (int s = 0; omit && s < f->n; s++)
+        if (omit[s])
+            mask |= FX_SLOT(s);
+    struct uraid_open_params op = {.force = force};
+    struct uraid_array *a;
+    return fx_open_with(f, mask, sim ? "" : NULL, NULL, 0, &op, &a) ? NULL : a;
+}
+
+void fx_adopt(struct fx *f, int slot, const char *path)
+{
+    snprintf(f->path[slot], sizeof f->path[slot], "%s", path);
+}
+
+void fx_verify_omitting(struct fx *f, unsigned omit, int force, const char *what)
+{
+    struct uraid_open_params op = {.force = force};
+    struct uraid_array *a;
+    if (fx_open_with(f, omit, NULL, NULL, 0, &op, &a))
+        return;
+    fx_verify_all(f, a, what);
+    CHECK(uraid_close(a) == 0, "%s: %s: close", f->label, what);
+}
+
+void fx_verify_without_others(struct fx *f, int slot, int count, const char *what)
+{
+    unsigned omit = 0;
+    for (int s = 0; s < f->n && count; s++)
+        if (s != slot) {
+            omit |= FX_SLOT(s);
+            count--;
+        }
+    fx_verify_omitting(f, omit, 0, what);
+}
+
+int fx_add_spare(struct fx *f, struct uraid_array *a, const char *path)
+{
+    char why[256] = "";
+    int rc = uraid_add_spare(a, path, why, sizeof why);
+    CHECK(rc == 0, "%s: add spare %s: %d (%s)", f->label, path, rc, why);
+    return rc;
+}
+
+int fx_inject(const struct fx *f, struct uraid_array *a, int slot, const char *kind, uint64_t member_off,
+              uint64_t len)
+{
+    char spec[96];
+    snprintf(spec, sizeof spec, "%s=%llu+%llu", kind, (unsigned long long)(f->data_offset + member_off),
+             (unsigned long long)len);
+    int rc = uraid_inject(a, slot, spec);
+    CHECK(rc == 0, "%s: inject '%s' on slot %d: %d", f->label, spec, slot, rc);
+    return rc;
+}
+
+int fx_job_start(const struct fx *f, struct uraid_array *a, enum uraid_job_kind kind,
+                 const struct uraid_job_params *jp)
+{
+    char why[256] = "";
+    int rc = uraid_job_start(a, kind, jp, why, sizeof why);
+    CHECK(rc == 0, "%s: start %s: %d (%s)", f->label, uraid_job_name(kind), rc, why);
+    return rc;
+}
+
+int fx_job_wait(const struct fx *f, struct uraid_array *a, struct uraid_job_status *st)
+{
+    int rc = uraid_job_wait(a, st);
+    CHECK(rc == 0, "%s: %s ended with %d (%s)", f->label, uraid_job_name(st->kind), rc, st->why);
+    return rc;
+}
+
+int fx_job(const struct fx *f, struct uraid_array *a, enum uraid_job_kind kind, const struct uraid_job_params *jp,
+           struct uraid_job_status *st)
+{
+    int rc = fx_job_start(f, a, kind, jp);
+    return rc ? rc : fx_job_wait(f, a, st);
+}
+
+struct uraid_counters fx_counters(struct uraid_array *a)
+{
+    struct uraid_counters c;
+    uraid_get_counters(a, &c);
+    return c;
 }
 
 int fx_write(struct fx *f, struct uraid_array *a, const void *buf, size_t len, uint64_t off)
@@ -119,32 +236,42 @@ void fx_verify_all(struct fx *f, struct uraid_array *a, const char *what)
     }
 }
 
-int fx_member_pread(const struct fx *f, int slot, void *buf, size_t len, uint64_t off)
+/* len bytes at member byte `at` (from the file's start), read or written. */
+static int file_io(const char *path, void *buf, size_t len, uint64_t at, int write)
 {
-    int fd = open(f->path[slot], O_RDONLY);
+    int fd = open(path, write ? O_WRONLY : O_RDONLY);
     if (fd < 0)
         return -errno;
-    ssize_t r = pread(fd, buf, len, (off_t)(f->data_offset + off));
+    ssize_t r = write ? pwrite(fd, buf, len, (off_t)at) : pread(fd, buf, len, (off_t)at);
     close(fd);
     return r == (ssize_t)len ? 0 : -EIO;
 }
 
+int fx_member_pread(const struct fx *f, int slot, void *buf, size_t len, uint64_t off)
+{
+    return file_io(f->path[slot], buf, len, f->data_offset + off, 0);
+}
+
+int fx_member_pwrite(const struct fx *f, int slot, const void *buf, size_t len, uint64_t off)
+{
+    return file_io(f->path[slot], (void *)buf, len, f->data_offset + off, 1);
+}
+
 int fx_sb_bytes(const struct fx *f, int slot, uint8_t out[MD_SB_BYTES])
 {
-    int fd = open(f->path[slot], O_RDONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pread(fd, out, MD_SB_BYTES, 4096);
-    close(fd);
-    return r == (ssize_t)MD_SB_BYTES ? 0 : -EIO;
+    return file_io(f->path[slot], out, MD_SB_BYTES, 4096, 0);
+}
+
+int fx_read_sb_path(const char *path, struct md_sb *sb)
+{
+    uint8_t buf[MD_SB_BYTES];
+    int rc = file_io(path, buf, MD_SB_BYTES, 4096, 0);
+    return rc ? rc : md_sb_decode(buf, MD_SB_V12_SECTOR, sb, NULL, 0);
 }
 
 int fx_read_sb(const struct fx *f, int slot, struct md_sb *sb)
 {
-    uint8_t buf[MD_SB_BYTES];
-    int rc = fx_sb_bytes(f, slot, buf);
-    if (rc == 0)
-        rc = md_sb_decode(buf, MD_SB_V12_SECTOR, sb, NULL, 0);
+    int rc = fx_read_sb_path(f->path[slot], sb);
     CHECK(rc == 0, "superblock of %s: %d", f->path[slot], rc);
     return rc;
 }
@@ -188,13 +315,20 @@ void fx_fill(struct fx *f, struct uraid_array *a, struct rng *r)
     free(buf);
 }
 
+int fx_file_of_size(const char *path, uint64_t bytes)
+{
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = ftruncate(fd, (off_t)bytes) ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
 int fx_make_file(const struct fx *f, const char *name, char *out, size_t len)
 {
     snprintf(out, len, "%s/%s", f->dir, name);
-    int fd = open(out, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    int rc = fd >= 0 && ftruncate(fd, (off_t)f->member_bytes) == 0 ? 0 : -errno;
-    if (fd >= 0)
-        close(fd);
+    int rc = fx_file_of_size(out, f->member_bytes);
     CHECK(rc == 0, "cannot create %s: %s", out, strerror(-rc));
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 
 static const char *suite_name = "test";
 static uint64_t seed;
@@ -37,6 +38,27 @@ void harness_begin(const char *name)
 {
     current = name;
     current_failures = 0;
+}
+
+void harness_beginf(const char *fmt, ...)
+{
+    static char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    harness_begin(name);
+}
+
+int harness_run(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 void harness_end(void)

@@ -15,7 +15,13 @@ int harness_finish(void);
 
 /* One named test case: passes if no CHECK inside it failed. */
 void harness_begin(const char *name);
+/* The same with a printf-made name (kept until the next one). */
+void harness_beginf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void harness_end(void);
+
+/* Runs a shell command, its output (stdout, NUL-terminated, cut to fit) in
+ * out; returns its exit status, or -1 if it did not exit. */
+int harness_run(const char *cmd, char *out, size_t len);
 
 void harness_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "meta/superblock.h"
 #include "uraid.h"
@@ -116,34 +117,27 @@ static void compare(struct model *m, const uint8_t *got, uint64_t off, uint64_t 
     fail_step(m);
 }
 
-static void do_read(struct uraid_array *a, struct model *m, uint64_t off, uint64_t len)
+/* One read or write (random data) from a buffer misaligned half of the
+ * time, since callers' buffers need not be aligned; the model follows a
+ * write, a read is compared with it. */
+static int do_io(struct uraid_array *a, struct model *m, uint64_t off, uint64_t len, int write)
 {
     size_t mis = rng_below(&rng, 2) ? 0 : 1 + rng_below(&rng, 63);
     uint8_t *mem = malloc(len + 64), *buf = mem + mis;
-    int rc = uraid_read(a, buf, len, off);
-    st.reads++;
-    st.degraded_reads += cur_degraded > 0;
-    CHECK(rc == 0, "%s: read %llu at %llu: %d", m->label, (unsigned long long)len, (unsigned long long)off, rc);
+    if (write)
+        rng_fill(&rng, buf, len);
+    int rc = write ? uraid_write(a, buf, len, off) : uraid_read(a, buf, len, off);
+    unsigned long *count = write ? &st.writes : &st.reads, *degraded = write ? &st.degraded_writes : &st.degraded_reads;
+    ++*count;
+    *degraded += cur_degraded > 0;
+    CHECK(rc == 0, "%s: %s %llu at %llu: %d", m->label, write ? "write" : "read", (unsigned long long)len,
+          (unsigned long long)off, rc);
     if (rc)
         fail_step(m);
+    else if (write)
+        memcpy(m->data + off, buf, len);
     else
         compare(m, buf, off, len, "read");
-    free(mem);
-}
-
-static int do_write(struct uraid_array *a, struct model *m, uint64_t off, uint64_t len)
-{
-    size_t mis = rng_below(&rng, 2) ? 0 : 1 + rng_below(&rng, 63);
-    uint8_t *mem = malloc(len + 64), *buf = mem + mis;
-    rng_fill(&rng, buf, len);
-    int rc = uraid_write(a, buf, len, off);
-    st.writes++;
-    st.degraded_writes += cur_degraded > 0;
-    CHECK(rc == 0, "%s: write %llu at %llu: %d", m->label, (unsigned long long)len, (unsigned long long)off, rc);
-    if (rc)
-        fail_step(m);
-    else
-        memcpy(m->data + off, buf, len);
     free(mem);
     return rc;
 }
@@ -156,25 +150,12 @@ static void verify_all(struct uraid_array *a, struct model *m)
         uint64_t len = (1 + rng_below(&rng, 4 * m->stripe_bytes / 512)) * 512;
         if (len > m->size - off)
             len = m->size - off;
-        do_read(a, m, off, len);
+        do_io(a, m, off, len, 0);
         off += len;
     }
 }
 
 /* ---- superblocks on disk ----------------------------------------------------- */
-
-static int read_sb(const char *path, struct md_sb *sb)
-{
-    uint8_t buf[MD_SB_BYTES];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pread(fd, buf, sizeof buf, 4096);
-    close(fd);
-    if (r != (ssize_t)sizeof buf)
-        return -EIO;
-    return md_sb_decode(buf, 8, sb, NULL, 0);
-}
 
 /* After a clean close: every member still in the array is clean and at the
  * same events; every stale member lags by more than one. */
@@ -185,7 +166,7 @@ static void check_superblocks(struct model *m)
     for (int s = 0; s < m->c.n; s++) {
         if (m->gone[s])
             continue;
-        int rc = read_sb(m->path[s], &sb);
+        int rc = fx_read_sb_path(m->path[s], &sb);
         CHECK(rc == 0, "%s: superblock of %s: %d", m->label, m->path[s], rc);
         if (rc)
             continue;
@@ -197,7 +178,7 @@ static void check_superblocks(struct model *m)
               (unsigned long long)sb.events, (unsigned long long)events);
     }
     for (int s = 0; s < m->c.n; s++)
-        if (m->gone[s] && read_sb(m->path[s], &sb) == 0)
+        if (m->gone[s] && fx_read_sb_path(m->path[s], &sb) == 0)
             CHECK(sb.events + 1 < events, "%s: stale %s events %llu, array %llu", m->label, m->path[s],
                   (unsigned long long)sb.events, (unsigned long long)events);
 }
@@ -385,13 +366,13 @@ static void run_config(const struct cfg *c, int rounds, int ops)
             uint64_t off, len;
             pick_range(m, &off, &len);
             if ((i == 0 || rng_below(&rng, 2)) && writes && !readonly) {
-                wrote |= do_write(a, m, off, len) == 0;
+                wrote |= do_io(a, m, off, len, 1) == 0;
             } else if (readonly && rng_below(&rng, 16) == 0) {
                 uint8_t b[512] = {0};
                 rc = uraid_write(a, b, sizeof b, off);
                 CHECK(rc == -EROFS, "%s: write to a read-only array: %d", m->label, rc);
             } else {
-                do_read(a, m, off, len);
+                do_io(a, m, off, len, 0);
             }
         }
         if (wrote) {

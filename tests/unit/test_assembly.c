@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "meta/superblock.h"
 #include "uraid.h"
@@ -103,17 +104,6 @@ static void snap_restore(const struct snap *s)
 {
     for (int i = 0; i < s->n; i++)
         spit(s->path[i], s->data[i], s->len[i]);
-}
-
-static int sb_get(const char *path, struct md_sb *sb)
-{
-    uint8_t buf[MD_SB_BYTES];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pread(fd, buf, sizeof buf, 4096);
-    close(fd);
-    return r == (ssize_t)sizeof buf ? md_sb_decode(buf, 8, sb, NULL, 0) : -EIO;
 }
 
 /* Encodes sb (with a fresh checksum) into the member's superblock. */
@@ -267,18 +257,18 @@ static void test_clean_close(void)
     struct arr A;
     arr_make(&A, "close", 6, 5);
     struct md_sb sb0, sb;
-    CHECK(sb_get(A.p[0], &sb0) == 0 && sb0.resync_offset == MD_RESYNC_CLEAN, "created clean");
+    CHECK(fx_read_sb_path(A.p[0], &sb0) == 0 && sb0.resync_offset == MD_RESYNC_CLEAN, "created clean");
     struct uraid_array *a;
     char why[512];
     CHECK(uraid_open(A.p, A.n, NULL, &a, why, sizeof why) == 0, "%s", why);
     arr_scribble(&A, a);
     for (int i = 0; i < A.n; i++)
-        CHECK(sb_get(A.p[i], &sb) == 0 && sb.resync_offset == 0 && sb.events == sb0.events + 1,
+        CHECK(fx_read_sb_path(A.p[i], &sb) == 0 && sb.resync_offset == 0 && sb.events == sb0.events + 1,
               "%s dirty on disk while written (resync_offset %llu, events %llu)", A.p[i],
               (unsigned long long)sb.resync_offset, (unsigned long long)sb.events);
     CHECK(uraid_close(a) == 0);
     for (int i = 0; i < A.n; i++)
-        CHECK(sb_get(A.p[i], &sb) == 0 && sb.resync_offset == MD_RESYNC_CLEAN && sb.events == sb0.events + 2,
+        CHECK(fx_read_sb_path(A.p[i], &sb) == 0 && sb.resync_offset == MD_RESYNC_CLEAN && sb.events == sb0.events + 2,
               "%s clean after close (resync_offset %llu, events %llu)", A.p[i], (unsigned long long)sb.resync_offset,
               (unsigned long long)sb.events);
     CHECK(uraid_open(A.p, A.n, NULL, &a, why, sizeof why) == 0, "%s", why);
@@ -331,14 +321,14 @@ static void test_features_and_checksum(void)
     snap_take(&orig, A.p, A.n);
     struct md_sb sb;
     /* a bit md does not know */
-    CHECK(sb_get(A.p[2], &sb) == 0);
+    CHECK(fx_read_sb_path(A.p[2], &sb) == 0);
     sb.feature_map |= 0x40000;
     sb_put(A.p[2], &sb);
     const char *want[] = {A.p[2], "feature", NULL};
     expect_refusal(A.p, A.n, NULL, -EOPNOTSUPP, A.p, A.n, want);
     snap_restore(&orig);
     /* a bit md knows but uraid cannot honour (a reshape in progress) */
-    CHECK(sb_get(A.p[4], &sb) == 0);
+    CHECK(fx_read_sb_path(A.p[4], &sb) == 0);
     sb.feature_map |= MD_FEATURE_RESHAPE_ACTIVE;
     sb_put(A.p[4], &sb);
     const char *want2[] = {A.p[4], "feature", NULL};
@@ -367,7 +357,7 @@ static void test_truncated(void)
     struct arr A;
     arr_make(&A, "short", 5, 3);
     struct md_sb sb;
-    CHECK(sb_get(A.p[1], &sb) == 0);
+    CHECK(fx_read_sb_path(A.p[1], &sb) == 0);
     /* one chunk short of data_offset + size */
     CHECK(truncate(A.p[1], (off_t)((sb.data_offset + sb.size - 16) * 512)) == 0);
     const char *want[] = {A.p[1], "smaller", NULL};
@@ -417,7 +407,7 @@ static void set_dirty(struct arr *A)
 {
     for (int i = 0; i < A->n; i++) {
         struct md_sb sb;
-        CHECK(sb_get(A->p[i], &sb) == 0);
+        CHECK(fx_read_sb_path(A->p[i], &sb) == 0);
         sb.resync_offset = 0;
         sb_put(A->p[i], &sb);
     }
@@ -464,7 +454,7 @@ static void test_dirty_degraded(void)
     }
     for (int i = 0; i < A.n; i++) {
         struct md_sb sb;
-        CHECK(sb_get(A.p[i], &sb) == 0 && sb.resync_offset != MD_RESYNC_CLEAN, "%s still dirty", A.p[i]);
+        CHECK(fx_read_sb_path(A.p[i], &sb) == 0 && sb.resync_offset != MD_RESYNC_CLEAN, "%s still dirty", A.p[i]);
     }
 
     /* writes through a forced dirty + degraded open: the member left out
@@ -530,13 +520,13 @@ static void test_stale(void)
     snap_take(&orig, A.p, A.n);
     struct md_sb sb;
     /* two events behind: stale */
-    CHECK(sb_get(A.p[2], &sb) == 0);
+    CHECK(fx_read_sb_path(A.p[2], &sb) == 0);
     sb.events -= 2;
     sb_put(A.p[2], &sb);
     expect_stale(&A, 2);
     snap_restore(&orig);
     /* one event behind: accepted */
-    CHECK(sb_get(A.p[3], &sb) == 0);
+    CHECK(fx_read_sb_path(A.p[3], &sb) == 0);
     sb.events -= 1;
     sb_put(A.p[3], &sb);
     struct uraid_array *a;

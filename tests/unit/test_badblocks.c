@@ -18,17 +18,6 @@ static struct rng rng;
 static const char *fixtures = "../shared/fixtures/md";
 static char tmpdir[] = "/tmp/uraid-test-bb.XXXXXX";
 
-static int run(const char *cmd, char *out, size_t outlen)
-{
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(out, 1, outlen - 1, f);
-    out[n] = 0;
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int invariants_ok(const struct md_bblist *l)
 {
     uint64_t unit = 1ull << l->shift;
@@ -204,7 +193,7 @@ static void test_fixture_g(void)
         snprintf(img, sizeof img, "%s/g%u.img", tmpdir, slot);
         snprintf(cmd, sizeof cmd, "xz -dc '%s/g-raid6-ls-n6-c64k-bitmap-bbl/slot%u.img.xz' > '%s' 2>&1", fixtures,
                  slot, img);
-        CHECK(run(cmd, out, sizeof out) == 0, "unpack slot %u: %s", slot, out);
+        CHECK(harness_run(cmd, out, sizeof out) == 0, "unpack slot %u: %s", slot, out);
         uint8_t raw[MD_SB_BYTES], area[4096], again[4096];
         struct md_sb sb;
         int fd = open(img, O_RDONLY);
@@ -242,7 +231,7 @@ static void test_fixture_g(void)
 static void test_mdadm(void)
 {
     char out[4096], cmd[700];
-    int st = run("mdadm --version 2>&1", out, sizeof out);
+    int st = harness_run("mdadm --version 2>&1", out, sizeof out);
     CHECK(st == 0 && strstr(out, "mdadm - v"), "mdadm must be installed (scripts/deps.sh): %s", out);
     if (st)
         return;
@@ -272,7 +261,7 @@ static void test_mdadm(void)
     CHECK(pwrite(fd, area, sizeof area, (off_t)(8 + sb.bblog_offset) * 512) == (ssize_t)sizeof area);
     close(fd);
     snprintf(cmd, sizeof cmd, "mdadm --examine-badblocks '%s' 2>&1", img);
-    st = run(cmd, out, sizeof out);
+    st = harness_run(cmd, out, sizeof out);
     CHECK(st == 0, "mdadm --examine-badblocks exit %d: %s", st, out);
     const char *want[] = {"2055 for 1 sectors", "5000 for 8 sectors", "100000 for 512 sectors",
                           "100512 for 488 sectors"};
@@ -284,7 +273,7 @@ static void test_mdadm(void)
             prev = at;
     }
     snprintf(cmd, sizeof cmd, "mdadm --examine '%s' 2>&1", img);
-    st = run(cmd, out, sizeof out);
+    st = harness_run(cmd, out, sizeof out);
     CHECK(st == 0 && strstr(out, "bad blocks present") && strstr(out, "- correct") && strstr(out, "Feature Map : 0x8"),
           "mdadm --examine: %s", out);
     unlink(img);

@@ -21,17 +21,6 @@
 static struct rng rng;
 #define K 1024u
 
-static int inject(struct uraid_array *a, const struct fx *f, int slot, const char *what, uint64_t member_off,
-                  uint64_t len)
-{
-    char spec[96];
-    snprintf(spec, sizeof spec, "%s=%llu+%llu", what, (unsigned long long)(f->data_offset + member_off),
-             (unsigned long long)len);
-    int rc = uraid_inject(a, slot, spec);
-    CHECK(rc == 0, "inject '%s' on slot %d: %d", spec, slot, rc);
-    return rc;
-}
-
 /* The slot's bad-block log as stored on its member file. */
 static int read_log(const struct fx *f, int slot, struct md_sb *sb, struct md_bblist *l)
 {
@@ -47,23 +36,6 @@ static int read_log(const struct fx *f, int slot, struct md_sb *sb, struct md_bb
     return rc ? rc : md_bb_decode(area, (size_t)sb->bblog_size * 512, sb->bblog_shift, l);
 }
 
-static int run(const char *cmd, char *out, size_t len)
-{
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    size_t n = fread(out, 1, len - 1, p);
-    out[n] = 0;
-    return pclose(p);
-}
-
-static struct uraid_counters counters(struct uraid_array *a)
-{
-    struct uraid_counters c;
-    uraid_get_counters(a, &c);
-    return c;
-}
-
 static void test_bad_sector(int level, int n, const char *kind)
 {
     char name[128];
@@ -71,22 +43,19 @@ static void test_bad_sector(int level, int n, const char *kind)
              level, n, kind);
     harness_begin(name);
     struct fx f;
-    if (fx_create(&f, level, n, 64u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, 64u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     uint64_t off = fx_at(&f, 5, 1, 0), mo;
     int m;
     fx_locate(&f, off, &m, &mo);
     uint64_t bad = mo + 20 * K; /* member bytes past data_offset */
-    inject(a, &f, m, "read-eio", bad, 4 * K);
+    fx_inject(&f, a, m, "read-eio", bad, 4 * K);
     if (!strcmp(kind, "a sector that cannot be written"))
-        inject(a, &f, m, "write-eio", bad, 4 * K);
+        fx_inject(&f, a, m, "write-eio", bad, 4 * K);
     uraid_reset_counters(a);
     fx_verify(&f, a, off, f.chunk, "read over the bad sector");
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(c.member_failures == 0 && c.corrected_reads == 0 && info.member[m].state == URAID_MEMBER_IN_SYNC &&
@@ -104,13 +73,13 @@ static void test_bad_sector(int level, int n, const char *kind)
     char cmd[400], out[4096], want[64];
     snprintf(cmd, sizeof cmd, "mdadm --examine-badblocks '%s' 2>&1", f.path[m]);
     snprintf(want, sizeof want, "%llu for 8 sectors", (unsigned long long)abs);
-    int st = run(cmd, out, sizeof out);
+    int st = harness_run(cmd, out, sizeof out);
     CHECK(st == 0 && strstr(out, want), "%s: mdadm --examine-badblocks should list '%s': %s", f.label, want, out);
 
     /* a listed range is rebuilt without reading the member */
     uraid_reset_counters(a);
     fx_verify(&f, a, off + 16 * K, 16 * K, "read of the listed range");
-    c = counters(a);
+    c = fx_counters(a);
     CHECK(c.reconstructions == 1, "%s: listed range: %llu reconstructions", f.label,
           (unsigned long long)c.reconstructions);
     CHECK(uraid_close(a) == 0);
@@ -119,10 +88,10 @@ static void test_bad_sector(int level, int n, const char *kind)
     a = fx_open(&f, NULL, 1, 0);
     if (!a)
         goto out;
-    inject(a, &f, m, "read-eio", bad, 4 * K); /* still bad: it must not even be read */
+    fx_inject(&f, a, m, "read-eio", bad, 4 * K); /* still bad: it must not even be read */
     uraid_reset_counters(a);
     fx_verify_all(&f, a, "reopened with a listed range");
-    c = counters(a);
+    c = fx_counters(a);
     CHECK(c.corrected_reads == 0 && c.member_failures == 0, "%s: reopened: corrected %llu failures %llu", f.label,
           (unsigned long long)c.corrected_reads, (unsigned long long)c.member_failures);
 
@@ -139,17 +108,7 @@ static void test_bad_sector(int level, int n, const char *kind)
         CHECK(!(sb.feature_map & MD_FEATURE_BAD_BLOCKS) && l.count == 0, "%s: cleared on disk: features 0x%x, %u ranges",
               f.label, sb.feature_map, l.count);
     /* and the member really holds the data again */
-    int omit[FX_MAXM] = {0};
-    for (int s = 0, left = level == 6 ? 2 : 1; s < n && left; s++)
-        if (s != m) {
-            omit[s] = 1;
-            left--;
-        }
-    a = fx_open(&f, omit, 0, 0);
-    if (a) {
-        fx_verify_all(&f, a, "with other members left out");
-        uraid_close(a);
-    }
+    fx_verify_without_others(&f, m, level == 6 ? 2 : 1, "with other members left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -159,26 +118,23 @@ static void test_pending(void)
 {
     harness_begin("RAID-6: a pending sector is rewritten and verified, counted, not listed");
     struct fx f;
-    if (fx_create(&f, 6, 5, 64u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 6, 5, 64u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     uint64_t off = fx_at(&f, 2, 0, 0), mo;
     int m;
     fx_locate(&f, off, &m, &mo);
-    inject(a, &f, m, "pending", mo + 4 * K, 4 * K);
+    fx_inject(&f, a, m, "pending", mo + 4 * K, 4 * K);
     uraid_reset_counters(a);
     fx_verify(&f, a, off, f.chunk, "read over a pending sector");
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(c.corrected_reads == 1 && info.member[m].bad_blocks == 0 && info.member[m].corrected_reads == 1,
           "corrected %llu, bad ranges %u", (unsigned long long)c.corrected_reads, info.member[m].bad_blocks);
     uraid_reset_counters(a);
     fx_verify(&f, a, off, f.chunk, "read again");
-    c = counters(a);
+    c = fx_counters(a);
     CHECK(c.reconstructions == 0, "the rewrite healed it: %llu reconstructions", (unsigned long long)c.reconstructions);
     CHECK(uraid_close(a) == 0);
 out:
@@ -196,21 +152,18 @@ static void test_mirror_scattered(int n)
     snprintf(name, sizeof name, "RAID-1 n=%d: errors on every mirror in different pages: read page by page, each mirror mended", n);
     harness_begin(name);
     struct fx f;
-    if (fx_create(&f, 1, n, 64u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 1, n, 64u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     uint64_t base = 256 * K; /* array bytes = member bytes past data_offset on RAID-1 */
     /* mirror 0 cannot keep page 1 (it gets listed); every other mirror has a pending page of its own */
-    inject(a, &f, 0, "read-eio", base + 4 * K, 4 * K);
-    inject(a, &f, 0, "write-eio", base + 4 * K, 4 * K);
+    fx_inject(&f, a, 0, "read-eio", base + 4 * K, 4 * K);
+    fx_inject(&f, a, 0, "write-eio", base + 4 * K, 4 * K);
     for (int m = 1; m < n; m++)
-        inject(a, &f, m, "pending", base + (uint64_t)(8 + 2 * m) * K, 4 * K);
+        fx_inject(&f, a, m, "pending", base + (uint64_t)(8 + 2 * m) * K, 4 * K);
     uraid_reset_counters(a);
     fx_verify(&f, a, base, 64 * K, "read over errors on every mirror");
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(c.member_failures == 0 && c.corrected_reads == (uint64_t)(n - 1) && info.member[0].bad_blocks == 1,
@@ -221,12 +174,12 @@ static void test_mirror_scattered(int n)
     /* the listed page now comes from another mirror; the healed ones read directly */
     uraid_reset_counters(a);
     fx_verify(&f, a, base, 64 * K, "read again");
-    c = counters(a);
+    c = fx_counters(a);
     CHECK(c.corrected_reads == 0, "read again: corrected %llu", (unsigned long long)c.corrected_reads);
 
     /* a write mirror 0 cannot take leaves its copy stale and listed: a
      * repair must not copy that stale page over the others */
-    inject(a, &f, 0, "write-eio", base + 12 * K, 4 * K);
+    fx_inject(&f, a, 0, "write-eio", base + 12 * K, 4 * K);
     uint8_t fresh[4 * K];
     rng_fill(&rng, fresh, sizeof fresh);
     CHECK(fx_write(&f, a, fresh, sizeof fresh, base + 12 * K) == 0);
@@ -241,7 +194,7 @@ static void test_mirror_scattered(int n)
 
     /* a page no mirror can read fails the read of it, and only of it */
     for (int m = 1; m < n; m++)
-        inject(a, &f, m, "read-eio", base + 4 * K, 4 * K);
+        fx_inject(&f, a, m, "read-eio", base + 4 * K, 4 * K);
     uint8_t buf[64 * K];
     CHECK(uraid_read(a, buf, sizeof buf, base) == -EIO, "a page lost on every mirror must fail the read");
     fx_verify(&f, a, base + 8 * K, 56 * K, "the pages after it");
@@ -257,16 +210,9 @@ static void test_mirror_scattered(int n)
     CHECK(info.member[0].bad_blocks == 0, "after the write: mirror 0 lists %u ranges", info.member[0].bad_blocks);
     CHECK(uraid_close(a) == 0);
     for (int keep = 0; keep < n; keep++) {
-        int omit[FX_MAXM] = {0};
-        for (int m = 0; m < n; m++)
-            omit[m] = m != keep;
-        a = fx_open(&f, omit, 0, 0);
-        if (a) {
-            char what[64];
-            snprintf(what, sizeof what, "mirror %d alone", keep);
-            fx_verify_all(&f, a, what);
-            uraid_close(a);
-        }
+        char what[64];
+        snprintf(what, sizeof what, "mirror %d alone", keep);
+        fx_verify_omitting(&f, (FX_SLOT(n) - 1) & ~FX_SLOT(keep), 0, what);
     }
 out:
     fx_destroy(&f);
@@ -277,23 +223,20 @@ static void test_log_full(void)
 {
     harness_begin("RAID-5: the member is failed only when its bad-block log is full");
     struct fx f;
-    if (fx_create(&f, 5, 3, 64u << 10, 16u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, 3, 64u << 10, 16u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     int m = 1;
     /* 1000 unwritable sectors, one in every other 4 KiB page (pages are
      * what gets listed), two thirds of them in data chunks (reads never
      * touch parity): more separate ranges than one log page holds */
     for (int i = 0; i < 1000; i++) {
-        inject(a, &f, m, "read-eio", (uint64_t)i * 8 * K, 512);
-        inject(a, &f, m, "write-eio", (uint64_t)i * 8 * K, 512);
+        fx_inject(&f, a, m, "read-eio", (uint64_t)i * 8 * K, 512);
+        fx_inject(&f, a, m, "write-eio", (uint64_t)i * 8 * K, 512);
     }
     uraid_reset_counters(a);
     fx_verify_all(&f, a, "reads over 1000 bad sectors");
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(c.member_failures == 1 && info.member[m].state == URAID_MEMBER_FAULTY,

@@ -67,29 +67,6 @@ static int raw_request(const char *sock, const void *data, size_t len)
     return 0;
 }
 
-static int read_sb_file(const char *path, struct md_sb *sb)
-{
-    uint8_t buf[MD_SB_BYTES];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return -errno;
-    ssize_t r = pread(fd, buf, sizeof buf, 4096);
-    close(fd);
-    if (r != (ssize_t)sizeof buf)
-        return -EIO;
-    return md_sb_decode(buf, 8, sb, NULL, 0);
-}
-
-static int make_file(const char *path, uint64_t bytes)
-{
-    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    if (fd < 0)
-        return -errno;
-    int rc = ftruncate(fd, (off_t)bytes) ? -errno : 0;
-    close(fd);
-    return rc;
-}
-
 static int stopped;
 static void on_stop(void *ctx) { __atomic_store_n((int *)ctx, 1, __ATOMIC_RELEASE); }
 
@@ -110,10 +87,8 @@ static void test_ctl(void)
 {
     harness_begin("control socket on RAID-5 n=4");
     struct fx f;
-    if (fx_create(&f, 5, 4, 32u << 10, 4u << 20) != 0)
-        return harness_end();
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a) {
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, 4, 32u << 10, 4u << 20, NULL, 0, &a) != 0) {
         fx_destroy(&f);
         return harness_end();
     }
@@ -222,13 +197,13 @@ static void test_ctl(void)
     CHECK(req(sock, r) == 0 && starts(resp, "error:") && strstr(resp, "not a member"), "%s", resp);
 
     /* add a spare */
-    CHECK(make_file(spare, f.member_bytes) == 0 && make_file(small, 1u << 20) == 0);
+    CHECK(fx_file_of_size(spare, f.member_bytes) == 0 && fx_file_of_size(small, 1u << 20) == 0);
     snprintf(r, sizeof r, "add %s", spare);
     CHECK(req(sock, r) == 0 && !strcmp(resp, "ok\n"), "%s", resp);
     CHECK(req(sock, "status") == 0 && strstr(resp, spare) && strstr(resp, "(S)") && strstr(resp, "spare"), "%s",
           resp);
     struct md_sb ssb, s0;
-    CHECK(read_sb_file(spare, &ssb) == 0);
+    CHECK(fx_read_sb_path(spare, &ssb) == 0);
     CHECK(fx_read_sb(&f, 0, &s0) == 0);
     CHECK(ssb.dev_number < ssb.max_dev && ssb.dev_roles[ssb.dev_number] == MD_ROLE_SPARE, "role 0x%x",
           ssb.dev_roles[ssb.dev_number]);
@@ -289,7 +264,7 @@ static void test_ctl(void)
         CHECK(gone && self_stopped, "self stop");
     }
     /* a path that is not a socket is left alone */
-    CHECK(make_file(notsock, 0) == 0);
+    CHECK(fx_file_of_size(notsock, 0) == 0);
     rc = uraid_ctl_start(a, notsock, NULL, NULL, &c2, why, sizeof why);
     CHECK(rc == -EEXIST, "%d", rc);
     CHECK(uraid_ctl_request(notsock, "status", resp, sizeof resp) == -ECONNREFUSED);
@@ -333,10 +308,8 @@ static void test_raid6(void)
 {
     harness_begin("status text on RAID-6 n=6");
     struct fx f;
-    if (fx_create(&f, 6, 6, 32u << 10, 4u << 20) != 0)
-        return harness_end();
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a) {
+    struct uraid_array *a;
+    if (fx_setup(&f, 6, 6, 32u << 10, 4u << 20, NULL, 0, &a) != 0) {
         fx_destroy(&f);
         return harness_end();
     }

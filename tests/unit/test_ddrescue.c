@@ -118,27 +118,34 @@ static void expect_error(const char *what, const char *text, const char *where, 
     CHECK(m.bad == NULL && m.nbad == 0, "%s: nothing returned", what);
 }
 
+/* Malformed maps: what, the text, where the message points, its reason. */
+static const struct {
+    const char *what, *text, *where, *reason;
+} bad_maps[] = {
+    {"empty", "", "mapfile t.map:", "no status line"},
+    {"only comments", "# a\n  # b\n\n", "mapfile t.map:", "no status line"},
+    {"no blocks", "# x\n0x0 + 1\n", "mapfile t.map:", "no data blocks"},
+    {"status line with a block's fields", "0 0x100 +\n", "t.map line 1", "not a ddrescue status"},
+    {"unknown status in the status line", "0 X 1\n0 1 +\n", "t.map line 1", "not a ddrescue status"},
+    {"pass not a number", "0 + x\n0 1 +\n", "t.map line 1", "pass number"},
+    {"pass zero", "0 + 0\n0 1 +\n", "t.map line 1", "pass number"},
+    {"block status unknown", "# c\n0 + 1\n0 0x200 +\n0x200 0x200 F\n", "t.map line 4", "block status 'F'"},
+    {"block with two fields", "0 + 1\n0 0x200\n", "t.map line 2", "got 2 fields"},
+    {"block with four fields", "0 + 1\n0 0x200 + extra\n", "t.map line 2", "got 4 fields"},
+    {"negative size", "0 + 1\n0 -512 +\n", "t.map line 2", "not a size"},
+    {"garbage after a number", "0 + 1\n0x10zz 512 +\n", "t.map line 2", "not a position"},
+    {"comment glued to a status", "0 + 1\n0 512 +#c\n", "t.map line 2", "block status '+#c'"},
+    {"size 0", "0 + 1\n0 0 +\n", "t.map line 2", "size 0"},
+    {"overlap", "0 + 1\n0 0x400 +\n0x200 0x400 -\n", "t.map line 3", "overlaps"},
+    {"descending", "0 + 1\n0x400 0x200 +\n0 0x200 -\n", "t.map line 3", "ascending"},
+    {"wraps 2^64", "0 + 1\n0xFFFFFFFFFFFFFF00 0x200 +\n", "t.map line 2", "2^64"},
+    {"number too large", "0 + 1\n0 0x1FFFFFFFFFFFFFFFF +\n", "t.map line 2", "not a size"},
+};
+
 static void test_bad_maps(void)
 {
-    expect_error("empty", "", "mapfile t.map:", "no status line");
-    expect_error("only comments", "# a\n  # b\n\n", "mapfile t.map:", "no status line");
-    expect_error("no blocks", "# x\n0x0 + 1\n", "mapfile t.map:", "no data blocks");
-    expect_error("status line with a block's fields", "0 0x100 +\n", "t.map line 1", "not a ddrescue status");
-    expect_error("unknown status in the status line", "0 X 1\n0 1 +\n", "t.map line 1", "not a ddrescue status");
-    expect_error("pass not a number", "0 + x\n0 1 +\n", "t.map line 1", "pass number");
-    expect_error("pass zero", "0 + 0\n0 1 +\n", "t.map line 1", "pass number");
-    expect_error("block status unknown", "# c\n0 + 1\n0 0x200 +\n0x200 0x200 F\n", "t.map line 4",
-                 "block status 'F'");
-    expect_error("block with two fields", "0 + 1\n0 0x200\n", "t.map line 2", "got 2 fields");
-    expect_error("block with four fields", "0 + 1\n0 0x200 + extra\n", "t.map line 2", "got 4 fields");
-    expect_error("negative size", "0 + 1\n0 -512 +\n", "t.map line 2", "not a size");
-    expect_error("garbage after a number", "0 + 1\n0x10zz 512 +\n", "t.map line 2", "not a position");
-    expect_error("comment glued to a status", "0 + 1\n0 512 +#c\n", "t.map line 2", "block status '+#c'");
-    expect_error("size 0", "0 + 1\n0 0 +\n", "t.map line 2", "size 0");
-    expect_error("overlap", "0 + 1\n0 0x400 +\n0x200 0x400 -\n", "t.map line 3", "overlaps");
-    expect_error("descending", "0 + 1\n0x400 0x200 +\n0 0x200 -\n", "t.map line 3", "ascending");
-    expect_error("wraps 2^64", "0 + 1\n0xFFFFFFFFFFFFFF00 0x200 +\n", "t.map line 2", "2^64");
-    expect_error("number too large", "0 + 1\n0 0x1FFFFFFFFFFFFFFFF +\n", "t.map line 2", "not a size");
+    for (size_t i = 0; i < sizeof bad_maps / sizeof bad_maps[0]; i++)
+        expect_error(bad_maps[i].what, bad_maps[i].text, bad_maps[i].where, bad_maps[i].reason);
     char bin[] = "0 + 1\n0 0x200 +\n\x01\x02\x00zz";
     struct ddrescue_map m;
     char why[256];

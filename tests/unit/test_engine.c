@@ -619,6 +619,30 @@ static void test_queue_overflow(void)
     CHECK(io_engine_create(&bad, &d) == -EINVAL);
 }
 
+static void test_parallelism_both(int u)
+{
+    test_parallelism(u, 0);
+    test_parallelism(u, 1);
+}
+
+static void test_concurrent_both(int u)
+{
+    test_concurrent(u, 16);
+    test_concurrent(u, 2);
+}
+
+/* The cases run once with io_uring and once on the thread pool only. */
+static const struct {
+    const char *what;
+    void (*run)(int uring);
+} cases[] = {
+    {"random batches verified byte for byte", test_batches},
+    {"mixed backends in one batch", test_mixed_backends},
+    {"8 slow members run in parallel", test_parallelism_both},
+    {"per-op errors", test_errors},
+    {"8 threads call at once", test_concurrent_both},
+};
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_engine");
@@ -627,32 +651,12 @@ int main(int argc, char **argv)
 #ifdef HAVE_URING
     expect_uring = !(getenv("URAID_TEST_NO_URING") && *getenv("URAID_TEST_NO_URING") == '1');
 #endif
-    for (int u = 1; u >= 0; u--) {
-        char label[96];
-        const char *path = u ? "io_uring" : "threads only";
-        snprintf(label, sizeof label, "%s: random batches verified byte for byte", path);
-        harness_begin(label);
-        test_batches(u);
-        harness_end();
-        snprintf(label, sizeof label, "%s: mixed backends in one batch", path);
-        harness_begin(label);
-        test_mixed_backends(u);
-        harness_end();
-        snprintf(label, sizeof label, "%s: 8 slow members run in parallel", path);
-        harness_begin(label);
-        test_parallelism(u, 0);
-        test_parallelism(u, 1);
-        harness_end();
-        snprintf(label, sizeof label, "%s: per-op errors", path);
-        harness_begin(label);
-        test_errors(u);
-        harness_end();
-        snprintf(label, sizeof label, "%s: 8 threads call at once", path);
-        harness_begin(label);
-        test_concurrent(u, 16);
-        test_concurrent(u, 2);
-        harness_end();
-    }
+    for (int u = 1; u >= 0; u--)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            harness_beginf("%s: %s", u ? "io_uring" : "threads only", cases[c].what);
+            cases[c].run(u);
+            harness_end();
+        }
     harness_begin("destroy with live threads that used rings");
     test_destroy_with_rings();
     harness_end();

@@ -41,24 +41,6 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int inject_range(struct uraid_array *a, const struct fx *f, int slot, const char *what, uint64_t member_off,
-                        uint64_t len)
-{
-    char spec[96];
-    snprintf(spec, sizeof spec, "%s=%llu+%llu", what, (unsigned long long)(f->data_offset + member_off),
-             (unsigned long long)len);
-    int rc = uraid_inject(a, slot, spec);
-    CHECK(rc == 0, "%s: inject '%s' on slot %d: %d", f->label, spec, slot, rc);
-    return rc;
-}
-
-static struct uraid_counters counters(struct uraid_array *a)
-{
-    struct uraid_counters c;
-    uraid_get_counters(a, &c);
-    return c;
-}
-
 /* The member file holds the model's bytes for array range [off, off + len)
  * (inside one chunk). */
 static void check_member_holds(struct fx *f, uint64_t off, size_t len, const char *what)
@@ -82,12 +64,9 @@ static void test_read_errors(int level, int n)
     harness_begin(name);
     struct fx f;
     const uint32_t chunk = 64u << 10;
-    if (fx_create(&f, level, n, chunk, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, chunk, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     CHECK(uraid_close(a) == 0);
 
     /* an open that only reads: the correction must still reach the superblock */
@@ -98,10 +77,10 @@ static void test_read_errors(int level, int n)
     uint64_t mo;
     uint64_t off = fx_at(&f, 3, 1, 0);
     fx_locate(&f, off, &m, &mo);
-    inject_range(a, &f, m, "pending", mo + 16 * K, 8 * K);
+    fx_inject(&f, a, m, "pending", mo + 16 * K, 8 * K);
     uraid_reset_counters(a);
     fx_verify(&f, a, off, chunk, "read over a read error");
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     CHECK(c.corrected_reads == 1 && c.reconstructions == 1 && c.member_failures == 0,
           "%s: corrected %llu reconstructions %llu failures %llu", f.label, (unsigned long long)c.corrected_reads,
           (unsigned long long)c.reconstructions, (unsigned long long)c.member_failures);
@@ -113,7 +92,7 @@ static void test_read_errors(int level, int n)
     check_member_holds(&f, off, chunk, "after the correction");
     uraid_reset_counters(a);
     fx_verify(&f, a, off, chunk, "read after clear");
-    c = counters(a);
+    c = fx_counters(a);
     CHECK(c.member_reads == 1 && c.reconstructions == 0, "%s: after clear: %llu reads, %llu reconstructions", f.label,
           (unsigned long long)c.member_reads, (unsigned long long)c.reconstructions);
     int corrected_expect[FX_MAXM] = {0};
@@ -124,11 +103,11 @@ static void test_read_errors(int level, int n)
         uint64_t off0 = fx_at(&f, 6, 0, 0);
         fx_locate(&f, off0, &m0, &mo);
         fx_parity_of(&f, 6, &p, &q);
-        inject_range(a, &f, m0, "pending", mo, 4 * K);
-        inject_range(a, &f, p, "pending", mo + 4 * K, 4 * K);
+        fx_inject(&f, a, m0, "pending", mo, 4 * K);
+        fx_inject(&f, a, p, "pending", mo + 4 * K, 4 * K);
         uraid_reset_counters(a);
         fx_verify(&f, a, fx_at(&f, 6, 0, 0), f.stripe_bytes, "stripe read over two read errors");
-        c = counters(a);
+        c = fx_counters(a);
         CHECK(c.corrected_reads == 2 && c.reconstructions == 1, "%s: two errors: corrected %llu reconstructions %llu",
               f.label, (unsigned long long)c.corrected_reads, (unsigned long long)c.reconstructions);
         uraid_inject(a, m0, "clear");
@@ -152,7 +131,7 @@ static void test_read_errors(int level, int n)
         goto out;
     off = fx_at(&f, 5, 2, 8 * K);
     fx_locate(&f, off, &m, &mo);
-    inject_range(a, &f, m, "read-eio", mo - 8 * K, chunk);
+    fx_inject(&f, a, m, "read-eio", mo - 8 * K, chunk);
     /* RAID-6 (k = 4) takes reconstruct-write on the rmw/rcw tie and reads
      * data 0 instead: a read error there too (one per stripe on RAID-5,
      * which reads everything once the stripe needs rebuilding) */
@@ -160,13 +139,13 @@ static void test_read_errors(int level, int n)
     uint64_t mo0;
     if (level == 6) {
         fx_locate(&f, fx_at(&f, 5, 0, 0), &m0, &mo0);
-        inject_range(a, &f, m0, "read-eio", mo0, chunk);
+        fx_inject(&f, a, m0, "read-eio", mo0, chunk);
     }
     uint8_t buf[4 * K];
     rng_fill(&rng, buf, sizeof buf);
     uraid_reset_counters(a);
     CHECK(fx_write(&f, a, buf, sizeof buf, off) == 0);
-    c = counters(a);
+    c = fx_counters(a);
     CHECK(c.writes_degraded == 1 && c.member_failures == 0, "%s: write over a read error: degraded %llu failures %llu",
           f.label, (unsigned long long)c.writes_degraded, (unsigned long long)c.member_failures);
     fx_verify(&f, a, fx_at(&f, 5, 0, 0), f.stripe_bytes, "stripe after a write over a read error");
@@ -175,11 +154,7 @@ static void test_read_errors(int level, int n)
     check_member_holds(&f, off, sizeof buf, "written member");
     fx_verify_all(&f, a, "everything");
     CHECK(uraid_close(a) == 0);
-    a = fx_open(&f, NULL, 0, 0);
-    if (a) {
-        fx_verify_all(&f, a, "after reopen");
-        uraid_close(a);
-    }
+    fx_verify_omitting(&f, 0, 0, "after reopen");
 out:
     harness_end();
     fx_destroy(&f);
@@ -206,12 +181,10 @@ static void test_member_fails(int level, int n, const char *kind)
     snprintf(name, sizeof name, "RAID-%d n=%d: member %s during writes: faulty, data kept", level, n, kind);
     harness_begin(name);
     struct fx f;
-    if (fx_create(&f, level, n, 32u << 10, 4u << 20) != 0)
+    /* also the warm-up: the array is dirty from here on */
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, 32u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng); /* also the warm-up: the array is dirty from here on */
     int victim = (int)rng_below(&rng, (uint64_t)n);
     uint8_t before[MD_SB_BYTES], after[MD_SB_BYTES];
     struct md_sb sb0;
@@ -224,7 +197,7 @@ static void test_member_fails(int level, int n, const char *kind)
             if (!strcmp(kind, "vanish"))
                 CHECK(uraid_inject(a, victim, "vanish") == 0);
             else
-                inject_range(a, &f, victim, "write-eio", 0, f.member_bytes - f.data_offset);
+                fx_inject(&f, a, victim, "write-eio", 0, f.member_bytes - f.data_offset);
         }
         int rc;
         random_write(&f, a, &rc);
@@ -234,7 +207,7 @@ static void test_member_fails(int level, int n, const char *kind)
             fx_verify(&f, a, off, f.stripe_bytes, "read between writes");
         }
     }
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(c.member_failures == 1, "%s: member_failures %llu", f.label, (unsigned long long)c.member_failures);
@@ -283,19 +256,16 @@ static void test_beyond_redundancy(void)
     harness_begin("RAID-5: a second member fails: -EIO, nothing acknowledged damaged");
     struct fx f;
     const int n = 4;
-    if (fx_create(&f, 5, n, 32u << 10, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, n, 32u << 10, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     int first = 1, second = 2, rc;
     CHECK(uraid_inject(a, first, "vanish") == 0);
     for (int i = 0; i < 40; i++) {
         random_write(&f, a, &rc);
         CHECK(rc == 0, "%s: degraded write %d: %d", f.label, i, rc);
     }
-    CHECK(counters(a).member_failures == 1);
+    CHECK(fx_counters(a).member_failures == 1);
     CHECK(uraid_inject(a, second, "vanish") == 0);
     uint8_t *buf = aligned_alloc(4096, f.stripe_bytes);
     int fails = 0, oks = 0;
@@ -322,8 +292,8 @@ static void test_beyond_redundancy(void)
             }
         }
     CHECK(fails > 0 && oks > 0);
-    CHECK(counters(a).member_failures == 1, "%s: member_failures %llu", f.label,
-          (unsigned long long)counters(a).member_failures);
+    CHECK(fx_counters(a).member_failures == 1, "%s: member_failures %llu", f.label,
+          (unsigned long long)fx_counters(a).member_failures);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(info.member[second].state == URAID_MEMBER_IN_SYNC, "%s: second failed member marked (%d)", f.label,
@@ -333,13 +303,7 @@ static void test_beyond_redundancy(void)
     free(buf);
     /* the member that went last still belongs: assemble with it (forced:
      * dirty + degraded) and every acknowledged byte is there */
-    int omit[FX_MAXM] = {0};
-    omit[first] = 1;
-    a = fx_open(&f, omit, 0, 1);
-    if (a) {
-        fx_verify_all(&f, a, "forced reopen with the surviving members");
-        uraid_close(a);
-    }
+    fx_verify_omitting(&f, FX_SLOT(first), 1, "forced reopen with the surviving members");
 out:
     harness_end();
     fx_destroy(&f);
@@ -508,7 +472,7 @@ static void *mt_injector(void *arg)
             if (vanish)
                 MT_CHECK(uraid_inject(mt.a, victim, "vanish") == 0);
             else
-                MT_CHECK(inject_range(mt.a, f, victim, "write-eio", 0, area) == 0);
+                MT_CHECK(fx_inject(f, mt.a, victim, "write-eio", 0, area) == 0);
             mt.failed[victim] = 1;
             nfailed++;
             size_t l = strlen(mt.victims);
@@ -524,7 +488,7 @@ static void *mt_injector(void *arg)
             int s = mt.readeio_slot >= 0 ? mt.readeio_slot : mt_pick_slot(&r);
             uint64_t len = (1 + rng_below(&r, 64)) * 4096;
             uint64_t off = rng_below(&r, (area - len) / 512) * 512;
-            if (inject_range(mt.a, f, s, "pending", off, len) == 0) {
+            if (fx_inject(f, mt.a, s, "pending", off, len) == 0) {
                 mt.readeio_slot = s;
                 mt.readeio_rules++;
             }
@@ -541,12 +505,9 @@ static void mt_config(int level, int n, uint32_t chunk, int nthreads, double sec
     harness_begin(name);
     struct fx f;
     uint64_t member_bytes = (quick ? 4u : 8u) << 20;
-    if (fx_create(&f, level, n, chunk, member_bytes) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, chunk, member_bytes, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     memset(&mt, 0, sizeof mt);
     mt.f = &f;
     mt.a = a;
@@ -586,7 +547,7 @@ static void mt_config(int level, int n, uint32_t chunk, int nthreads, double sec
     pthread_rwlock_destroy(&mt.io_lock);
     pthread_rwlockattr_destroy(&ra);
     double secs = now() - mt.start;
-    struct uraid_counters c = counters(a);
+    struct uraid_counters c = fx_counters(a);
     printf("  %s: %.1fs, %llu rounds, %llu writes, %llu reads, %llu reads across regions; %llu read-error ranges "
            "(%llu clears); %s\n"
            "    corrected reads %llu, reconstructions %llu, rebuilt writes %llu, rmw %llu, rcw %llu, full %llu, "
@@ -609,7 +570,7 @@ static void mt_config(int level, int n, uint32_t chunk, int nthreads, double sec
         int rc = uraid_write(a, f.model + off, len, off);
         CHECK(rc == 0, "%s: rewrite at %llu: %d", f.label, (unsigned long long)off, rc);
     }
-    c = counters(a);
+    c = fx_counters(a);
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(c.member_failures == (uint64_t)mt.nparity && info.degraded == mt.nparity,

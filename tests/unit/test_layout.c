@@ -183,29 +183,38 @@ static int layouts_of(int level, const int **list)
     return level == 4 || level == 0 ? NELEM(junk) : NELEM(none);
 }
 
-static void test_against_oracle(void)
+/* Calls fn on every geometry of the exhaustive walk with chunk size
+ * `chunk` (sectors) that layout_check accepts (DDF stops at 253 members). */
+static void for_each_geom(uint32_t chunk, void (*fn)(const struct layout_geom *))
 {
     static const int levels[] = {0, 1, 4, 5, 6};
     int ns[64];
     for (int li = 0; li < NELEM(levels); li++) {
-        int level = levels[li];
         const int *algs;
-        int nalg = layouts_of(level, &algs);
-        int nn = member_counts(level, ns);
+        int nalg = layouts_of(levels[li], &algs);
+        int nn = member_counts(levels[li], ns);
         for (int a = 0; a < nalg; a++)
             for (int ni = 0; ni < nn; ni++) {
-                struct layout_geom g = geom(level, algs[a], ns[ni], 128);
-                if (layout_check(&g, NULL, 0))
-                    continue; /* DDF stops at 253 members */
-                int n = ns[ni];
-                for (uint64_t s = 0; s < (uint64_t)(2 * n + 3); s++)
-                    check_stripe(&g, s);
-                static const uint64_t far[] = {UINT64_MAX, UINT64_MAX - 1, 1ull << 40,
-                                               (1ull << 63) + 12345};
-                for (int i = 0; i < NELEM(far); i++)
-                    check_stripe(&g, far[i]);
+                struct layout_geom g = geom(levels[li], algs[a], ns[ni], chunk);
+                if (layout_check(&g, NULL, 0) == 0)
+                    fn(&g);
             }
     }
+}
+
+/* Two rotation periods and a few far-away stripes against the oracle. */
+static void check_stripes(const struct layout_geom *g)
+{
+    for (uint64_t s = 0; s < (uint64_t)(2 * g->raid_disks + 3); s++)
+        check_stripe(g, s);
+    static const uint64_t far[] = {UINT64_MAX, UINT64_MAX - 1, 1ull << 40, (1ull << 63) + 12345};
+    for (int i = 0; i < NELEM(far); i++)
+        check_stripe(g, far[i]);
+}
+
+static void test_against_oracle(void)
+{
+    for_each_geom(128, check_stripes);
 }
 
 /* Every (member, member sector) of nstripes stripes is exactly one of data,
@@ -290,31 +299,22 @@ static void check_bijection(const struct layout_geom *g)
     free(seen);
 }
 
+/* Large arrays: one chunk size is enough to cover a whole rotation
+ * period at bounded cost. */
+static void check_bijection_bounded(const struct layout_geom *g)
+{
+    if (g->raid_disks <= 20 || g->chunk_sectors == 1024)
+        check_bijection(g);
+}
+
 static void test_bijection(void)
 {
-    static const int levels[] = {0, 1, 4, 5, 6};
     static const uint32_t chunks_full[] = {8, 16, 128, 1024, 1u << 31};
     static const uint32_t chunks_quick[] = {8, 16, 1024};
     const uint32_t *chunks = quick ? chunks_quick : chunks_full;
     int nchunk = quick ? NELEM(chunks_quick) : NELEM(chunks_full);
-    int ns[64];
-    for (int li = 0; li < NELEM(levels); li++) {
-        int level = levels[li];
-        const int *algs;
-        int nalg = layouts_of(level, &algs);
-        int nn = member_counts(level, ns);
-        for (int a = 0; a < nalg; a++)
-            for (int ni = 0; ni < nn; ni++)
-                for (int ci = 0; ci < nchunk; ci++) {
-                    /* large arrays: one chunk size is enough to cover a
-                     * whole rotation period at bounded cost */
-                    if (ns[ni] > 20 && chunks[ci] != 1024)
-                        continue;
-                    struct layout_geom g = geom(level, algs[a], ns[ni], chunks[ci]);
-                    if (layout_check(&g, NULL, 0) == 0)
-                        check_bijection(&g);
-                }
-    }
+    for (int ci = 0; ci < nchunk; ci++)
+        for_each_geom(chunks[ci], check_bijection_bounded);
 }
 
 /* Far-away sectors round-trip, and addresses past 64 bits are refused. */

@@ -295,6 +295,17 @@ static void test_override(void)
     }
 }
 
+/* The cases every implementation the CPU can run goes through. */
+static const struct {
+    const char *what;
+    void (*run)(int impl);
+} cases[] = {
+    {"gen_p/gen_pq vs reference", test_generation},
+    {"rmw equals regeneration", test_rmw},
+    {"every single and double recovery", test_recovery},
+    {"check locates corruption", test_check},
+};
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_parity");
@@ -309,23 +320,11 @@ int main(int argc, char **argv)
             printf("skip %s: this CPU cannot run it\n", name);
             continue;
         }
-        char label[96];
-        snprintf(label, sizeof label, "%s: gen_p/gen_pq vs reference", name);
-        harness_begin(label);
-        test_generation(i);
-        harness_end();
-        snprintf(label, sizeof label, "%s: rmw equals regeneration", name);
-        harness_begin(label);
-        test_rmw(i);
-        harness_end();
-        snprintf(label, sizeof label, "%s: every single and double recovery", name);
-        harness_begin(label);
-        test_recovery(i);
-        harness_end();
-        snprintf(label, sizeof label, "%s: check locates corruption", name);
-        harness_begin(label);
-        test_check(i);
-        harness_end();
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            harness_beginf("%s: %s", name, cases[c].what);
+            cases[c].run(i);
+            harness_end();
+        }
     }
     harness_begin("bad arguments are refused");
     test_bad_arguments();

@@ -40,27 +40,24 @@ static void capture_log(void *ctx, enum uraid_log_level level, const char *msg)
 
 static struct uraid_array *open_ro(struct fx *f)
 {
-    const char *paths[FX_MAXM], *specs[FX_MAXM];
-    for (int s = 0; s < f->n; s++) {
-        paths[s] = f->path[s];
-        specs[s] = "";
-    }
-    struct uraid_open_params op = {.readonly = 1, .member_sim = specs};
-    struct uraid_array *a = NULL;
-    char why[256];
-    int rc = uraid_open(paths, f->n, &op, &a, why, sizeof why);
-    CHECK(rc == 0, "%s: open read-only: %s", f->label, why);
-    return rc ? NULL : a;
+    struct uraid_open_params op = {.readonly = 1};
+    struct uraid_array *a;
+    return fx_open_with(f, 0, "", NULL, 0, &op, &a) ? NULL : a;
 }
 
 /* Marks member `slot`'s chunk of stripe s unreadable (rows [r0, r1) of it). */
 static void unreadable(struct uraid_array *a, const struct fx *f, int slot, uint64_t s, uint32_t r0, uint32_t r1,
                        const char *kind)
 {
-    char spec[96];
-    snprintf(spec, sizeof spec, "%s=%llu+%u", kind,
-             (unsigned long long)(f->data_offset + s * f->chunk + (uint64_t)r0 * 512), (r1 - r0) * 512);
-    CHECK(uraid_inject(a, slot, spec) == 0, "inject %s on slot %d", spec, slot);
+    fx_inject(f, a, slot, kind, s * f->chunk + (uint64_t)r0 * 512, (uint64_t)(r1 - r0) * 512);
+}
+
+/* Stripe s read whole and compared with the model: 0, the read's error,
+ * or -EILSEQ. */
+static int read_stripe(struct fx *f, struct uraid_array *a, uint8_t *buf, uint64_t s)
+{
+    int rc = uraid_read(a, buf, f->stripe_bytes, s * f->stripe_bytes);
+    return rc ? rc : memcmp(buf, f->model + s * f->stripe_bytes, f->stripe_bytes) ? -EILSEQ : 0;
 }
 
 /* Every subset of at most p of n members, as bit masks. */
@@ -75,19 +72,13 @@ static int subsets(int n, int p, unsigned *out)
 
 static void test_patterns(int level, int n)
 {
-    char name[128];
     int p = level == 6 ? 2 : 1;
-    snprintf(name, sizeof name, "RAID-%d n=%d: every pattern of up to %d unreadable chunks per stripe, all members hit",
-             level, n, p);
-    harness_begin(name);
+    harness_beginf("RAID-%d n=%d: every pattern of up to %d unreadable chunks per stripe, all members hit", level, n,
+                   p);
     struct fx f;
-    if (fx_create(&f, level, n, 4 * K, 2u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, level, n, 4 * K, 2u << 20, &rng, 0, NULL) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    CHECK(uraid_close(a) == 0);
     unsigned sub[64];
     int nsub = subsets(n, p, sub);
     uint64_t nstripes = f.size / f.stripe_bytes;
@@ -109,8 +100,8 @@ static void test_patterns(int level, int n)
         CHECK(hit == (1u << n) - 1, "run %d: not every member is unreadable somewhere (0x%x)", run, hit);
         int failed = 0;
         for (uint64_t s = 0; s < stripes; s++) {
-            int rc = uraid_read(a, buf, f.stripe_bytes, s * f.stripe_bytes);
-            if (rc || memcmp(buf, f.model + s * f.stripe_bytes, f.stripe_bytes)) {
+            int rc = read_stripe(&f, a, buf, s);
+            if (rc) {
                 CHECK(0, "%s: run %d: stripe %llu (unreadable mask 0x%x): read %d / data differs", f.label, run,
                       (unsigned long long)s, sub[(run + (int)s) % nsub], rc);
                 failed = 1;
@@ -144,9 +135,8 @@ static void test_patterns(int level, int n)
         for (uint64_t s = 0; s < nstripes; s++) {
             if (s == victim)
                 continue;
-            rc = uraid_read(a, buf, f.stripe_bytes, s * f.stripe_bytes);
-            CHECK(rc == 0 && !memcmp(buf, f.model + s * f.stripe_bytes, f.stripe_bytes),
-                  "%s: stripe %llu next to the lost one: %d", f.label, (unsigned long long)s, rc);
+            rc = read_stripe(&f, a, buf, s);
+            CHECK(rc == 0, "%s: stripe %llu next to the lost one: %d", f.label, (unsigned long long)s, rc);
             if (rc)
                 break;
         }
@@ -162,20 +152,12 @@ out:
  * level survives at once: each 4 KiB row group has at most `parity`. */
 static void test_rows(int level, int n)
 {
-    char name[128];
     int p = level == 6 ? 2 : 1;
-    snprintf(name, sizeof name, "RAID-%d n=%d: %d members unreadable in one stripe, in different rows", level, n,
-             n - 1);
-    harness_begin(name);
+    harness_beginf("RAID-%d n=%d: %d members unreadable in one stripe, in different rows", level, n, n - 1);
     struct fx f;
-    if (fx_create(&f, level, n, 64 * K, 4u << 20) != 0)
+    if (fx_setup(&f, level, n, 64 * K, 4u << 20, &rng, 0, NULL) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    CHECK(uraid_close(a) == 0);
-    a = open_ro(&f);
+    struct uraid_array *a = open_ro(&f);
     if (!a)
         goto out;
     uint64_t s = 3;
@@ -185,8 +167,8 @@ static void test_rows(int level, int n)
         unreadable(a, &f, m, s, group * 8, group * 8 + 8, "read-eio");
     }
     uint8_t *buf = aligned_alloc(4096, f.stripe_bytes);
-    int rc = uraid_read(a, buf, f.stripe_bytes, s * f.stripe_bytes);
-    CHECK(rc == 0 && !memcmp(buf, f.model + s * f.stripe_bytes, f.stripe_bytes), "%s: stripe read: %d", f.label, rc);
+    int rc = read_stripe(&f, a, buf, s);
+    CHECK(rc == 0, "%s: stripe read: %d", f.label, rc);
     free(buf);
     uraid_close(a);
 out:
@@ -200,27 +182,14 @@ static void test_rebuild_patterns(void)
 {
     harness_begin("RAID-6 n=6: rebuild onto a spare with one unreadable chunk per stripe, every member in turn");
     struct fx f;
-    if (fx_create(&f, 6, 6, 4 * K, 2u << 20) != 0)
+    if (fx_setup(&f, 6, 6, 4 * K, 2u << 20, &rng, 0, NULL) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    CHECK(uraid_close(a) == 0);
     int gone = 2;
     char spare[300];
     fx_make_file(&f, "spare", spare, sizeof spare);
-    const char *paths[FX_MAXM], *specs[FX_MAXM];
-    int np = 0;
-    for (int s = 0; s < f.n; s++)
-        if (s != gone) {
-            specs[np] = "";
-            paths[np++] = f.path[s];
-        }
-    struct uraid_open_params op = {.member_sim = specs, .force = 1};
-    char why[256];
-    CHECK(uraid_open(paths, np, &op, &a, why, sizeof why) == 0, "%s", why);
-    if (!a)
+    struct uraid_open_params op = {.force = 1};
+    struct uraid_array *a;
+    if (fx_open_with(&f, FX_SLOT(gone), "", NULL, 0, &op, &a))
         goto out;
     uint64_t nstripes = f.size / f.stripe_bytes;
     int others[FX_MAXM], no = 0;
@@ -229,22 +198,14 @@ static void test_rebuild_patterns(void)
             others[no++] = s;
     for (uint64_t s = 0; s < nstripes; s++) /* slot numbers: the fault layers follow the raid slot */
         unreadable(a, &f, others[s % (uint64_t)no], s, 0, 8, "pending");
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    fx_add_spare(&f, a, spare);
     struct uraid_job_params jp = {.slot = -1};
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
-    int rc = uraid_job_wait(a, &st);
-    CHECK(rc == 0, "rebuild: %d %s", rc, st.why);
+    fx_job(&f, a, URAID_JOB_RECOVER, &jp, &st);
     CHECK(uraid_close(a) == 0);
     /* the new member holds its slot: read with two others left out */
-    snprintf(f.path[gone], sizeof f.path[gone], "%s", spare);
-    int omit[FX_MAXM] = {0};
-    omit[0] = omit[5] = 1;
-    a = fx_open(&f, omit, 0, 0);
-    if (a) {
-        fx_verify_all(&f, a, "rebuilt past unreadable chunks");
-        uraid_close(a);
-    }
+    fx_adopt(&f, gone, spare);
+    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(5), 0, "rebuilt past unreadable chunks");
 out:
     fx_destroy(&f);
     harness_end();
@@ -257,12 +218,9 @@ static void test_old_member(void)
 {
     harness_begin("RAID-5 n=4: a failed member's current chunks fill in for read errors; stale ones never do");
     struct fx f;
-    if (fx_create(&f, 5, 4, 64 * K, 4u << 20) != 0)
+    struct uraid_array *a;
+    if (fx_setup(&f, 5, 4, 64 * K, 4u << 20, &rng, 1, &a) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     char spec[64];
     snprintf(spec, sizeof spec, "write-eio=0+%llu", (unsigned long long)f.member_bytes);
     CHECK(uraid_inject(a, 1, spec) == 0);
@@ -276,36 +234,27 @@ static void test_old_member(void)
     for (uint64_t s = 0; s < 6; s++) /* pending: the corrections heal them (no bad-block entries) */
         unreadable(a, &f, 2, s, 0, 128, "pending");
     for (uint64_t s = 0; s < 6; s++) {
-        int rc = uraid_read(a, buf, f.stripe_bytes, s * f.stripe_bytes);
+        int rc = read_stripe(&f, a, buf, s);
         if (s == 0 || s == 2)
             CHECK(rc == -EIO, "stripe %llu, written since slot 1 failed: read %d (its old chunk is stale)",
                   (unsigned long long)s, rc);
         else
-            CHECK(rc == 0 && !memcmp(buf, f.model + s * f.stripe_bytes, f.stripe_bytes),
-                  "stripe %llu, untouched since slot 1 failed: read %d", (unsigned long long)s, rc);
+            CHECK(rc == 0, "stripe %llu, untouched since slot 1 failed: read %d", (unsigned long long)s, rc);
     }
     /* the rebuild onto a spare uses it too, where it may */
     CHECK(uraid_inject(a, 2, "clear") == 0);
     for (uint64_t s = 3; s < 6; s++)
         unreadable(a, &f, 2, s, 0, 128, "pending");
-    char spare[300], why[256];
+    char spare[300];
     fx_make_file(&f, "spare", spare, sizeof spare);
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    fx_add_spare(&f, a, spare);
     struct uraid_job_params jp = {.slot = -1};
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
-    int rc = uraid_job_wait(a, &st);
-    CHECK(rc == 0, "rebuild: %d %s", rc, st.why);
+    fx_job(&f, a, URAID_JOB_RECOVER, &jp, &st);
     fx_verify_all(&f, a, "after the rebuild");
     CHECK(uraid_close(a) == 0);
-    snprintf(f.path[1], sizeof f.path[1], "%s", spare);
-    int omit[FX_MAXM] = {0};
-    omit[3] = 1;
-    a = fx_open(&f, omit, 0, 0);
-    if (a) {
-        fx_verify_all(&f, a, "rebuilt member with slot 3 left out");
-        uraid_close(a);
-    }
+    fx_adopt(&f, 1, spare);
+    fx_verify_omitting(&f, FX_SLOT(3), 0, "rebuilt member with slot 3 left out");
     free(buf);
 out:
     fx_destroy(&f);

@@ -29,36 +29,55 @@ static struct rng rng;
 #define K 1024u
 #define MEMBER_BYTES (8u << 20)
 
-static int wait_job(struct uraid_array *a, struct uraid_job_status *st)
-{
-    int rc = uraid_job_wait(a, st);
-    CHECK(rc == 0, "job ended with %d: %s", rc, st->why);
-    return rc;
-}
-
 static void sleep_ms(int ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-/* After a rebuild onto `spare` for slot `slot`: the fixture uses the spare
- * as that member from now on, and the array reads right with `nparity`
- * other members left out. */
-static void adopt_and_verify_without_others(struct fx *f, int slot, const char *spare, int nparity, const char *what)
+/* A filled array with a fault layer on every member, open in *a, and a
+ * member-sized file `name` beside it for a spare. */
+static int setup_with_spare(struct fx *f, int level, int n, uint64_t member_bytes, const char *name, char spare[300],
+                            struct uraid_array **a)
 {
-    snprintf(f->path[slot], sizeof f->path[slot], "%s", spare);
-    int omit[FX_MAXM] = {0};
-    for (int s = 0, left = nparity; s < f->n && left; s++)
-        if (s != slot) {
-            omit[s] = 1;
-            left--;
-        }
-    struct uraid_array *a = fx_open(f, omit, 0, 0);
-    if (!a)
-        return;
-    fx_verify_all(f, a, what);
+    int rc = fx_setup(f, level, n, 64u << 10, member_bytes, &rng, 1, a);
+    if (rc == 0 && (rc = fx_make_file(f, name, spare, 300)) != 0)
+        uraid_close(*a);
+    return rc;
+}
+
+/* Closes the array after a rebuild onto `spare` for `slot`: the fixture
+ * uses the spare as that member from now on, and the array must read right
+ * with as many other members left out as the level survives. */
+static void close_and_verify_rebuilt(struct fx *f, struct uraid_array *a, int slot, const char *spare, const char *what)
+{
     CHECK(uraid_close(a) == 0);
+    fx_adopt(f, slot, spare);
+    fx_verify_without_others(f, slot, f->level == 6 ? 2 : 1, what);
+}
+
+/* Adds the spares, closes the array and opens it again as a server does:
+ * the spares given as members, a fault layer on each, auto_rebuild. */
+static struct uraid_array *reopen_serving(struct fx *f, struct uraid_array *a, const char *const *spares, int nspares,
+                                          uint64_t speed_min_kib)
+{
+    for (int i = 0; i < nspares; i++)
+        fx_add_spare(f, a, spares[i]);
+    CHECK(uraid_close(a) == 0);
+    struct uraid_open_params op = {.auto_rebuild = 1, .sync_speed_min_kib = speed_min_kib};
+    return fx_open_with(f, 0, "", spares, nspares, &op, &a) ? NULL : a;
+}
+
+/* Polls until the job `kind` runs on `slot` (the array's monitor thread
+ * starts it) or 5 s have passed; the last status in st. */
+static void await_job(struct uraid_array *a, enum uraid_job_kind kind, int slot, struct uraid_job_status *st)
+{
+    for (int i = 0; i < 500; i++) {
+        uraid_job_status(a, st);
+        if (st->kind == kind && st->slot == slot)
+            return;
+        sleep_ms(10);
+    }
 }
 
 static void fail_member_expect(struct fx *f, struct uraid_array *a, int slot, enum uraid_member_state expect)
@@ -83,30 +102,37 @@ static void fail_member(struct fx *f, struct uraid_array *a, int slot)
     fail_member_expect(f, a, slot, URAID_MEMBER_FAULTY);
 }
 
+/* setup_with_spare, then member `slot` failed and the spare added: ready
+ * for its rebuild. */
+static int setup_degraded(struct fx *f, int level, int n, uint64_t member_bytes, int slot, char spare[300],
+                          struct uraid_array **a)
+{
+    int rc = setup_with_spare(f, level, n, member_bytes, "spare", spare, a);
+    if (rc)
+        return rc;
+    fail_member(f, *a, slot);
+    fx_add_spare(f, *a, spare);
+    return 0;
+}
+
 static void test_recover(int level, int n)
 {
-    char name[96];
-    snprintf(name, sizeof name, "recover: RAID-%d n=%d, failed member rebuilt onto a spare", level, n);
-    harness_begin(name);
+    harness_beginf("recover: RAID-%d n=%d, failed member rebuilt onto a spare", level, n);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
+    struct uraid_array *a;
+    if (setup_with_spare(&f, level, n, MEMBER_BYTES, "spare", spare, &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     char why[256] = "";
     CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == -EINVAL && strstr(why, "nothing to rebuild"),
           "%s: in sync: '%s'", f.label, why);
     fail_member(&f, a, 2);
     CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == -ENOENT && strstr(why, "no spare"),
           "%s: without a spare: '%s'", f.label, why);
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s: add: %s", f.label, why);
+    fx_add_spare(&f, a, spare);
     struct uraid_job_params jp = {.slot = -1, .speed_min_kib = 1u << 30};
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s: start: %s", f.label, why);
     struct uraid_job_status st;
-    if (wait_job(a, &st) == 0) {
+    if (fx_job(&f, a, URAID_JOB_RECOVER, &jp, &st) == 0) {
         CHECK(st.slot == 2 && st.done_sectors == st.total_sectors && st.total_sectors > 0);
         struct uraid_array_info *info = malloc(sizeof *info);
         uraid_get_info(a, info);
@@ -117,13 +143,11 @@ static void test_recover(int level, int n)
         free(info);
         fx_verify_all(&f, a, "after the rebuild");
     }
-    CHECK(uraid_close(a) == 0);
+    close_and_verify_rebuilt(&f, a, 2, spare, "rebuilt member with others left out");
     struct md_sb sb;
-    snprintf(f.path[2], sizeof f.path[2], "%s", spare);
     if (fx_read_sb(&f, 2, &sb) == 0)
         CHECK(!(sb.feature_map & MD_FEATURE_RECOVERY_OFFSET) && sb.dev_roles[sb.dev_number] == 2,
               "%s: spare's superblock: features 0x%x role %u", f.label, sb.feature_map, sb.dev_roles[sb.dev_number]);
-    adopt_and_verify_without_others(&f, 2, spare, f.level == 6 ? 2 : 1, "rebuilt member with others left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -201,27 +225,19 @@ static void team_stop(struct team *tm, int *writes, int *errors)
  * errors a rewrite heals) at random moments. */
 static void test_recover_under_load(int level, int n)
 {
-    char name[96];
-    snprintf(name, sizeof name, "recover: RAID-%d n=%d while 4 threads write and read%s", level, n,
-             level == 6 ? ", read errors injected" : "");
-    harness_begin(name);
+    harness_beginf("recover: RAID-%d n=%d while 4 threads write and read%s", level, n,
+                   level == 6 ? ", read errors injected" : "");
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
+    struct uraid_array *a;
+    if (setup_degraded(&f, level, n, MEMBER_BYTES, 0, spare, &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    fail_member(&f, a, 0);
-    char why[256];
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
     struct team tm;
     team_start(&tm, &f, a);
     sleep_ms(20);
     /* slow enough that the writers meet the rebuild everywhere */
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 16 * 1024, .speed_min_kib = 16 * 1024};
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
+    fx_job_start(&f, a, URAID_JOB_RECOVER, &jp);
     struct uraid_job_status st;
     int injected = 0;
     for (;;) {
@@ -230,15 +246,12 @@ static void test_recover_under_load(int level, int n)
             break;
         if (level == 6) {
             /* one member only: with slot 0 gone, two blocks of a stripe is all RAID-6 survives */
-            int s = 1;
-            uint64_t off = f.data_offset + rng_below(&rng, (f.member_bytes - f.data_offset) / 4096) * 4096;
-            char spec[96];
-            snprintf(spec, sizeof spec, "pending=%llu+4096", (unsigned long long)off);
-            injected += uraid_inject(a, s, spec) == 0;
+            uint64_t off = rng_below(&rng, (f.member_bytes - f.data_offset) / 4096) * 4096;
+            injected += fx_inject(&f, a, 1, "pending", off, 4096) == 0;
         }
         sleep_ms(5);
     }
-    wait_job(a, &st);
+    fx_job_wait(&f, a, &st);
     int writes, errors;
     team_stop(&tm, &writes, &errors);
     CHECK(errors == 0 && writes > 40, "%s: writers: %d writes, %d errors (%d read errors injected)", f.label, writes,
@@ -246,8 +259,7 @@ static void test_recover_under_load(int level, int n)
     for (int s = 1; s < n; s++)
         uraid_inject(a, s, "clear");
     fx_verify_all(&f, a, "after a rebuild under load");
-    CHECK(uraid_close(a) == 0);
-    adopt_and_verify_without_others(&f, 0, spare, f.level == 6 ? 2 : 1, "rebuilt under load, others left out");
+    close_and_verify_rebuilt(&f, a, 0, spare, "rebuilt under load, others left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -257,23 +269,15 @@ out:
 
 static void test_resume(int level, int n)
 {
-    char name[96];
-    snprintf(name, sizeof name, "recover: RAID-%d n=%d stopped halfway resumes from recovery_offset", level, n);
-    harness_begin(name);
+    harness_beginf("recover: RAID-%d n=%d stopped halfway resumes from recovery_offset", level, n);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
+    struct uraid_array *a;
+    if (setup_degraded(&f, level, n, MEMBER_BYTES, 1, spare, &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    fail_member(&f, a, 1);
-    char why[256];
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
     /* 2 MB/s: the 8 MiB member takes seconds; stop it near a third */
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 2048};
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
+    fx_job_start(&f, a, URAID_JOB_RECOVER, &jp);
     struct uraid_job_status st;
     for (int i = 0; i < 200; i++) {
         uraid_job_status(a, &st);
@@ -296,9 +300,7 @@ static void test_resume(int level, int n)
     CHECK(uraid_close(a) == 0);
 
     struct md_sb sb;
-    char old_path[300];
-    snprintf(old_path, sizeof old_path, "%s", f.path[1]);
-    snprintf(f.path[1], sizeof f.path[1], "%s", spare);
+    fx_adopt(&f, 1, spare);
     if (fx_read_sb(&f, 1, &sb) == 0)
         CHECK((sb.feature_map & MD_FEATURE_RECOVERY_OFFSET) && sb.recovery_offset == stopped_at &&
                   sb.dev_roles[sb.dev_number] == 1,
@@ -315,14 +317,12 @@ static void test_resume(int level, int n)
           (unsigned long long)info->member[1].recovery_offset_sectors);
     free(info);
     fx_verify_all(&f, a, "reopened half rebuilt");
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == 0, "%s", why);
+    fx_job_start(&f, a, URAID_JOB_RECOVER, NULL);
     uraid_job_status(a, &st);
     CHECK(st.done_sectors >= stopped_at, "%s: resumed at %llu, checkpoint %llu", f.label,
           (unsigned long long)st.done_sectors, (unsigned long long)stopped_at);
-    wait_job(a, &st);
-    CHECK(uraid_close(a) == 0);
-    adopt_and_verify_without_others(&f, 1, spare, f.level == 6 ? 2 : 1, "resumed rebuild, others left out");
-    (void)old_path;
+    fx_job_wait(&f, a, &st);
+    close_and_verify_rebuilt(&f, a, 1, spare, "resumed rebuild, others left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -332,30 +332,21 @@ out:
 
 static void test_replace(int level, int n)
 {
-    char name[96];
-    snprintf(name, sizeof name, "replace: RAID-%d n=%d with read errors on the old member", level, n);
-    harness_begin(name);
+    harness_beginf("replace: RAID-%d n=%d with read errors on the old member", level, n);
     struct fx f;
     char spare[300];
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "new", spare, sizeof spare))
+    struct uraid_array *a;
+    if (setup_with_spare(&f, level, n, MEMBER_BYTES, "new", spare, &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
     int slot = n > 3 ? 3 : n - 1;
-    char spec[96];
-    snprintf(spec, sizeof spec, "read-eio=%llu+%u", (unsigned long long)(f.data_offset + 200 * K), 64 * K);
-    CHECK(uraid_inject(a, slot, spec) == 0);
-    char why[256];
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
+    fx_inject(&f, a, slot, "read-eio", 200 * K, 64 * K);
+    fx_add_spare(&f, a, spare);
     struct team tm;
     team_start(&tm, &f, a);
     struct uraid_job_params jp = {.slot = slot, .spare = spare, .speed_max_kib = 16 * 1024,
                                   .speed_min_kib = 16 * 1024};
-    CHECK(uraid_job_start(a, URAID_JOB_REPLACE, &jp, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
-    wait_job(a, &st);
+    fx_job(&f, a, URAID_JOB_REPLACE, &jp, &st);
     int writes, errors;
     team_stop(&tm, &writes, &errors);
     CHECK(errors == 0 && writes > 10, "%s: writers: %d writes, %d errors", f.label, writes, errors);
@@ -370,8 +361,7 @@ static void test_replace(int level, int n)
     CHECK(old_faulty, "%s: the old member is not marked faulty", f.label);
     free(info);
     fx_verify_all(&f, a, "after the replace");
-    CHECK(uraid_close(a) == 0);
-    adopt_and_verify_without_others(&f, slot, spare, f.level == 6 ? 2 : 1, "replaced member, others left out");
+    close_and_verify_rebuilt(&f, a, slot, spare, "replaced member, others left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -384,40 +374,23 @@ static void test_auto_rebuild(void)
     harness_begin("auto rebuild: a member fails, the spare from create takes over by itself");
     struct fx f;
     char spare[300];
-    if (fx_create(&f, 6, 6, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "spare", spare, sizeof spare))
+    struct uraid_array *a;
+    if (setup_with_spare(&f, 6, 6, MEMBER_BYTES, "spare", spare, &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    const char *spares[] = {spare};
+    a = reopen_serving(&f, a, spares, 1, 0);
     if (!a)
         goto out;
-    fx_fill(&f, a, &rng);
-    char why[256];
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
-    CHECK(uraid_close(a) == 0);
-    const char *paths[FX_MAXM + 1], *specs[FX_MAXM + 1];
-    for (int s = 0; s < f.n; s++) {
-        paths[s] = f.path[s];
-        specs[s] = "";
-    }
-    paths[f.n] = spare;
-    specs[f.n] = "";
-    struct uraid_open_params op = {.member_sim = specs, .auto_rebuild = 1};
-    CHECK(uraid_open(paths, f.n + 1, &op, &a, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
     uraid_job_status(a, &st);
     CHECK(st.kind == URAID_JOB_IDLE, "a healthy array started a %s", uraid_job_name(st.kind));
     fail_member_expect(&f, a, 4, URAID_MEMBER_REBUILDING);
-    for (int i = 0; i < 500; i++) { /* the array's monitor thread starts it */
-        uraid_job_status(a, &st);
-        if (st.kind == URAID_JOB_RECOVER)
-            break;
-        sleep_ms(10);
-    }
+    await_job(a, URAID_JOB_RECOVER, 4, &st);
     CHECK(st.kind == URAID_JOB_RECOVER && st.slot == 4, "after the failure: job %s slot %d", uraid_job_name(st.kind),
           st.slot);
-    wait_job(a, &st);
+    fx_job_wait(&f, a, &st);
     fx_verify_all(&f, a, "after the automatic rebuild");
-    CHECK(uraid_close(a) == 0);
-    adopt_and_verify_without_others(&f, 4, spare, 2, "auto-rebuilt member, others left out");
+    close_and_verify_rebuilt(&f, a, 4, spare, "auto-rebuilt member, others left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -428,18 +401,12 @@ static void test_speed_limit(void)
     harness_begin("speed limit: a rebuild at 4 MB/s takes at least the time that allows");
     struct fx f;
     char spare[300];
-    if (fx_create(&f, 5, 4, 64u << 10, 4u << 20) || fx_make_file(&f, "spare", spare, sizeof spare))
+    struct uraid_array *a;
+    if (setup_degraded(&f, 5, 4, 4u << 20, 1, spare, &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 1, 0);
-    if (!a)
-        goto out;
-    fail_member(&f, a, 1);
-    char why[256];
-    CHECK(uraid_add_spare(a, spare, why, sizeof why) == 0, "%s", why);
     struct uraid_job_params jp = {.slot = -1, .speed_max_kib = 4096};
-    CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "%s", why);
     struct uraid_job_status st;
-    wait_job(a, &st);
+    fx_job(&f, a, URAID_JOB_RECOVER, &jp, &st);
     /* a lower bound only: a slow machine makes it longer, never shorter */
     double allowed_ms = (double)st.total_sectors / 2.0 / 4096.0 * 1000.0;
     CHECK((double)st.elapsed_ms >= 0.7 * allowed_ms, "%llu KiB in %llu ms at a 4096 KiB/s limit",
@@ -493,53 +460,38 @@ static void crash_while_writing(struct fx *f)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the crashing writer failed (status %#x)", st);
 }
 
-static uint64_t run_check(struct uraid_array *a)
+static uint64_t run_check(const struct fx *f, struct uraid_array *a)
 {
-    char why[256];
     struct uraid_job_params jp = {.slot = -1};
     struct uraid_job_status st = {0};
-    CHECK(uraid_job_start(a, URAID_JOB_CHECK, &jp, why, sizeof why) == 0, "check: %s", why);
-    uraid_job_wait(a, &st);
+    fx_job(f, a, URAID_JOB_CHECK, &jp, &st);
     return st.mismatch_sectors;
 }
 
 static void test_resync(int level, int n)
 {
-    char name[96];
-    snprintf(name, sizeof name, "resync: RAID-%d n=%d after a crash: a torn stripe made consistent, then clean", level,
-             n);
-    harness_begin(name);
+    harness_beginf("resync: RAID-%d n=%d after a crash: a torn stripe made consistent, then clean", level, n);
     struct fx f;
-    if (fx_create(&f, level, n, 64u << 10, MEMBER_BYTES) != 0)
+    if (fx_setup(&f, level, n, 64u << 10, MEMBER_BYTES, &rng, 0, NULL) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    CHECK(uraid_close(a) == 0);
     crash_while_writing(&f);
     /* the crash tore stripe 5: its P never got the new data's parity */
     int p, q;
     fx_parity_of(&f, 5, &p, &q);
     uint8_t junk[4096];
     rng_fill(&rng, junk, sizeof junk);
-    FILE *fp = fopen(f.path[p], "r+b");
-    CHECK(fp && fseek(fp, (long)(f.data_offset + 5 * f.chunk + 8192), SEEK_SET) == 0 &&
-          fwrite(junk, 1, sizeof junk, fp) == sizeof junk);
-    if (fp)
-        fclose(fp);
-    a = fx_open(&f, NULL, 0, 0);
+    CHECK(fx_member_pwrite(&f, p, junk, sizeof junk, 5 * f.chunk + 8192) == 0);
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
     if (!a)
         goto out;
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
     CHECK(!info.clean, "%s: not dirty after the crash", f.label);
-    CHECK(run_check(a) == 8, "%s: the torn page is not seen", f.label);
+    CHECK(run_check(&f, a) == 8, "%s: the torn page is not seen", f.label);
     char why[256];
     struct uraid_job_status st;
-    CHECK(uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why) == 0, "%s", why);
-    wait_job(a, &st);
-    CHECK(run_check(a) == 0, "%s: mismatches left after the resync", f.label);
+    fx_job(&f, a, URAID_JOB_RESYNC, NULL, &st);
+    CHECK(run_check(&f, a) == 0, "%s: mismatches left after the resync", f.label);
     fx_verify_all(&f, a, "after the resync");
     CHECK(uraid_close(a) == 0);
     a = fx_open(&f, NULL, 0, 0);
@@ -553,15 +505,13 @@ static void test_resync(int level, int n)
 
     /* a serving array (auto_rebuild) resyncs by itself */
     crash_while_writing(&f);
-    const char *paths[FX_MAXM];
-    for (int s = 0; s < f.n; s++)
-        paths[s] = f.path[s];
     struct uraid_open_params op = {.auto_rebuild = 1};
-    CHECK(uraid_open(paths, f.n, &op, &a, why, sizeof why) == 0, "%s", why);
+    if (fx_open_with(&f, 0, NULL, NULL, 0, &op, &a))
+        goto out;
     uraid_job_status(a, &st);
     CHECK(st.kind == URAID_JOB_RESYNC, "%s: dirty array opened with auto_rebuild: job %s", f.label,
           uraid_job_name(st.kind));
-    wait_job(a, &st);
+    fx_job_wait(&f, a, &st);
     CHECK(uraid_close(a) == 0);
     a = fx_open(&f, NULL, 0, 0);
     if (a) {
@@ -579,32 +529,19 @@ static void test_resync_mirror(void)
 {
     harness_begin("resync: RAID-1 n=2 after a crash: the second mirror made equal to the first");
     struct fx f;
-    if (fx_create(&f, 1, 2, 64u << 10, MEMBER_BYTES) != 0)
+    if (fx_setup(&f, 1, 2, 64u << 10, MEMBER_BYTES, &rng, 0, NULL) != 0)
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a)
-        goto out;
-    fx_fill(&f, a, &rng);
-    CHECK(uraid_close(a) == 0);
     crash_while_writing(&f);
     uint8_t junk[8192];
     rng_fill(&rng, junk, sizeof junk);
-    FILE *fp = fopen(f.path[1], "r+b");
-    CHECK(fp && fseek(fp, (long)(f.data_offset + 3 * 65536), SEEK_SET) == 0 &&
-          fwrite(junk, 1, sizeof junk, fp) == sizeof junk);
-    if (fp)
-        fclose(fp);
-    a = fx_open(&f, NULL, 0, 0);
+    CHECK(fx_member_pwrite(&f, 1, junk, sizeof junk, 3 * 65536) == 0);
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
     if (!a)
         goto out;
-    char why[256];
     struct uraid_job_status st;
-    CHECK(uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why) == 0, "%s", why);
-    wait_job(a, &st);
+    fx_job(&f, a, URAID_JOB_RESYNC, NULL, &st);
     CHECK(uraid_close(a) == 0);
-    int omit[FX_MAXM] = {1};
-    a = fx_open(&f, omit, 0, 0);
-    if (a) {
+    if (fx_open_with(&f, FX_SLOT(0), NULL, NULL, 0, NULL, &a) == 0) {
         fx_verify_all(&f, a, "the second mirror alone after the resync");
         static struct uraid_array_info info;
         uraid_get_info(a, &info);
@@ -625,26 +562,15 @@ static void test_chaos(void)
     harness_begin("auto rebuild: RAID-6 n=6, two members vanish one after the other under four writers, two spares");
     struct fx f;
     char sp[2][300];
-    if (fx_create(&f, 6, 6, 64u << 10, MEMBER_BYTES) || fx_make_file(&f, "s0", sp[0], sizeof sp[0]) ||
-        fx_make_file(&f, "s1", sp[1], sizeof sp[1]))
+    struct uraid_array *a;
+    if (setup_with_spare(&f, 6, 6, MEMBER_BYTES, "s0", sp[0], &a))
         goto out;
-    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
-    if (!a)
+    if (fx_make_file(&f, "s1", sp[1], sizeof sp[1])) {
+        uraid_close(a);
         goto out;
-    fx_fill(&f, a, &rng);
-    char why[256];
-    for (int i = 0; i < 2; i++)
-        CHECK(uraid_add_spare(a, sp[i], why, sizeof why) == 0, "%s", why);
-    CHECK(uraid_close(a) == 0);
-    const char *paths[FX_MAXM + 2], *specs[FX_MAXM + 2];
-    for (int s = 0; s < f.n; s++)
-        paths[s] = f.path[s];
-    paths[f.n] = sp[0];
-    paths[f.n + 1] = sp[1];
-    for (int s = 0; s < f.n + 2; s++)
-        specs[s] = "";
-    struct uraid_open_params op = {.member_sim = specs, .auto_rebuild = 1, .sync_speed_min_kib = 8192};
-    CHECK(uraid_open(paths, f.n + 2, &op, &a, why, sizeof why) == 0, "%s", why);
+    }
+    const char *spares[] = {sp[0], sp[1]};
+    a = reopen_serving(&f, a, spares, 2, 8192);
     if (!a)
         goto out;
     struct team tm;
@@ -655,21 +581,13 @@ static void test_chaos(void)
         sleep_ms(30 + (int)rng_below(&rng, 60));
         CHECK(uraid_inject(a, victims[v], "vanish") == 0);
         /* the next write to it fails it; the monitor starts the rebuild */
-        for (int i = 0; i < 500; i++) {
-            uraid_job_status(a, &st);
-            if (st.kind == URAID_JOB_RECOVER && st.slot == victims[v])
-                break;
-            sleep_ms(10);
-        }
+        await_job(a, URAID_JOB_RECOVER, victims[v], &st);
         CHECK(st.kind == URAID_JOB_RECOVER && st.slot == victims[v], "slot %d: no rebuild started (job %s slot %d)",
               victims[v], uraid_job_name(st.kind), st.slot);
         if (v == 0) { /* a pending sector on a survivor while slot 1 or 2 is rebuilt */
-            char spec[96];
-            snprintf(spec, sizeof spec, "pending=%llu+4096",
-                     (unsigned long long)(f.data_offset + rng_below(&rng, 1000) * 4096));
-            uraid_inject(a, 0, spec);
+            fx_inject(&f, a, 0, "pending", rng_below(&rng, 1000) * 4096, 4096);
         }
-        wait_job(a, &st);
+        fx_job_wait(&f, a, &st);
     }
     int writes, errors;
     team_stop(&tm, &writes, &errors);
@@ -681,15 +599,9 @@ static void test_chaos(void)
     fx_verify_all(&f, a, "after two failures and two automatic rebuilds under load");
     /* the fixture now names the members that hold the slots */
     for (int s = 0; s < f.n; s++)
-        snprintf(f.path[s], sizeof f.path[s], "%s", info.member[s].path);
+        fx_adopt(&f, s, info.member[s].path);
     CHECK(uraid_close(a) == 0);
-    int omit[FX_MAXM] = {0};
-    omit[0] = omit[5] = 1;
-    a = fx_open(&f, omit, 0, 0);
-    if (a) {
-        fx_verify_all(&f, a, "with two other members left out");
-        uraid_close(a);
-    }
+    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(5), 0, "with two other members left out");
 out:
     fx_destroy(&f);
     harness_end();
@@ -700,45 +612,29 @@ static void test_mirror_check(void)
 {
     harness_begin("check/repair: RAID-1 n=3, a differing mirror found page by page and repaired from the first");
     struct fx f;
-    if (fx_create(&f, 1, 3, 64u << 10, MEMBER_BYTES) != 0)
+    if (fx_setup(&f, 1, 3, 64u << 10, MEMBER_BYTES, &rng, 0, NULL) != 0)
         goto out;
+    uint8_t junk[512];
+    rng_fill(&rng, junk, sizeof junk);
+    CHECK(fx_member_pwrite(&f, 2, junk, sizeof junk, 100 * 4096 + 512) == 0 &&
+          fx_member_pwrite(&f, 2, junk, sizeof junk, 700 * 4096) == 0);
     struct uraid_array *a = fx_open(&f, NULL, 0, 0);
     if (!a)
         goto out;
-    fx_fill(&f, a, &rng);
-    CHECK(uraid_close(a) == 0);
-    uint8_t junk[512];
-    rng_fill(&rng, junk, sizeof junk);
-    FILE *fp = fopen(f.path[2], "r+b");
-    long at[2] = {(long)(f.data_offset + 100 * 4096 + 512), (long)(f.data_offset + 700 * 4096)};
-    for (int i = 0; i < 2 && fp; i++)
-        CHECK(fseek(fp, at[i], SEEK_SET) == 0 && fwrite(junk, 1, sizeof junk, fp) == sizeof junk);
-    if (fp)
-        fclose(fp);
-    a = fx_open(&f, NULL, 0, 0);
-    if (!a)
-        goto out;
-    CHECK(run_check(a) == 16, "%s: two differing pages not counted 8 each", f.label);
+    CHECK(run_check(&f, a) == 16, "%s: two differing pages not counted 8 each", f.label);
     struct uraid_finding found[4];
     size_t nf = uraid_job_findings(a, found, 4);
     CHECK(nf == 2 && found[0].slot == 2 && found[0].kind == URAID_FOUND_MIRROR && found[0].member_sector == 800 &&
               found[1].member_sector == 5600,
           "%s: %zu findings, first slot %d kind %d sector %llu", f.label, nf, nf ? found[0].slot : -1,
           nf ? (int)found[0].kind : -1, nf ? (unsigned long long)found[0].member_sector : 0ull);
-    char why[256];
     struct uraid_job_status st;
     struct uraid_job_params jp = {.slot = -1};
-    CHECK(uraid_job_start(a, URAID_JOB_REPAIR, &jp, why, sizeof why) == 0, "%s", why);
-    wait_job(a, &st);
+    fx_job(&f, a, URAID_JOB_REPAIR, &jp, &st);
     CHECK(st.repaired_sectors == 16, "%s: repaired %llu sectors", f.label, (unsigned long long)st.repaired_sectors);
-    CHECK(run_check(a) == 0, "%s: mismatches left after the repair", f.label);
+    CHECK(run_check(&f, a) == 0, "%s: mismatches left after the repair", f.label);
     CHECK(uraid_close(a) == 0);
-    int omit[FX_MAXM] = {1, 1, 0};
-    a = fx_open(&f, omit, 0, 0);
-    if (a) {
-        fx_verify_all(&f, a, "the repaired mirror alone");
-        uraid_close(a);
-    }
+    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(1), 0, "the repaired mirror alone");
 out:
     fx_destroy(&f);
     harness_end();

@@ -39,11 +39,8 @@ static void corrupt(const struct fx *f, int slot, uint64_t off, size_t len)
     for (size_t i = 0; i < len; i++)
         if (buf[i] == old[i])
             buf[i] ^= 0x5a;
-    int fd = open(f->path[slot], O_WRONLY);
-    CHECK(fd >= 0 && pwrite(fd, buf, len, (off_t)(f->data_offset + off)) == (ssize_t)len,
-          "corrupting %s at %llu", f->path[slot], (unsigned long long)off);
-    if (fd >= 0)
-        close(fd);
+    CHECK(fx_member_pwrite(f, slot, buf, len, off) == 0, "corrupting %s at %llu", f->path[slot],
+          (unsigned long long)off);
     free(old);
     free(buf);
 }
@@ -59,16 +56,12 @@ struct run {
  * enough for a test to take seconds, not minutes. */
 static const struct uraid_job_params fast = {.slot = -1, .speed_min_kib = 20000};
 
-static void run_job(struct uraid_array *a, enum uraid_job_kind kind, struct run *r)
+static void run_job(const struct fx *f, struct uraid_array *a, enum uraid_job_kind kind, struct run *r)
 {
-    char why[256] = "";
     memset(r, 0, sizeof *r);
-    r->rc = uraid_job_start(a, kind, &fast, why, sizeof why);
-    CHECK(r->rc == 0, "start %s: %d (%s)", uraid_job_name(kind), r->rc, why);
+    r->rc = fx_job(f, a, kind, &fast, &r->st);
     if (r->rc)
         return;
-    r->rc = uraid_job_wait(a, &r->st);
-    CHECK(r->rc == 0, "%s ended with %d (%s)", uraid_job_name(kind), r->rc, r->st.why);
     CHECK(r->st.done_sectors == r->st.total_sectors && r->st.total_sectors > 0, "%s: done %llu of %llu",
           uraid_job_name(kind), (unsigned long long)r->st.done_sectors, (unsigned long long)r->st.total_sectors);
     r->nf = uraid_job_findings(a, r->f, 64);
@@ -77,20 +70,20 @@ static void run_job(struct uraid_array *a, enum uraid_job_kind kind, struct run 
 /* A freshly created, filled and closed array. */
 static int setup(struct fx *f, int level, int n, uint64_t member_bytes)
 {
-    if (fx_create(f, level, n, CHUNK, member_bytes))
-        return -1;
-    struct uraid_array *a = fx_open(f, NULL, 0, 0);
-    if (!a)
-        return -1;
-    fx_fill(f, a, &rng);
-    CHECK(uraid_close(a) == 0);
-    return 0;
+    return fx_setup(f, level, n, CHUNK, member_bytes, &rng, 0, NULL);
+}
+
+/* Opens the array with a fault layer on every member. */
+static struct uraid_array *open_sim(struct fx *f)
+{
+    struct uraid_array *a;
+    return fx_open_with(f, 0, "latency=0us", NULL, 0, NULL, &a) ? NULL : a;
 }
 
 static void expect_clean(struct fx *f, struct uraid_array *a, const char *what)
 {
     struct run r;
-    run_job(a, URAID_JOB_CHECK, &r);
+    run_job(f, a, URAID_JOB_CHECK, &r);
     CHECK(r.st.mismatch_sectors == 0 && r.nf == 0, "%s: %s: mismatch_cnt %llu, %zu findings", f->label, what,
           (unsigned long long)r.st.mismatch_sectors, r.nf);
 }
@@ -109,9 +102,7 @@ static void test_raid6_one(int which)
 {
     static const char *const names[] = {"data chunk", "P", "Q"};
     static const enum uraid_finding_kind kinds[] = {URAID_FOUND_DATA, URAID_FOUND_P, URAID_FOUND_Q};
-    char name[96];
-    snprintf(name, sizeof name, "RAID-6: corrupt %s found, repaired to the right block", names[which]);
-    harness_begin(name);
+    harness_beginf("RAID-6: corrupt %s found, repaired to the right block", names[which]);
     struct fx f;
     if (setup(&f, 6, 6, 4u << 20))
         goto out;
@@ -124,7 +115,7 @@ static void test_raid6_one(int which)
     if (!a)
         goto out;
     struct run r;
-    run_job(a, URAID_JOB_CHECK, &r);
+    run_job(&f, a, URAID_JOB_CHECK, &r);
     CHECK(r.st.mismatch_sectors == 8 && r.nf == 1, "%s: check: mismatch_cnt %llu, %zu findings", f.label,
           (unsigned long long)r.st.mismatch_sectors, r.nf);
     if (r.nf == 1)
@@ -135,7 +126,7 @@ static void test_raid6_one(int which)
               f.label, r.f[0].kind, r.f[0].slot, (unsigned long long)r.f[0].member_sector, r.f[0].nsec,
               (unsigned long long)r.f[0].stripe, r.f[0].repaired, kinds[which], slot,
               (unsigned long long)(moff / 512), (unsigned long long)stripe);
-    run_job(a, URAID_JOB_REPAIR, &r);
+    run_job(&f, a, URAID_JOB_REPAIR, &r);
     CHECK(r.nf == 1 && r.f[0].repaired && r.f[0].slot == slot && r.st.repaired_sectors == 8,
           "%s: repair: %zu findings, repaired %d, slot %d, repaired_sectors %llu", f.label, r.nf,
           r.nf ? r.f[0].repaired : -1, r.nf ? r.f[0].slot : -1, (unsigned long long)r.st.repaired_sectors);
@@ -177,7 +168,7 @@ static void test_raid6_random(void)
     if (!a)
         goto out;
     struct run r;
-    run_job(a, URAID_JOB_REPAIR, &r);
+    run_job(&f, a, URAID_JOB_REPAIR, &r);
     CHECK(r.st.mismatch_sectors == 8u * (uint64_t)nbad && r.nf == (size_t)nbad,
           "%s: mismatch_cnt %llu, %zu findings (want %d)", f.label, (unsigned long long)r.st.mismatch_sectors, r.nf,
           nbad);
@@ -209,7 +200,7 @@ static void test_raid5(void)
     if (!a)
         goto out;
     struct run r;
-    run_job(a, URAID_JOB_CHECK, &r);
+    run_job(&f, a, URAID_JOB_CHECK, &r);
     CHECK(r.st.mismatch_sectors == 16 && r.nf == 1, "%s: mismatch_cnt %llu (want 16: two pages), %zu findings",
           f.label, (unsigned long long)r.st.mismatch_sectors, r.nf);
     if (r.nf == 1)
@@ -217,7 +208,7 @@ static void test_raid5(void)
                   r.f[0].member_sector == stripe * CHUNK / 512,
               "%s: finding kind %d slot %d nsec %u sector %llu", f.label, r.f[0].kind, r.f[0].slot, r.f[0].nsec,
               (unsigned long long)r.f[0].member_sector);
-    run_job(a, URAID_JOB_REPAIR, &r);
+    run_job(&f, a, URAID_JOB_REPAIR, &r);
     CHECK(r.nf == 1 && r.f[0].repaired && r.st.repaired_sectors == 16, "%s: repair: %zu findings, repaired %llu",
           f.label, r.nf, (unsigned long long)r.st.repaired_sectors);
     expect_clean(&f, a, "after repair");
@@ -250,7 +241,7 @@ static void test_multi(void)
     if (!a)
         goto out;
     struct run r;
-    run_job(a, URAID_JOB_REPAIR, &r);
+    run_job(&f, a, URAID_JOB_REPAIR, &r);
     CHECK(r.st.mismatch_sectors == 8 && r.nf == 1 && r.st.repaired_sectors == 0,
           "%s: mismatch_cnt %llu, %zu findings, repaired %llu", f.label, (unsigned long long)r.st.mismatch_sectors,
           r.nf, (unsigned long long)r.st.repaired_sectors);
@@ -272,9 +263,7 @@ out:
 
 static void test_healthy(int level, int n)
 {
-    char name[96];
-    snprintf(name, sizeof name, "RAID-%d n=%d healthy: check and repair find nothing", level, n);
-    harness_begin(name);
+    harness_beginf("RAID-%d n=%d healthy: check and repair find nothing", level, n);
     struct fx f;
     if (setup(&f, level, n, 4u << 20))
         goto out;
@@ -283,7 +272,7 @@ static void test_healthy(int level, int n)
         goto out;
     expect_clean(&f, a, "check");
     struct run r;
-    run_job(a, URAID_JOB_REPAIR, &r);
+    run_job(&f, a, URAID_JOB_REPAIR, &r);
     CHECK(r.st.mismatch_sectors == 0 && r.st.repaired_sectors == 0 && r.nf == 0, "%s: repair found %llu",
           f.label, (unsigned long long)r.st.mismatch_sectors);
     char line[256];
@@ -358,25 +347,13 @@ static void test_read_error(void)
     int slot = member_of(&f, stripe, 0, 1);
     /* garbage under the unreadable range: only a rewrite makes it right again */
     corrupt(&f, slot, moff, 8 * K);
-    const char *paths[FX_MAXM], *sim[FX_MAXM];
-    for (int s = 0; s < f.n; s++) {
-        paths[s] = f.path[s];
-        sim[s] = "latency=0us";
-    }
-    struct uraid_open_params op = {.member_sim = sim};
-    struct uraid_array *a = NULL;
-    char why[256];
-    int rc = uraid_open(paths, f.n, &op, &a, why, sizeof why);
-    CHECK(rc == 0, "open: %s", why);
-    if (rc)
+    struct uraid_array *a = open_sim(&f);
+    if (!a)
         goto out;
-    char spec[96];
-    snprintf(spec, sizeof spec, "pending=%llu+%u", (unsigned long long)(f.data_offset + moff), 8 * K);
-    CHECK(uraid_inject(a, slot, spec) == 0, "inject %s", spec);
+    fx_inject(&f, a, slot, "pending", moff, 8 * K);
     struct run r;
-    run_job(a, URAID_JOB_CHECK, &r);
-    struct uraid_counters c;
-    uraid_get_counters(a, &c);
+    run_job(&f, a, URAID_JOB_CHECK, &r);
+    struct uraid_counters c = fx_counters(a);
     CHECK(r.st.mismatch_sectors == 0 && r.nf == 0 && c.corrected_reads >= 1 && c.member_failures == 0,
           "%s: mismatch_cnt %llu, %zu findings, corrected %llu, failures %llu", f.label,
           (unsigned long long)r.st.mismatch_sectors, r.nf, (unsigned long long)c.corrected_reads,
@@ -407,22 +384,13 @@ static void test_unreadable(void)
     uint64_t later = 6 * CHUNK;                     /* a mismatch after the unreadable place */
     int s2 = member_of(&f, 6, 0, 1);
     corrupt(&f, s2, later, 512);
-    const char *paths[FX_MAXM], *sim[FX_MAXM];
-    for (int s = 0; s < f.n; s++) {
-        paths[s] = f.path[s];
-        sim[s] = "latency=0us";
-    }
-    struct uraid_open_params op = {.member_sim = sim};
-    struct uraid_array *a = NULL;
-    char why[256], spec[96];
-    int rc = uraid_open(paths, f.n, &op, &a, why, sizeof why);
-    CHECK(rc == 0, "open: %s", why);
-    if (rc)
+    struct uraid_array *a = open_sim(&f);
+    if (!a)
         goto out;
-    snprintf(spec, sizeof spec, "read-eio=%llu+%u", (unsigned long long)(f.data_offset + moff), 4 * K);
-    CHECK(uraid_inject(a, s0, spec) == 0 && uraid_inject(a, s1, spec) == 0, "inject %s", spec);
+    fx_inject(&f, a, s0, "read-eio", moff, 4 * K);
+    fx_inject(&f, a, s1, "read-eio", moff, 4 * K);
     struct run r;
-    run_job(a, URAID_JOB_CHECK, &r);
+    run_job(&f, a, URAID_JOB_CHECK, &r);
     CHECK(r.rc == 0 && r.nf == 2, "%s: result %d, %zu findings", f.label, r.rc, r.nf);
     if (r.nf == 2) {
         CHECK(r.f[0].kind == URAID_FOUND_UNREADABLE && r.f[0].member_sector == moff / 512 && r.f[0].nsec == 8,
@@ -431,8 +399,7 @@ static void test_unreadable(void)
         CHECK(r.f[1].kind == URAID_FOUND_P && r.f[1].member_sector == later / 512, "%s: second finding kind %d",
               f.label, r.f[1].kind);
     }
-    struct uraid_counters c;
-    uraid_get_counters(a, &c);
+    struct uraid_counters c = fx_counters(a);
     CHECK(c.member_failures == 0, "%s: %llu members failed", f.label, (unsigned long long)c.member_failures);
     uraid_close(a);
 out:
@@ -471,7 +438,7 @@ static void test_degraded(void)
             CHECK(rc == -EINVAL && strstr(why, "repair needs every member"), "RAID-6 degraded repair: %d (%s)", rc,
                   why);
             struct run r;
-            run_job(a, URAID_JOB_CHECK, &r);
+            run_job(&f, a, URAID_JOB_CHECK, &r);
             CHECK(r.st.mismatch_sectors == 8 && r.nf == 1 && r.f[0].kind == URAID_FOUND_MULTI,
                   "RAID-6 degraded check: mismatch_cnt %llu, %zu findings, kind %d",
                   (unsigned long long)r.st.mismatch_sectors, r.nf, r.nf ? (int)r.f[0].kind : -1);

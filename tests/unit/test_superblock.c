@@ -404,6 +404,29 @@ static void m_data_offset(uint8_t *b) { le64_put(b + 128, 8); resum(b); }
 static void m_dev_number(uint8_t *b) { le32_put(b + 160, 128); resum(b); }
 static void m_past_sb(uint8_t *b) { b[MD_SB_BYTES - 1] = 0x55; } /* not covered: still fine */
 
+/* One change to a good superblock each: the sector it is read at, the
+ * change, the error and the reason decode must give. */
+static const struct {
+    uint64_t at;
+    void (*mutate)(uint8_t *);
+    int want;
+    const char *reason, *what;
+} rejections[] = {
+    {8, m_magic, -EINVAL, "no md superblock (magic 0xa92b4efd", "wrong magic"},
+    {8, m_zero, -EINVAL, "no md superblock (magic 0x00000000", "zeroed"},
+    {8, m_csum, -EBADMSG, "bad checksum (stored 0x36df393b, computed 0x", "bad checksum"},
+    {8, m_csum_role, -EBADMSG, "bad checksum", "role bytes are checksummed"},
+    {8, m_feature, -EOPNOTSUPP, "unknown feature bits 0x2000", "unknown feature bit"},
+    {8, m_pad0, -EINVAL, "non-zero reserved", "pad0 not zero"},
+    {8, m_pad3, -EINVAL, "non-zero reserved", "pad3 not zero"},
+    {0, NULL, -EINVAL, "read at sector 0", "super_offset mismatch (v1.1 position)"},
+    {8, m_max_dev, -EINVAL, "max_dev 1921", "max_dev too large"},
+    {8, m_version, -EINVAL, "major version 2", "major version 2"},
+    {8, m_data_size, -EINVAL, "data_size 9", "data_size < 10"},
+    {8, m_data_offset, -EINVAL, "overlaps the superblock", "data_offset inside the superblock"},
+    {8, m_dev_number, -EINVAL, "dev_number 128", "dev_number past dev_roles"},
+};
+
 static void test_rejections(void)
 {
     struct md_sb sb;
@@ -415,19 +438,9 @@ static void test_rejections(void)
     }
     unlink(img);
     CHECK(md_sb_decode(raw, 8, &sb, NULL, 0) == 0, "the fixture is good (why may be NULL)");
-    expect(raw, 8, m_magic, -EINVAL, "no md superblock (magic 0xa92b4efd", "wrong magic");
-    expect(raw, 8, m_zero, -EINVAL, "no md superblock (magic 0x00000000", "zeroed");
-    expect(raw, 8, m_csum, -EBADMSG, "bad checksum (stored 0x36df393b, computed 0x", "bad checksum");
-    expect(raw, 8, m_csum_role, -EBADMSG, "bad checksum", "role bytes are checksummed");
-    expect(raw, 8, m_feature, -EOPNOTSUPP, "unknown feature bits 0x2000", "unknown feature bit");
-    expect(raw, 8, m_pad0, -EINVAL, "non-zero reserved", "pad0 not zero");
-    expect(raw, 8, m_pad3, -EINVAL, "non-zero reserved", "pad3 not zero");
-    expect(raw, 0, NULL, -EINVAL, "read at sector 0", "super_offset mismatch (v1.1 position)");
-    expect(raw, 8, m_max_dev, -EINVAL, "max_dev 1921", "max_dev too large");
-    expect(raw, 8, m_version, -EINVAL, "major version 2", "major version 2");
-    expect(raw, 8, m_data_size, -EINVAL, "data_size 9", "data_size < 10");
-    expect(raw, 8, m_data_offset, -EINVAL, "overlaps the superblock", "data_offset inside the superblock");
-    expect(raw, 8, m_dev_number, -EINVAL, "dev_number 128", "dev_number past dev_roles");
+    for (size_t i = 0; i < sizeof rejections / sizeof rejections[0]; i++)
+        expect(raw, rejections[i].at, rejections[i].mutate, rejections[i].want, rejections[i].reason,
+               rejections[i].what);
     uint8_t ok[MD_SB_BYTES];
     memcpy(ok, raw, sizeof ok);
     m_past_sb(ok);

@@ -4,10 +4,12 @@
  * works degraded and with a member failing under it.
  * Prints its seed; URAID_TEST_SEED=N replays. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "array_fixture.h"
 #include "harness.h"
@@ -33,6 +35,22 @@ static uint64_t check_mismatches(struct uraid_array *a)
     CHECK(uraid_job_start(a, URAID_JOB_CHECK, &jp, why, sizeof why) == 0, "check: %s", why);
     uraid_job_wait(a, &st);
     return st.mismatch_sectors;
+}
+
+/* 1 when the fixture's file system punches holes (else zeros are written
+ * and the members keep their blocks: nothing to measure). */
+static int has_holes(const struct fx *f)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/holes", f->dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    static const char page[4096];
+    int ok = fd >= 0 && write(fd, page, sizeof page) == (ssize_t)sizeof page &&
+             fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, sizeof page) == 0;
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    return ok;
 }
 
 static uint64_t allocated_bytes(const struct fx *f)
@@ -80,8 +98,12 @@ static void test_ranges(int level, int n)
           (unsigned long long)c.member_reads);
     uint64_t after = allocated_bytes(&f);
     uint64_t freed_min = len / 2; /* every level gives back at least the data's blocks; allow for rounding */
-    CHECK(before > after && before - after >= freed_min, "%s: members hold %llu bytes before, %llu after (want %llu less)",
-          f.label, (unsigned long long)before, (unsigned long long)after, (unsigned long long)freed_min);
+    if (has_holes(&f))
+        CHECK(before > after && before - after >= freed_min,
+              "%s: members hold %llu bytes before, %llu after (want %llu less)", f.label, (unsigned long long)before,
+              (unsigned long long)after, (unsigned long long)freed_min);
+    else
+        printf("  %s: allocation not checked: %s's file system has no holes\n", f.label, f.dir);
     fx_verify_all(&f, a, "after zeroing whole stripes");
     CHECK(uraid_close(a) == 0);
 
