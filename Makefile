@@ -34,6 +34,14 @@ CPPFLAGS += -DHAVE_URING
 LDLIBS   += -luring
 endif
 
+# libnbd lets members be NBD exports (lib/member/nbd.c); without it an NBD
+# URI is refused with a message naming the missing package.
+HAVE_LIBNBD := $(shell pkg-config --exists libnbd 2>/dev/null && echo 1)
+ifeq ($(HAVE_LIBNBD),1)
+CPPFLAGS += -DHAVE_LIBNBD $(shell pkg-config --cflags libnbd)
+LDLIBS   += $(shell pkg-config --libs libnbd)
+endif
+
 LIB_SRC  := $(sort $(shell find lib -name '*.c'))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -48,7 +56,7 @@ SAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(SAN)/%.o)
 SAN_TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
 TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
 TSAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(TSAN)/%.o)
-TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_bitmap test_faults test_rebuild test_scrub)
+TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_bitmap test_faults test_rebuild test_scrub test_nbd)
 
 # Each SIMD family is compiled with its own instruction-set flags and only
 # runs after its valid() check, so the rest of the code stays baseline x86-64.

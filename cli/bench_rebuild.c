@@ -39,7 +39,7 @@ static int cmp_double(const void *x, const void *y)
 static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
 {
     struct member *m;
-    if (member_open_file(path, 1, &m))
+    if (member_open(path, 1, &m))
         return 0;
     char spec[64], why[200];
     snprintf(spec, sizeof spec, "throttle=%s", rate);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "member/member.h"
 
 int cli_parse_members(const char *verb, int argc, char **argv, struct cli_members *mem,
                       struct uraid_open_params *op, const struct cli_extra *extra)
@@ -62,22 +63,11 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
             }
     /* simulation layers: "SPEC" for every member, "MEMBER:SPEC" for one */
     for (int l = 0; l < mem->nlayers; l++) {
-        const char *arg = mem->layer_arg[l], *colon = strchr(arg, ':');
-        int target = -1;
-        if (colon)
-            for (int i = 0; i < mem->n; i++)
-                if (strlen(mem->path[i]) == (size_t)(colon - arg) && !strncmp(mem->path[i], arg, (size_t)(colon - arg)))
-                    target = i;
-        if (colon && target < 0) {
-            cli_error(verb, "--member-layer '%s': '%.*s' is not one of the members given", arg, (int)(colon - arg), arg);
+        char why[300];
+        if (member_layer_add(mem->layer_arg[l], mem->path, mem->n, mem->sim_text[0], sizeof mem->sim_text[0], why,
+                             sizeof why)) {
+            cli_error(verb, "--member-layer '%s': %s", mem->layer_arg[l], why);
             return 2;
-        }
-        const char *spec = target >= 0 ? colon + 1 : arg;
-        for (int i = 0; i < mem->n; i++) {
-            if (target >= 0 && i != target)
-                continue;
-            size_t used = strlen(mem->sim_text[i]);
-            snprintf(mem->sim_text[i] + used, sizeof mem->sim_text[i] - used, "%s%s", used ? ";" : "", spec);
         }
     }
     if (mem->nlayers) {

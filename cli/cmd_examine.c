@@ -88,13 +88,13 @@ static int print_bitmap(struct member *m, const struct md_sb *sb)
 static int examine_one(const char *path)
 {
     struct member *m;
-    int rc = member_open_file(path, 1, &m);
+    char why[300];
+    int rc = member_open_why(path, 1, &m, why, sizeof why);
     if (rc) {
-        cli_error("examine", "member %s: cannot open: %s", path, uraid_strerror(rc));
+        cli_error("examine", "member %s: cannot open: %s", path, why);
         return 1;
     }
     struct md_sb sb;
-    char why[300];
     rc = array_read_superblock(m, &sb, why, sizeof why);
     if (rc) {
         cli_error("examine", "%s", why);

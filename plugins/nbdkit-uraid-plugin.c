@@ -32,6 +32,7 @@
 
 #include "uraid.h"
 #include "uraid_ctl.h"
+#include "member/member.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -125,26 +126,10 @@ static int uraid_plugin_config(const char *key, const char *value)
 static int resolve_layers(void)
 {
     for (int l = 0; l < nlayers; l++) {
-        const char *arg = layer_arg[l], *colon = strchr(arg, ':');
-        int target = -1;
-        if (colon)
-            for (int i = 0; i < nmembers; i++)
-                if (strlen(members[i]) == (size_t)(colon - arg) && !strncmp(members[i], arg, (size_t)(colon - arg)))
-                    target = i;
-        if (colon && target < 0) {
-            nbdkit_error("layer=%s: '%.*s' is not one of the members given", arg, (int)(colon - arg), arg);
+        char why[300];
+        if (member_layer_add(layer_arg[l], members, nmembers, sim_text[0], sizeof sim_text[0], why, sizeof why)) {
+            nbdkit_error("layer=%s: %s", layer_arg[l], why);
             return -1;
-        }
-        const char *spec = target >= 0 ? colon + 1 : arg;
-        for (int i = 0; i < nmembers; i++) {
-            if (target >= 0 && i != target)
-                continue;
-            size_t used = strlen(sim_text[i]);
-            int n = snprintf(sim_text[i] + used, sizeof sim_text[i] - used, "%s%s", used ? ";" : "", spec);
-            if (n < 0 || (size_t)n >= sizeof sim_text[i] - used) {
-                nbdkit_error("layer specs for member %s are too long", members[i]);
-                return -1;
-            }
         }
     }
     if (nlayers) {

@@ -380,9 +380,10 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     }
 
     for (int i = 0; i < n; i++) {
-        rc = member_open_file(paths[i], p->readonly, &dev[i]);
+        char mwhy[300];
+        rc = member_open_why(paths[i], p->readonly, &dev[i], mwhy, sizeof mwhy);
         if (rc) {
-            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
+            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], mwhy);
             goto fail;
         }
         if (p->member_sim && (rc = open_sim_layers(&dev[i], &fault[i], p->member_sim[i], why, whylen)) != 0)

@@ -136,7 +136,7 @@ static int add_spares(const char *const *paths, int n, const char *const *spares
             /* an old superblock would make the add refuse it as another array's */
             struct member *m;
             uint8_t zero[MD_SB_BYTES] __attribute__((aligned(4096))) = {0};
-            if (member_open_file(spares[i], 0, &m) == 0) {
+            if (member_open(spares[i], 0, &m) == 0) {
                 member_write(m, zero, sizeof zero, SB_OFFSET_BYTES);
                 member_close(m);
             }
@@ -275,9 +275,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         a->slot[i].state = URAID_MEMBER_MISSING;
         if (is_missing(paths[i]))
             continue;
-        rc = member_open_file(paths[i], 0, &a->slot[i].dev);
+        char mwhy[300];
+        rc = member_open_why(paths[i], 0, &a->slot[i].dev, mwhy, sizeof mwhy);
         if (rc) {
-            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], uraid_strerror(rc));
+            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], mwhy);
             goto out;
         }
         a->slot[i].state = URAID_MEMBER_IN_SYNC;
@@ -298,9 +299,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     /* spares are checked now and written after the array exists */
     for (int i = 0; i < nspares; i++) {
         struct member *m;
-        rc = member_open_file(spares[i], 0, &m);
+        char mwhy[300];
+        rc = member_open_why(spares[i], 0, &m, mwhy, sizeof mwhy);
         if (rc) {
-            uraid_why(why, whylen, "spare %s: cannot open: %s", spares[i], uraid_strerror(rc));
+            uraid_why(why, whylen, "spare %s: cannot open: %s", spares[i], mwhy);
             goto out;
         }
         struct md_sb old;

@@ -57,6 +57,11 @@ int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *
 
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
+/* What every user write starts with: the read-only and range checks, the
+ * dirty mark on disk, the count of user requests. 0 = go on, 1 = nothing
+ * to write (len 0), or a negative errno. (rw.c) */
+int array_write_begin(struct uraid_array *a, size_t len, uint64_t offset);
+
 /* The member sectors [*ms, *me) past data_offset that a write of array
  * sectors [sector, end) may touch (RAID-4/5/6: whole stripes' rows, for
  * parity), which the write-intent bitmap must cover first. (rw.c) */

@@ -204,9 +204,10 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
         return -EEXIST;
     }
     struct member *m;
-    int rc = member_open_file(path, 0, &m);
+    char mwhy[300];
+    int rc = member_open_why(path, 0, &m, mwhy, sizeof mwhy);
     if (rc) {
-        uraid_why(why, whylen, "cannot open %s: %s", path, uraid_strerror(rc));
+        uraid_why(why, whylen, "cannot open %s: %s", path, mwhy);
         return rc;
     }
     struct md_sb old;

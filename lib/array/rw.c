@@ -692,17 +692,25 @@ void array_write_span(const struct uraid_array *a, uint64_t sector, uint64_t end
     }
 }
 
-int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
+int array_write_begin(struct uraid_array *a, size_t len, uint64_t offset)
 {
     if (a->readonly)
         return -EROFS;
     int rc = array_range_ok(a, len, offset);
     if (rc || len == 0)
-        return rc;
+        return rc ? rc : 1;
     rc = array_mark_dirty(a);
     if (rc)
         return rc;
     __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
+{
+    int rc = array_write_begin(a, len, offset);
+    if (rc)
+        return rc < 0 ? rc : 0;
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 0)
         return array_write_raid0(a, buf, sector, end);

@@ -41,9 +41,31 @@ struct member {
     void *priv;          /* the backend's state */
 };
 
+/* Opens a member by name: an NBD URI (member_is_nbd_uri) through the NBD
+ * backend, anything else as a file or block device. Returns 0 or a negative
+ * errno. member_open_why also puts a one-line reason (without the name) in
+ * why: libnbd's words for a URI that does not parse or connect. */
+int member_open(const char *name, int readonly, struct member **out);
+int member_open_why(const char *name, int readonly, struct member **out, char *why, size_t whylen);
+
 /* Opens a regular file or block device. Returns 0 or a negative errno
  * (-ENOENT, -EACCES, -EISDIR for a directory, -EBUSY ...). */
 int member_open_file(const char *path, int readonly, struct member **out);
+
+/* 1 if name is an NBD URI (nbd://, nbds://, nbd+unix://, nbd+vsock://,
+ * nbds+unix:// ...: the schemes of the NBD URI spec). */
+int member_is_nbd_uri(const char *name);
+
+/* Opens an NBD export (lib/member/nbd.c) named by a URI as libnbd's
+ * nbd_connect_uri reads it: nbd://HOST[:PORT][/EXPORT],
+ * nbd+unix:///[EXPORT]?socket=PATH, nbds:// with TLS. Up to 4 connections
+ * (URAID_NBD_CONNECTIONS) when the server allows multi-conn, else one.
+ * Returns 0; -EROFS for a read-only export opened for writing; the connect
+ * errno (-ECONNREFUSED, -ENOENT, -EINVAL for a malformed URI ...);
+ * -EPROTONOSUPPORT when built without libnbd. Read/write/flush/zero return
+ * -EIO for an error the server reports and -ENXIO once a connection has died;
+ * zero is the server's write-zeroes when it offers one. */
+int member_open_nbd(const char *uri, int readonly, struct member **out, char *why, size_t whylen);
 
 static inline int member_read(struct member *m, void *buf, size_t len, uint64_t off)
 {
@@ -112,5 +134,14 @@ int member_throttle_wrap(struct member *inner, uint64_t bytes_per_sec, uint32_t 
  * Several specs are separated by ';'. Returns 0, or -EINVAL (or the errno of
  * opening a mapfile) with a one-line reason in why. */
 int member_apply_spec(struct member **m, const char *spec, char *why, size_t whylen);
+
+/* One --member-layer argument: "SPEC" for every member or "MEMBER:SPEC" for
+ * the member of that name (a name may contain ':', as NBD URIs do). Appends
+ * SPEC, joined by ';', to texts[i] (n strings of textlen bytes each, the
+ * form uraid_open_params.member_sim takes). Returns 0, -ENOENT when the
+ * part before ':' names no member, -E2BIG when a text would overflow; why
+ * says which. */
+int member_layer_add(const char *arg, const char *const *names, int n, char *texts, size_t textlen, char *why,
+                     size_t whylen);
 
 #endif

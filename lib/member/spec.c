@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "member/ddrescue.h"
+#include "log.h"
 #include "member/member.h"
 
 #define ITEM_MAX 256
@@ -469,4 +470,39 @@ int member_apply_spec(struct member **m, const char *spec, char *why, size_t why
     if (rc && why && whylen && !why[0])
         snprintf(why, whylen, "applying layer spec '%s': %s", spec, strerror(-rc));
     return rc;
+}
+
+int member_layer_add(const char *arg, const char *const *names, int n, char *texts, size_t textlen, char *why,
+                     size_t whylen)
+{
+    /* The longest member name followed by ':' wins: NBD URIs contain ':'
+     * themselves, so the first ':' does not end the name. */
+    int target = -1;
+    size_t best = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        if (len > best && !strncmp(arg, names[i], len) && arg[len] == ':') {
+            target = i;
+            best = len;
+        }
+    }
+    const char *colon = strchr(arg, ':');
+    if (colon && target < 0) {
+        uraid_why(why, whylen, "'%.*s' is not one of the members given", (int)(colon - arg), arg);
+        return -ENOENT;
+    }
+    const char *spec = target >= 0 ? arg + best + 1 : arg;
+    for (int i = 0; i < n; i++) {
+        if (target >= 0 && i != target)
+            continue;
+        char *t = texts + (size_t)i * textlen;
+        size_t used = strlen(t);
+        int w = snprintf(t + used, textlen - used, "%s%s", used ? ";" : "", spec);
+        if (w < 0 || (size_t)w >= textlen - used) {
+            t[used] = 0;
+            uraid_why(why, whylen, "layer specs for member %s are too long", names[i]);
+            return -E2BIG;
+        }
+    }
+    return 0;
 }
