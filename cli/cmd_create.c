@@ -171,7 +171,8 @@ int cmd_create(int argc, char **argv)
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
                    "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
-                   "                    slot; the last M members become spares)\n");
+                   "                    slot; the last M members become spares; RAID-0 members of different sizes\n"
+                   "                    make md's zones: --layout original (default) or alternate)\n");
             return 0;
         } else if (a[0] == '-' && a[1]) {
             cli_error("create", "unknown option '%s' (try 'uraid create --help')", a);

@@ -90,7 +90,7 @@ int cmd_detail(int argc, char **argv)
     printf("   Working Devices : %d\n", active + spare);
     printf("    Failed Devices : %d\n", failed);
     printf("     Spare Devices : %d\n\n", spare);
-    if (info.level == 4 || info.level == 5 || info.level == 6)
+    if (info.level == 4 || info.level == 5 || info.level == 6 || (info.level == 0 && info.layout))
         printf("            Layout : %s\n", layout_name(info.level, info.layout));
     if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));

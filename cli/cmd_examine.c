@@ -140,6 +140,8 @@ static int examine_one(const char *path)
     printf("         Events : %llu\n\n", (unsigned long long)sb.events);
     if (sb.level == 4 || sb.level == 5 || sb.level == 6)
         printf("         Layout : %s\n", layout_name(sb.level, (int)sb.layout));
+    else if (sb.level == 0 && (sb.feature_map & MD_FEATURE_RAID0_LAYOUT) && layout_name(0, (int)sb.layout))
+        printf("         Layout : %s\n", layout_name(0, (int)sb.layout));
     if (sb.level != 1)
         printf("     Chunk Size : %s\n\n", cli_format_size((uint64_t)sb.chunksize * 512, cs, sizeof cs));
     uint16_t role = sb.dev_number < sb.max_dev ? sb.dev_roles[sb.dev_number] : MD_ROLE_SPARE;

@@ -168,7 +168,7 @@ struct uraid_member_info {
 };
 
 struct uraid_array_info {
-    int level, layout, raid_devices;
+    int level, layout, raid_devices; /* RAID-0: 1 or 2 where the layouts differ, else 0 */
     uint32_t chunk_bytes;
     uint64_t size_bytes;             /* array */
     uint64_t member_data_sectors;    /* "Used Dev Size" per member, sectors */

@@ -491,6 +491,7 @@ int layout_unmap(const struct layout_geom *g, int disk, uint64_t member_sector,
 
 /* ---- names -------------------------------------------------------------- */
 
+#define L0 (1u << 0)
 #define L5 (1u << 5)
 #define L6 (1u << 6)
 
@@ -519,6 +520,9 @@ static const struct {
     {"ls", 2, L5 | L6},
     {"rs", 3, L5 | L6},
     {"default", 2, L5 | L6},
+    /* RAID-0: only multi-zone arrays need one (raid0.h) */
+    {"original", 1, L0},
+    {"alternate", 2, L0},
 };
 
 int layout_from_name(int level, const char *name)
@@ -527,7 +531,7 @@ int layout_from_name(int level, const char *name)
         return -EINVAL;
     if (level == 4)
         return (!strcasecmp(name, "parity-last") || !strcasecmp(name, "default")) ? 0 : -EINVAL;
-    if (level != 5 && level != 6)
+    if (level != 0 && level != 5 && level != 6)
         return -EINVAL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((names[i].levels & (1u << level)) && !strcasecmp(names[i].name, name))
@@ -539,7 +543,7 @@ const char *layout_name(int level, int layout)
 {
     if (level == 4)
         return "parity-last";
-    if (level != 5 && level != 6)
+    if (level != 0 && level != 5 && level != 6)
         return NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if ((names[i].levels & (1u << level)) && names[i].layout == layout)

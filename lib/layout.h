@@ -7,7 +7,9 @@
  * Addressing (RAID-4/5/6, from md's raid5_compute_sector):
  *   chunk = S / c, off = S % c, stripe = chunk / k, d = chunk % k,
  *   member sector = stripe * c + off on whichever member holds d.
- * RAID-0 (one zone, equal-size members): the same with k = n, d = member.
+ * RAID-0 with equal-size members (one zone): the same with k = n,
+ *   d = member. Members of different sizes make zones, each its own
+ *   stripe set: raid0.h maps those; layout_map is only zone 0.
  * RAID-1: every member holds array sector S at member sector S.
  *
  * RAID-6 Q coefficient order (the trap; md-format.md section 2):
@@ -62,7 +64,7 @@ enum layout_alg {
  *   layout: md layout number; only read for levels 5 and 6. RAID-4's
  *     superblock says 0 (mdadm 4.2) and md ignores it: RAID-4 is always
  *     "parity-last". RAID-0's field (1 or 2 on newer kernels) only matters
- *     for multi-zone arrays, which this module does not model.
+ *     for multi-zone arrays, which raid0.h models.
  *   raid_disks: n, members in the array including missing ones.
  *   chunk_sectors: power of two >= 8; ignored (may be 0) for RAID-1. */
 struct layout_geom {
@@ -137,10 +139,12 @@ int layout_unmap(const struct layout_geom *g, int disk, uint64_t member_sector,
 /* Layout names. layout_from_name returns the md number (>= 0) or -EINVAL.
  * Accepts mdadm's long names, "la"/"ra"/"ls"/"rs" and "default", ignoring
  * case. For level 4 only "parity-last" and "default" are accepted and the
- * result is 0, what mdadm stores. Levels 0 and 1 have no layout names. */
+ * result is 0, what mdadm stores. Level 0 has "original" (1) and
+ * "alternate" (2), its multi-zone layouts (raid0.h); level 1 has none. */
 int layout_from_name(int level, const char *name);
 
-/* mdadm's long name of a layout, or NULL if the level has no such layout.
+/* mdadm's long name of a layout, or NULL if the level has no such layout
+ * (RAID-0's 0: no layout recorded).
  * Level 4 always gives "parity-last" (the number is ignored). */
 const char *layout_name(int level, int layout);
 

@@ -281,6 +281,7 @@ static void free_array(struct uraid_array *a)
         free(a->extra[e].badblocks);
     }
     free(a->degraded_written);
+    free(a->r0);
     while (a->bb_retired) {
         struct bb_retired *r = a->bb_retired;
         a->bb_retired = r->next;
@@ -320,6 +321,35 @@ static void describe_missing(const struct uraid_array *a, char *out, size_t len)
             break;
         o += (size_t)w;
     }
+}
+
+/* RAID-0 stripes over zones when its members differ in size (raid0.h): the
+ * size is theirs summed, not the smallest times n. Every slot is present
+ * (RAID-0 runs only whole). */
+static int open_zones(struct uraid_array *a, const char *ref, char *why, size_t whylen)
+{
+    uint64_t sizes[URAID_MAX_MEMBERS];
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        sizes[s] = a->slot[s].sb.data_size;
+    a->r0 = malloc(sizeof *a->r0);
+    if (!a->r0) {
+        uraid_why(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    /* md reads the layout field of RAID-0 only when this feature says it is set */
+    int layout = a->sb.feature_map & MD_FEATURE_RAID0_LAYOUT ? (int)a->sb.layout : RAID0_LAYOUT_UNSET;
+    char zwhy[300];
+    int rc = raid0_zones_build(a->r0, a->geom.raid_disks, sizes, a->geom.chunk_sectors, layout, zwhy, sizeof zwhy);
+    if (rc) {
+        uraid_why(why, whylen, "member %s: %s", ref, zwhy);
+        return rc;
+    }
+    a->size_sectors = a->r0->array_sectors;
+    a->member_sectors = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->r0->slot_sectors[s] > a->member_sectors)
+            a->member_sectors = a->r0->slot_sectors[s];
+    return 0;
 }
 
 int uraid_open(const char *const *paths, int n, const struct uraid_open_params *p, struct uraid_array **out,
@@ -460,7 +490,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         sl->dev = dev[i];
         sl->fault = fault[i];
         dev[i] = NULL;
-        uint64_t need = sl->data_offset + a->member_sectors;
+        /* RAID-0 members may differ: each needs its own data area (md's check) */
+        uint64_t need = sl->data_offset + (a->geom.level == 0 ? sl->sb.data_size : a->member_sectors);
         if ((sl->state == URAID_MEMBER_IN_SYNC || sl->state == URAID_MEMBER_REBUILDING) && sl->dev->size / 512 < need) {
             uraid_why(why, whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)", sl->dev->path,
                 (unsigned long long)(sl->dev->size / 512), (unsigned long long)need);
@@ -482,6 +513,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = -ENODEV;
         goto fail;
     }
+    if (a->geom.level == 0 && (rc = open_zones(a, paths[ref], why, whylen)) != 0)
+        goto fail;
     a->dirty = R->resync_offset != MD_RESYNC_CLEAN;
     a->opened_dirty = a->dirty;
     if (a->geom.chunk_sectors) {
@@ -575,7 +608,8 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     memset(info, 0, sizeof *info);
     const struct md_sb *R = &a->sb;
     info->level = a->geom.level;
-    info->layout = a->geom.layout;
+    /* where the layouts agree md ignores RAID-0's field, and so does the report */
+    info->layout = a->r0 ? (a->r0->layout_matters ? a->r0->layout : 0) : a->geom.layout;
     info->raid_devices = a->geom.raid_disks;
     info->chunk_bytes = a->geom.chunk_sectors * 512u;
     info->size_bytes = a->size_sectors * 512;

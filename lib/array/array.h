@@ -19,6 +19,7 @@
 #include "member/member.h"
 #include "meta/badblocks.h"
 #include "meta/superblock.h"
+#include "raid0.h"
 #include "uraid.h"
 
 struct array_slot {
@@ -44,9 +45,11 @@ struct bb_retired {
 
 struct uraid_array {
     struct layout_geom geom;
+    struct raid0_zones *r0;    /* RAID-0: its zones (members may differ in size); NULL otherwise */
     int k;                     /* data blocks per stripe */
     int nparity;               /* 0, 1 or 2 */
-    uint64_t member_sectors;   /* superblock "size": data sectors used per member */
+    uint64_t member_sectors;   /* superblock "size": data sectors used per member
+                                * (RAID-0: by the largest member) */
     uint64_t size_sectors;     /* array */
     int readonly;
     int dirty;                 /* resync_offset = 0 is on disk */

@@ -147,6 +147,47 @@ static int add_spares(const char *const *paths, int n, const char *const *spares
     return rc ? rc : crc;
 }
 
+/* Members of different sizes make a multi-zone RAID-0 (raid0.h). mdadm
+ * 4.2 then records its layout, "original" unless told otherwise, under the
+ * RAID0_LAYOUT feature, without which md refuses to run it where the
+ * layouts differ; equal members get the layout as given (0 by default) and
+ * no feature bit. */
+static int raid0_create_zones(struct uraid_array *a, int layout, char *why, size_t whylen)
+{
+    int n = a->geom.raid_disks;
+    uint64_t sizes[URAID_MAX_MEMBERS];
+    for (int i = 0; i < n; i++)
+        sizes[i] = a->slot[i].sb.data_size;
+    int zones = raid0_zone_count(n, sizes, a->geom.chunk_sectors);
+    if (zones > 1 && layout < 0)
+        layout = RAID0_LAYOUT_ORIGINAL;
+    int named = layout == RAID0_LAYOUT_ORIGINAL || layout == RAID0_LAYOUT_ALTERNATE;
+    struct raid0_zones *z = malloc(sizeof *z);
+    if (!z)
+        return -ENOMEM;
+    char zwhy[300];
+    int rc = raid0_zones_build(z, n, sizes, a->geom.chunk_sectors, named ? layout : RAID0_LAYOUT_ORIGINAL, zwhy,
+                               sizeof zwhy);
+    if (rc) {
+        uraid_why(why, whylen, "%s", zwhy);
+    } else if (z->layout_matters && !named) {
+        uraid_why(why, whylen, "members of different sizes make a multi-zone RAID-0, which md runs only with "
+                  "--layout original or alternate (not layout %d)", layout);
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        a->size_sectors = z->array_sectors;
+    free(z);
+    for (int i = 0; i < n && rc == 0; i++) {
+        a->slot[i].sb.layout = layout < 0 ? 0 : (uint32_t)layout;
+        if (zones > 1 && layout != 0)
+            a->slot[i].sb.feature_map |= MD_FEATURE_RAID0_LAYOUT;
+    }
+    a->sb.layout = a->slot[0].sb.layout;
+    a->sb.feature_map = a->slot[0].sb.feature_map;
+    return rc;
+}
+
 int uraid_create(const char *const *paths, int n, const struct uraid_create_params *p, int force, char *why,
                  size_t whylen)
 {
@@ -333,6 +374,8 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         goto out;
     }
     a->size_sectors = g.level == 1 ? a->member_sectors : a->member_sectors * (uint64_t)a->k;
+    if (g.level == 0 && (rc = raid0_create_zones(a, p->layout, why, whylen)) != 0)
+        goto out;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
     struct md_bitmap_sb bm;
     int with_bitmap = 0;

@@ -134,3 +134,23 @@ struct io_op array_op(struct uraid_array *a, int m, enum io_kind kind, void *buf
     return op;
 }
 
+
+int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *ad)
+{
+    if (!a->r0)
+        return layout_map(&a->geom, sector, ad);
+    struct raid0_addr z;
+    int rc = raid0_map(a->r0, sector, &z);
+    if (rc)
+        return rc;
+    *ad = (struct layout_addr){
+        .array_sector = sector,
+        .stripe = z.member_sector / a->geom.chunk_sectors,
+        .d = z.slot,
+        .disk = z.slot,
+        .role = LAYOUT_ROLE_DATA,
+        .chunk_off = z.chunk_off,
+        .member_sector = z.member_sector,
+    };
+    return 0;
+}

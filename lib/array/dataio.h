@@ -51,6 +51,10 @@ static inline struct array_slot *job_target(struct uraid_array *a, const struct 
 /* RAID-1 has no chunks: its stripe locks cover units of this many sectors. */
 #define RAID1_UNIT 128u
 
+/* Array sector -> member position: layout_map, or for RAID-0 its zones
+ * (stripe is then the row on the member: member_sector / chunk). (dataio.c) */
+int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *ad);
+
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
 /* What every user write starts with: the read-only and range checks, the

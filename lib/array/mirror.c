@@ -239,7 +239,7 @@ int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, 
         int n = 0;
         while (sector < end && n < RAID0_BATCH) {
             struct layout_addr ad;
-            rc = layout_map(&a->geom, sector, &ad);
+            rc = array_map(a, sector, &ad);
             if (rc)
                 return rc;
             uint64_t left = a->geom.chunk_sectors - ad.chunk_off;

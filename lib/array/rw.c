@@ -300,7 +300,7 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
         uint32_t slots0 = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
         while (sector < end && np < READ_BATCH) {
             struct piece *pc = &pieces[np];
-            rc = layout_map(&a->geom, sector, &pc->ad);
+            rc = array_map(a, sector, &pc->ad);
             if (rc)
                 return rc;
             uint64_t left = a->geom.chunk_sectors - pc->ad.chunk_off;

@@ -118,7 +118,7 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     put(&o, "Used Dev Size : %llu sectors\n", (unsigned long long)ip->member_data_sectors);
     if (ip->level != 1)
         put(&o, "  Chunk Size : %uK\n      Layout : %s\n", ip->chunk_bytes / 1024,
-            layout_name(ip->level, ip->layout));
+            layout_name(ip->level, ip->layout) ? layout_name(ip->level, ip->layout) : "-");
     put(&o, "       State : %s%s%s%s\n", ip->clean ? "clean" : "active", ip->degraded ? ", degraded" : "",
         dirty_open ? ", not shut down cleanly (parity may be stale)" : "", a->readonly ? ", read-only" : "");
     put(&o, "      Events : %llu\n", (unsigned long long)ip->events);
