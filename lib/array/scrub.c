@@ -257,7 +257,6 @@ static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigne
  * at the end of the batch. Findings are kept here and recorded in stripe
  * order once every part is done. */
 #define PART_FINDINGS 64
-#define MIN_PART_STRIPES 4
 #define MAX_PARTS 4
 /* Rows read per member at a time: small enough that a group of every
  * member's rows is still in the core's cache when it is checked (one
@@ -272,7 +271,6 @@ struct scrub_part {
     uint8_t *mem;                 /* member m's rows at mem + m * stride */
     size_t stride;
     int rc;
-    pthread_t thread;
     size_t nfound;
     struct uraid_finding found[PART_FINDINGS];
 };
@@ -320,10 +318,116 @@ static void *part_run(void *arg)
     return NULL;
 }
 
-/* Checking costs CPU as well as the reads: a batch is split over the
- * processors (each part's reads run on its own thread too, which is where
- * page-cache and tmpfs members do their copying). */
-static int parts_for(int nstripes)
+/* The workers that help the job thread with each batch: started with the
+ * job and kept until it ends (a new pair of threads per batch cost a few
+ * percent of a check on memory-backed members). A batch is handed out by
+ * bumping `gen`; each worker runs its part and counts itself done. */
+struct scrub_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    uint64_t gen;
+    int stop, busy;
+    int nworkers;
+    struct scrub_part *parts;     /* this batch's; worker w runs parts[w + 1] */
+    pthread_t thread[MAX_PARTS - 1];
+    int index[MAX_PARTS - 1];
+};
+
+struct pool_arg {
+    struct scrub_pool *pool;
+    int w;
+};
+
+static void *pool_worker(void *arg)
+{
+    struct pool_arg *pa = arg;
+    struct scrub_pool *pool = pa->pool;
+    int w = pa->w;
+    free(pa);
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool->mu);
+    for (;;) {
+        while (!pool->stop && pool->gen == seen)
+            pthread_cond_wait(&pool->work, &pool->mu);
+        if (pool->stop)
+            break;
+        seen = pool->gen;
+        struct scrub_part *part = &pool->parts[w + 1];
+        pthread_mutex_unlock(&pool->mu);
+        part_run(part);
+        pthread_mutex_lock(&pool->mu);
+        if (--pool->busy == 0)
+            pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return NULL;
+}
+
+static void pool_stop(struct scrub_pool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->mu);
+    pool->stop = 1;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->mu);
+    for (int w = 0; w < pool->nworkers; w++)
+        pthread_join(pool->thread[w], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->work);
+    pthread_cond_destroy(&pool->done);
+    free(pool);
+}
+
+/* Up to `want` workers; fewer (even none) when threads cannot start: the
+ * job thread then checks more of each batch itself. */
+static struct scrub_pool *pool_start(int want)
+{
+    struct scrub_pool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return NULL;
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->work, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    for (int w = 0; w < want && w < MAX_PARTS - 1; w++) {
+        struct pool_arg *pa = malloc(sizeof *pa);
+        if (!pa)
+            break;
+        *pa = (struct pool_arg){pool, w};
+        if (pthread_create(&pool->thread[w], NULL, pool_worker, pa)) {
+            free(pa);
+            break;
+        }
+        pool->nworkers++;
+    }
+    return pool;
+}
+
+/* Runs parts[0] here and parts[1..nworkers] on the workers; returns when
+ * every part is done. */
+static void pool_run(struct scrub_pool *pool, struct scrub_part *parts)
+{
+    if (pool && pool->nworkers) {
+        pthread_mutex_lock(&pool->mu);
+        pool->parts = parts;
+        pool->busy = pool->nworkers;
+        pool->gen++;
+        pthread_cond_broadcast(&pool->work);
+        pthread_mutex_unlock(&pool->mu);
+    }
+    part_run(&parts[0]);
+    if (pool && pool->nworkers) {
+        pthread_mutex_lock(&pool->mu);
+        while (pool->busy)
+            pthread_cond_wait(&pool->done, &pool->mu);
+        pthread_mutex_unlock(&pool->mu);
+    }
+}
+
+/* Checking costs CPU as well as the reads: each batch is shared by one
+ * thread per processor (each part's reads run on its own thread too, which
+ * is where page-cache and tmpfs members do their copying). */
+static int cpu_count(void)
 {
     static int cached; /* jobs of several arrays may ask at once */
     int ncpu = __atomic_load_n(&cached, __ATOMIC_RELAXED);
@@ -332,8 +436,7 @@ static int parts_for(int nstripes)
         ncpu = v < 1 ? 1 : v > MAX_PARTS ? MAX_PARTS : (int)v;
         __atomic_store_n(&cached, ncpu, __ATOMIC_RELAXED);
     }
-    int parts = nstripes / MIN_PART_STRIPES;
-    return parts < 1 ? 1 : parts > ncpu ? ncpu : parts;
+    return ncpu;
 }
 
 /* Findings in the order the array holds them: by stripe, then where. */
@@ -355,14 +458,15 @@ int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint3
     int nstripes = (int)(s1 - s0);
     if (nstripes > 64)
         return -EINVAL;
-    int nparts = parts_for(nstripes);
+    struct scrub_pool *pool = j->priv;
+    int nparts = pool ? pool->nworkers + 1 : 1;
     size_t csize = (size_t)c * SECTOR;
     size_t group = csize >= GROUP_BYTES ? csize : GROUP_BYTES / csize * csize;
     /* per part: member rows of a group, a zero chunk, verdicts, blamed slots */
     size_t extra = (size_t)n * group + csize + ((size_t)c + 63) / 64 * 64 + (size_t)c * 2;
     struct scrub_part *parts = calloc((size_t)nparts, sizeof *parts);
-    /* the job thread's scratch serves every part: helper threads are new
-     * each batch and would fault in fresh buffers every time */
+    /* the job thread's scratch serves every part: one area, warm after the
+     * first batch, whichever worker uses which part */
     uint8_t *mem = array_scratch((size_t)nparts * extra);
     if (!mem || !parts) {
         free(parts);
@@ -387,15 +491,10 @@ int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint3
         pt->end = start + nsec;
         pt->next_group = &next_group;
     }
-    int started[MAX_PARTS] = {0};
-    for (int p = 1; p < nparts; p++)
-        started[p] = pthread_create(&parts[p].thread, NULL, part_run, &parts[p]) == 0;
-    part_run(&parts[0]); /* a part whose thread did not start leaves its groups to this one */
+    pool_run(pool, parts);
     int rc = 0, nfound = 0;
     struct uraid_finding *found = NULL;
     for (int p = 0; p < nparts; p++) {
-        if (started[p])
-            pthread_join(parts[p].thread, NULL);
         nfound += (int)parts[p].nfound;
         if (parts[p].rc && !rc) {
             rc = parts[p].rc;
@@ -433,6 +532,8 @@ static void keep_finding(struct scrub_ctx *x, const struct uraid_finding *f)
 
 static int scrub_finish(struct uraid_array *a, struct array_job *j, int rc)
 {
+    pool_stop(j->priv);
+    j->priv = NULL;
     uint64_t mism = __atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED);
     uint64_t rep = __atomic_load_n(&j->repaired_sectors, __ATOMIC_RELAXED);
     if (rep)
@@ -481,6 +582,8 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
     }
     j->step = a->geom.level == 1 ? raid1_scrub_step : scrub_step;
     j->finish = scrub_finish;
+    /* without workers (none could start) the job thread checks alone */
+    j->priv = a->geom.level == 1 ? NULL : pool_start(cpu_count() - 1);
     j->checkpoint = NULL;
     return 0;
 }
