@@ -19,15 +19,19 @@ echo "   First it checks its parity routines (RAID-5's XOR, RAID-6's P+Q over GF
 echo "   slow, obviously-correct reference, and picks the fastest one for this CPU."
 $U selftest
 
-say "Step 1: a RAID-6 array of six 256 MiB sparse files (any two members may fail)."
+say "Step 1: a RAID-6 array of six 256 MiB sparse files (any two members may fail), with md's"
+echo "   write-intent bitmap: after a crash only the regions being written are resynced."
 for i in 0 1 2 3 4 5; do truncate -s 256M "$work/disk$i.img"; done
-$U create --level 6 --raid-devices 6 --chunk 64K --name demo "$work"/disk?.img
+$U create --level 6 --raid-devices 6 --chunk 64K --bitmap internal --bitmap-chunk 4M --name demo "$work"/disk?.img
 $U detail "$work"/disk?.img | sed -n '/Raid Level/p;/Array Size/p;/Layout/p;/Status/p'
 
-say "Step 2: serve it as a network block device (NBD) through nbdkit, with a control socket."
+say "Step 2: serve it as a network block device (NBD) through nbdkit, with a control socket,"
+echo "   and a program that hears every event (what mdadm --monitor would mail an administrator)."
 sock="$work/nbd.sock"
 ctl="$work/control.sock"
-$U serve --socket "$sock" --control "$ctl" "$work"/disk?.img 2>"$work/server.log" &
+printf '#!/bin/sh\necho "   [event] $1 ${3:+$(basename "$3") }- $URAID_DETAIL" >>"%s"\n' "$work/events.log" >"$work/event.sh"
+chmod +x "$work/event.sh"
+$U serve --socket "$sock" --control "$ctl" --event-cmd "$work/event.sh" "$work"/disk?.img 2>"$work/server.log" &
 server=$!
 i=0
 until nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1; do
@@ -58,8 +62,9 @@ else
     exit 1
 fi
 
-say "Step 6: the status of the running array (like /proc/mdstat and mdadm --detail):"
+say "Step 6: the status of the running array (like /proc/mdstat and mdadm --detail), and the events so far:"
 $U status --control "$ctl"
+cat "$work/events.log" 2>/dev/null
 
 say "Step 7: two new disks arrive. 'uraid add' hands them to the server, which rebuilds onto them by itself."
 for i in 6 7; do truncate -s 256M "$work/disk$i.img"; done
@@ -81,14 +86,19 @@ $U status --control "$ctl" | sed -n '1p;/background:/p' | sed 's/^/   /'
 
 say "Step 8: verify the whole array in the background, like md's 'check' (parity against data):"
 $U check --control "$ctl" --wait | sed 's/^/   /'
+sleep 0.2 # the event program runs in the background
+echo "   events since the failures:"
+tail -n +3 "$work/events.log" 2>/dev/null
 
 say "Step 9: stop the server. The array is closed cleanly; Linux md's own mdadm reads the members:"
 $U stop --control "$ctl"
 wait "$server" 2>/dev/null || true
 server=""
 if command -v mdadm >/dev/null 2>&1; then
-    mdadm --examine "$work/disk6.img" | sed -n '/Raid Level/p;/^ *State :/p;/Device Role/p;/Events/p;/Array State/p'
+    mdadm --examine "$work/disk6.img" | sed -n '/Raid Level/p;/Internal Bitmap/p;/^ *State :/p;/Device Role/p;/Events/p;/Array State/p'
 fi
+echo "   its write-intent bitmap after the clean stop (nothing left to resync):"
+$U examine "$work/disk6.img" | sed -n '/Chunksize/p;/Bitmap :/p'
 
 say "Step 10: how fast the parity routines are here (k = 8 data chunks of 64 KiB):"
 $U bench parity --k 8 --chunk 64K

@@ -115,7 +115,7 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
             a->geom.level, missing + 1, a->geom.raid_disks, a->nparity);
         return -EBUSY;
     }
-    rc = array_member_failed(a, slot, -EIO, "failed by request");
+    rc = array_member_failed(a, slot, 0, "failed on an administrator's request");
     if (rc == -EIO) {
         uraid_why(why, whylen, "failing %s would exceed the redundancy of RAID-%d", name, a->geom.level);
         return -EBUSY;

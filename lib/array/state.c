@@ -35,8 +35,20 @@ static void status_text(const struct uraid_array *a, char *out)
     out[2 + n] = 0;
 }
 
+/* "failed while writing (Input/output error)", or `what` alone for a
+ * failure no I/O caused (err 0: an administrator's request). */
+static void failure_cause(char *out, size_t len, const char *what, int err)
+{
+    if (err)
+        snprintf(out, len, "failed while %s (%s)", what, uraid_strerror(err));
+    else
+        snprintf(out, len, "%s", what);
+}
+
 int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
 {
+    char cause[200];
+    failure_cause(cause, sizeof cause, what, err);
     if (m < 0)
         return err ? err : -EIO;
     pthread_mutex_lock(&a->meta_lock);
@@ -49,11 +61,10 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
             a->sb.dev_roles[dn] = MD_ROLE_FAULTY;
         pthread_mutex_unlock(&a->meta_lock);
         __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE);
-        uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s) during its rebuild: marked faulty",
-                  a->slot[m].dev->path, what, uraid_strerror(err));
+        uraid_log(URAID_LOG_WARN, "member %s %s during its rebuild: marked faulty", a->slot[m].dev->path, cause);
         array_write_superblocks(a);
         char detail[320];
-        snprintf(detail, sizeof detail, "failed while %s (%s) during its rebuild", what, uraid_strerror(err));
+        snprintf(detail, sizeof detail, "%s during its rebuild", cause);
         array_event(a, "FailSpare", a->slot[m].dev->path, detail);
         return 0;
     }
@@ -68,9 +79,9 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     if (missing + 1 > a->nparity) {
         pthread_mutex_unlock(&a->meta_lock);
         uraid_log(URAID_LOG_ERROR,
-                  "member %s failed while %s (%s) and RAID-%d has no redundancy left for it: the request fails; "
+                  "member %s %s and RAID-%d has no redundancy left for it: the request fails; "
                   "the member is not marked faulty, so the array can still be assembled with --force",
-                  path, what, uraid_strerror(err), a->geom.level);
+                  path, cause, a->geom.level);
         return -EIO;
     }
     __atomic_store_n(&a->slot[m].state, URAID_MEMBER_FAULTY, __ATOMIC_RELEASE);
@@ -84,11 +95,10 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     array_kick_monitor(a); /* this thread may hold stripe locks: a job starts elsewhere */
     char st[URAID_MAX_MEMBERS + 3];
     status_text(a, st);
-    uraid_log(URAID_LOG_WARN, "member %s failed while %s (%s): marked faulty, the array continues degraded %s%s", path,
-              what, uraid_strerror(err), st, rc ? " (superblock update failed on some members)" : "");
+    uraid_log(URAID_LOG_WARN, "member %s %s: marked faulty, the array continues degraded %s%s", path, cause, st,
+              rc ? " (superblock update failed on some members)" : "");
     char detail[512];
-    snprintf(detail, sizeof detail, "failed while %s (%s); the array continues degraded %s", what,
-             uraid_strerror(err), st);
+    snprintf(detail, sizeof detail, "%s; the array continues degraded %s", cause, st);
     array_event(a, "Fail", path, detail);
     return 0;
 }

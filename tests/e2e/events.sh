@@ -75,7 +75,7 @@ start_server $m "$(d 4)" && t_ok "serving with --event-cmd" \
 uuid=$(mdadm --examine "$(d 0)" | sed -n 's/^ *Array UUID : //p')
 
 $T $URAID fail --control "$ctl" "$(d 2)" >"$t_tmp/out" 2>&1 || t_fail "uraid fail" "$(cat "$t_tmp/out")"
-expect_event "Fail names the array and the member" "^Fail [^ ]*events $(d 2) | Fail $uuid | failed while failed by request"
+expect_event "Fail names the array and the member" "^Fail [^ ]*events $(d 2) | Fail $uuid | failed on an administrator's request"
 expect_event "the spare's rebuild starts" "^RebuildStarted [^ ]*events  | RebuildStarted $uuid | recovery"
 expect_event "the spare becomes active" "^SpareActive [^ ]*events $(d 4) | SpareActive $uuid | rebuilt into slot 2"
 expect_event "the rebuild finishes" "^RebuildFinished [^ ]*events  | .* | recovery finished"
