@@ -83,6 +83,8 @@ int cmd_detail(int argc, char **argv)
     printf("      Raid Devices : %d\n", info.raid_devices);
     printf("     Total Devices : %d\n", total);
     printf("       Persistence : Superblock is persistent\n\n");
+    if (info.bitmap)
+        printf("     Intent Bitmap : Internal\n\n");
     printf("       Update Time : %s\n", cli_time(info.utime, t, sizeof t));
     printf("             State : %s%s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "",
            rebuilt_pct >= 0 ? ", recovering (stopped: resume with 'uraid rebuild')" : "");
@@ -94,7 +96,7 @@ int cmd_detail(int argc, char **argv)
         printf("            Layout : %s\n", layout_name(info.level, info.layout));
     if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
-    printf("Consistency Policy : resync\n\n");
+    printf("Consistency Policy : %s\n\n", info.bitmap ? "bitmap" : "resync");
     if (rebuilt_pct >= 0)
         printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
     printf("              Name : %s\n", info.name);

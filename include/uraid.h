@@ -176,6 +176,7 @@ struct uraid_array_info {
     char name[33];
     uint64_t ctime, utime, events;
     int clean;                       /* 1 = resync_offset says fully in sync */
+    int bitmap;                      /* 1 = md's internal write-intent bitmap is kept */
     int degraded;                    /* number of slots not in sync */
     int nmembers;                    /* entries in member[]: slots first, then the rest */
     struct uraid_member_info member[URAID_MAX_MEMBERS];

@@ -620,6 +620,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->utime = R->utime;
     info->events = R->events;
     info->clean = !a->dirty;
+    info->bitmap = a->bitmap != NULL;
     int nm = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct uraid_member_info *mi = &info->member[nm++];

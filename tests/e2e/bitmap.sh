@@ -64,6 +64,11 @@ head -c 8M /dev/urandom | $URAID write $D 2>"$dir/w.log" || t_fail "write" "$(ca
 # shellcheck disable=SC2086
 agree "RAID-5, clean stop: mdadm -X agrees with uraid examine on every member" $D
 [ "$dirty" = 0 ] && t_ok "clean stop leaves 0 dirty bits" || t_fail "clean stop leaves 0 dirty bits" "dirty $dirty"
+# shellcheck disable=SC2086
+$URAID detail $D >"$dir/detail" 2>&1
+grep -q "^ *Intent Bitmap : Internal$" "$dir/detail" && grep -q "^Consistency Policy : bitmap$" "$dir/detail" \
+    && t_ok "detail says 'Intent Bitmap : Internal', 'Consistency Policy : bitmap' as mdadm --detail does" \
+    || t_fail "detail's bitmap lines" "$(cat "$dir/detail")"
 
 # shellcheck disable=SC2086
 head -c 20M /dev/urandom | $URAID write --member-layer throttle=4M $D 2>/dev/null &
