@@ -57,18 +57,14 @@ int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *
 
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
-/* What every user write starts with: the read-only and range checks, the
- * dirty mark on disk, the count of user requests. 0 = go on, 1 = nothing
- * to write (len 0), or a negative errno. (rw.c) */
-int array_write_begin(struct uraid_array *a, size_t len, uint64_t offset);
-
-/* The member sectors [*ms, *me) past data_offset that a write of array
- * sectors [sector, end) may touch (RAID-4/5/6: whole stripes' rows, for
- * parity), which the write-intent bitmap must cover first. (rw.c) */
-void array_write_span(const struct uraid_array *a, uint64_t sector, uint64_t end, uint64_t *ms, uint64_t *me);
+/* RAID-4/5/6: array sectors [sector, end) written in groups of stripes
+ * under their locks (rw.c); zeroed, whole stripes without reads (zero.c).
+ * Callers have done the checks and the bitmap (write_request). */
+int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
+int array_zero_striped(struct uraid_array *a, uint64_t sector, uint64_t end);
 
 /* buf (p) NULL: the range is zeroed on the members (uraid_write_zeroes). */
-int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec);
+int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint64_t nsec);
 int array_write_raid0(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
 /* The step of RAID-1 jobs: recovery and replace copy from a mirror that can
  * be read; resync copies the first mirror to the others. (mirror.c) */

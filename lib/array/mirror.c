@@ -129,7 +129,7 @@ int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint
     return rc;
 }
 
-int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint32_t nsec)
+int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint64_t nsec)
 {
     int rc = 0;
     while (nsec && rc == 0) {
@@ -172,8 +172,10 @@ int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t secto
 }
 
 /* Reads [start, start + nsec) for a job holding the units' locks: `first`
- * tried first, `skip` never; read errors are rewritten as on a user read. */
-static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *buf, uint64_t start, uint32_t nsec)
+ * tried first, `skip` never; with `correct`, read errors are rewritten as
+ * on a user read. */
+static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *buf, uint64_t start, uint32_t nsec,
+                           int correct)
 {
     int order[URAID_MAX_MEMBERS], n = 0, trouble = 0;
     if (first >= 0)
@@ -181,7 +183,7 @@ static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *
     for (int m = 0; m < a->geom.raid_disks; m++)
         if (m != first && m != skip)
             order[n++] = m;
-    return read_mirrors(a, order, n, buf, start, nsec, 1, &trouble);
+    return read_mirrors(a, order, n, buf, start, nsec, correct, &trouble);
 }
 
 int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
@@ -197,7 +199,7 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
             if (slot_ok(a, m))
                 src = m;
         if (rc == 0)
-            rc = read_any_mirror(a, src, -1, buf, start, nsec);
+            rc = read_any_mirror(a, src, -1, buf, start, nsec, 1);
         struct io_op ops[URAID_MAX_MEMBERS];
         int nops = 0, who[URAID_MAX_MEMBERS];
         for (int m = 0; m < a->geom.raid_disks && rc == 0; m++)
@@ -214,7 +216,7 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
         int replace = j->kind == URAID_JOB_REPLACE;
         struct array_slot *to = job_target(a, j);
         if (rc == 0)
-            rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec);
+            rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec, 1);
         if (rc == 0) {
             struct io_op w = {.m = to->dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
                               .offset = (to->data_offset + start) * SECTOR};
@@ -291,14 +293,16 @@ int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start,
             ref = who[i];
     if (rc == 0 && ref < 0) {
         /* no mirror reads whole: page by page from any, as a read does */
-        rc = read_any_mirror(a, -1, -1, mem, start, nsec);
+        /* no correction there: the loop below rewrites every mirror that failed */
+        rc = read_any_mirror(a, -1, -1, mem, start, nsec, 0);
         if (rc == 0) {
             ref = 0;
             for (int i = 0; i < nops; i++)
-                if (who[i] == 0)
-                    ops[i].result = 0; /* mem holds the assembled copy in slot 0's place */
-            if (slot_has_bad(&a->slot[0], start, nsec))
-                array_correct_read_error(a, 0, mem, nsec, start);
+                if (who[i] == 0 && ops[i].result) {
+                    /* mem holds the assembled copy in slot 0's place: mend slot 0 from it */
+                    array_correct_read_error(a, 0, mem, nsec, start);
+                    ops[i].result = 0;
+                }
         } else {
             struct uraid_finding f = {.member_sector = start, .nsec = nsec, .stripe = start / RAID1_UNIT, .slot = -1,
                                       .kind = URAID_FOUND_UNREADABLE};

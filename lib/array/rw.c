@@ -624,8 +624,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
     return rc;
 }
 
-/* RAID-4/5/6: array sectors [sector, end) in groups of stripes. */
-static int write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
+int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
 {
     int rc = 0;
     uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
@@ -681,49 +680,58 @@ static int write_striped(struct uraid_array *a, const uint8_t *p, uint64_t secto
     return rc;
 }
 
-void array_write_span(const struct uraid_array *a, uint64_t sector, uint64_t end, uint64_t *ms, uint64_t *me)
+/* The member sectors [*ms, *me) past data_offset that a write of array
+ * sectors [sector, end) may touch (RAID-4/5/6: whole stripes' rows, for
+ * parity), which the write-intent bitmap must cover first. */
+static void write_span(const struct uraid_array *a, uint64_t sector, uint64_t end, uint64_t *ms, uint64_t *me)
 {
     *ms = sector;
     *me = end;
-    if (a->geom.level != 1) { /* whole stripes: parity rows */
+    if (a->geom.level != 1) {
         uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
         *ms = sector / ss * a->geom.chunk_sectors;
         *me = ((end - 1) / ss + 1) * a->geom.chunk_sectors;
     }
 }
 
-int array_write_begin(struct uraid_array *a, size_t len, uint64_t offset)
+/* What every user write does: the read-only and range checks, the dirty
+ * mark on disk, the request count, the bitmap's bits before any member
+ * write, then the level's path. buf NULL writes zeros (uraid_write_zeroes). */
+static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
 {
     if (a->readonly)
         return -EROFS;
     int rc = array_range_ok(a, len, offset);
     if (rc || len == 0)
-        return rc ? rc : 1;
+        return rc;
     rc = array_mark_dirty(a);
     if (rc)
         return rc;
     __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED);
-    return 0;
+    uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
+    if (a->geom.level == 0)
+        return array_write_raid0(a, buf, sector, end);
+    uint64_t ms, me;
+    write_span(a, sector, end, &ms, &me);
+    rc = wib_start_write(a, ms, me);
+    if (rc)
+        return rc;
+    if (a->geom.level == 1)
+        rc = array_write_mirror(a, buf, sector, end - sector);
+    else
+        rc = buf ? array_write_striped(a, buf, sector, end) : array_zero_striped(a, sector, end);
+    wib_end_write(a, ms, me);
+    return rc;
 }
 
 int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
 {
-    int rc = array_write_begin(a, len, offset);
-    if (rc)
-        return rc < 0 ? rc : 0;
-    uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
-    if (a->geom.level == 0)
-        return array_write_raid0(a, buf, sector, end);
-    /* every member range the write may touch is under a bit on disk before any of it is written */
-    uint64_t ms, me;
-    array_write_span(a, sector, end, &ms, &me);
-    rc = wib_start_write(a, ms, me);
-    if (rc)
-        return rc;
-    rc = a->geom.level == 1 ? array_write_mirror(a, buf, sector, (uint32_t)(end - sector))
-                            : write_striped(a, buf, sector, end);
-    wib_end_write(a, ms, me);
-    return rc;
+    return buf || !len ? write_request(a, buf, len, offset) : -EINVAL;
+}
+
+int uraid_write_zeroes(struct uraid_array *a, size_t len, uint64_t offset)
+{
+    return write_request(a, NULL, len, offset);
 }
 
 int uraid_flush(struct uraid_array *a)

@@ -1,5 +1,6 @@
-/* Write-zeroes (NBD trim and zero, FUSE fallocate punch/zero, `uraid
- * discard`): the range reads as zeros afterwards, on every level.
+/* Write-zeroes on RAID-4/5/6 (uraid_write_zeroes: NBD trim and zero, FUSE
+ * fallocate punch/zero; RAID-0/1 zero every member's range directly): the
+ * range reads as zeros afterwards.
  *
  * Whole stripes are zeroed on every member at once: a stripe of zeros is
  * consistent for every level (P and Q of zero data are zero), so nothing
@@ -9,8 +10,6 @@
 #include <errno.h>
 
 #include "array/dataio.h"
-#include "array/wibitmap.h"
-#include "log.h"
 
 #define ZERO_STRIPES 64u            /* stripes locked at a time */
 #define ZERO_PIECE (1u << 20)       /* bytes of zeros per partial-stripe write */
@@ -61,52 +60,26 @@ static int zero_stripes(struct uraid_array *a, uint64_t s0, uint64_t s1)
 /* Array sectors [sector, end) of a partial stripe, as writes of zeros. */
 static int zero_by_writing(struct uraid_array *a, uint64_t sector, uint64_t end)
 {
-    if (sector >= end)
-        return 0;
     /* shared and never written: no allocation on the I/O path (FUSE) */
     static const uint8_t zeros[ZERO_PIECE] __attribute__((aligned(4096)));
-    uint64_t bytes = (end - sector) * SECTOR;
     int rc = 0;
-    for (uint64_t done = 0; done < bytes && rc == 0; done += ZERO_PIECE) {
-        size_t n = bytes - done < ZERO_PIECE ? (size_t)(bytes - done) : ZERO_PIECE;
-        rc = uraid_write(a, zeros, n, sector * SECTOR + done);
+    for (uint64_t at = sector; at < end && rc == 0; at += ZERO_PIECE / SECTOR) {
+        uint64_t stop = end - at < ZERO_PIECE / SECTOR ? end : at + ZERO_PIECE / SECTOR;
+        rc = array_write_striped(a, zeros, at, stop);
     }
     return rc;
 }
 
-int uraid_write_zeroes(struct uraid_array *a, size_t len, uint64_t offset)
+int array_zero_striped(struct uraid_array *a, uint64_t sector, uint64_t end)
 {
-    int rc = array_write_begin(a, len, offset);
-    if (rc)
-        return rc < 0 ? rc : 0;
-    uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
-    if (a->geom.level == 0)
-        return array_write_raid0(a, NULL, sector, end);
-    /* the write-intent bitmap covers the range first, as for any write */
-    uint64_t ms, me;
-    array_write_span(a, sector, end, &ms, &me);
-    rc = wib_start_write(a, ms, me);
-    if (rc)
-        return rc;
-    if (a->geom.level == 1) {
-        for (uint64_t at = sector; at < end && rc == 0;) {
-            uint32_t n = end - at > (1u << 30) ? (1u << 30) : (uint32_t)(end - at);
-            rc = array_write_mirror(a, NULL, at, n);
-            at += n;
-        }
-    } else {
-        uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
-        uint64_t s0 = (sector + stripe_sectors - 1) / stripe_sectors, s1 = end / stripe_sectors;
-        if (s0 >= s1) { /* no whole stripe inside */
-            rc = zero_by_writing(a, sector, end);
-        } else {
-            rc = zero_by_writing(a, sector, s0 * stripe_sectors);
-            if (rc == 0)
-                rc = zero_stripes(a, s0, s1);
-            if (rc == 0)
-                rc = zero_by_writing(a, s1 * stripe_sectors, end);
-        }
-    }
-    wib_end_write(a, ms, me);
+    uint64_t stripe_sectors = (uint64_t)a->k * a->geom.chunk_sectors;
+    uint64_t s0 = (sector + stripe_sectors - 1) / stripe_sectors, s1 = end / stripe_sectors;
+    if (s0 >= s1) /* no whole stripe inside */
+        return zero_by_writing(a, sector, end);
+    int rc = zero_by_writing(a, sector, s0 * stripe_sectors);
+    if (rc == 0)
+        rc = zero_stripes(a, s0, s1);
+    if (rc == 0)
+        rc = zero_by_writing(a, s1 * stripe_sectors, end);
     return rc;
 }
