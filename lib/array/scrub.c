@@ -322,6 +322,13 @@ static void *part_run(void *arg)
  * job and kept until it ends (a new pair of threads per batch cost a few
  * percent of a check on memory-backed members). A batch is handed out by
  * bumping `gen`; each worker runs its part and counts itself done. */
+struct scrub_pool;
+
+struct pool_arg {
+    struct scrub_pool *pool;
+    int w;
+};
+
 struct scrub_pool {
     pthread_mutex_t mu;
     pthread_cond_t work, done;
@@ -330,20 +337,14 @@ struct scrub_pool {
     int nworkers;
     struct scrub_part *parts;     /* this batch's; worker w runs parts[w + 1] */
     pthread_t thread[MAX_PARTS - 1];
-    int index[MAX_PARTS - 1];
-};
-
-struct pool_arg {
-    struct scrub_pool *pool;
-    int w;
+    struct pool_arg arg[MAX_PARTS - 1];
 };
 
 static void *pool_worker(void *arg)
 {
-    struct pool_arg *pa = arg;
+    const struct pool_arg *pa = arg;
     struct scrub_pool *pool = pa->pool;
     int w = pa->w;
-    free(pa);
     uint64_t seen = 0;
     pthread_mutex_lock(&pool->mu);
     for (;;) {
@@ -390,14 +391,9 @@ static struct scrub_pool *pool_start(int want)
     pthread_cond_init(&pool->work, NULL);
     pthread_cond_init(&pool->done, NULL);
     for (int w = 0; w < want && w < MAX_PARTS - 1; w++) {
-        struct pool_arg *pa = malloc(sizeof *pa);
-        if (!pa)
+        pool->arg[w] = (struct pool_arg){pool, w};
+        if (pthread_create(&pool->thread[w], NULL, pool_worker, &pool->arg[w]))
             break;
-        *pa = (struct pool_arg){pool, w};
-        if (pthread_create(&pool->thread[w], NULL, pool_worker, pa)) {
-            free(pa);
-            break;
-        }
         pool->nworkers++;
     }
     return pool;
