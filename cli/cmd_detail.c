@@ -5,11 +5,13 @@
 
 #include "cli.h"
 #include "layout.h"
+#include "meta/superblock.h"
 
 void cli_print_uuid(const uint8_t *u)
 {
-    for (int i = 0; i < 16; i++)
-        printf("%s%02x", i && i % 4 == 0 ? ":" : "", u[i]);
+    char text[MD_UUID_TEXT];
+    md_uuid_text(u, text);
+    fputs(text, stdout);
 }
 
 const char *cli_human_size(uint64_t bytes, char *buf, size_t len)

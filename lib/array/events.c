@@ -53,11 +53,9 @@ static void *run_program(void *arg)
 }
 
 /* The name mdadm would show for the array: its name, else its UUID. */
-static void array_label(const struct uraid_array *a, char *out, size_t len, char *uuid, size_t ulen)
+static void array_label(const struct uraid_array *a, char *out, size_t len, char uuid[MD_UUID_TEXT])
 {
-    const uint8_t *u = a->sb.set_uuid;
-    snprintf(uuid, ulen, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x", u[0], u[1], u[2],
-             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    md_uuid_text(a->sb.set_uuid, uuid);
     size_t n = strnlen(a->sb.set_name, sizeof a->sb.set_name);
     if (n)
         snprintf(out, len, "%.*s", (int)n, a->sb.set_name);
@@ -67,8 +65,8 @@ static void array_label(const struct uraid_array *a, char *out, size_t len, char
 
 void array_event(struct uraid_array *a, const char *event, const char *member, const char *detail)
 {
-    char name[64], uuid[40];
-    array_label(a, name, sizeof name, uuid, sizeof uuid);
+    char name[64], uuid[MD_UUID_TEXT];
+    array_label(a, name, sizeof name, uuid);
     uraid_log(URAID_LOG_INFO, "event %s on array %s%s%s%s%s", event, name, member ? ", member " : "",
               member ? member : "", detail && *detail ? ": " : "", detail ? detail : "");
     if (!a->event_program)

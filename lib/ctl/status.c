@@ -110,10 +110,10 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     char name[33] = {0};
     memcpy(name, ip->name, 32);
     put(&o, "        Name : %s\n", name);
-    put(&o, "        UUID : ");
-    for (int i = 0; i < 16; i++)
-        put(&o, "%s%02x", i && i % 4 == 0 ? ":" : "", ip->uuid[i]);
-    put(&o, "\n  Raid Level : raid%d\n", ip->level);
+    char uuid[MD_UUID_TEXT];
+    md_uuid_text(ip->uuid, uuid);
+    put(&o, "        UUID : %s\n", uuid);
+    put(&o, "  Raid Level : raid%d\n", ip->level);
     put(&o, "  Array Size : %llu bytes\n", (unsigned long long)ip->size_bytes);
     put(&o, "Used Dev Size : %llu sectors\n", (unsigned long long)ip->member_data_sectors);
     if (ip->level != 1)

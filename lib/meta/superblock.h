@@ -92,6 +92,21 @@ static inline uint32_t md_sb_sectors(uint32_t max_dev) { return (md_sb_len(max_d
 /* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
 /* Where the bad-block log starts: sectors from the member's start (<= 0 when
  * the fields make no sense). */
+/* A UUID as mdadm prints it: 8 hex digits, ':', ... (35 characters). */
+#define MD_UUID_TEXT 36
+static inline void md_uuid_text(const uint8_t u[16], char out[MD_UUID_TEXT])
+{
+    static const char hex[] = "0123456789abcdef";
+    char *p = out;
+    for (int i = 0; i < 16; i++) {
+        if (i && i % 4 == 0)
+            *p++ = ':';
+        *p++ = hex[u[i] >> 4];
+        *p++ = hex[u[i] & 15];
+    }
+    *p = 0;
+}
+
 static inline int64_t md_sb_bblog_sector(const struct md_sb *sb) { return (int64_t)sb->super_offset + sb->bblog_offset; }
 static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
 static inline uint16_t md_sb_ppl_size(const struct md_sb *sb) { return (uint16_t)((uint32_t)sb->bitmap_offset >> 16); }
