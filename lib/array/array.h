@@ -12,7 +12,7 @@
 #include <pthread.h>
 
 #include "array/job.h"
-#include "array/stripe.h"
+#include "stripe/stripe.h"
 #include "array/wibitmap.h"
 #include "io/engine.h"
 #include "layout.h"
@@ -63,6 +63,7 @@ struct uraid_array {
 
     struct io_engine *io;      /* parallel member I/O */
     struct stripe_locks locks; /* writers of one stripe are serialised */
+    struct stripe_pool *pool;  /* stripe workers, started by the first job that wants them (array_stripe_pool) */
     struct uraid_counters counters; /* updated with atomics */
     int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */
     pthread_mutex_t meta_lock; /* superblock template and member state changes */
@@ -110,6 +111,10 @@ void array_events_drain(void);
 int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p);
 void array_runtime_fini(struct uraid_array *a);
 
+/* The array's stripe workers, started at the first call; NULL when they
+ * cannot start (callers then work alone). (state.c) */
+struct stripe_pool *array_stripe_pool(struct uraid_array *a);
+
 /* 0, or -EINVAL/-ENOSPC for a byte range that is unaligned or outside. (state.c) */
 int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset);
 
@@ -150,9 +155,6 @@ int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t 
  * mdadm writes 0 and the smallest member's data area (in whole chunks)
  * counts. (array.c) */
 uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_sectors);
-
-/* Regenerates parity for member sectors [start, start + nsec). (rw.c) */
-int array_resync_range(struct uraid_array *a, uint64_t start, uint32_t nsec);
 
 /* 1 if member sectors [start, start + len) past data_offset hold a block
  * md listed as bad: such rows are rebuilt from the other members. */

@@ -1,6 +1,6 @@
-/* Data-path primitives shared by the request path (rw.c) and background
- * work (rebuild.c, scrub.c): member I/O in batches with the array's
- * counters, per-thread scratch buffers, and a stripe's rows read and rebuilt. */
+/* Data-path primitives shared by the request path (rw.c), the stripe layer
+ * (lib/stripe) and background work (rebuild.c, scrub.c): member I/O in
+ * batches with the array's counters, per-thread scratch buffers. */
 #ifndef URAID_DATAIO_H
 #define URAID_DATAIO_H
 
@@ -20,27 +20,6 @@ struct io_op array_op(struct uraid_array *a, int m, enum io_kind kind, void *buf
                       uint64_t member_sector);
 void array_run_ops(struct uraid_array *a, struct io_op *ops, int n);
 
-/* Rows [row, row + nrows) of one stripe, one buffer per member slot. */
-struct stripe_rows {
-    uint64_t stripe;
-    uint32_t row, nrows;
-    struct stripe_map map;
-    uint8_t *block[URAID_MAX_MEMBERS];
-    unsigned char unavailable[URAID_MAX_MEMBERS];
-};
-
-/* Marks the slots that cannot serve these rows: not in sync (or rebuilt
- * not far enough), or listed in their bad-block log. */
-void rows_mark_unavailable(struct uraid_array *a, struct stripe_rows *r);
-
-/* Reads every available slot's rows (one batch) except those in have[]
- * (may be NULL), marks the ones that fail unavailable (and in failed[], may
- * be NULL), and rebuilds every unavailable slot's rows from the rest.
- * zero is an all-zero block of nrows (used by DDF layouts only). -EIO when
- * more blocks are lost than the level survives. */
-int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
-                          const unsigned char *have);
-
 /* The member a recovery or replace job writes: the slot being rebuilt, or
  * the replacement being copied. */
 static inline struct array_slot *job_target(struct uraid_array *a, const struct array_job *j)
@@ -57,10 +36,8 @@ int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *
 
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
-/* RAID-4/5/6: array sectors [sector, end) written in groups of stripes
- * under their locks (rw.c); zeroed, whole stripes without reads (zero.c).
- * Callers have done the checks and the bitmap (write_request). */
-int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
+/* RAID-4/5/6: whole stripes zeroed without reads (zero.c); callers have
+ * done the checks and the bitmap (write_request). */
 int array_zero_striped(struct uraid_array *a, uint64_t sector, uint64_t end);
 
 /* buf (p) NULL: the range is zeroed on the members (uraid_write_zeroes). */
@@ -72,17 +49,6 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
 /* RAID-1 check/repair: every mirror compared with the first, page by page;
  * repair copies the first over a differing one (md's rule). (mirror.c) */
 int raid1_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
-
-/* Stripe `stripe` is being written while some slot is not in sync: a
- * failed member's chunk of it is stale from now on. */
-void array_note_degraded_write(struct uraid_array *a, uint64_t stripe);
-
-/* rows_read_and_rebuild, and when the range as a whole has more blocks
- * lost than the level survives (errors on different members in different
- * rows), each 4 KiB row group read and rebuilt on its own (availability
- * judged again per group). -EIO if some group still cannot be rebuilt. */
-int rows_rebuild_any(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, unsigned char *failed,
-                     const unsigned char *have);
 
 /* After rows of slot m were rebuilt because its read failed: write them
  * back, re-read to verify, count the correction; if the member cannot

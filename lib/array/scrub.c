@@ -34,7 +34,7 @@
 #include "array/dataio.h"
 #include "log.h"
 
-#define PAGE_SECTORS 8u
+#define PAGE_SECTORS STRIPE_PAGE_ROWS
 
 struct scrub_part;
 
@@ -115,27 +115,13 @@ static int page_culprit(const struct stripe_map *map, const uint8_t *v, const in
 static int repair_block(struct scrub_ctx *x, struct stripe_rows *r, int m, uint32_t off, uint32_t nsec)
 {
     struct uraid_array *a = x->a;
-    const struct stripe_map *map = &r->map;
-    int nslots = map->nslots, raid6 = a->nparity == 2, lost = -1;
-    void *blocks[URAID_PARITY_MAX_K + 2];
     size_t skip = (size_t)off * SECTOR;
-    for (int s = 0; s < nslots; s++) {
-        int d = map->slot_disk[s];
-        blocks[s] = d < 0 ? x->zero : r->block[d] + skip;
-        if (d == m)
-            lost = s;
-    }
-    blocks[nslots] = r->block[map->p_disk] + skip;
-    if (m == map->p_disk)
-        lost = nslots;
-    if (raid6) {
-        blocks[nslots + 1] = r->block[map->q_disk] + skip;
-        if (m == map->q_disk)
-            lost = nslots + 1;
-    }
-    if (lost < 0)
-        return -EINVAL;
-    int rc = uraid_recover(nslots, (size_t)nsec * SECTOR, blocks, raid6, 1, &lost);
+    struct stripe_rows sub = *r;
+    sub.row = r->row + off;
+    sub.nrows = nsec;
+    for (int d = 0; d < a->geom.raid_disks; d++)
+        sub.block[d] = r->block[d] + skip;
+    int rc = rows_recover(a, &sub, x->zero, &m, 1);
     if (rc)
         return rc;
     uint64_t msec = r->stripe * a->geom.chunk_sectors + r->row + off;
@@ -213,36 +199,20 @@ static void compare_rows(struct scrub_ctx *x, struct stripe_rows *r, int reduced
         settle_run(x, r, run_m, run_multi, run_first, run_len);
 }
 
-/* Reads what the batch could not, rebuilds what is lost, corrects read
- * errors, and compares. A stripe whose rows cannot be rebuilt as a whole is
- * tried again one page at a time (errors on different members in different
- * pages), read afresh. */
-static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigned char *have)
+/* A range of rows gathered (stripe.c's rows_gather): unreadable, or read
+ * and rebuilt, with read errors corrected, then compared. */
+static void scrub_outcome(void *ctx, struct stripe_rows *r, int rc, const unsigned char *failed)
 {
+    struct scrub_ctx *x = ctx;
     struct uraid_array *a = x->a;
-    int n = a->geom.raid_disks;
-    unsigned char failed[URAID_MAX_MEMBERS] = {0};
-    rows_mark_unavailable(a, r);
-    int rc = rows_read_and_rebuild(a, r, x->zero, failed, have);
     if (rc) {
-        if (r->nrows > PAGE_SECTORS) {
-            for (uint32_t row = 0; row < r->nrows; row += PAGE_SECTORS) {
-                struct stripe_rows sub = *r;
-                sub.row = r->row + row;
-                sub.nrows = r->nrows - row < PAGE_SECTORS ? r->nrows - row : PAGE_SECTORS;
-                for (int m = 0; m < n; m++)
-                    sub.block[m] = r->block[m] + (size_t)row * SECTOR;
-                scrub_rows(x, &sub, NULL);
-            }
-            return;
-        }
         struct uraid_finding f = {.member_sector = r->stripe * a->geom.chunk_sectors + r->row, .nsec = r->nrows,
                                   .stripe = r->stripe, .slot = -1, .kind = URAID_FOUND_UNREADABLE};
         record(x, &f);
         return;
     }
     int lost = 0;
-    for (int m = 0; m < n; m++) {
+    for (int m = 0; m < a->geom.raid_disks; m++) {
         lost += r->unavailable[m];
         if (failed[m])
             array_correct_read_error(a, m, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
@@ -257,12 +227,11 @@ static void scrub_rows(struct scrub_ctx *x, struct stripe_rows *r, const unsigne
  * at the end of the batch. Findings are kept here and recorded in stripe
  * order once every part is done. */
 #define PART_FINDINGS 64
-#define MAX_PARTS 4
 /* Rows read per member at a time: small enough that a group of every
  * member's rows is still in the core's cache when it is checked (one
  * 2 MiB read per member left the check reading from DRAM: half the speed
  * on memory-backed members), large enough for disks to stream. */
-#define GROUP_BYTES (128u << 10)
+#define SCRUB_GROUP_BYTES (128u << 10)
 
 struct scrub_part {
     struct scrub_ctx x;
@@ -276,11 +245,10 @@ struct scrub_part {
 };
 
 /* Reads and checks stripes [start, end) of a part, a group at a time. */
-static void *part_run(void *arg)
+static void part_run(void *arg)
 {
     struct scrub_part *p = arg;
     struct uraid_array *a = p->x.a;
-    int n = a->geom.raid_disks;
     uint32_t c = a->geom.chunk_sectors;
     uint64_t gsec = p->stride / SECTOR;
     int zeroed = 0;
@@ -288,151 +256,21 @@ static void *part_run(void *arg)
         uint64_t g = p->start + __atomic_fetch_add(p->next_group, 1, __ATOMIC_RELAXED) * gsec;
         if (g >= p->end || p->rc)
             break;
-        uint64_t gend = g + gsec < p->end ? g + gsec : p->end;
-        struct io_op ops[URAID_MAX_MEMBERS];
-        int nops = 0, who[URAID_MAX_MEMBERS];
-        unsigned char readok[URAID_MAX_MEMBERS] = {0};
-        for (int m = 0; m < n; m++) {
-            if (!slot_ok_upto(a, m, gend))
-                continue;
-            who[nops] = m;
-            ops[nops++] = array_op(a, m, IO_READ, p->mem + (size_t)m * p->stride, (uint32_t)(gend - g), g);
-        }
-        array_run_ops(a, ops, nops);
-        for (int i = 0; i < nops; i++)
-            readok[who[i]] = ops[i].result == 0;
-        for (uint64_t s = g / c, i = 0; s * c < gend && p->rc == 0; s++, i++) {
-            struct stripe_rows r = {.stripe = s, .row = 0, .nrows = (uint32_t)((s + 1) * c <= gend ? c : gend - s * c)};
-            p->rc = layout_stripe(&a->geom, s, &r.map);
-            if (p->rc)
+        struct stripe_batch b = {.start = g, .end = g + gsec < p->end ? g + gsec : p->end};
+        for (int m = 0; m < a->geom.raid_disks; m++)
+            b.base[m] = p->mem + (size_t)m * p->stride;
+        stripe_batch_read(a, &b, NULL);
+        for (uint64_t s = g / c; s * c < b.end && p->rc == 0; s++) {
+            struct stripe_rows r;
+            if ((p->rc = stripe_batch_rows(a, &b, s, &r)) != 0)
                 break;
             if (r.map.nslots != a->k && !zeroed) {
                 memset(p->x.zero, 0, (size_t)c * SECTOR);
                 zeroed = 1;
             }
-            for (int m = 0; m < n; m++)
-                r.block[m] = p->mem + (size_t)m * p->stride + i * c * SECTOR;
-            scrub_rows(&p->x, &r, readok);
+            rows_gather(a, &r, p->x.zero, b.readok, NULL, scrub_outcome, &p->x);
         }
     }
-    return NULL;
-}
-
-/* The workers that help the job thread with each batch: started with the
- * job and kept until it ends (a new pair of threads per batch cost a few
- * percent of a check on memory-backed members). A batch is handed out by
- * bumping `gen`; each worker runs its part and counts itself done. */
-struct scrub_pool;
-
-struct pool_arg {
-    struct scrub_pool *pool;
-    int w;
-};
-
-struct scrub_pool {
-    pthread_mutex_t mu;
-    pthread_cond_t work, done;
-    uint64_t gen;
-    int stop, busy;
-    int nworkers;
-    struct scrub_part *parts;     /* this batch's; worker w runs parts[w + 1] */
-    pthread_t thread[MAX_PARTS - 1];
-    struct pool_arg arg[MAX_PARTS - 1];
-};
-
-static void *pool_worker(void *arg)
-{
-    const struct pool_arg *pa = arg;
-    struct scrub_pool *pool = pa->pool;
-    int w = pa->w;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&pool->mu);
-    for (;;) {
-        while (!pool->stop && pool->gen == seen)
-            pthread_cond_wait(&pool->work, &pool->mu);
-        if (pool->stop)
-            break;
-        seen = pool->gen;
-        struct scrub_part *part = &pool->parts[w + 1];
-        pthread_mutex_unlock(&pool->mu);
-        part_run(part);
-        pthread_mutex_lock(&pool->mu);
-        if (--pool->busy == 0)
-            pthread_cond_signal(&pool->done);
-    }
-    pthread_mutex_unlock(&pool->mu);
-    return NULL;
-}
-
-static void pool_stop(struct scrub_pool *pool)
-{
-    if (!pool)
-        return;
-    pthread_mutex_lock(&pool->mu);
-    pool->stop = 1;
-    pthread_cond_broadcast(&pool->work);
-    pthread_mutex_unlock(&pool->mu);
-    for (int w = 0; w < pool->nworkers; w++)
-        pthread_join(pool->thread[w], NULL);
-    pthread_mutex_destroy(&pool->mu);
-    pthread_cond_destroy(&pool->work);
-    pthread_cond_destroy(&pool->done);
-    free(pool);
-}
-
-/* Up to `want` workers; fewer (even none) when threads cannot start: the
- * job thread then checks more of each batch itself. */
-static struct scrub_pool *pool_start(int want)
-{
-    struct scrub_pool *pool = calloc(1, sizeof *pool);
-    if (!pool)
-        return NULL;
-    pthread_mutex_init(&pool->mu, NULL);
-    pthread_cond_init(&pool->work, NULL);
-    pthread_cond_init(&pool->done, NULL);
-    for (int w = 0; w < want && w < MAX_PARTS - 1; w++) {
-        pool->arg[w] = (struct pool_arg){pool, w};
-        if (pthread_create(&pool->thread[w], NULL, pool_worker, &pool->arg[w]))
-            break;
-        pool->nworkers++;
-    }
-    return pool;
-}
-
-/* Runs parts[0] here and parts[1..nworkers] on the workers; returns when
- * every part is done. */
-static void pool_run(struct scrub_pool *pool, struct scrub_part *parts)
-{
-    if (pool && pool->nworkers) {
-        pthread_mutex_lock(&pool->mu);
-        pool->parts = parts;
-        pool->busy = pool->nworkers;
-        pool->gen++;
-        pthread_cond_broadcast(&pool->work);
-        pthread_mutex_unlock(&pool->mu);
-    }
-    part_run(&parts[0]);
-    if (pool && pool->nworkers) {
-        pthread_mutex_lock(&pool->mu);
-        while (pool->busy)
-            pthread_cond_wait(&pool->done, &pool->mu);
-        pthread_mutex_unlock(&pool->mu);
-    }
-}
-
-/* Checking costs CPU as well as the reads: each batch is shared by one
- * thread per processor (each part's reads run on its own thread too, which
- * is where page-cache and tmpfs members do their copying). */
-static int cpu_count(void)
-{
-    static int cached; /* jobs of several arrays may ask at once */
-    int ncpu = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (!ncpu) {
-        long v = sysconf(_SC_NPROCESSORS_ONLN);
-        ncpu = v < 1 ? 1 : v > MAX_PARTS ? MAX_PARTS : (int)v;
-        __atomic_store_n(&cached, ncpu, __ATOMIC_RELAXED);
-    }
-    return ncpu;
 }
 
 /* Findings in the order the array holds them: by stripe, then where. */
@@ -454,10 +292,10 @@ int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint3
     int nstripes = (int)(s1 - s0);
     if (nstripes > 64)
         return -EINVAL;
-    struct scrub_pool *pool = j->priv;
-    int nparts = pool ? pool->nworkers + 1 : 1;
+    struct stripe_pool *pool = j->priv;
+    int nparts = stripe_pool_parts(pool);
     size_t csize = (size_t)c * SECTOR;
-    size_t group = csize >= GROUP_BYTES ? csize : GROUP_BYTES / csize * csize;
+    size_t group = csize >= SCRUB_GROUP_BYTES ? csize : SCRUB_GROUP_BYTES / csize * csize;
     /* per part: member rows of a group, a zero chunk, verdicts, blamed slots */
     size_t extra = (size_t)n * group + csize + ((size_t)c + 63) / 64 * 64 + (size_t)c * 2;
     struct scrub_part *parts = calloc((size_t)nparts, sizeof *parts);
@@ -487,7 +325,7 @@ int scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint3
         pt->end = start + nsec;
         pt->next_group = &next_group;
     }
-    pool_run(pool, parts);
+    stripe_pool_run(pool, part_run, parts, sizeof *parts, nparts);
     int rc = 0, nfound = 0;
     struct uraid_finding *found = NULL;
     for (int p = 0; p < nparts; p++) {
@@ -528,8 +366,7 @@ static void keep_finding(struct scrub_ctx *x, const struct uraid_finding *f)
 
 static int scrub_finish(struct uraid_array *a, struct array_job *j, int rc)
 {
-    pool_stop(j->priv);
-    j->priv = NULL;
+    j->priv = NULL; /* the array's pool: it outlives the job */
     uint64_t mism = __atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED);
     uint64_t rep = __atomic_load_n(&j->repaired_sectors, __ATOMIC_RELAXED);
     if (rep)
@@ -578,8 +415,11 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
     }
     j->step = a->geom.level == 1 ? raid1_scrub_step : scrub_step;
     j->finish = scrub_finish;
-    /* without workers (none could start) the job thread checks alone */
-    j->priv = a->geom.level == 1 ? NULL : pool_start(cpu_count() - 1);
+    /* checking costs CPU as well as the reads: each batch is shared by the
+     * array's workers (each part's reads run on its own thread too, which
+     * is where page-cache and tmpfs members do their copying); without
+     * workers the job thread checks alone */
+    j->priv = a->geom.level == 1 ? NULL : array_stripe_pool(a);
     j->checkpoint = NULL;
     return 0;
 }

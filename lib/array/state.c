@@ -158,8 +158,20 @@ void array_runtime_fini(struct uraid_array *a)
         io_engine_destroy(a->io);
     a->io = NULL;
     array_job_fini(a);
+    stripe_pool_stop(a->pool);
+    a->pool = NULL;
     stripe_locks_destroy(&a->locks);
     pthread_mutex_destroy(&a->meta_lock);
+}
+
+struct stripe_pool *array_stripe_pool(struct uraid_array *a)
+{
+    pthread_mutex_lock(&a->meta_lock);
+    if (!a->pool)
+        a->pool = stripe_pool_start();
+    struct stripe_pool *p = a->pool;
+    pthread_mutex_unlock(&a->meta_lock);
+    return p;
 }
 
 const char *uraid_io_engine(struct uraid_array *a) { return io_engine_kind(a->io); }

@@ -1,4 +1,4 @@
-#include "array/stripe.h"
+#include "stripe/stripe.h"
 
 #include <limits.h>
 #include <stdlib.h>
