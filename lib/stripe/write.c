@@ -28,13 +28,16 @@
 
 /* ---- writes -------------------------------------------------------------------------- */
 
+/* Why a member's rebuilt rows are written back whole. */
+enum rewrite { REWRITE_NONE = 0, REWRITE_LISTED, REWRITE_READ_ERROR };
+
 struct wstripe {
     struct stripe_rows r;
     uint64_t r0, r1;                       /* written sectors, relative to the stripe's data start */
     const uint8_t *src;                    /* user data for array sector (stripe start + r0) */
     enum write_method method;
     unsigned char written[URAID_MAX_MEMBERS], covered[URAID_MAX_MEMBERS]; /* by data index */
-    unsigned char rewrite[URAID_MAX_MEMBERS]; /* by member: rebuilt rows written back whole (read error, bad block) */
+    unsigned char rewrite[URAID_MAX_MEMBERS]; /* by member: rebuilt rows written back whole (enum rewrite) */
     uint8_t *old[URAID_MAX_MEMBERS];       /* RMW: old contents of written blocks, by data index */
     uint8_t *pscratch, *qscratch, *zero;   /* parity targets for missing P/Q; DDF zero slot */
 };
@@ -242,7 +245,7 @@ static int rebuild_for_write(struct uraid_array *a, struct wstripe *w)
         if ((failed[m] || (w->r.unavailable[m] && slot_has_bad(&a->slot[m], msec, w->r.nrows))) &&
             slot_ok_upto(a, m, msec + w->r.nrows)) {
             w->r.unavailable[m] = 0;
-            w->rewrite[m] = 1;
+            w->rewrite[m] = failed[m] ? REWRITE_READ_ERROR : REWRITE_LISTED;
         }
     w->method = WRITE_RCW;
     return 0;
@@ -316,6 +319,8 @@ static int group_writes(struct uraid_array *a, struct wstripe *ws, int nw, struc
             rc = array_member_failed(a, m, ops[i].result, "writing");
         else if (w->rewrite[m])
             array_clear_bad(a, m, msec, nsec);
+        if (!ops[i].result && w->rewrite[m] == REWRITE_READ_ERROR)
+            array_note_corrected_read(a, m);
     }
     return rc;
 }
