@@ -379,7 +379,8 @@ static int member_fits(const struct member *m, const struct md_sb *sb, char *why
     if (sb->data_offset <= sectors && sectors - sb->data_offset >= sb->data_size)
         return 0;
     uraid_why(why, whylen,
-              "member %s is smaller than its superblock says: %llu sectors, but data_offset %llu + data_size %llu",
+              "member %s is smaller than its superblock says: %llu sectors, but data_offset %llu + data_size %llu "
+              "(truncated? give it back its size, or add it again as a new member)",
               m->path, (unsigned long long)sectors, (unsigned long long)sb->data_offset,
               (unsigned long long)sb->data_size);
     return -EINVAL;

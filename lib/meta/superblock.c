@@ -180,7 +180,7 @@ int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen)
         what = "lies before the superblock";
     say(why, whylen,
         "bad-block log at sectors %lld..%lld (offset %d, %u sectors) %s: it must lie in sectors "
-        "%llu..%llu, between the superblock and the data",
+        "%llu..%llu, between the superblock and the data (mdadm --update=no-bbl drops it)",
         (long long)start, (long long)start + sb->bblog_size - 1, sb->bblog_offset, sb->bblog_size, what,
         (unsigned long long)lo, (unsigned long long)(hi > lo ? hi - 1 : lo));
     return -EINVAL;
