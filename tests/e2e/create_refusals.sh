@@ -66,31 +66,35 @@ $URAID write --offset 1M "$d/r0.img" "$d/r1.img" "$d/r3.img" <"$d/data" 2>"$t_tm
 t_mdadm_agrees "RAID-5 after the rebuild" "$d/r0.img" "$d/r1.img" "$d/r3.img"
 
 # ---- refusals: one line, nothing written ------------------------------------
-# files with something in them, so that any write shows
-for f in a0 a1 a2 a3 s0; do head -c 32M /dev/urandom >"$d/$f.img"; done
+# each on members without a superblock (so that no refusal hides behind
+# "already belongs to an md array" left by an earlier one) but not empty
+refuse() {
+    for f in a0 a1 a2 s0; do fresh "$f"; printf 'not a member %s' "$f" | dd of="$d/$f.img" bs=1 seek=8192 conv=notrunc 2>/dev/null; done
+    expect_refusal "$@"
+}
 truncate -s 8M "$d/small.img"
 mkdir -p "$d/sub"
 A="$d/a0.img $d/a1.img $d/a2.img"
-expect_refusal "create: a spare that does not exist (after missing slots)" "spare .*nosuch.img: cannot open" \
+refuse "create: a spare that does not exist (after missing slots)" "spare .*nosuch.img: cannot open" \
     $URAID create --level 1 --raid-devices 3 --spare-devices 2 "$d/a0.img" missing missing "$d/a1.img" "$d/nosuch.img"
-expect_refusal "create: a spare smaller than the members" "smaller than the smallest member" \
+refuse "create: a spare smaller than the members" "smaller than the smallest member" \
     $URAID create --level 5 --raid-devices 3 --spare-devices 1 $A "$d/small.img"
-expect_refusal "create: a spare given as 'missing'" "a spare cannot be 'missing'" \
+refuse "create: a spare given as 'missing'" "a spare cannot be 'missing'" \
     $URAID create --level 5 --raid-devices 3 --spare-devices 1 $A missing
-expect_refusal "create: a spare that is a member under another name" "given twice" \
+refuse "create: a spare that is a member under another name" "given twice" \
     $URAID create --level 5 --raid-devices 3 --spare-devices 1 $A "$d/sub/../a1.img"
-expect_refusal "create: a member given twice under two names" "given twice" \
+refuse "create: a member given twice under two names" "given twice" \
     $URAID create --level 5 --raid-devices 3 "$d/a0.img" "$d/a1.img" "$d/sub/../a0.img"
-expect_refusal "create: --chunk 0" "chunk size 0" \
+refuse "create: --chunk 0" "chunk size 0" \
     $URAID create --level 5 --raid-devices 3 --chunk 0 $A
-expect_refusal "create: RAID-0 with a spare" "RAID-0 cannot have spares" \
+refuse "create: RAID-0 with a spare" "RAID-0 cannot have spares" \
     $URAID create --level 0 --raid-devices 3 --spare-devices 1 $A "$d/s0.img"
-expect_refusal "create: fewer names than --raid-devices + --spare-devices" "members given for --raid-devices" \
+refuse "create: fewer names than --raid-devices + --spare-devices" "members given for --raid-devices" \
     $URAID create --level 5 --raid-devices 3 --spare-devices 2 $A "$d/s0.img"
 # a spare of another array: every active member checks out, the spare does not
 fresh b0 b1 b2
 $URAID create --level 5 --raid-devices 3 --assume-clean "$d/b0.img" "$d/b1.img" "$d/b2.img" >/dev/null 2>&1
-expect_refusal "create: a spare that belongs to another array" "spare .*b2.img already belongs to an md array" \
+refuse "create: a spare that belongs to another array" "spare .*b2.img already belongs to an md array" \
     $URAID create --level 5 --raid-devices 3 --spare-devices 1 "$d/a0.img" missing "$d/a2.img" "$d/b2.img"
 
 # ---- uraid add MEMBERS... --spare A B ----------------------------------------
