@@ -548,6 +548,15 @@ static void test_init_like_mdadm(void)
     CHECK(ours.dev_roles[0] == 0 && ours.dev_roles[2] == MD_ROLE_SPARE && ours.dev_roles[3] == 3);
     CHECK(ours.data_offset == 2048 && ours.size == 131072 - 2048 && ours.data_size == 140000 - 2048 &&
           ours.resync_offset == 0 && !strcmp(ours.set_name, "t"));
+    /* spares take device numbers past the slots: max_dev must hold them too */
+    struct md_sb_create_params wide = p6;
+    wide.raid_disks = 127;
+    wide.missing = NULL;
+    CHECK(md_sb_init(&ours, &wide, 3, du, 140000, NULL, 0) == 0 && ours.max_dev == 128, "127 slots: max_dev 128");
+    wide.spares = 2;
+    CHECK(md_sb_init(&ours, &wide, 3, du, 140000, NULL, 0) == 0 && ours.max_dev == 384 &&
+              ours.dev_roles[128] == MD_ROLE_SPARE,
+          "127 slots + 2 spares: max_dev %u, want 384", ours.max_dev);
     /* refusals */
     char why[200] = "";
     CHECK(md_sb_init(&ours, &p6, 4, du, 140000, why, sizeof why) == -EINVAL && why[0], "slot past raid_disks");
