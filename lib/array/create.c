@@ -1,16 +1,16 @@
-/* Creating an array: every check first (geometry, members, sizes, existing
- * superblocks), then the superblocks and empty bad-block logs, then the
- * initial sync unless assume_clean.
+/* Creating an array: every check first (arguments, then every member and
+ * spare opened: sizes, names of one file, existing superblocks), then the
+ * superblocks (the spares' too) and empty bad-block logs, then the initial
+ * sync unless assume_clean.
  *
  * What we write follows mdadm 4.2 (docs/FORMAT.md): data_offset chosen by
  * mdadm's rule for the smallest member, "size" = the smallest member's room
- * rounded down to whole chunks, max_dev 128 (a 512-byte superblock), a bad-
- * block log of 8 sectors, and resync_offset = 0 until the sync is done.
- * An internal write-intent bitmap goes where mdadm puts it for 1.2 (sb + 8
- * sectors, feature bit BITMAP_OFFSET), with mdadm's chunk choice, on every
- * member. */
+ * rounded down to whole chunks, max_dev 128 (a 512-byte superblock) unless
+ * more device numbers are needed, a bad-block log of 8 sectors, and
+ * resync_offset = 0 until the sync is done. An internal write-intent bitmap
+ * goes where mdadm puts it for 1.2 (sb + 8 sectors, feature bit
+ * BITMAP_OFFSET), with mdadm's chunk choice, on every active member. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,17 +189,8 @@ struct create_plan {
     size_t whylen;
 };
 
-static int refuse(struct create_plan *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(struct create_plan *c, int err, const char *fmt, ...)
-{
-    char line[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    uraid_why(c->why, c->whylen, "%s", line);
-    return err;
-}
+/* One line in why, and err. */
+#define refuse(c, err, ...) (uraid_why((c)->why, (c)->whylen, __VA_ARGS__), (err))
 
 /* Names given twice, also under another path to the same file: writing one
  * member's superblock over another's would leave neither. */
@@ -212,8 +203,9 @@ static int check_names(struct create_plan *c)
             continue;
         for (int j = 0; j < i; j++)
             if (!is_missing(all[j]) && array_same_file(all[i], all[j]))
-                return refuse(c, -EINVAL, "member %s is given twice%s%s", all[i], strcmp(all[i], all[j]) ? " (as " : "",
-                              strcmp(all[i], all[j]) ? all[j] : "");
+                return strcmp(all[i], all[j])
+                           ? refuse(c, -EINVAL, "member %s is given twice (also as %s)", all[i], all[j])
+                           : refuse(c, -EINVAL, "member %s is given twice", all[i]);
     }
     return 0;
 }
@@ -285,8 +277,9 @@ static int open_one(struct create_plan *c, const char *path, const char *what, s
     if (!c->force && array_read_superblock(sl->dev, &old, owhy, sizeof owhy) == 0) {
         char name[33] = {0};
         memcpy(name, old.set_name, 32);
-        return refuse(c, -EEXIST, "%s %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it",
-                      what, path, name, old.level);
+        return refuse(c, -EEXIST,
+                      "%s %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it", what,
+                      path, name, old.level);
     }
     return 0;
 }
@@ -427,7 +420,7 @@ static int write_members(struct create_plan *c)
     for (int e = 0; e < a->nextra && rc == 0; e++)
         rc = write_one(c, &a->extra[e]);
     if (rc == 0 && c->with_bitmap && (rc = wib_write_fresh(a, &c->bm)) != 0)
-        refuse(c, rc, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
+        rc = refuse(c, rc, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
     return rc;
 }
 
@@ -486,7 +479,7 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     if (rc == 0) {
         c->runtime = 1;
         if ((rc = array_runtime_init(c->a, NULL)) != 0)
-            refuse(c, rc, "cannot start the I/O engine: %s", uraid_strerror(rc));
+            rc = refuse(c, rc, "cannot start the I/O engine: %s", uraid_strerror(rc));
     }
     if (rc == 0)
         rc = open_members(c);

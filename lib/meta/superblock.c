@@ -175,7 +175,8 @@ int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen)
     if (start >= 0 && (uint64_t)start >= lo && (uint64_t)start <= hi && hi - (uint64_t)start >= sb->bblog_size)
         return 0;
     int v12 = sb->super_offset <= MD_SB_V12_SECTOR, below = start < 0 || (uint64_t)start < lo;
-    const char *what = below == v12 ? "would overwrite the superblock" : "would overwrite the data (or lie past the end)";
+    const char *what =
+        below == v12 ? "would overwrite the superblock" : "would overwrite the data (or lie past the end)";
     if (v12 && below && start + sb->bblog_size <= (int64_t)sb->super_offset)
         what = "lies before the superblock";
     say(why, whylen,

@@ -95,7 +95,8 @@ static void random_sb(struct md_sb *sb)
     sb->bblog_shift = (uint8_t)rng_next(&rng);
     /* the log where md_sb_check_bblog wants it: between the superblock and the data */
     uint64_t room = sb->data_offset - (MD_SB_V12_SECTOR + md_sb_sectors(sb->max_dev));
-    sb->bblog_size = (uint16_t)(rng_below(&rng, 9) < room ? rng_below(&rng, 9) : room);
+    uint64_t size = rng_below(&rng, 9);
+    sb->bblog_size = (uint16_t)(size < room ? size : room);
     uint64_t span = room - sb->bblog_size;
     uint64_t at = rng_below(&rng, (span < (1u << 30) ? span : (1u << 30)) + 1);
     sb->bblog_offset = (int32_t)(md_sb_sectors(sb->max_dev) + at);
