@@ -111,6 +111,7 @@ int array_write_superblocks(struct uraid_array *a)
         return -EROFS;
     pthread_mutex_lock(&a->meta_lock);
     drop_absent_roles(a);
+    array_check_invariants(a);
     a->sb.events++;
     a->sb.utime = now_seconds();
     /* md writes its bitmap superblock first: after a crash in between the

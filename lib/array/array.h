@@ -1,11 +1,54 @@
 /* Private state of an open array. The public API is in include/uraid.h.
  *
- * Array state machine (issue 3: one process, single open):
- *   CLEAN --first write--> DIRTY (resync_offset = 0 written to every member
- *                                 before the write is issued)
- *   DIRTY --uraid_close--> CLEAN (resync_offset = MaxSector, events + 1)
- * An array found DIRTY at open was not closed: parity may be stale where
- * writes were in flight. md refuses DIRTY + degraded unless forced. */
+ * Two state machines live here, written in the form of SQLite's pager.c:
+ * each state, the transitions out of it with the function that makes
+ * them, and what holds while in it. array_check_invariants (state.c)
+ * checks the invariants in debug builds (without NDEBUG) before every
+ * superblock write, the point every transition passes.
+ *
+ * ARRAY (whole-array flags: dirty, opened_dirty, the degraded count):
+ *   CLEAN      resync_offset = MaxSector on disk; no write since open.
+ *              -> DIRTY: the first write (array_mark_dirty writes
+ *                 resync_offset = 0 to every member before the write goes
+ *                 out). Invariant: !dirty.
+ *   DIRTY      resync_offset = 0 on disk; writes may be in flight.
+ *              -> CLEAN: uraid_close (resync_offset = MaxSector, events + 1),
+ *                 unless opened dirty and not yet resynced.
+ *              Invariant: dirty && !readonly.
+ *   OPENED DIRTY  found dirty at open (the last process died with writes
+ *              in flight): parity may disagree with data where writes were
+ *              in flight; stays dirty on disk until the resync job ends
+ *              (resync_finish clears opened_dirty). md refuses to start it
+ *              degraded unless forced. Invariant: dirty.
+ *   DEGRADED   some slot not IN_SYNC (orthogonal to the above): reads
+ *              rebuild, writes leave the slot out and mark the stripe in
+ *              degraded_written. Invariant: slots not IN_SYNC <= nparity
+ *              (array_member_failed refuses the failure that would break it).
+ *   With a write-intent bitmap, the dirty chunks (wibitmap.c) bound what a
+ *   resync of an OPENED DIRTY array walks.
+ *
+ * MEMBER SLOT (slot[s].state; extra[] holds the members in no slot):
+ *   IN_SYNC     dev != NULL, serves every sector.
+ *               -> FAULTY: an I/O error or vanished member with redundancy
+ *                  left (array_member_failed), or `fail` (array_manage_fail).
+ *               -> (old member to extra[] as FAULTY, the copy IN_SYNC):
+ *                  the end of a replace (replace_finish).
+ *   REBUILDING  dev != NULL, valid below `recovered` only (slot_ok_upto);
+ *               recovered <= member_sectors and only grows while the job
+ *               runs. -> IN_SYNC: the job's end (rebuild_finish);
+ *               -> FAULTY: the new member fails (array_member_failed).
+ *   FAULTY      dev may still be open (its good chunks serve as a last
+ *               resort, rows.c); never read or written by requests.
+ *               -> MISSING: `remove` (array_manage_remove);
+ *               -> REBUILDING: a spare takes the slot (rebuild_prepare,
+ *                  through slot_publish under every stripe lock).
+ *   MISSING     no member, or a removed one kept open until close (requests
+ *               in flight may still hold its pointer, manage.c); never
+ *               read or written. -> REBUILDING: as from FAULTY.
+ *   In extra[]: SPARE (can take a slot), STALE (its events lag: left out
+ *   at open, usable as a spare), FAULTY (retired); never IN_SYNC or
+ *   REBUILDING. A slot's dev_roles entry names the slot while it is
+ *   IN_SYNC or REBUILDING. */
 #ifndef URAID_ARRAY_H
 #define URAID_ARRAY_H
 
@@ -114,6 +157,10 @@ void array_runtime_fini(struct uraid_array *a);
 /* The array's stripe workers, started at the first call; NULL when they
  * cannot start (callers then work alone). (state.c) */
 struct stripe_pool *array_stripe_pool(struct uraid_array *a);
+
+/* Debug builds: aborts with the broken invariant when the state machines
+ * above are violated. Caller holds meta_lock. (state.c) */
+void array_check_invariants(const struct uraid_array *a);
 
 /* 0, or -EINVAL/-ENOSPC for a byte range that is unaligned or outside. (state.c) */
 int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset);

@@ -10,6 +10,7 @@
  * A FAULTY slot is never read or written again in this process. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "array/array.h"
@@ -172,6 +173,49 @@ struct stripe_pool *array_stripe_pool(struct uraid_array *a)
     struct stripe_pool *p = a->pool;
     pthread_mutex_unlock(&a->meta_lock);
     return p;
+}
+
+#ifndef NDEBUG
+static void invariant_broken(const struct uraid_array *a, const char *what, int s)
+{
+    uraid_log(URAID_LOG_ERROR, "internal error: array state invariant broken: %s (slot %d)", what, s);
+    (void)a;
+    abort();
+}
+#endif
+
+void array_check_invariants(const struct uraid_array *a)
+{
+#ifndef NDEBUG
+    int not_in_sync = 0;
+    if (a->dirty && a->readonly)
+        invariant_broken(a, "dirty while read-only", -1);
+    if (a->opened_dirty && !a->dirty)
+        invariant_broken(a, "opened dirty but not dirty", -1);
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        const struct array_slot *sl = &a->slot[s];
+        enum uraid_member_state st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
+        not_in_sync += st != URAID_MEMBER_IN_SYNC;
+        if ((st == URAID_MEMBER_IN_SYNC || st == URAID_MEMBER_REBUILDING) && !sl->dev)
+            invariant_broken(a, "a working slot without a member", s);
+        if (st == URAID_MEMBER_SPARE || st == URAID_MEMBER_STALE)
+            invariant_broken(a, "a spare or stale member in a slot", s);
+        if (st == URAID_MEMBER_REBUILDING && __atomic_load_n(&sl->recovered, __ATOMIC_ACQUIRE) > a->member_sectors)
+            invariant_broken(a, "rebuilt past the member's data area", s);
+        if ((st == URAID_MEMBER_IN_SYNC || st == URAID_MEMBER_REBUILDING) && sl->sb.dev_number < a->sb.max_dev &&
+            a->sb.dev_roles[sl->sb.dev_number] != s)
+            invariant_broken(a, "the roles table does not name this slot", s);
+    }
+    if (not_in_sync > a->nparity)
+        invariant_broken(a, "more slots out of sync than the level survives", -1);
+    for (int e = 0; e < a->nextra; e++) {
+        enum uraid_member_state st = a->extra[e].state;
+        if (st == URAID_MEMBER_IN_SYNC || st == URAID_MEMBER_REBUILDING)
+            invariant_broken(a, "a working member outside the slots", e);
+    }
+#else
+    (void)a;
+#endif
 }
 
 const char *uraid_io_engine(struct uraid_array *a) { return io_engine_kind(a->io); }
