@@ -103,6 +103,13 @@ else
     t_fail "liburaid.so has the soname liburaid.so.0 and its links" \
         "soname '$(readelf -d "$so" 2>/dev/null | sed -n 's/.*soname: //p')', links $(ls -l build/liburaid.so* 2>&1 | tr '\n' ' ')"
 fi
+# every function declared in include/ carries the export macro
+unmarked=$(grep -nE '^[a-z][a-z0-9_ ]*[ *]+[a-z_][a-z0-9_]*\(' include/*.h | grep -v ':typedef ' | head -n 5 | tr '\n' ' ')
+if [ -z "$unmarked" ]; then
+    t_ok "every function declared in include/*.h is marked URAID_API"
+else
+    t_fail "every function declared in include/*.h is marked URAID_API" "$unmarked"
+fi
 nm -D --defined-only "$so" 2>/dev/null | awk '{ print $NF }' | sort >"$t_tmp/exported"
 grep -h '^URAID_API ' include/*.h | sed -E 's/^URAID_API [^(]*[ *]([a-z_0-9]+)\(.*/\1/' | sort >"$t_tmp/declared"
 others=$(grep -v '^uraid_' "$t_tmp/exported" | head -n 5 | tr '\n' ' ')
