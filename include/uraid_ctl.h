@@ -67,8 +67,8 @@ URAID_API int uraid_findings_text(struct uraid_array *a, char *buf, size_t bufle
 /* One finding as such a line (without a newline): path and data offset of
  * the member in f->slot (path NULL or "" when the finding names no member);
  * repair: the finding comes from a repair (says what was not repaired). */
-URAID_API void uraid_finding_line(const struct uraid_finding *f, const char *path, uint64_t data_offset_sectors, int repair,
-                                  char *buf, size_t len);
+URAID_API void uraid_finding_line(const struct uraid_finding *f, const char *path, uint64_t data_offset_sectors,
+                                  int repair, char *buf, size_t len);
 
 #ifdef __cplusplus
 }
