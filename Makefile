@@ -1,6 +1,7 @@
 # uraid: plain GNU Makefile.
 #   make          liburaid.a, liburaid.so and the uraid command (in build/)
-#   make check    every test, including an ASan+UBSan build of the unit tests
+#   make check    the layer check, then every test, including an ASan+UBSan build of the unit tests
+#   make layers   no file includes a header of a layer above it (docs/ARCHITECTURE.md)
 #   make demo     the project's main job, explained as it runs
 #   make fuzz     the superblock decoder under libFuzzer (FUZZ_SECONDS=60)
 #   make bench    the parity benchmark table
@@ -8,7 +9,15 @@
 CC      ?= gcc
 CFLAGS  ?= -O2 -g
 WARN    := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wno-format-zero-length
+# The library and its white-box tests see lib/'s internal headers; the
+# front-ends (cli/, fuse/, plugins/) see only the public ones in include/, so
+# the compiler enforces the layers' top rule (FRONT_CPPFLAGS below).
 CPPFLAGS += -Iinclude -Ilib -Itests/lib -D_GNU_SOURCE
+FRONT_CPPFLAGS := -Iinclude -D_GNU_SOURCE
+# liburaid.so exports only what include/ marks URAID_API.
+LIB_VISIBILITY := -fvisibility=hidden
+VERSION := 0.1.0
+SONAME  := liburaid.so.$(firstword $(subst ., ,$(VERSION)))
 LDLIBS  := -lpthread -lm
 
 BUILD   := build
@@ -46,9 +55,11 @@ LIB_SRC  := $(sort $(shell find lib -name '*.c'))
 CLI_SRC  := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TESTLIB_SRC := $(sort $(wildcard tests/lib/*.c))
+FUSE_SRC = $(if $(HAVE_FUSE3),$(sort $(wildcard fuse/*.c)))
 
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+FUSE_OBJ = $(FUSE_SRC:%.c=$(BUILD)/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 SAN_LIB_OBJ := $(LIB_SRC:%.c=$(SAN)/%.o)
@@ -78,18 +89,18 @@ CLI_FUSE_CFLAGS := -DHAVE_FUSE3 $(shell pkg-config --cflags fuse3)
 CLI_FUSE_LIBS := $(shell pkg-config --libs fuse3)
 endif
 
-.PHONY: all check demo fuzz bench bench-serve clean deps unit-tests san-tests
+.PHONY: all check layers demo fuzz bench bench-serve clean deps unit-tests san-tests
 all: $(BUILD)/liburaid.a $(BUILD)/liburaid.so $(BUILD)/uraid $(PLUGINS)
 
 $(BUILD)/nbdkit-%.so: plugins/nbdkit-%.c $(BUILD)/liburaid.a
-	$(CC) $(WARN) $(CFLAGS) -fPIC -shared $(CPPFLAGS) -o $@ $< $(BUILD)/liburaid.a $(LDLIBS)
+	$(CC) $(WARN) $(CFLAGS) -fPIC -shared $(FRONT_CPPFLAGS) -o $@ $< $(BUILD)/liburaid.a $(LDLIBS)
 
 deps:
 	@sh scripts/deps.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) -fPIC $(CPPFLAGS) $(call simd_flags,$<) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) -fPIC $(LIB_VISIBILITY) $(CPPFLAGS) $(call simd_flags,$<) -MMD -MP -c $< -o $@
 
 $(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -99,8 +110,15 @@ $(BUILD)/liburaid.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/liburaid.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+# liburaid.so.0.1.0 with its soname, and the usual links to it
+$(BUILD)/liburaid.so.$(VERSION): $(LIB_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs -o $@ $^ $(LDLIBS)
+
+$(BUILD)/$(SONAME): $(BUILD)/liburaid.so.$(VERSION)
+	ln -sf $(notdir $<) $@
+
+$(BUILD)/liburaid.so: $(BUILD)/$(SONAME)
+	ln -sf $(notdir $<) $@
 
 $(SAN)/liburaid.a: $(SAN_LIB_OBJ)
 	@rm -f $@
@@ -116,10 +134,14 @@ $(TSAN)/liburaid.a: $(TSAN_LIB_OBJ)
 
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CLI_FUSE_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) $(FRONT_CPPFLAGS) -Ifuse $(CLI_FUSE_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/uraid: $(CLI_OBJ) $(BUILD)/liburaid.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/liburaid.a $(LDLIBS) $(CLI_FUSE_LIBS)
+$(BUILD)/fuse/%.o: fuse/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(FRONT_CPPFLAGS) $(CLI_FUSE_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/uraid: $(CLI_OBJ) $(FUSE_OBJ) $(BUILD)/liburaid.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(FUSE_OBJ) $(BUILD)/liburaid.a $(LDLIBS) $(CLI_FUSE_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(TESTLIB_OBJ) $(BUILD)/liburaid.a
 	@mkdir -p $(dir $@)
@@ -137,7 +159,10 @@ unit-tests: $(TEST_BIN)
 san-tests: $(SAN_TEST_BIN)
 tsan-tests: $(TSAN_TEST_BIN)
 
-check: deps
+layers:
+	@sh scripts/check-layers.sh
+
+check: deps layers
 	@$(MAKE) --no-print-directory all unit-tests san-tests tsan-tests
 	@sh tests/run.sh
 
@@ -160,6 +185,6 @@ fuzz: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUSE_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d) $(SAN_LIB_OBJ:.o=.d)
 -include $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/unit/%.d)
 -include $(TSAN_LIB_OBJ:.o=.d) $(TSAN_TESTLIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(TSAN)/tests/unit/%.d)

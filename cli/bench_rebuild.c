@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "member/member.h"
+#include "uraid_admin.h"
 
 #define MiB (1024u * 1024u)
 
@@ -38,23 +38,23 @@ static int cmp_double(const void *x, const void *y)
 /* MB/s of sequential 2 MiB reads of `bytes` from path through "throttle=RATE". */
 static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
 {
-    struct member *m;
-    if (member_open(path, 1, &m))
-        return 0;
-    char spec[64], why[200];
+    char spec[64], why[300];
     snprintf(spec, sizeof spec, "throttle=%s", rate);
+    struct uraid_member *m;
+    if (uraid_member_open(path, 1, spec, &m, why, sizeof why))
+        return 0;
     double mbps = 0;
     uint8_t *buf = aligned_alloc(4096, 2 * MiB);
-    if (buf && member_apply_spec(&m, spec, why, sizeof why) == 0) {
+    if (buf) {
         double t0 = now_s();
         uint64_t off = 0;
         for (; off + 2 * MiB <= bytes; off += 2 * MiB)
-            if (member_read(m, buf, 2 * MiB, off + 4 * MiB))
+            if (uraid_member_read(m, buf, 2 * MiB, off + 4 * MiB))
                 break;
         mbps = (double)off / 1e6 / (now_s() - t0);
     }
     free(buf);
-    member_close(m);
+    uraid_member_close(m);
     return mbps;
 }
 

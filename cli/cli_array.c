@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "member/member.h"
+#include "uraid_admin.h"
 
 int cli_parse_members(const char *verb, int argc, char **argv, struct cli_members *mem,
                       struct uraid_open_params *op, const struct cli_extra *extra)
@@ -64,7 +64,7 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
     /* simulation layers: "SPEC" for every member, "MEMBER:SPEC" for one */
     for (int l = 0; l < mem->nlayers; l++) {
         char why[300];
-        if (member_layer_add(mem->layer_arg[l], mem->path, mem->n, mem->sim_text[0], sizeof mem->sim_text[0], why,
+        if (uraid_member_layer_add(mem->layer_arg[l], mem->path, mem->n, mem->sim_text[0], sizeof mem->sim_text[0], why,
                              sizeof why)) {
             cli_error(verb, "--member-layer '%s': %s", mem->layer_arg[l], why);
             return 2;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "layout.h"
+#include "uraid_admin.h"
 
 static int parse_level(const char *s)
 {
@@ -144,7 +144,7 @@ int cmd_create(int argc, char **argv)
                 cli_error("create", "give --level before --layout");
                 return 2;
             }
-            p.layout = layout_from_name(p.level, val);
+            p.layout = uraid_layout_from_name(p.level, val);
             if (p.layout < 0) {
                 cli_error("create", "unknown layout '%s' for RAID-%d", val, p.level);
                 return 2;

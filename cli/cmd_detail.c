@@ -4,13 +4,12 @@
 #include <time.h>
 
 #include "cli.h"
-#include "layout.h"
-#include "meta/superblock.h"
+#include "uraid_admin.h"
 
 void cli_print_uuid(const uint8_t *u)
 {
-    char text[MD_UUID_TEXT];
-    md_uuid_text(u, text);
+    char text[URAID_UUID_TEXT];
+    uraid_uuid_text(u, text);
     fputs(text, stdout);
 }
 
@@ -95,7 +94,7 @@ int cmd_detail(int argc, char **argv)
     printf("    Failed Devices : %d\n", failed);
     printf("     Spare Devices : %d\n\n", spare);
     if (info.level == 4 || info.level == 5 || info.level == 6 || (info.level == 0 && info.layout))
-        printf("            Layout : %s\n", layout_name(info.level, info.layout));
+        printf("            Layout : %s\n", uraid_layout_name(info.level, info.layout));
     if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
     printf("Consistency Policy : %s\n\n", info.bitmap ? "bitmap" : "resync");

@@ -14,6 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks the library's public functions: liburaid is built with
+ * -fvisibility=hidden, so liburaid.so exports these and nothing else. */
+#ifndef URAID_API
+#if defined(__GNUC__)
+#define URAID_API __attribute__((visibility("default")))
+#else
+#define URAID_API
+#endif
+#endif
+
 #include "uraid_parity.h"
 
 #ifdef __cplusplus
@@ -27,13 +37,13 @@ typedef void (*uraid_log_fn)(void *ctx, enum uraid_log_level level, const char *
 /* Installs a process-wide log callback (NULL removes it). Messages above
  * max_level are not formatted. Thread-safe; the callback may be called from
  * any thread and must not call back into liburaid. */
-void uraid_set_log(uraid_log_fn fn, void *ctx, enum uraid_log_level max_level);
+URAID_API void uraid_set_log(uraid_log_fn fn, void *ctx, enum uraid_log_level max_level);
 
 /* Text for a negative return value (errno or uraid-specific). */
-const char *uraid_strerror(int err);
+URAID_API const char *uraid_strerror(int err);
 
 /* Version string of the library. */
-const char *uraid_version(void);
+URAID_API const char *uraid_version(void);
 
 
 /* ---- Arrays ----------------------------------------------------------------
@@ -75,8 +85,8 @@ struct uraid_create_params {
  * array unless force is set... nothing is written before every check has
  * passed. Without assume_clean, parity (or mirrors) is made consistent
  * before the call returns. Returns 0 or a negative errno. */
-int uraid_create(const char *const *members, int nmembers, const struct uraid_create_params *p,
-                 int force, char *why, size_t whylen);
+URAID_API int uraid_create(const char *const *members, int nmembers, const struct uraid_create_params *p,
+                           int force, char *why, size_t whylen);
 
 struct uraid_open_params {
     int force;     /* open a dirty + degraded array (parity may be stale) */
@@ -116,35 +126,35 @@ struct uraid_open_params {
  * than the level survives, and a dirty + degraded array unless force. A
  * member whose events lag by more than one is stale: it is left out (the
  * array opens degraded if it can) and named in the log. */
-int uraid_open(const char *const *members, int nmembers, const struct uraid_open_params *p,
-               struct uraid_array **out, char *why, size_t whylen);
+URAID_API int uraid_open(const char *const *members, int nmembers, const struct uraid_open_params *p,
+                         struct uraid_array **out, char *why, size_t whylen);
 
 /* Adds a spare (md role 0xffff) to an open array: it must not belong to
  * another array and must be large enough. With auto_rebuild a recovery
  * onto it starts when a slot needs one. */
-int uraid_add_spare(struct uraid_array *a, const char *path, char *why, size_t whylen);
+URAID_API int uraid_add_spare(struct uraid_array *a, const char *path, char *why, size_t whylen);
 
 /* Flushes, records the array as clean in every member and frees it. */
-int uraid_close(struct uraid_array *a);
+URAID_API int uraid_close(struct uraid_array *a);
 
 /* Array size in bytes. */
-uint64_t uraid_size(const struct uraid_array *a);
+URAID_API uint64_t uraid_size(const struct uraid_array *a);
 
 /* Reads or writes len bytes at byte offset `offset`; both must be multiples
  * of 512 and inside the array. Writes keep P (and Q) consistent; reads of a
  * missing member's chunks are reconstructed. Returns 0 or a negative errno
  * (-EIO when the data cannot be read or rebuilt). */
-int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset);
-int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset);
+URAID_API int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset);
+URAID_API int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset);
 
 /* Makes [offset, offset + len) read as zeros (NBD trim/zero, fallocate
  * punch/zero). Whole stripes are zeroed on every member without reading
  * (file members get holes); partial stripes are written with zeros. Same
  * rules and errors as uraid_write. */
-int uraid_write_zeroes(struct uraid_array *a, size_t len, uint64_t offset);
+URAID_API int uraid_write_zeroes(struct uraid_array *a, size_t len, uint64_t offset);
 
 /* Makes every completed write durable on the members. */
-int uraid_flush(struct uraid_array *a);
+URAID_API int uraid_flush(struct uraid_array *a);
 
 enum uraid_member_state {
     URAID_MEMBER_IN_SYNC = 0,
@@ -182,7 +192,7 @@ struct uraid_array_info {
     struct uraid_member_info member[URAID_MAX_MEMBERS];
 };
 
-int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);
+URAID_API int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);
 
 /* What the data path did since open (or the last reset). Member I/O counts
  * cover data and parity only, not superblock updates. */
@@ -198,14 +208,14 @@ struct uraid_counters {
     uint64_t member_failures;     /* members marked faulty */
 };
 
-int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c);
-void uraid_reset_counters(struct uraid_array *a);
+URAID_API int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c);
+URAID_API void uraid_reset_counters(struct uraid_array *a);
 
 /* Test and simulation hook: applies a member_sim spec (see
  * uraid_open_params) at run time to the member in raid slot `slot`; the
  * member must have been opened with a fault layer (any member_sim spec, e.g.
  * "latency=0us"). Returns 0, -EINVAL, or -ENODEV for an empty slot. */
-int uraid_inject(struct uraid_array *a, int slot, const char *spec);
+URAID_API int uraid_inject(struct uraid_array *a, int slot, const char *spec);
 
 /* ---- Background work: rebuild, replace, check, repair --------------------
  * At most one job runs per array (md's sync_action). It walks the members'
@@ -268,26 +278,26 @@ struct uraid_job_status {
 /* Starts a job in a background thread. -EBUSY if one is running, -EINVAL
  * when there is nothing to do (no spare, no failed slot, ...), with the
  * reason in why. */
-int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struct uraid_job_params *p,
-                    char *why, size_t whylen);
+URAID_API int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struct uraid_job_params *p,
+                              char *why, size_t whylen);
 /* The current or last job. */
-int uraid_job_status(struct uraid_array *a, struct uraid_job_status *st);
+URAID_API int uraid_job_status(struct uraid_array *a, struct uraid_job_status *st);
 /* Waits for the running job to end; returns its result. */
-int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st);
+URAID_API int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st);
 /* Stops the running job at the next stripe and waits: a rebuild keeps its
  * checkpoint (recovery_offset) and resumes from it later. */
-int uraid_job_cancel(struct uraid_array *a);
+URAID_API int uraid_job_cancel(struct uraid_array *a);
 /* Copies up to max findings of the last check/repair; returns how many. */
-size_t uraid_job_findings(struct uraid_array *a, struct uraid_finding *out, size_t max);
+URAID_API size_t uraid_job_findings(struct uraid_array *a, struct uraid_finding *out, size_t max);
 /* Name of a job kind: "idle", "recovery", "replace", "check", "repair", "resync". */
-const char *uraid_job_name(enum uraid_job_kind kind);
+URAID_API const char *uraid_job_name(enum uraid_job_kind kind);
 /* /proc/mdstat's progress line for a running job, e.g.
  * "[====>................]  recovery = 21.6% (45312/209664) finish=0.2min speed=92364K/sec"
  * (sizes in KiB per member); for a finished one what it ended with. */
-void uraid_job_progress_line(const struct uraid_job_status *st, char *buf, size_t len);
+URAID_API void uraid_job_progress_line(const struct uraid_job_status *st, char *buf, size_t len);
 
 /* The I/O engine in use: "io_uring" or "threads". */
-const char *uraid_io_engine(struct uraid_array *a);
+URAID_API const char *uraid_io_engine(struct uraid_array *a);
 
 #ifdef __cplusplus
 }

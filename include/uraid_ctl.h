@@ -42,33 +42,33 @@ struct uraid_ctl;
  * thread. Refuses (-EADDRINUSE) a path where a live server answers; removes
  * a stale socket file left by a dead one. on_stop (may be NULL) is called
  * from the control thread when a client sends "stop". */
-int uraid_ctl_start(struct uraid_array *a, const char *path, void (*on_stop)(void *ctx), void *ctx,
-                    struct uraid_ctl **out, char *why, size_t whylen);
+URAID_API int uraid_ctl_start(struct uraid_array *a, const char *path, void (*on_stop)(void *ctx), void *ctx,
+                              struct uraid_ctl **out, char *why, size_t whylen);
 
 /* Stops the control thread and removes the socket file. */
-void uraid_ctl_stop(struct uraid_ctl *c);
+URAID_API void uraid_ctl_stop(struct uraid_ctl *c);
 
 /* Client side: sends one request and returns the response in buf (NUL-
  * terminated). Returns 0, or a negative errno (-ENOENT/-ECONNREFUSED when
  * no server listens). */
-int uraid_ctl_request(const char *path, const char *request, char *buf, size_t buflen);
+URAID_API int uraid_ctl_request(const char *path, const char *request, char *buf, size_t buflen);
 
 /* The status text of an array (what "status" returns, and DIR/status of a
  * FUSE mount): state, [n/m] [UU_U], members, counters, background work. */
-int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen);
+URAID_API int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen);
 
 /* The findings of the current or last check/repair, one line each, e.g.
  * "stripe 5: member /srv/d2.img sector 2176 (slot 2), 8 sectors: data block
  * wrong, repaired" (the sector counts from the start of the member file).
  * Returns 0, or -ENOBUFS when buf was too small (the lines that fit are
  * there, each complete), -ENOMEM. */
-int uraid_findings_text(struct uraid_array *a, char *buf, size_t buflen);
+URAID_API int uraid_findings_text(struct uraid_array *a, char *buf, size_t buflen);
 
 /* One finding as such a line (without a newline): path and data offset of
  * the member in f->slot (path NULL or "" when the finding names no member);
  * repair: the finding comes from a repair (says what was not repaired). */
-void uraid_finding_line(const struct uraid_finding *f, const char *path, uint64_t data_offset_sectors, int repair,
-                        char *buf, size_t len);
+URAID_API void uraid_finding_line(const struct uraid_finding *f, const char *path, uint64_t data_offset_sectors,
+                                  int repair, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -31,8 +31,8 @@
 #include <string.h>
 
 #include "uraid.h"
+#include "uraid_admin.h"
 #include "uraid_ctl.h"
-#include "member/member.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -127,7 +127,7 @@ static int resolve_layers(void)
 {
     for (int l = 0; l < nlayers; l++) {
         char why[300];
-        if (member_layer_add(layer_arg[l], members, nmembers, sim_text[0], sizeof sim_text[0], why, sizeof why)) {
+        if (uraid_member_layer_add(layer_arg[l], members, nmembers, sim_text[0], sizeof sim_text[0], why, sizeof why)) {
             nbdkit_error("layer=%s: %s", layer_arg[l], why);
             return -1;
         }

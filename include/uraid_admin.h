@@ -1,0 +1,113 @@
+/* liburaid administration: what an mdadm-like tool needs beyond the array
+ * API of uraid.h. A member's superblock and write-intent bitmap as
+ * `mdadm --examine` shows them, md's layout names, UUIDs as mdadm prints
+ * them, the --member-layer syntax, and a raw member for benchmarks. The
+ * front-ends (cli/, plugins/, fuse/) see the library only through
+ * include/; this header is what they used to take from lib/.
+ * Same conventions as uraid.h (0 or a negative errno, one line in why). */
+#ifndef URAID_ADMIN_H
+#define URAID_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uraid.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Examine: one member's md metadata, read-only ----------------------- */
+
+/* Device Role beside a slot number (>= 0). */
+enum { URAID_ROLE_SPARE = -1, URAID_ROLE_FAULTY = -2 };
+
+/* md's write-intent bitmap header and bits (mdadm --examine-bitmap). */
+struct uraid_examine_bitmap {
+    uint32_t magic, version;
+    uint8_t uuid[16];
+    uint64_t events, events_cleared;
+    int stale;                    /* state says "Out of date" */
+    uint32_t chunk_bytes;         /* member bytes per bit */
+    uint32_t daemon_sleep_s;
+    int write_behind;
+    uint64_t sync_sectors;        /* per member */
+    uint64_t bits, dirty_bits;
+};
+
+/* The md v1.2 superblock of one member, the fields mdadm --examine prints. */
+struct uraid_examine {
+    uint32_t feature_map;
+    uint8_t array_uuid[16], device_uuid[16];
+    char name[33];
+    uint64_t ctime, utime;        /* seconds since the epoch */
+    int level, layout, raid_devices;
+    const char *layout_name;      /* what mdadm prints as Layout; NULL: no line */
+    uint32_t chunk_bytes;
+    uint64_t avail_dev_sectors;   /* data_size */
+    uint64_t used_dev_sectors;    /* size: per member in use (0 for RAID-0, as mdadm writes) */
+    uint64_t array_sectors;       /* 0 when the superblock records no size */
+    uint64_t data_offset_sectors, super_offset_sectors;
+    int has_recovery_offset;
+    uint64_t recovery_offset_sectors;
+    int clean;                    /* resync_offset says the array was shut down clean */
+    int has_bitmap;
+    int32_t bitmap_offset_sectors; /* from the superblock */
+    int has_bblog, bad_blocks_present;
+    uint32_t bblog_entries;
+    int32_t bblog_offset_sectors; /* from the superblock */
+    uint32_t checksum;            /* as stored (verified) */
+    uint64_t events;
+    int role;                     /* slot, URAID_ROLE_SPARE or URAID_ROLE_FAULTY */
+    char array_state[URAID_MAX_MEMBERS + 1]; /* per slot: 'A' active, '.' missing */
+    /* has_bitmap: bitmap_err is 0 and bitmap filled, or a negative errno
+     * with the one-line reason (naming member and sector) in bitmap_why. */
+    int bitmap_err;
+    char bitmap_why[320];
+    struct uraid_examine_bitmap bitmap;
+};
+
+/* Reads the superblock (and bitmap) of one member, never writing. Returns
+ * 0, or a negative errno with one line naming the member in why (cannot
+ * open, no md superblock, bad checksum ...). */
+URAID_API int uraid_examine(const char *member, struct uraid_examine *out, char *why, size_t whylen);
+
+/* ---- Names ---------------------------------------------------------------- */
+
+/* mdadm's long name of a layout ("left-symmetric", "parity-last",
+ * "original" ...), or NULL when the level has no such layout. */
+URAID_API const char *uraid_layout_name(int level, int layout);
+/* md's layout number (>= 0) for a name: mdadm's long names, "ls"/"la"/
+ * "rs"/"ra", "default", any case; -EINVAL for none. */
+URAID_API int uraid_layout_from_name(int level, const char *name);
+
+/* A UUID as mdadm prints it: 8 hex digits, ':', ... (35 characters). */
+#define URAID_UUID_TEXT 36
+URAID_API void uraid_uuid_text(const uint8_t uuid[16], char out[URAID_UUID_TEXT]);
+
+/* ---- Members outside an array ------------------------------------------- */
+
+/* One --member-layer argument: "SPEC" for every member or "MEMBER:SPEC" for
+ * the member of that name (names may contain ':', as NBD URIs do). Appends
+ * SPEC, joined by ';', to texts[i] (n strings of textlen bytes each: the
+ * form uraid_open_params.member_sim takes). Returns 0, -ENOENT when the
+ * part before ':' names no member, -E2BIG when a text would overflow. */
+URAID_API int uraid_member_layer_add(const char *arg, const char *const *names, int n, char *texts, size_t textlen,
+                                     char *why, size_t whylen);
+
+/* A member opened on its own (a file, block device or NBD URI), with the
+ * simulation layers of a member_sim spec on top (layer_spec NULL or "" for
+ * none): benchmarks compare an array with its raw members this way. */
+struct uraid_member;
+URAID_API int uraid_member_open(const char *name, int readonly, const char *layer_spec, struct uraid_member **out,
+                                char *why, size_t whylen);
+/* Bytes. */
+URAID_API uint64_t uraid_member_size(const struct uraid_member *m);
+/* The whole range or a negative errno; O_DIRECT needs buf 4 KiB aligned. */
+URAID_API int uraid_member_read(struct uraid_member *m, void *buf, size_t len, uint64_t offset);
+URAID_API void uraid_member_close(struct uraid_member *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
