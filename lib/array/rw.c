@@ -612,7 +612,7 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw)
             if (ops[i].result)
                 array_note_degraded_write(a, ws[owner[i]].r.stripe);
             if (ops[i].result && ws[owner[i]].rewrite[m])
-                rc = array_write_failed(a, m, ops[i].result, msec, nsec);
+                rc = array_write_failed(a, m, &ops[i]);
             else if (ops[i].result)
                 rc = array_member_failed(a, m, ops[i].result, "writing");
             else if (ws[owner[i]].rewrite[m])
