@@ -127,6 +127,12 @@ int cmd_create(int argc, char **argv)
                 cli_error("create", "bad chunk size '%s' (examples: 64K, 512K, 1M; a plain number is KiB)", val);
                 return 2;
             }
+            if (bytes == 0) {
+                /* the library reads 0 as "the default": say no, as mdadm does */
+                cli_error("create", "chunk size 0 is no chunk size (examples: 64K, 512K, 1M; leave --chunk out for "
+                          "512K)");
+                return 2;
+            }
             if (bytes > (1u << 30)) {
                 cli_error("create", "chunk size %s is too large", val);
                 return 2;

@@ -17,6 +17,7 @@ struct job_opts {
     uint64_t speed_max_kib;
     const char *spare[URAID_MAX_MEMBERS];
     int nspare;
+    int spares_follow;   /* add: every name after --spare is a spare (--spare NEW...) */
     const char *old;
     const char *with;
 };
@@ -42,6 +43,8 @@ static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *
             return -1;
         }
         o->spare[o->nspare++] = v;
+        while (o->spares_follow && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nspare < URAID_MAX_MEMBERS)
+            o->spare[o->nspare++] = argv[++*i];
     } else if (!strcmp(a, "--with")) {
         o->with = v;
     } else {
@@ -179,7 +182,7 @@ int cmd_replace(int argc, char **argv)
 int cmd_add_offline(int argc, char **argv)
 {
     struct cli_members mem;
-    struct job_opts o = {0};
+    struct job_opts o = {.spares_follow = 1};
     struct uraid_array *a;
     int rc = open_for_job("add", argc, argv, &mem, &o, &a, "--spare NEW...");
     if (rc)

@@ -10,29 +10,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "array/array.h"
 #include "log.h"
 
-#define SB_BYTES 4096u
-#define SB_OFFSET_BYTES 4096u
-
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
 {
-    uint8_t buf[SB_BYTES] __attribute__((aligned(4096)));
-    if (m->size < SB_OFFSET_BYTES + SB_BYTES) {
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
+    if (m->size < MD_SB_V12_BYTES + MD_SB_BYTES) {
         uraid_why(why, whylen, "member %s: too small to hold an md superblock (%llu bytes)", m->path,
             (unsigned long long)m->size);
         return -EINVAL;
     }
-    int rc = member_read(m, buf, SB_BYTES, SB_OFFSET_BYTES);
+    int rc = member_read(m, buf, MD_SB_BYTES, MD_SB_V12_BYTES);
     if (rc) {
         uraid_why(why, whylen, "member %s: cannot read the superblock: %s", m->path, uraid_strerror(rc));
         return rc;
     }
     char reason[200];
-    rc = md_sb_decode(buf, SB_OFFSET_BYTES / 512, sb, reason, sizeof reason);
+    rc = md_sb_decode(buf, MD_SB_V12_SECTOR, sb, reason, sizeof reason);
     if (rc)
         uraid_why(why, whylen, "member %s: %s", m->path, reason);
     return rc;
@@ -40,11 +38,11 @@ int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t 
 
 static int write_superblock(struct member *m, const struct md_sb *sb)
 {
-    uint8_t buf[SB_BYTES] __attribute__((aligned(4096)));
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
     int rc = md_sb_encode(sb, buf);
     if (rc)
         return rc;
-    return member_write(m, buf, SB_BYTES, SB_OFFSET_BYTES);
+    return member_write(m, buf, MD_SB_BYTES, MD_SB_V12_BYTES);
 }
 
 int array_write_new_member(struct member *m, const struct md_sb *sb)
@@ -53,12 +51,12 @@ int array_write_new_member(struct member *m, const struct md_sb *sb)
     int64_t at = md_sb_bblog_sector(sb);
     if (rc == 0 && sb->bblog_size && sb->bblog_offset) {
         /* an empty log is all 0xff: every entry unused, as mdadm writes it */
-        size_t len = (size_t)sb->bblog_size * 512;
+        size_t len = (size_t)sb->bblog_size * SECTOR;
         uint8_t *log = malloc(len);
         if (!log)
             return -ENOMEM;
         memset(log, 0xff, len);
-        rc = at > 0 ? member_write(m, log, len, (uint64_t)at * 512) : -EINVAL;
+        rc = at > 0 ? member_write(m, log, len, (uint64_t)at * SECTOR) : -EINVAL;
         free(log);
     }
     return rc;
@@ -174,15 +172,16 @@ int array_mark_dirty(struct uraid_array *a)
 
 /* ---- opening ----------------------------------------------------------------- */
 
-static void uuid_text(const uint8_t *u, char *out)
+int array_same_file(const char *x, const char *y)
 {
-    /* mdadm's form: four groups of 8 hex digits separated by ':' */
-    int o = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i && i % 4 == 0)
-            out[o++] = ':';
-        o += sprintf(out + o, "%02x", u[i]);
-    }
+    if (!strcmp(x, y))
+        return 1;
+    struct stat sx, sy;
+    if (stat(x, &sx) || stat(y, &sy))
+        return 0; /* an NBD URI, or a name that does not exist (yet) */
+    if (S_ISBLK(sx.st_mode) && S_ISBLK(sy.st_mode))
+        return sx.st_rdev == sy.st_rdev;
+    return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
 }
 
 static int same_array(const struct md_sb *x, const struct md_sb *y)
@@ -220,7 +219,7 @@ static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
     const struct md_sb *sb = &sl->sb;
     if (!(sb->feature_map & MD_FEATURE_BAD_BLOCKS) || !sb->bblog_offset || !sb->bblog_size)
         return 0;
-    size_t bytes = (size_t)sb->bblog_size * 512;
+    size_t bytes = (size_t)sb->bblog_size * SECTOR;
     if (bytes > MD_BB_MAX_LOG_BYTES)
         bytes = MD_BB_MAX_LOG_BYTES;
     uint8_t *area = malloc(bytes);
@@ -230,7 +229,7 @@ static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
         return -ENOMEM;
     }
     int64_t at = md_sb_bblog_sector(sb);
-    int rc = at > 0 ? member_read(sl->dev, area, bytes, (uint64_t)at * 512) : -EINVAL;
+    int rc = at > 0 ? member_read(sl->dev, area, bytes, (uint64_t)at * SECTOR) : -EINVAL;
     if (rc == 0)
         rc = md_bb_decode(area, bytes, sb->bblog_shift, sl->badblocks);
     if (rc)
@@ -352,86 +351,105 @@ static int open_zones(struct uraid_array *a, const char *ref, char *why, size_t 
     return 0;
 }
 
-int uraid_open(const char *const *paths, int n, const struct uraid_open_params *p, struct uraid_array **out,
-               char *why, size_t whylen)
-{
-    struct uraid_open_params defaults = {0};
-    if (!p)
-        p = &defaults;
-    uraid_why(why, whylen, "%s", "");
-    if (!paths || n < 1 || n > URAID_MAX_MEMBERS || !out) {
-        uraid_why(why, whylen, "no members given");
-        return -EINVAL;
-    }
-    struct member **dev = calloc((size_t)n, sizeof *dev), **fault = NULL;
-    struct md_sb *sb = calloc((size_t)n, sizeof *sb);
-    struct uraid_array *a = calloc(1, sizeof *a);
-    int rc = 0;
-    if (!dev || !sb || !a) {
-        rc = -ENOMEM;
-        uraid_why(why, whylen, "out of memory");
-        goto fail;
-    }
-    fault = calloc((size_t)n, sizeof *fault);
-    if (!fault || (rc = array_runtime_init(a, p)) != 0) {
-        rc = rc ? rc : -ENOMEM;
-        uraid_why(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
-        goto fail;
-    }
+/* ---- the steps of uraid_open ----------------------------------------------------
+ *
+ * read_superblocks -> pick_reference -> set_geometry -> place_members ->
+ * load_logs -> check_startable -> start_runtime, each 0 or a negative errno
+ * with one line in why; none writes. A member's struct member stays in the
+ * context until it is placed in the array, so one cleanup closes the rest. */
 
-    for (int i = 0; i < n; i++) {
+struct open_ctx {
+    const char *const *paths;
+    int n;
+    const struct uraid_open_params *p;
+    struct member **dev, **fault; /* by position in paths; NULL once placed */
+    struct md_sb *sb;
+    int ref;                      /* the member with the highest events */
+    int missing;                  /* slots without an in-sync member */
+    char gone[512];               /* which, for the messages */
+    char *why;
+    size_t whylen;
+};
+
+/* md's super_1_load: the data area the superblock records must lie on the
+ * member (data_offset + data_size), or writes would grow a file or fail. */
+static int member_fits(const struct member *m, const struct md_sb *sb, char *why, size_t whylen)
+{
+    uint64_t sectors = m->size / SECTOR;
+    if (sb->data_offset <= sectors && sectors - sb->data_offset >= sb->data_size)
+        return 0;
+    uraid_why(why, whylen,
+              "member %s is smaller than its superblock says: %llu sectors, but data_offset %llu + data_size %llu "
+              "(truncated? give it back its size, or add it again as a new member)",
+              m->path, (unsigned long long)sectors, (unsigned long long)sb->data_offset,
+              (unsigned long long)sb->data_size);
+    return -EINVAL;
+}
+
+static int read_superblocks(struct open_ctx *o)
+{
+    for (int i = 0; i < o->n; i++) {
         char mwhy[300];
-        rc = member_open_why(paths[i], p->readonly, &dev[i], mwhy, sizeof mwhy);
+        int rc = member_open_why(o->paths[i], o->p->readonly, &o->dev[i], mwhy, sizeof mwhy);
         if (rc) {
-            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], mwhy);
-            goto fail;
+            uraid_why(o->why, o->whylen, "member %s: cannot open: %s", o->paths[i], mwhy);
+            return rc;
         }
-        if (p->member_sim && (rc = open_sim_layers(&dev[i], &fault[i], p->member_sim[i], why, whylen)) != 0)
-            goto fail;
-        rc = array_read_superblock(dev[i], &sb[i], why, whylen);
-        if (rc)
-            goto fail;
-        if (sb[i].feature_map & UNSUPPORTED_FEATURES) {
-            uraid_why(why, whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)", paths[i],
-                sb[i].feature_map);
-            rc = -EOPNOTSUPP;
-            goto fail;
+        if (o->p->member_sim &&
+            (rc = open_sim_layers(&o->dev[i], &o->fault[i], o->p->member_sim[i], o->why, o->whylen)) != 0)
+            return rc;
+        if ((rc = array_read_superblock(o->dev[i], &o->sb[i], o->why, o->whylen)) != 0)
+            return rc;
+        if (o->sb[i].feature_map & UNSUPPORTED_FEATURES) {
+            uraid_why(o->why, o->whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)",
+                      o->paths[i], o->sb[i].feature_map);
+            return -EOPNOTSUPP;
         }
+        if ((rc = member_fits(o->dev[i], &o->sb[i], o->why, o->whylen)) != 0)
+            return rc;
     }
-    /* one array, one geometry */
-    int ref = 0;
-    for (int i = 0; i < n; i++) {
+    return 0;
+}
+
+/* One array, one geometry, one member per device number; the reference is
+ * the member with the highest events (md-format.md 1.5). */
+static int pick_reference(struct open_ctx *o)
+{
+    const struct md_sb *sb = o->sb;
+    o->ref = 0;
+    for (int i = 0; i < o->n; i++) {
         if (!same_array(&sb[i], &sb[0])) {
-            char u0[40], ui[40];
-            uuid_text(sb[0].set_uuid, u0);
-            uuid_text(sb[i].set_uuid, ui);
-            uraid_why(why, whylen, "member %s belongs to a different array (UUID %s) than %s (UUID %s)", paths[i], ui,
-                paths[0], u0);
-            rc = -EINVAL;
-            goto fail;
+            char u0[MD_UUID_TEXT], ui[MD_UUID_TEXT];
+            md_uuid_text(sb[0].set_uuid, u0);
+            md_uuid_text(sb[i].set_uuid, ui);
+            uraid_why(o->why, o->whylen, "member %s belongs to a different array (UUID %s) than %s (UUID %s)",
+                      o->paths[i], ui, o->paths[0], u0);
+            return -EINVAL;
         }
         if (!same_geometry(&sb[i], &sb[0])) {
-            uraid_why(why, whylen, "member %s disagrees with %s about the array's level, layout, chunk, size or members",
-                paths[i], paths[0]);
-            rc = -EINVAL;
-            goto fail;
+            uraid_why(o->why, o->whylen,
+                      "member %s disagrees with %s about the array's level, layout, chunk, size or members",
+                      o->paths[i], o->paths[0]);
+            return -EINVAL;
         }
         for (int j = 0; j < i; j++)
             if (sb[i].dev_number == sb[j].dev_number) {
-                uraid_why(why, whylen,
-                    "members %s and %s both claim slot %d (device number %u): one is a copy of the other; give only one",
-                    paths[j], paths[i],
-                    sb[i].dev_number < sb[i].max_dev && sb[i].dev_roles[sb[i].dev_number] <= MD_ROLE_MAX_ACTIVE
-                        ? (int)sb[i].dev_roles[sb[i].dev_number]
-                        : -1,
-                    sb[i].dev_number);
-                rc = -EINVAL;
-                goto fail;
+                uint16_t role = sb[i].dev_roles[sb[i].dev_number]; /* dev_number < max_dev: md_sb_decode */
+                uraid_why(o->why, o->whylen,
+                          "members %s and %s both claim slot %d (device number %u): one is a copy of the other; "
+                          "give only one",
+                          o->paths[j], o->paths[i], role <= MD_ROLE_MAX_ACTIVE ? (int)role : -1, sb[i].dev_number);
+                return -EINVAL;
             }
-        if (sb[i].events > sb[ref].events)
-            ref = i;
+        if (sb[i].events > sb[o->ref].events)
+            o->ref = i;
     }
-    const struct md_sb *R = &sb[ref];
+    return 0;
+}
+
+static int set_geometry(struct uraid_array *a, struct open_ctx *o)
+{
+    const struct md_sb *R = &o->sb[o->ref];
     a->sb = *R;
     a->geom.level = R->level;
     a->geom.layout = (int)R->layout;
@@ -439,140 +457,223 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     a->geom.chunk_sectors = R->chunksize;
     char gwhy[160];
     if (layout_check(&a->geom, gwhy, sizeof gwhy)) {
-        uraid_why(why, whylen, "member %s: %s", paths[ref], gwhy);
-        rc = -EINVAL;
-        goto fail;
+        uraid_why(o->why, o->whylen, "member %s: %s", o->paths[o->ref], gwhy);
+        return -EINVAL;
     }
     a->k = layout_data_disks(&a->geom);
     a->nparity = a->geom.level == 1 ? a->geom.raid_disks - 1 : layout_parity_count(&a->geom);
     uint64_t smallest_data = UINT64_MAX;
-    for (int i = 0; i < n; i++)
-        if (sb[i].data_size < smallest_data)
-            smallest_data = sb[i].data_size;
+    for (int i = 0; i < o->n; i++)
+        if (o->sb[i].data_size < smallest_data)
+            smallest_data = o->sb[i].data_size;
     a->member_sectors = array_member_sectors(R, smallest_data + R->data_offset);
     if (a->geom.level == 1)
         a->size_sectors = R->size;
     else
         a->size_sectors = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors * (uint64_t)a->k;
-    a->readonly = p->readonly;
-
+    a->readonly = o->p->readonly;
     for (int s = 0; s < a->geom.raid_disks; s++)
         a->slot[s].state = URAID_MEMBER_MISSING;
+    return 0;
+}
 
-    for (int i = 0; i < n; i++) {
-        uint16_t role = sb[i].dev_number < R->max_dev ? R->dev_roles[sb[i].dev_number] : MD_ROLE_SPARE;
+/* A role md has no use for: past the slots but not spare or faulty (a
+ * journal role without the journal feature counts: md ignores it too). */
+static int role_unusable(uint16_t role, int raid_disks)
+{
+    return role >= (uint16_t)raid_disks && role != MD_ROLE_SPARE && role != MD_ROLE_FAULTY;
+}
+
+/* Where member i goes (*out): a raid slot by the reference's dev_roles, or
+ * the extra list (stale, faulty, spare); NULL when md would ignore it. */
+static int member_place(struct uraid_array *a, struct open_ctx *o, int i, struct array_slot **out)
+{
+    *out = NULL;
+    const struct md_sb *sb = &o->sb[i], *R = &o->sb[o->ref];
+    uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+    if (role_unusable(role, a->geom.raid_disks)) {
+        uraid_log(URAID_LOG_WARN,
+                  "member %s: its role %u is no slot of this %d-member array and not a spare: ignored, as md "
+                  "does (add it again to use it)",
+                  o->paths[i], role, a->geom.raid_disks);
+        return 0;
+    }
+    int stale = sb->events + 1 < R->events;
+    if (stale || role == MD_ROLE_FAULTY || role == MD_ROLE_SPARE) {
+        struct array_slot *sl = &a->extra[a->nextra++];
+        sl->state = stale ? URAID_MEMBER_STALE : role == MD_ROLE_FAULTY ? URAID_MEMBER_FAULTY : URAID_MEMBER_SPARE;
+        if (stale)
+            uraid_log(URAID_LOG_WARN,
+                      "member %s is stale (events %llu, the array is at %llu): left out; rebuild it to reuse it",
+                      o->paths[i], (unsigned long long)sb->events, (unsigned long long)R->events);
+        *out = sl;
+        return 0;
+    }
+    struct array_slot *sl = &a->slot[role];
+    if (sl->dev) {
+        uraid_why(o->why, o->whylen, "members %s and %s both claim slot %u", sl->dev->path, o->paths[i], role);
+        return -EINVAL;
+    }
+    /* a member still being rebuilt is valid below its checkpoint only */
+    if (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET) {
+        sl->state = URAID_MEMBER_REBUILDING;
+        sl->recovered = sb->recovery_offset;
+    } else {
+        sl->state = URAID_MEMBER_IN_SYNC;
+    }
+    *out = sl;
+    return 0;
+}
+
+static int place_members(struct uraid_array *a, struct open_ctx *o)
+{
+    for (int i = 0; i < o->n; i++) {
         struct array_slot *sl;
-        int stale = sb[i].events + 1 < R->events;
-        if (stale || role == MD_ROLE_FAULTY || role == MD_ROLE_SPARE || role >= (uint16_t)a->geom.raid_disks) {
-            sl = &a->extra[a->nextra++];
-            sl->state = stale ? URAID_MEMBER_STALE : role == MD_ROLE_FAULTY ? URAID_MEMBER_FAULTY : URAID_MEMBER_SPARE;
-            if (stale)
-                uraid_log(URAID_LOG_WARN,
-                          "member %s is stale (events %llu, the array is at %llu): left out; rebuild it to reuse it",
-                          paths[i], (unsigned long long)sb[i].events, (unsigned long long)R->events);
-        } else {
-            sl = &a->slot[role];
-            if (sl->dev) {
-                uraid_why(why, whylen, "members %s and %s both claim slot %u", sl->dev->path, paths[i], role);
-                rc = -EINVAL;
-                goto fail;
-            }
-            /* a member still being rebuilt is valid below its checkpoint only */
-            if (sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET) {
-                sl->state = URAID_MEMBER_REBUILDING;
-                sl->recovered = sb[i].recovery_offset;
-            } else {
-                sl->state = URAID_MEMBER_IN_SYNC;
-            }
-        }
-        sl->sb = sb[i];
-        sl->data_offset = sb[i].data_offset;
-        sl->dev = dev[i];
-        sl->fault = fault[i];
-        dev[i] = NULL;
+        int rc = member_place(a, o, i, &sl);
+        if (rc)
+            return rc;
+        if (!sl)
+            continue; /* ignored: closed with the context */
+        sl->sb = o->sb[i];
+        sl->data_offset = o->sb[i].data_offset;
+        sl->dev = o->dev[i];
+        sl->fault = o->fault[i];
+        o->dev[i] = NULL;
         /* RAID-0 members may differ: each needs its own data area (md's check) */
         uint64_t need = sl->data_offset + (a->geom.level == 0 ? sl->sb.data_size : a->member_sectors);
-        if ((sl->state == URAID_MEMBER_IN_SYNC || sl->state == URAID_MEMBER_REBUILDING) && sl->dev->size / 512 < need) {
-            uraid_why(why, whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)", sl->dev->path,
-                (unsigned long long)(sl->dev->size / 512), (unsigned long long)need);
-            rc = -EINVAL;
-            goto fail;
+        if ((sl->state == URAID_MEMBER_IN_SYNC || sl->state == URAID_MEMBER_REBUILDING) &&
+            sl->dev->size / SECTOR < need) {
+            uraid_why(o->why, o->whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)",
+                      sl->dev->path, (unsigned long long)(sl->dev->size / SECTOR), (unsigned long long)need);
+            return -EINVAL;
         }
     }
-    for (int s = 0; s < a->geom.raid_disks; s++)
-        if (a->slot[s].dev && (rc = load_badblocks(&a->slot[s], why, whylen)) != 0)
-            goto fail;
-    int missing = 0;
-    for (int s = 0; s < a->geom.raid_disks; s++)
-        missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
-    char gone[512];
-    describe_missing(a, gone, sizeof gone);
-    if (missing > a->nparity) {
-        uraid_why(why, whylen, "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
-            level_name(a->geom.level), missing, a->geom.raid_disks, gone, a->nparity);
-        rc = -ENODEV;
-        goto fail;
+    return 0;
+}
+
+static int load_logs(struct uraid_array *a, struct open_ctx *o)
+{
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        int rc = a->slot[s].dev ? load_badblocks(&a->slot[s], o->why, o->whylen) : 0;
+        if (rc)
+            return rc;
     }
-    if (a->geom.level == 0 && (rc = open_zones(a, paths[ref], why, whylen)) != 0)
-        goto fail;
-    a->dirty = R->resync_offset != MD_RESYNC_CLEAN;
+    return 0;
+}
+
+/* Enough members in sync, and not dirty + degraded unless forced. */
+static int check_startable(struct uraid_array *a, struct open_ctx *o)
+{
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        o->missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
+    describe_missing(a, o->gone, sizeof o->gone);
+    if (o->missing > a->nparity) {
+        uraid_why(o->why, o->whylen,
+                  "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
+                  level_name(a->geom.level), o->missing, a->geom.raid_disks, o->gone, a->nparity);
+        return -ENODEV;
+    }
+    int rc = a->geom.level == 0 ? open_zones(a, o->paths[o->ref], o->why, o->whylen) : 0;
+    if (rc)
+        return rc;
+    a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
     a->opened_dirty = a->dirty;
     if (a->geom.chunk_sectors) {
         a->nstripes = a->member_sectors / a->geom.chunk_sectors;
-        a->degraded_written = calloc((size_t)(a->nstripes / 64 + 1), sizeof *a->degraded_written);
+        size_t words = (size_t)(a->nstripes / 64 + 1);
+        a->degraded_written = calloc(words, sizeof *a->degraded_written);
         if (!a->degraded_written) {
-            rc = -ENOMEM;
-            uraid_why(why, whylen, "out of memory");
-            goto fail;
+            uraid_why(o->why, o->whylen, "out of memory");
+            return -ENOMEM;
         }
         /* the members left out missed writes we cannot know of */
-        if (missing)
-            memset(a->degraded_written, 0xff, (size_t)(a->nstripes / 64 + 1) * sizeof *a->degraded_written);
+        if (o->missing)
+            memset(a->degraded_written, 0xff, words * sizeof *a->degraded_written);
     }
-    if (a->dirty && missing && a->nparity && !p->force) {
-        uraid_why(why, whylen,
-            "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
-            "be rebuilt wrong; use --force to open it anyway",
-            gone);
-        rc = -EUCLEAN;
-        goto fail;
+    if (a->dirty && o->missing && a->nparity && !o->p->force) {
+        uraid_why(o->why, o->whylen,
+                  "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
+                  "be rebuilt wrong; use --force to open it anyway",
+                  o->gone);
+        return -EUCLEAN;
     }
-    if ((rc = wib_open(a, p, why, whylen)) != 0)
-        goto fail;
-    free(dev);
-    free(fault);
-    free(sb);
-    if (p->event_program && *p->event_program && !a->readonly) {
-        a->event_program = strdup(p->event_program);
-        if (!a->event_program) {
-            rc = -ENOMEM;
-            uraid_why(why, whylen, "out of memory");
-            goto fail_late;
-        }
+    return 0;
+}
+
+static int start_runtime(struct uraid_array *a, struct open_ctx *o)
+{
+    int rc = wib_open(a, o->p, o->why, o->whylen);
+    if (rc)
+        return rc;
+    if (o->p->event_program && *o->p->event_program && !a->readonly &&
+        !(a->event_program = strdup(o->p->event_program))) {
+        uraid_why(o->why, o->whylen, "out of memory");
+        return -ENOMEM;
     }
-    if (missing) {
+    if (o->missing) {
         char detail[600];
-        snprintf(detail, sizeof detail, "%d of %d members missing or out of date (%s)", missing, a->geom.raid_disks,
-                 gone);
+        snprintf(detail, sizeof detail, "%d of %d members missing or out of date (%s)", o->missing,
+                 a->geom.raid_disks, o->gone);
         array_event(a, "DegradedArray", NULL, detail);
+    }
+    return 0;
+}
+
+static void open_ctx_free(struct open_ctx *o)
+{
+    if (o->dev)
+        for (int i = 0; i < o->n; i++)
+            member_close(o->dev[i]);
+    free(o->dev);
+    free(o->fault);
+    free(o->sb);
+}
+
+int uraid_open(const char *const *paths, int n, const struct uraid_open_params *p, struct uraid_array **out,
+               char *why, size_t whylen)
+{
+    static const struct uraid_open_params defaults;
+    uraid_why(why, whylen, "%s", "");
+    if (!paths || n < 1 || n > URAID_MAX_MEMBERS || !out) {
+        uraid_why(why, whylen, "no members given");
+        return -EINVAL;
+    }
+    struct open_ctx o = {
+        .paths = paths, .n = n, .p = p ? p : &defaults,
+        .why = why, .whylen = whylen,
+        .dev = calloc((size_t)n, sizeof *o.dev), .fault = calloc((size_t)n, sizeof *o.fault),
+        .sb = calloc((size_t)n, sizeof *o.sb),
+    };
+    struct uraid_array *a = calloc(1, sizeof *a);
+    int rc = 0;
+    if (!o.dev || !o.fault || !o.sb || !a) {
+        rc = -ENOMEM;
+        uraid_why(o.why, o.whylen, "out of memory");
+    } else if ((rc = array_runtime_init(a, o.p)) != 0) {
+        uraid_why(o.why, o.whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
+    }
+    if (rc == 0)
+        rc = read_superblocks(&o);
+    if (rc == 0)
+        rc = pick_reference(&o);
+    if (rc == 0)
+        rc = set_geometry(a, &o);
+    if (rc == 0)
+        rc = place_members(a, &o);
+    if (rc == 0)
+        rc = load_logs(a, &o);
+    if (rc == 0)
+        rc = check_startable(a, &o);
+    if (rc == 0)
+        rc = start_runtime(a, &o);
+    open_ctx_free(&o);
+    if (rc) {
+        free_array(a);
+        return rc;
     }
     *out = a;
     array_maybe_auto_rebuild(a);
     return 0;
-
-fail_late:
-    free_array(a);
-    return rc;
-
-fail:
-    if (dev)
-        for (int i = 0; i < n; i++)
-            member_close(dev[i]);
-    free(dev);
-    free(fault);
-    free(sb);
-    free_array(a);
-    return rc;
 }
 
 int uraid_close(struct uraid_array *a)
@@ -611,8 +712,8 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     /* where the layouts agree md ignores RAID-0's field, and so does the report */
     info->layout = a->r0 ? (a->r0->layout_matters ? a->r0->layout : 0) : a->geom.layout;
     info->raid_devices = a->geom.raid_disks;
-    info->chunk_bytes = a->geom.chunk_sectors * 512u;
-    info->size_bytes = a->size_sectors * 512;
+    info->chunk_bytes = a->geom.chunk_sectors * SECTOR;
+    info->size_bytes = a->size_sectors * SECTOR;
     info->member_data_sectors = a->member_sectors;
     memcpy(info->uuid, R->set_uuid, 16);
     memcpy(info->name, R->set_name, 32);

@@ -143,6 +143,10 @@ int array_write_new_member(struct member *m, const struct md_sb *sb);
 /* Marks the array dirty on disk before its first write. (array.c) */
 int array_mark_dirty(struct uraid_array *a);
 
+/* 1 if two member names are one file or device (the same name, inode or
+ * device number). (array.c) */
+int array_same_file(const char *x, const char *y);
+
 /* Reads one member's superblock; `why` names the member on failure. (array.c) */
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen);
 

@@ -37,6 +37,10 @@ static void publish(struct uraid_array *a, struct array_slot *sl, struct md_bbli
 static int save_log(struct array_slot *sl)
 {
     struct md_sb *sb = &sl->sb;
+    /* decode refused such a log already; this keeps a stray superblock in
+     * memory from writing one over the superblock or the data */
+    if (md_sb_check_bblog(sb, NULL, 0))
+        return -EINVAL;
     size_t bytes = (size_t)sb->bblog_size * SECTOR;
     if (bytes > MD_BB_MAX_LOG_BYTES)
         bytes = MD_BB_MAX_LOG_BYTES;

@@ -1,14 +1,15 @@
-/* Creating an array: every check first (geometry, members, sizes, existing
- * superblocks), then the superblocks and empty bad-block logs, then the
- * initial sync unless assume_clean.
+/* Creating an array: every check first (arguments, then every member and
+ * spare opened: sizes, names of one file, existing superblocks), then the
+ * superblocks (the spares' too) and empty bad-block logs, then the initial
+ * sync unless assume_clean.
  *
  * What we write follows mdadm 4.2 (docs/FORMAT.md): data_offset chosen by
  * mdadm's rule for the smallest member, "size" = the smallest member's room
- * rounded down to whole chunks, max_dev 128 (a 512-byte superblock), a bad-
- * block log of 8 sectors, and resync_offset = 0 until the sync is done.
- * An internal write-intent bitmap goes where mdadm puts it for 1.2 (sb + 8
- * sectors, feature bit BITMAP_OFFSET), with mdadm's chunk choice, on every
- * member. */
+ * rounded down to whole chunks, max_dev 128 (a 512-byte superblock) unless
+ * more device numbers are needed, a bad-block log of 8 sectors, and
+ * resync_offset = 0 until the sync is done. An internal write-intent bitmap
+ * goes where mdadm puts it for 1.2 (sb + 8 sectors, feature bit
+ * BITMAP_OFFSET), with mdadm's chunk choice, on every active member. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,6 @@
 #include "log.h"
 #include "meta/bitmap.h"
 
-#define SB_OFFSET_BYTES 4096u
 #define SYNC_BYTES (8u << 20) /* per member per sync step */
 
 static int random_bytes(uint8_t *p, size_t n)
@@ -45,12 +45,12 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
 {
     int n = a->geom.raid_disks;
     uint64_t total = a->member_sectors, done = 0;
-    uint32_t step = SYNC_BYTES / 512;
+    uint32_t step = SYNC_BYTES / SECTOR;
     if (a->geom.level != 1)
         step -= step % a->geom.chunk_sectors ? step % a->geom.chunk_sectors : 0;
     if (step == 0)
         step = a->geom.chunk_sectors;
-    uint8_t *mem = aligned_alloc(4096, (size_t)(n + 1) * step * 512);
+    uint8_t *mem = aligned_alloc(4096, (size_t)(n + 1) * step * SECTOR);
     if (!mem)
         return -ENOMEM;
     int rc = 0;
@@ -62,10 +62,11 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
             for (int m = 0; m < n && src < 0; m++)
                 if (slot_ok(a, m))
                     src = m;
-            rc = member_read(a->slot[src].dev, mem, (size_t)nsec * 512, (a->slot[src].data_offset + done) * 512);
+            rc = member_read(a->slot[src].dev, mem, (size_t)nsec * SECTOR, (a->slot[src].data_offset + done) * SECTOR);
             for (int m = 0; m < n && rc == 0; m++)
                 if (m != src && slot_ok(a, m))
-                    rc = member_write(a->slot[m].dev, mem, (size_t)nsec * 512, (a->slot[m].data_offset + done) * 512);
+                    rc = member_write(a->slot[m].dev, mem, (size_t)nsec * SECTOR,
+                                      (a->slot[m].data_offset + done) * SECTOR);
         } else {
             rc = array_resync_range(a, done, nsec);
         }
@@ -121,32 +122,6 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
     return 0;
 }
 
-/* Spares at create: the new array is opened and each spare added, which
- * gives it a free device number and role 0xffff as mdadm does. */
-static int add_spares(const char *const *paths, int n, const char *const *spares, int nspares, int force, char *why,
-                      size_t whylen)
-{
-    struct uraid_array *a;
-    struct uraid_open_params op = {0};
-    int rc = uraid_open(paths, n, &op, &a, why, whylen);
-    if (rc)
-        return rc;
-    for (int i = 0; i < nspares && rc == 0; i++) {
-        if (force) {
-            /* an old superblock would make the add refuse it as another array's */
-            struct member *m;
-            uint8_t zero[MD_SB_BYTES] __attribute__((aligned(4096))) = {0};
-            if (member_open(spares[i], 0, &m) == 0) {
-                member_write(m, zero, sizeof zero, SB_OFFSET_BYTES);
-                member_close(m);
-            }
-        }
-        rc = uraid_add_spare(a, spares[i], why, whylen);
-    }
-    int crc = uraid_close(a);
-    return rc ? rc : crc;
-}
-
 /* Members of different sizes make a multi-zone RAID-0 (raid0.h). mdadm
  * 4.2 then records its layout, "original" unless told otherwise, under the
  * RAID0_LAYOUT feature, without which md refuses to run it where the
@@ -188,6 +163,302 @@ static int raid0_create_zones(struct uraid_array *a, int layout, char *why, size
     return rc;
 }
 
+/* ---- the steps of uraid_create ------------------------------------------------
+ *
+ * check_args -> open_members -> plan_superblocks -> write_members ->
+ * sync_new_array, each 0 or a negative errno with one line in why. The
+ * first three read and check only: a refusal leaves every member as it was.
+ * Spares are the last spare_devices names (mdadm's --spare-devices); a spare
+ * gets the device number of its place in the list, as mdadm gives it, and
+ * role 0xffff. */
+
+struct create_plan {
+    const struct uraid_create_params *p;
+    const char *const *paths;   /* raid_devices names in slot order, "missing" for an empty slot */
+    const char *const *spares;  /* the nspares names after them */
+    int n, nspares, force;
+    struct layout_geom g;
+    int nparity, nmissing;
+    uint8_t missing[URAID_MAX_MEMBERS];
+    uint64_t smallest;          /* sectors of the smallest active member */
+    struct uraid_array *a;      /* slot[]: the active members; extra[]: the spares */
+    struct md_bitmap_sb bm;
+    int with_bitmap;
+    int runtime;                /* array_runtime_init ran: fini must too */
+    char *why;
+    size_t whylen;
+};
+
+/* One line in why, and err. */
+#define refuse(c, err, ...) (uraid_why((c)->why, (c)->whylen, __VA_ARGS__), (err))
+
+/* Names given twice, also under another path to the same file: writing one
+ * member's superblock over another's would leave neither. */
+static int check_names(struct create_plan *c)
+{
+    const char *const *all = c->paths; /* the spares follow the active names */
+    int total = c->n + c->nspares;
+    for (int i = 0; i < total; i++) {
+        if (is_missing(all[i]))
+            continue;
+        for (int j = 0; j < i; j++)
+            if (!is_missing(all[j]) && array_same_file(all[i], all[j]))
+                return strcmp(all[i], all[j])
+                           ? refuse(c, -EINVAL, "member %s is given twice (also as %s)", all[i], all[j])
+                           : refuse(c, -EINVAL, "member %s is given twice", all[i]);
+    }
+    return 0;
+}
+
+static int check_geometry(struct create_plan *c)
+{
+    const struct uraid_create_params *p = c->p;
+    uint32_t chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512u * 1024;
+    if (chunk_bytes < 4096 || (chunk_bytes & (chunk_bytes - 1)))
+        return refuse(c, -EINVAL, "chunk size must be a power of two of at least 4K, got %u bytes", chunk_bytes);
+    c->g = (struct layout_geom){
+        .level = p->level,
+        .layout = p->layout >= 0 ? p->layout : (p->level == 5 || p->level == 6 ? LAYOUT_LEFT_SYMMETRIC : 0),
+        .raid_disks = c->n,
+        .chunk_sectors = chunk_bytes / SECTOR,
+    };
+    if (c->g.level == 4)
+        c->g.layout = 0; /* what mdadm writes; md ignores it for RAID-4 */
+    char gwhy[160];
+    if (layout_check(&c->g, gwhy, sizeof gwhy))
+        return refuse(c, -EINVAL, "%s", gwhy);
+    c->nparity = c->g.level == 1 ? c->n - 1 : layout_parity_count(&c->g);
+    return 0;
+}
+
+/* Every argument, before any member is opened. */
+static int check_args(struct create_plan *c)
+{
+    const struct uraid_create_params *p = c->p;
+    if (c->nspares < 0 || c->n != p->raid_devices)
+        return refuse(c, -EINVAL, "%d members given for --raid-devices %d%s%.0d (use 'missing' for an empty slot)",
+                      c->n + c->nspares, p->raid_devices, c->nspares ? " + --spare-devices " : "", c->nspares);
+    if (c->n < 1 || c->n > URAID_MAX_MEMBERS || c->n + c->nspares > URAID_MAX_MEMBERS)
+        return refuse(c, -EINVAL, "--raid-devices must be 1..%d (spares included)", URAID_MAX_MEMBERS);
+    for (int i = 0; i < c->nspares; i++)
+        if (is_missing(c->spares[i]))
+            return refuse(c, -EINVAL, "a spare cannot be 'missing' (the last %d names are the spares)", c->nspares);
+    int rc = check_names(c);
+    if (rc == 0)
+        rc = check_geometry(c);
+    if (rc)
+        return rc;
+    for (int i = 0; i < c->n; i++) {
+        c->missing[i] = (uint8_t)is_missing(c->paths[i]);
+        c->nmissing += c->missing[i];
+    }
+    if (c->nmissing == c->n)
+        return refuse(c, -EINVAL, "every member is 'missing'");
+    if (c->nmissing > c->nparity)
+        return refuse(c, -EINVAL, "%d members are 'missing' but RAID-%d survives only %d", c->nmissing, c->g.level,
+                      c->nparity);
+    if (c->g.level == 0 && p->bitmap == URAID_BITMAP_INTERNAL)
+        return refuse(c, -EINVAL,
+                      "RAID-0 cannot have a write-intent bitmap (md refuses one: there is no redundancy to resync)");
+    if (c->g.level == 0 && c->nspares)
+        return refuse(c, -EINVAL, "RAID-0 cannot have spares (md has no slot to rebuild them into)");
+    return 0;
+}
+
+/* Opens path into sl and refuses a member of another array (unless force). */
+static int open_one(struct create_plan *c, const char *path, const char *what, struct array_slot *sl)
+{
+    char mwhy[300];
+    int rc = member_open_why(path, 0, &sl->dev, mwhy, sizeof mwhy);
+    if (rc)
+        return refuse(c, rc, "%s %s: cannot open: %s", what, path, mwhy);
+    struct md_sb old;
+    char owhy[200];
+    if (!c->force && array_read_superblock(sl->dev, &old, owhy, sizeof owhy) == 0) {
+        char name[33] = {0};
+        memcpy(name, old.set_name, 32);
+        return refuse(c, -EEXIST,
+                      "%s %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it", what,
+                      path, name, old.level);
+    }
+    return 0;
+}
+
+/* Every member and spare opened and checked; nothing written. */
+static int open_members(struct create_plan *c)
+{
+    struct uraid_array *a = c->a;
+    c->smallest = UINT64_MAX;
+    for (int i = 0; i < c->n; i++) {
+        a->slot[i].state = URAID_MEMBER_MISSING;
+        if (c->missing[i])
+            continue;
+        int rc = open_one(c, c->paths[i], "member", &a->slot[i]);
+        if (rc)
+            return rc;
+        a->slot[i].state = URAID_MEMBER_IN_SYNC;
+        if (a->slot[i].dev->size / SECTOR < c->smallest)
+            c->smallest = a->slot[i].dev->size / SECTOR;
+    }
+    for (int i = 0; i < c->nspares; i++) {
+        struct array_slot *sl = &a->extra[a->nextra++];
+        sl->state = URAID_MEMBER_SPARE;
+        int rc = open_one(c, c->spares[i], "spare", sl);
+        if (rc)
+            return rc;
+        uint64_t sectors = sl->dev->size / SECTOR;
+        if (sectors < c->smallest)
+            return refuse(c, -ENOSPC, "spare %s (%llu sectors) is smaller than the smallest member (%llu sectors)",
+                          c->spares[i], (unsigned long long)sectors, (unsigned long long)c->smallest);
+    }
+    return 0;
+}
+
+/* The superblock of sl, the member of device number dn (a slot, or a spare
+ * past the slots), as mdadm --create lays it out. */
+static int init_member_sb(struct create_plan *c, const struct md_sb_create_params *cp, struct array_slot *sl,
+                          uint32_t dn)
+{
+    uint8_t dev_uuid[16];
+    char swhy[200];
+    int rc = random_bytes(dev_uuid, 16);
+    if (rc)
+        return refuse(c, rc, "cannot get random bytes for a device UUID: %s", uraid_strerror(rc));
+    /* md_sb_init knows raid slots only: a spare is laid out as slot 0 and
+     * renumbered (its role stays 0xffff, md_sb_init's default) */
+    rc = md_sb_init(&sl->sb, cp, dn < (uint32_t)c->n ? dn : 0, dev_uuid, sl->dev->size / SECTOR, swhy, sizeof swhy);
+    if (rc)
+        return refuse(c, rc, "member %s: %s", sl->dev->path, swhy);
+    sl->sb.dev_number = dn;
+    sl->data_offset = sl->sb.data_offset;
+    return 0;
+}
+
+/* The array-wide fields the later steps chose (RAID-0 layout, bitmap) go
+ * into the spares' superblocks too. */
+static void spares_follow(struct uraid_array *a)
+{
+    for (int e = 0; e < a->nextra; e++) {
+        struct md_sb *sb = &a->extra[e].sb;
+        sb->feature_map = a->sb.feature_map;
+        sb->bitmap_offset = a->sb.bitmap_offset;
+        sb->layout = a->sb.layout;
+    }
+}
+
+static int make_uuid(struct create_plan *c, uint8_t uuid[16])
+{
+    if (c->p->uuid) {
+        memcpy(uuid, c->p->uuid, 16);
+        return 0;
+    }
+    int rc = random_bytes(uuid, 16);
+    return rc ? refuse(c, rc, "cannot get random bytes for the array UUID: %s", uraid_strerror(rc)) : 0;
+}
+
+/* Every superblock and the bitmap, in memory; nothing written. */
+static int plan_superblocks(struct create_plan *c)
+{
+    const struct uraid_create_params *p = c->p;
+    struct uraid_array *a = c->a;
+    struct md_sb_create_params cp = {
+        .level = c->g.level,
+        .layout = (uint32_t)c->g.layout,
+        .chunk_sectors = c->g.level == 1 ? 0 : c->g.chunk_sectors,
+        .raid_disks = (uint32_t)c->n,
+        .spares = (uint32_t)c->nspares,
+        .dev_sectors = c->smallest,
+        .name = p->name ? p->name : "0",
+        .homehost = p->homehost,
+        .ctime = (uint64_t)time(NULL),
+        .missing = c->missing,
+        .assume_clean = p->assume_clean || c->nmissing,
+    };
+    int rc = make_uuid(c, cp.uuid), first = -1;
+    for (int i = 0; i < c->n && rc == 0; i++)
+        if (a->slot[i].dev && (rc = init_member_sb(c, &cp, &a->slot[i], (uint32_t)i)) == 0 && first < 0)
+            first = i;
+    for (int e = 0; e < a->nextra && rc == 0; e++)
+        rc = init_member_sb(c, &cp, &a->extra[e], (uint32_t)(c->n + e));
+    if (rc)
+        return rc;
+    a->geom = c->g;
+    a->k = layout_data_disks(&c->g);
+    a->nparity = c->nparity;
+    a->sb = a->slot[first].sb;
+    a->member_sectors = array_member_sectors(&a->sb, c->smallest);
+    if (a->member_sectors < 2ull * (c->g.level == 1 ? 8 : c->g.chunk_sectors))
+        return refuse(c, -ENOSPC,
+                      "members are too small: the smallest has %llu sectors, which leaves no room for two chunks "
+                      "after the %llu-sector data offset",
+                      (unsigned long long)c->smallest, (unsigned long long)a->sb.data_offset);
+    a->size_sectors = c->g.level == 1 ? a->member_sectors : a->member_sectors * (uint64_t)a->k;
+    if (c->g.level == 0 && (rc = raid0_create_zones(a, p->layout, c->why, c->whylen)) != 0)
+        return rc;
+    a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
+    rc = choose_bitmap(a, p, c->smallest, &c->bm, &c->with_bitmap, c->why, c->whylen);
+    spares_follow(a);
+    return rc;
+}
+
+static int write_one(struct create_plan *c, struct array_slot *sl)
+{
+    int rc = array_write_new_member(sl->dev, &sl->sb);
+    if (rc == 0)
+        rc = member_flush(sl->dev);
+    return rc ? refuse(c, rc, "member %s: cannot write the superblock: %s", sl->dev->path, uraid_strerror(rc)) : 0;
+}
+
+/* The first step that writes: superblocks, empty bad-block logs, bitmap. */
+static int write_members(struct create_plan *c)
+{
+    struct uraid_array *a = c->a;
+    int rc = 0;
+    for (int i = 0; i < c->n && rc == 0; i++)
+        if (a->slot[i].dev)
+            rc = write_one(c, &a->slot[i]);
+    for (int e = 0; e < a->nextra && rc == 0; e++)
+        rc = write_one(c, &a->extra[e]);
+    if (rc == 0 && c->with_bitmap && (rc = wib_write_fresh(a, &c->bm)) != 0)
+        rc = refuse(c, rc, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
+    return rc;
+}
+
+/* Parity made consistent, then the array recorded clean. */
+static int sync_new_array(struct create_plan *c)
+{
+    struct uraid_array *a = c->a;
+    int rc = initial_sync(a, c->p);
+    if (rc)
+        return refuse(c, rc, "initial sync failed: %s (the array exists but is marked dirty)", uraid_strerror(rc));
+    a->sb.resync_offset = MD_RESYNC_CLEAN;
+    rc = array_write_superblocks(a);
+    if (rc)
+        return refuse(c, rc, "cannot record the array clean after its initial sync: %s", uraid_strerror(rc));
+    a->dirty = 0;
+    /* the bitmap's events follow the superblocks' */
+    c->bm.events = c->bm.events_cleared = a->sb.events;
+    if (c->with_bitmap && (rc = wib_write_fresh(a, &c->bm)) != 0)
+        return refuse(c, rc, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
+    return 0;
+}
+
+static void plan_free(struct create_plan *c)
+{
+    if (!c)
+        return;
+    if (c->a) {
+        for (int i = 0; i < URAID_MAX_MEMBERS; i++)
+            member_close(c->a->slot[i].dev);
+        for (int e = 0; e < c->a->nextra; e++)
+            member_close(c->a->extra[e].dev);
+        if (c->runtime)
+            array_runtime_fini(c->a);
+        free(c->a);
+    }
+    free(c);
+}
+
 int uraid_create(const char *const *paths, int n, const struct uraid_create_params *p, int force, char *why,
                  size_t whylen)
 {
@@ -196,230 +467,28 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
         uraid_why(why, whylen, "no parameters");
         return -EINVAL;
     }
-    int nspares = p->spare_devices;
-    if (nspares < 0 || n != p->raid_devices + nspares) {
-        uraid_why(why, whylen, "%d members given for --raid-devices %d%s%.0d (use 'missing' for an empty slot)", n,
-            p->raid_devices, nspares ? " + --spare-devices " : "", nspares);
-        return -EINVAL;
-    }
-    const char *const *spares = paths + p->raid_devices;
-    n = p->raid_devices;
-    for (int i = 0; i < nspares; i++) {
-        if (is_missing(spares[i])) {
-            uraid_why(why, whylen, "a spare cannot be 'missing'");
-            return -EINVAL;
-        }
-        for (int j = 0; j < n + i; j++)
-            if (!strcmp(spares[i], paths[j])) {
-                uraid_why(why, whylen, "member %s is given twice", spares[i]);
-                return -EINVAL;
-            }
-    }
-    if (n < 1 || n > URAID_MAX_MEMBERS) {
-        uraid_why(why, whylen, "--raid-devices must be 1..%d", URAID_MAX_MEMBERS);
-        return -EINVAL;
-    }
-    uint32_t chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512u * 1024;
-    if (chunk_bytes < 4096 || (chunk_bytes & (chunk_bytes - 1))) {
-        uraid_why(why, whylen, "chunk size must be a power of two of at least 4K, got %u bytes", chunk_bytes);
-        return -EINVAL;
-    }
-    struct layout_geom g = {
-        .level = p->level,
-        .layout = p->layout >= 0 ? p->layout : (p->level == 5 || p->level == 6 ? LAYOUT_LEFT_SYMMETRIC : 0),
-        .raid_disks = n,
-        .chunk_sectors = chunk_bytes / 512,
-    };
-    if (g.level == 4)
-        g.layout = 0; /* what mdadm writes; md ignores it for RAID-4 */
-    char gwhy[160];
-    if (layout_check(&g, gwhy, sizeof gwhy)) {
-        uraid_why(why, whylen, "%s", gwhy);
-        return -EINVAL;
-    }
-    int nparity = g.level == 1 ? n - 1 : layout_parity_count(&g);
-    int nmissing = 0;
-    uint8_t missing_flags[URAID_MAX_MEMBERS] = {0};
-    for (int i = 0; i < n; i++) {
-        missing_flags[i] = (uint8_t)is_missing(paths[i]);
-        nmissing += is_missing(paths[i]);
-        for (int j = 0; j < i; j++)
-            if (!is_missing(paths[i]) && !strcmp(paths[i], paths[j])) {
-                uraid_why(why, whylen, "member %s is given twice", paths[i]);
-                return -EINVAL;
-            }
-    }
-    if (p->bitmap == URAID_BITMAP_INTERNAL && g.level == 0) {
-        uraid_why(why, whylen, "RAID-0 cannot have a write-intent bitmap (md refuses one: there is no redundancy to resync)");
-        return -EINVAL;
-    }
-    if (nmissing > nparity) {
-        uraid_why(why, whylen, "%d members are 'missing' but RAID-%d survives only %d", nmissing, g.level, nparity);
-        return -EINVAL;
-    }
-
-    struct uraid_array *a = calloc(1, sizeof *a);
-    if (!a)
+    struct create_plan *c = calloc(1, sizeof *c);
+    if (!c)
         return -ENOMEM;
-    int rc = array_runtime_init(a, NULL);
-    if (rc) {
-        uraid_why(why, whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
-        free(a);
-        return rc;
+    *c = (struct create_plan){.p = p, .paths = paths, .force = force, .why = why, .whylen = whylen,
+                              .nspares = p->spare_devices, .n = n - p->spare_devices};
+    c->spares = paths + (c->n > 0 ? c->n : 0);
+    int rc = check_args(c);
+    if (rc == 0 && !(c->a = calloc(1, sizeof *c->a)))
+        rc = refuse(c, -ENOMEM, "out of memory");
+    if (rc == 0) {
+        c->runtime = 1;
+        if ((rc = array_runtime_init(c->a, NULL)) != 0)
+            rc = refuse(c, rc, "cannot start the I/O engine: %s", uraid_strerror(rc));
     }
-    a->geom = g;
-    a->k = layout_data_disks(&g);
-    a->nparity = nparity;
-    uint64_t smallest = UINT64_MAX;
-    for (int i = 0; i < n; i++) {
-        a->slot[i].state = URAID_MEMBER_MISSING;
-        if (is_missing(paths[i]))
-            continue;
-        char mwhy[300];
-        rc = member_open_why(paths[i], 0, &a->slot[i].dev, mwhy, sizeof mwhy);
-        if (rc) {
-            uraid_why(why, whylen, "member %s: cannot open: %s", paths[i], mwhy);
-            goto out;
-        }
-        a->slot[i].state = URAID_MEMBER_IN_SYNC;
-        struct md_sb old;
-        char owhy[200];
-        if (!force && array_read_superblock(a->slot[i].dev, &old, owhy, sizeof owhy) == 0) {
-            char name[33] = {0};
-            memcpy(name, old.set_name, 32);
-            uraid_why(why, whylen, "member %s already belongs to an md array (name '%s', RAID-%d); use --force to overwrite it",
-                paths[i], name, old.level);
-            rc = -EEXIST;
-            goto out;
-        }
-        uint64_t sectors = a->slot[i].dev->size / 512;
-        if (sectors < smallest)
-            smallest = sectors;
-    }
-    /* spares are checked now and written after the array exists */
-    for (int i = 0; i < nspares; i++) {
-        struct member *m;
-        char mwhy[300];
-        rc = member_open_why(spares[i], 0, &m, mwhy, sizeof mwhy);
-        if (rc) {
-            uraid_why(why, whylen, "spare %s: cannot open: %s", spares[i], mwhy);
-            goto out;
-        }
-        struct md_sb old;
-        char owhy[200];
-        int claimed = !force && array_read_superblock(m, &old, owhy, sizeof owhy) == 0;
-        uint64_t sectors = m->size / 512;
-        member_close(m);
-        if (claimed) {
-            uraid_why(why, whylen, "spare %s already belongs to an md array; use --force to overwrite it", spares[i]);
-            rc = -EEXIST;
-            goto out;
-        }
-        if (sectors < smallest && smallest != UINT64_MAX) {
-            uraid_why(why, whylen, "spare %s (%llu sectors) is smaller than the smallest member (%llu sectors)",
-                spares[i], (unsigned long long)sectors, (unsigned long long)smallest);
-            rc = -ENOSPC;
-            goto out;
-        }
-    }
-    if (smallest == UINT64_MAX) {
-        uraid_why(why, whylen, "every member is 'missing'");
-        rc = -EINVAL;
-        goto out;
-    }
-    /* the superblocks, as mdadm --create lays them out */
-    struct md_sb_create_params cp = {
-        .level = g.level,
-        .layout = (uint32_t)g.layout,
-        .chunk_sectors = g.level == 1 ? 0 : g.chunk_sectors,
-        .raid_disks = (uint32_t)n,
-        .dev_sectors = smallest,
-        .name = p->name ? p->name : "0",
-        .homehost = p->homehost,
-        .ctime = (uint64_t)time(NULL),
-        .missing = missing_flags,
-        .assume_clean = p->assume_clean || nmissing,
-    };
-    if (p->uuid)
-        memcpy(cp.uuid, p->uuid, 16);
-    else if ((rc = random_bytes(cp.uuid, 16)) != 0) {
-        uraid_why(why, whylen, "cannot get random bytes for the array UUID: %s", uraid_strerror(rc));
-        goto out;
-    }
-    int first = -1;
-    for (int i = 0; i < n; i++) {
-        struct array_slot *sl = &a->slot[i];
-        if (!sl->dev)
-            continue;
-        uint8_t dev_uuid[16];
-        char swhy[200];
-        if ((rc = random_bytes(dev_uuid, 16)) != 0)
-            goto out;
-        rc = md_sb_init(&sl->sb, &cp, (uint32_t)i, dev_uuid, sl->dev->size / 512, swhy, sizeof swhy);
-        if (rc) {
-            uraid_why(why, whylen, "member %s: %s", paths[i], swhy);
-            goto out;
-        }
-        sl->data_offset = sl->sb.data_offset;
-        if (first < 0)
-            first = i;
-    }
-    a->sb = a->slot[first].sb;
-    a->member_sectors = array_member_sectors(&a->sb, smallest);
-    if (a->member_sectors < 2ull * (g.level == 1 ? 8 : g.chunk_sectors)) {
-        uraid_why(why, whylen, "members are too small: the smallest has %llu sectors, which leaves no room for two chunks "
-            "after the %llu-sector data offset", (unsigned long long)smallest,
-            (unsigned long long)a->sb.data_offset);
-        rc = -ENOSPC;
-        goto out;
-    }
-    a->size_sectors = g.level == 1 ? a->member_sectors : a->member_sectors * (uint64_t)a->k;
-    if (g.level == 0 && (rc = raid0_create_zones(a, p->layout, why, whylen)) != 0)
-        goto out;
-    a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
-    struct md_bitmap_sb bm;
-    int with_bitmap = 0;
-    if ((rc = choose_bitmap(a, p, smallest, &bm, &with_bitmap, why, whylen)) != 0)
-        goto out;
-
-    /* every check passed: write */
-    for (int i = 0; i < n; i++) {
-        struct array_slot *sl = &a->slot[i];
-        if (!sl->dev)
-            continue;
-        rc = array_write_new_member(sl->dev, &sl->sb);
-        if (rc == 0)
-            rc = member_flush(sl->dev);
-        if (rc) {
-            uraid_why(why, whylen, "member %s: cannot write the superblock: %s", paths[i], uraid_strerror(rc));
-            goto out;
-        }
-    }
-    if (with_bitmap && (rc = wib_write_fresh(a, &bm)) != 0) {
-        uraid_why(why, whylen, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
-        goto out;
-    }
-    if (a->dirty) {
-        rc = initial_sync(a, p);
-        if (rc) {
-            uraid_why(why, whylen, "initial sync failed: %s (the array exists but is marked dirty)", uraid_strerror(rc));
-            goto out;
-        }
-        a->sb.resync_offset = MD_RESYNC_CLEAN;
-        rc = array_write_superblocks(a);
-        if (rc == 0)
-            a->dirty = 0;
-        /* the bitmap's events follow the superblocks' */
-        bm.events = bm.events_cleared = a->sb.events;
-        if (rc == 0 && with_bitmap && (rc = wib_write_fresh(a, &bm)) != 0)
-            uraid_why(why, whylen, "cannot write the write-intent bitmap: %s", uraid_strerror(rc));
-    }
-out:
-    for (int i = 0; i < n; i++)
-        member_close(a->slot[i].dev);
-    array_runtime_fini(a);
-    free(a);
-    if (rc == 0 && nspares)
-        rc = add_spares(paths, n, spares, nspares, force, why, whylen);
+    if (rc == 0)
+        rc = open_members(c);
+    if (rc == 0)
+        rc = plan_superblocks(c);
+    if (rc == 0)
+        rc = write_members(c);
+    if (rc == 0 && c->a->dirty)
+        rc = sync_new_array(c);
+    plan_free(c);
     return rc;
 }

@@ -6,8 +6,6 @@
 
 #include "array/array.h"
 
-#define SECTOR 512u
-
 /* Per-thread scratch buffer (4 KiB aligned) reused across calls: no
  * allocation on the I/O path once warm. Valid until the thread's next call. */
 uint8_t *array_scratch(size_t size);

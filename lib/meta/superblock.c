@@ -146,6 +146,47 @@ int md_sb_encode(const struct md_sb *sb, uint8_t *out)
     return 0;
 }
 
+void md_sb_bblog_room(const struct md_sb *sb, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t sb_end = sb->super_offset + md_sb_sectors(sb->max_dev);
+    if (sb->super_offset <= MD_SB_V12_SECTOR) {
+        *lo = sb_end;
+        *hi = sb->data_offset;
+    } else {
+        /* fuzzed fields must not wrap round */
+        *lo = sb->data_offset + sb->data_size < sb->data_offset ? UINT64_MAX : sb->data_offset + sb->data_size;
+        *hi = sb->super_offset;
+    }
+}
+
+int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen)
+{
+    /* md refuses a listed log it cannot read in one page or that is nowhere */
+    if ((sb->feature_map & MD_FEATURE_BAD_BLOCKS) && (!sb->bblog_offset || sb->bblog_size > 8)) {
+        say(why, whylen, "bad-block log of %u sectors at offset %d: md reads one page (8 sectors) at a non-zero offset",
+            sb->bblog_size, sb->bblog_offset);
+        return -EINVAL;
+    }
+    if (!sb->bblog_offset || !sb->bblog_size)
+        return 0;
+    uint64_t lo, hi;
+    md_sb_bblog_room(sb, &lo, &hi);
+    int64_t start = md_sb_bblog_sector(sb);
+    if (start >= 0 && (uint64_t)start >= lo && (uint64_t)start <= hi && hi - (uint64_t)start >= sb->bblog_size)
+        return 0;
+    int v12 = sb->super_offset <= MD_SB_V12_SECTOR, below = start < 0 || (uint64_t)start < lo;
+    const char *what =
+        below == v12 ? "would overwrite the superblock" : "would overwrite the data (or lie past the end)";
+    if (v12 && below && start + sb->bblog_size <= (int64_t)sb->super_offset)
+        what = "lies before the superblock";
+    say(why, whylen,
+        "bad-block log at sectors %lld..%lld (offset %d, %u sectors) %s: it must lie in sectors "
+        "%llu..%llu, between the superblock and the data (mdadm --update=no-bbl drops it)",
+        (long long)start, (long long)start + sb->bblog_size - 1, sb->bblog_offset, sb->bblog_size, what,
+        (unsigned long long)lo, (unsigned long long)(hi > lo ? hi - 1 : lo));
+    return -EINVAL;
+}
+
 static int all_zero(const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -266,7 +307,7 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
         say(why, whylen, "dev_number %u outside dev_roles[%u]", sb->dev_number, max_dev);
         return -EINVAL;
     }
-    return 0;
+    return md_sb_check_bblog(sb, why, whylen);
 }
 
 /* ---- Creating members -------------------------------------------------- */
@@ -348,7 +389,7 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
     }
     uint64_t data_offset = p->data_offset ? p->data_offset
                                           : md_choose_data_offset(p->dev_sectors, p->chunk_sectors);
-    uint32_t max_dev = md_choose_max_dev(p->raid_disks);
+    uint32_t max_dev = md_choose_max_dev(p->raid_disks + p->spares);
     if (data_offset < MD_SB_V12_SECTOR + md_sb_sectors(max_dev) + 8 ||
         p->dev_sectors < data_offset + 10 || member_sectors < p->dev_sectors) {
         say(why, whylen, "member of %llu sectors too small for data offset %llu",

@@ -12,12 +12,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define SECTOR 512u                 /* bytes: the unit of every offset and size field */
+
 #define MD_SB_MAGIC 0xa92b4efcu
 #define MD_SB_MAJOR 1u
 #define MD_SB_FIXED_BYTES 256u      /* before dev_roles[] */
 #define MD_SB_MAX_DEV 1920u         /* (4096 - 256) / 2: the kernel's limit */
 #define MD_SB_BYTES 4096u           /* what is read and written */
 #define MD_SB_V12_SECTOR 8u         /* v1.2: 4 KiB from the start */
+#define MD_SB_V12_BYTES (MD_SB_V12_SECTOR * SECTOR) /* the same in bytes */
 
 #define MD_FEATURE_BITMAP_OFFSET 0x1u
 #define MD_FEATURE_RECOVERY_OFFSET 0x2u
@@ -89,9 +92,6 @@ static inline uint32_t md_sb_len(uint32_t max_dev) { return MD_SB_FIXED_BYTES + 
 /* Sectors the superblock occupies (its length rounded up to 512 bytes). */
 static inline uint32_t md_sb_sectors(uint32_t max_dev) { return (md_sb_len(max_dev) + 511u) / 512u; }
 
-/* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
-/* Where the bad-block log starts: sectors from the member's start (<= 0 when
- * the fields make no sense). */
 /* A UUID as mdadm prints it: 8 hex digits, ':', ... (35 characters). */
 #define MD_UUID_TEXT 36
 static inline void md_uuid_text(const uint8_t u[16], char out[MD_UUID_TEXT])
@@ -107,7 +107,22 @@ static inline void md_uuid_text(const uint8_t u[16], char out[MD_UUID_TEXT])
     *p = 0;
 }
 
+/* Where the bad-block log starts: sectors from the member's start (<= 0 when
+ * the fields make no sense). */
 static inline int64_t md_sb_bblog_sector(const struct md_sb *sb) { return (int64_t)sb->super_offset + sb->bblog_offset; }
+
+/* The sectors a bad-block log may occupy: between the end of the superblock
+ * and data_offset (v1.1, v1.2), or between the end of the data and the
+ * superblock (v1.0). *lo >= *hi when there is no room. */
+void md_sb_bblog_room(const struct md_sb *sb, uint64_t *lo, uint64_t *hi);
+
+/* 0 when sb has no log (bblog_offset or bblog_size 0, BAD_BLOCKS clear) or
+ * its log lies inside md_sb_bblog_room(); else -EINVAL with a reason. A log
+ * elsewhere would be written over the superblock or the data the first time
+ * a bad block is recorded. md_sb_decode applies it. */
+int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen);
+
+/* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
 static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
 static inline uint16_t md_sb_ppl_size(const struct md_sb *sb) { return (uint16_t)((uint32_t)sb->bitmap_offset >> 16); }
 
@@ -123,7 +138,9 @@ int md_sb_encode(const struct md_sb *sb, uint8_t *out);
  * (if why is not NULL):
  *   -EINVAL      not an md v1 superblock (magic, major version), or a field
  *                the kernel rejects (max_dev, super_offset, pads, data_size,
- *                data_offset, dev_number)
+ *                data_offset, dev_number, a BAD_BLOCKS log of offset 0 or
+ *                more than one page) or that would be unsafe to write
+ *                through (md_sb_check_bblog)
  *   -EBADMSG     bad checksum
  *   -EOPNOTSUPP  feature bits unknown to md */
 int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, char *why, size_t whylen);
@@ -155,6 +172,7 @@ struct md_sb_create_params {
     uint32_t layout;
     uint32_t chunk_sectors;     /* 0 for RAID-1 */
     uint32_t raid_disks;
+    uint32_t spares;            /* device numbers past raid_disks max_dev must hold */
     uint64_t dev_sectors;       /* the smallest member's size */
     uint64_t data_offset;       /* 0: md_choose_data_offset() */
     const char *name;           /* required; "host:name" is kept as is */

@@ -118,13 +118,7 @@ mdadm --examine "$r/d0.img" 2>/dev/null | grep -q "Feature Map : 0x0" \
     || t_fail "members under 100 GiB: no bitmap by default" "$(mdadm --examine "$r/d0.img" 2>&1 | grep Feature)"
 
 # ---- the md oracle ---------------------------------------------------------------------
-ORACLE_DIR=../shared/tools/md-oracle
-export MDORACLE_HOME=${MDORACLE_HOME:-$HOME/.cache/md-oracle}
-export MDORACLE_ACCEL=${MDORACLE_ACCEL:-tcg}
-if [ ! -x "$ORACLE_DIR/md-oracle" ] || [ ! -f "$MDORACLE_HOME/out/vmlinux" ]; then
-    t_fail "md-oracle built (run tests/e2e/md_oracle.sh once)"; t_finish; exit 1
-fi
-ORACLE="$ORACLE_DIR/md-oracle"
+oracle_ready || { t_finish; exit 1; }
 
 # (a) uraid crashes, md resyncs from uraid's bitmap: $1 level, $2 members
 uraid_crash_to_md() {

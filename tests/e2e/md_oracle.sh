@@ -13,19 +13,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
-ORACLE_DIR=../shared/tools/md-oracle
-export MDORACLE_HOME=${MDORACLE_HOME:-$HOME/.cache/md-oracle}
-export MDORACLE_ACCEL=${MDORACLE_ACCEL:-tcg}
-if [ ! -x "$ORACLE_DIR/md-oracle" ]; then
-    t_fail "md-oracle present at $ORACLE_DIR"; t_finish; exit 1
-fi
-if [ ! -f "$MDORACLE_HOME/out/vmlinux" ]; then
-    mkdir -p "$MDORACLE_HOME"
-    "$ORACLE_DIR/build.sh" --install-deps >"$t_tmp/oracle-build.log" 2>&1 \
-        || { t_fail "md-oracle build" "$(tail -5 "$t_tmp/oracle-build.log")"; t_finish; exit 1; }
-fi
-ORACLE="$ORACLE_DIR/md-oracle"
-PATTERN="$MDORACLE_HOME/out/mdpattern"
+oracle_ready || { t_finish; exit 1; }
 
 # uraid writes, md reads: $1 level, $2 members, $3 layout, $4 seed
 uraid_to_md() {

@@ -15,12 +15,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
-ORACLE=../shared/tools/md-oracle/md-oracle
-export MDORACLE_HOME="${MDORACLE_HOME:-$HOME/.cache/md-oracle}" MDORACLE_ACCEL="${MDORACLE_ACCEL:-tcg}"
-[ -x "$ORACLE" ] || { t_fail "md-oracle present at $ORACLE"; t_finish; exit 1; }
-[ -f "$MDORACLE_HOME/out/vmlinux" ] || { mkdir -p "$MDORACLE_HOME" && ../shared/tools/md-oracle/build.sh --install-deps \
-    >"$t_tmp/oracle-build.log" 2>&1; } || { t_fail "md-oracle build" "$(tail -5 "$t_tmp/oracle-build.log")"; t_finish; exit 1; }
-PATTERN="$MDORACLE_HOME/out/mdpattern"
+oracle_ready || { t_finish; exit 1; }
 d=$t_tmp
 
 # Data sizes after md's 1 MiB offset, in 64 KiB chunks: 4 members 240, 112,

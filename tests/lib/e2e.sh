@@ -97,3 +97,17 @@ t_mdadm_agrees() {
         return 1
     fi
 }
+
+# The md oracle (../shared/tools/md-oracle: the real md in QEMU), built once
+# per machine into $MDORACLE_HOME when a test first needs it, whichever test
+# runs first. Sets ORACLE and PATTERN; on failure records it and returns 1.
+oracle_ready() {
+    ORACLE=../shared/tools/md-oracle/md-oracle
+    export MDORACLE_HOME="${MDORACLE_HOME:-$HOME/.cache/md-oracle}" MDORACLE_ACCEL="${MDORACLE_ACCEL:-tcg}"
+    PATTERN="$MDORACLE_HOME/out/mdpattern"
+    [ -x "$ORACLE" ] || { t_fail "md-oracle present at $ORACLE"; return 1; }
+    [ -f "$MDORACLE_HOME/out/vmlinux" ] && return 0
+    mkdir -p "$MDORACLE_HOME"
+    ../shared/tools/md-oracle/build.sh --install-deps >"$t_tmp/oracle-build.log" 2>&1 \
+        || { t_fail "md-oracle build" "$(tail -5 "$t_tmp/oracle-build.log")"; return 1; }
+}

@@ -584,6 +584,103 @@ static void test_crash_while_degraded(void)
     arr_free(&A);
 }
 
+/* md's super_1_load refuses a member whose data area (data_offset +
+ * data_size) runs past its end: writes there would grow a file or fail. */
+static void test_data_size_past_end(void)
+{
+    struct arr A;
+    arr_make(&A, "dsize", 5, 4);
+    struct md_sb sb;
+    CHECK(fx_read_sb_path(A.p[2], &sb) == 0);
+    sb.data_size += 64; /* the file keeps its size */
+    sb_put(A.p[2], &sb);
+    const char *want[] = {A.p[2], "smaller than its superblock says", NULL};
+    expect_refusal(A.p, A.n, NULL, -EINVAL, A.p, A.n, want);
+    arr_free(&A);
+}
+
+/* A bad-block log must lie between the superblock and data_offset: one
+ * anywhere else would be written over the superblock or the data (or past
+ * the end of the member) the first time a read error is recorded. */
+static void test_bblog_misplaced(void)
+{
+    struct arr A;
+    arr_make(&A, "bblog", 5, 4);
+    struct snap orig;
+    snap_take(&orig, A.p, A.n);
+    struct md_sb sb;
+    CHECK(fx_read_sb_path(A.p[1], &sb) == 0 && sb.bblog_offset > 0 && sb.bblog_size == 8);
+    const int64_t to_data = (int64_t)sb.data_offset - (int64_t)sb.super_offset;
+    const struct { int32_t offset; const char *reason; } cases[] = {
+        {(int32_t)(to_data + 128), "would overwrite the data"},              /* inside the data area */
+        {(int32_t)(to_data - 4), "would overwrite the data"},                /* its last 4 sectors are data */
+        {-4, "would overwrite the superblock"},                              /* sectors 4..11 */
+        {(int32_t)(MEMBER_BYTES / 512), "would overwrite the data (or lie past the end)"}, /* past the end */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct md_sb bad = sb;
+        bad.bblog_offset = cases[c].offset;
+        sb_put(A.p[1], &bad);
+        const char *want[] = {A.p[1], "bad-block log", cases[c].reason, NULL};
+        expect_refusal(A.p, A.n, NULL, -EINVAL, A.p, A.n, want);
+        snap_restore(&orig);
+    }
+    /* the log right before the data, where mdadm puts it when the bitmap
+     * space leaves no room after the superblock, is fine */
+    struct md_sb last = sb;
+    last.bblog_offset = (int32_t)(to_data - 8);
+    sb_put(A.p[1], &last);
+    struct uraid_array *a;
+    char why[512];
+    CHECK(uraid_open(A.p, A.n, NULL, &a, why, sizeof why) == 0, "log before the data: %s", why);
+    if (a)
+        uraid_close(a);
+    snap_free(&orig);
+    arr_free(&A);
+}
+
+/* A member whose role is past the slots but not spare or faulty (300 in
+ * every roles table) is neither used nor a spare, as md ignores it: a
+ * serving array (auto_rebuild) must not rebuild onto it. */
+static void test_role_past_slots(void)
+{
+    struct arr A;
+    arr_make(&A, "role", 5, 4);
+    struct md_sb sb;
+    CHECK(fx_read_sb_path(A.p[3], &sb) == 0);
+    uint32_t dn = sb.dev_number;
+    for (int i = 0; i < A.n; i++) {
+        CHECK(fx_read_sb_path(A.p[i], &sb) == 0);
+        sb.dev_roles[dn] = 300;
+        sb_put(A.p[i], &sb);
+    }
+    struct snap s;
+    snap_take(&s, A.p, A.n);
+    struct uraid_open_params op = {.auto_rebuild = 1};
+    struct uraid_array *a;
+    char why[512];
+    int rc = uraid_open(A.p, A.n, &op, &a, why, sizeof why);
+    CHECK(rc == 0, "open: %d (%s)", rc, why);
+    if (rc == 0) {
+        static struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.degraded == 1 && info.member[3].state == URAID_MEMBER_MISSING && info.nmembers == A.n,
+              "degraded %d, slot 3 state %d, %d entries (the member with role 300 is none of them)", info.degraded,
+              info.member[3].state, info.nmembers);
+        struct uraid_job_status st;
+        uraid_job_status(a, &st);
+        CHECK(st.kind == URAID_JOB_IDLE && !st.running, "no job started onto it (kind %d)", st.kind);
+        char jwhy[300] = "";
+        struct uraid_job_params jp = {.slot = -1};
+        CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, jwhy, sizeof jwhy) != 0, "a recovery has no spare");
+        arr_verify(&A, a);
+        CHECK(uraid_close(a) == 0);
+    }
+    snap_same(&s, "after opening with a member md ignores");
+    snap_free(&s);
+    arr_free(&A);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_assembly");
@@ -605,6 +702,9 @@ int main(int argc, char **argv)
         {"dirty + degraded: refused, forced open writes nothing, dirty stays dirty", test_dirty_degraded},
         {"stale members are left out, one event behind is accepted", test_stale},
         {"a member left out of a crashed degraded write is not taken back", test_crash_while_degraded},
+        {"a data area past the member's end is refused", test_data_size_past_end},
+        {"a bad-block log over the superblock, the data or past the end is refused", test_bblog_misplaced},
+        {"a member whose role is past the slots (not spare) is ignored, not rebuilt onto", test_role_past_slots},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         harness_begin(tests[i].name);

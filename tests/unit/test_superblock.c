@@ -62,12 +62,6 @@ static int examine_field(const char *out, const char *key, char *val, size_t val
     return 0;
 }
 
-static void uuid_text(const uint8_t u[16], char out[36])
-{
-    snprintf(out, 36, "%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x:%02x%02x%02x%02x", u[0], u[1], u[2],
-             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
 /* ---- random round trip -------------------------------------------------- */
 
 static void random_sb(struct md_sb *sb)
@@ -99,8 +93,13 @@ static void random_sb(struct md_sb *sb)
     sb->cnt_corrected_read = (uint32_t)rng_next(&rng);
     sb->devflags = (uint8_t)rng_next(&rng);
     sb->bblog_shift = (uint8_t)rng_next(&rng);
-    sb->bblog_size = (uint16_t)rng_next(&rng);
-    sb->bblog_offset = (int32_t)rng_next(&rng);
+    /* the log where md_sb_check_bblog wants it: between the superblock and the data */
+    uint64_t room = sb->data_offset - (MD_SB_V12_SECTOR + md_sb_sectors(sb->max_dev));
+    uint64_t size = rng_below(&rng, 9);
+    sb->bblog_size = (uint16_t)(size < room ? size : room);
+    uint64_t span = room - sb->bblog_size;
+    uint64_t at = rng_below(&rng, (span < (1u << 30) ? span : (1u << 30)) + 1);
+    sb->bblog_offset = (int32_t)(md_sb_sectors(sb->max_dev) + at);
     sb->utime = rng_next(&rng);
     sb->events = rng_next(&rng);
     sb->resync_offset = rng_next(&rng);
@@ -298,8 +297,8 @@ static void test_fixtures(void)
             if (rc)
                 continue;
             members++;
-            char u[36];
-            uuid_text(sb.set_uuid, u);
+            char u[MD_UUID_TEXT];
+            md_uuid_text(sb.set_uuid, u);
             CHECK(!strcmp(u, A->uuid), "%s: uuid %s, MANIFEST %s", what, u, A->uuid);
             CHECK(!strncmp(sb.set_name, A->setname, 32), "%s: name %.32s", what, sb.set_name);
             CHECK(sb.level == A->level, "%s: level %d want %d", what, sb.level, A->level);
@@ -403,6 +402,15 @@ static void m_data_size(uint8_t *b) { le64_put(b + 136, 9); resum(b); }
 static void m_data_offset(uint8_t *b) { le64_put(b + 128, 8); resum(b); }
 static void m_dev_number(uint8_t *b) { le32_put(b + 160, 128); resum(b); }
 static void m_past_sb(uint8_t *b) { b[MD_SB_BYTES - 1] = 0x55; } /* not covered: still fine */
+/* the fixture's log: 8 sectors at sb + 16, data at 2048 (bblog_offset at byte 188, size at 186) */
+static void m_bblog_in_data(uint8_t *b) { le32_put(b + 188, 2048 + 64 - 8); resum(b); }
+static void m_bblog_into_data(uint8_t *b) { le32_put(b + 188, 2048 - 8 - 7); resum(b); } /* last sector is data */
+static void m_bblog_over_sb(uint8_t *b) { le32_put(b + 188, (uint32_t)-4); resum(b); }
+static void m_bblog_before_sb(uint8_t *b) { le32_put(b + 188, (uint32_t)-8); resum(b); }
+static void m_bblog_far(uint8_t *b) { le32_put(b + 188, 0x7fffff00); resum(b); }  /* past any 4 MiB member */
+static void m_bblog_listed_nowhere(uint8_t *b) { b[8] |= 8; le32_put(b + 188, 0); resum(b); }
+static void m_bblog_two_pages(uint8_t *b) { b[8] |= 8; le16_put(b + 186, 16); resum(b); }
+static void m_bblog_last(uint8_t *b) { le32_put(b + 188, 2048 - 8 - 8); resum(b); } /* right before the data: fine */
 
 /* One change to a good superblock each: the sector it is read at, the
  * change, the error and the reason decode must give. */
@@ -425,6 +433,14 @@ static const struct {
     {8, m_data_size, -EINVAL, "data_size 9", "data_size < 10"},
     {8, m_data_offset, -EINVAL, "overlaps the superblock", "data_offset inside the superblock"},
     {8, m_dev_number, -EINVAL, "dev_number 128", "dev_number past dev_roles"},
+    {8, m_bblog_in_data, -EINVAL, "sectors 2112..2119 (offset 2104, 8 sectors) would overwrite the data",
+     "bad-block log inside the data area"},
+    {8, m_bblog_into_data, -EINVAL, "would overwrite the data", "bad-block log whose last sector is data"},
+    {8, m_bblog_over_sb, -EINVAL, "would overwrite the superblock", "bad-block log over the superblock"},
+    {8, m_bblog_before_sb, -EINVAL, "before the superblock", "bad-block log before the superblock"},
+    {8, m_bblog_far, -EINVAL, "would overwrite the data", "bad-block log far past the data offset"},
+    {8, m_bblog_listed_nowhere, -EINVAL, "one page", "BAD_BLOCKS set with no log offset"},
+    {8, m_bblog_two_pages, -EINVAL, "one page", "BAD_BLOCKS set with a log of two pages"},
 };
 
 static void test_rejections(void)
@@ -445,6 +461,10 @@ static void test_rejections(void)
     memcpy(ok, raw, sizeof ok);
     m_past_sb(ok);
     CHECK(md_sb_decode(ok, 8, &sb, NULL, 0) == 0, "bytes past 256 + 2*max_dev are not the superblock's");
+    memcpy(ok, raw, sizeof ok);
+    m_bblog_last(ok);
+    CHECK(md_sb_decode(ok, 8, &sb, NULL, 0) == 0 && md_sb_bblog_sector(&sb) == 2040,
+          "a bad-block log in the last 8 sectors before the data is where mdadm may put it");
 }
 
 /* ---- mdadm's choices for a new member ------------------------------------ */
@@ -529,6 +549,15 @@ static void test_init_like_mdadm(void)
     CHECK(ours.dev_roles[0] == 0 && ours.dev_roles[2] == MD_ROLE_SPARE && ours.dev_roles[3] == 3);
     CHECK(ours.data_offset == 2048 && ours.size == 131072 - 2048 && ours.data_size == 140000 - 2048 &&
           ours.resync_offset == 0 && !strcmp(ours.set_name, "t"));
+    /* spares take device numbers past the slots: max_dev must hold them too */
+    struct md_sb_create_params wide = p6;
+    wide.raid_disks = 127;
+    wide.missing = NULL;
+    CHECK(md_sb_init(&ours, &wide, 3, du, 140000, NULL, 0) == 0 && ours.max_dev == 128, "127 slots: max_dev 128");
+    wide.spares = 2;
+    CHECK(md_sb_init(&ours, &wide, 3, du, 140000, NULL, 0) == 0 && ours.max_dev == 384 &&
+              ours.dev_roles[128] == MD_ROLE_SPARE,
+          "127 slots + 2 spares: max_dev %u, want 384", ours.max_dev);
     /* refusals */
     char why[200] = "";
     CHECK(md_sb_init(&ours, &p6, 4, du, 140000, why, sizeof why) == -EINVAL && why[0], "slot past raid_disks");
@@ -609,8 +638,8 @@ static void test_mdadm_examine(void)
         CHECK(examine_field(out, "Checksum", val, sizeof val) == 0 && !strcmp(val, csum), "m%d checksum '%s' want '%s'",
               i, val, csum);
         CHECK(examine_field(out, "Device UUID", val, sizeof val) == 0, "m%d device uuid", i);
-        char du_text[36];
-        uuid_text(du, du_text);
+        char du_text[MD_UUID_TEXT];
+        md_uuid_text(du, du_text);
         CHECK(!strcmp(val, du_text), "m%d device uuid %s want %s", i, val, du_text);
         snprintf(cmd, sizeof cmd, "mdadm --examine-badblocks '%s' 2>&1", path);
         st = run(cmd, out, sizeof out);
