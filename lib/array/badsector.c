@@ -62,9 +62,14 @@ static int save_log(struct array_slot *sl)
     return rc;
 }
 
-int array_record_bad(struct uraid_array *a, int m, uint64_t member_sector, uint32_t nsec)
+/* Why a range is recorded: the words of the warning. */
+enum bad_cause { BAD_REWRITE, BAD_WRITE, BAD_REBUILD };
+
+/* Records member sectors [member_sector, +nsec) of sl as bad and writes its
+ * log, then the superblocks (BAD_BLOCKS). sl is a slot or the replacement. */
+static int record_bad(struct uraid_array *a, struct array_slot *sl, uint64_t member_sector, uint32_t nsec,
+                      enum bad_cause cause)
 {
-    struct array_slot *sl = &a->slot[m];
     if (a->readonly)
         return -EROFS;
     pthread_mutex_lock(&a->meta_lock);
@@ -92,14 +97,39 @@ int array_record_bad(struct uraid_array *a, int m, uint64_t member_sector, uint3
         }
     }
     pthread_mutex_unlock(&a->meta_lock);
-    if (rc == 0) {
-        uraid_log(URAID_LOG_WARN,
-                  "member %s: sectors %llu-%llu cannot be rewritten; recorded in its bad-block log and rebuilt from "
-                  "the other members when read (mdadm --examine-badblocks lists them)",
-                  sl->dev->path, (unsigned long long)(sl->data_offset + member_sector),
-                  (unsigned long long)(sl->data_offset + member_sector + nsec - 1));
-        rc = array_write_superblocks(a);
-    }
+    if (rc)
+        return rc;
+    static const char *const what[] = {
+        [BAD_REWRITE] = "cannot be rewritten; recorded in its bad-block log and rebuilt from the other members "
+                        "when read",
+        [BAD_WRITE] = "cannot be written; recorded in its bad-block log and rebuilt from the other members when "
+                      "read",
+        [BAD_REBUILD] = "could not be rebuilt (unreadable on the other members too); recorded in its bad-block "
+                        "log: reads of them fail until they are written again",
+    };
+    uraid_log(URAID_LOG_WARN, "member %s: sectors %llu-%llu %s (mdadm --examine-badblocks lists them)",
+              sl->dev->path, (unsigned long long)(sl->data_offset + member_sector),
+              (unsigned long long)(sl->data_offset + member_sector + nsec - 1), what[cause]);
+    return array_write_superblocks(a);
+}
+
+int array_record_bad(struct uraid_array *a, int m, uint64_t member_sector, uint32_t nsec)
+{
+    return record_bad(a, &a->slot[m], member_sector, nsec, BAD_REWRITE);
+}
+
+int array_rebuild_unreadable(struct uraid_array *a, struct array_job *j, struct array_slot *target,
+                             uint64_t member_sector, uint32_t nsec)
+{
+    int rc = record_bad(a, target, member_sector, nsec, BAD_REBUILD);
+    if (rc)
+        job_fail(j,
+                 "member %s: sectors %llu-%llu cannot be rebuilt (unreadable on the other members) nor recorded in "
+                 "its bad-block log (%s); the %s stops there: make them readable on the other members, or use a "
+                 "member with room in its bad-block log",
+                 target->dev->path, (unsigned long long)(target->data_offset + member_sector),
+                 (unsigned long long)(target->data_offset + member_sector + nsec - 1),
+                 rc == -ENOSPC ? "it has none, or it is full" : uraid_strerror(rc), uraid_job_name(j->kind));
     return rc;
 }
 
@@ -130,11 +160,138 @@ void array_clear_bad(struct uraid_array *a, int m, uint64_t member_sector, uint3
     }
 }
 
-int array_write_failed(struct uraid_array *a, int m, int err, uint64_t member_sector, uint32_t nsec)
+/* ---- narrowing a failed I/O down to the blocks that fail ------------------------ */
+
+#define PAGE_SECTORS 8u /* a 4 KiB page: what disks remap, md's stripe unit */
+
+/* Consecutive pieces with the same outcome, handed on as one range so a
+ * long bad run costs one log update, not one per unit. */
+struct runs {
+    const struct narrow_ops *ops;
+    void *ctx;
+    uint64_t at;
+    uint32_t len;
+    int bad;
+};
+
+static int run_end(struct runs *r)
 {
-    if (err != -ENXIO && array_record_bad(a, m, member_sector, nsec) == 0)
+    int rc = 0;
+    if (r->len && r->bad)
+        rc = r->ops->lost(r->ctx, r->at, r->len);
+    else if (r->len && r->ops->kept)
+        r->ops->kept(r->ctx, r->at, r->len);
+    r->len = 0;
+    return rc;
+}
+
+static int run_add(struct runs *r, uint64_t at, uint32_t len, int bad)
+{
+    int rc = 0;
+    if (r->len && (r->bad != bad || r->at + r->len != at))
+        rc = run_end(r);
+    if (!r->len) {
+        r->at = at;
+        r->bad = bad;
+    }
+    r->len += len;
+    return rc;
+}
+
+static uint64_t piece_end(uint64_t at, uint32_t unit, uint64_t end)
+{
+    uint64_t next = (at / unit + 1) * unit;
+    return next < end ? next : end;
+}
+
+int array_narrow(uint64_t start, uint32_t nsec, uint32_t unit, const struct narrow_ops *ops, void *ctx)
+{
+    /* pages first, so a long request costs a retry per page, not per unit */
+    uint32_t page = unit > PAGE_SECTORS ? unit : PAGE_SECTORS;
+    struct runs r = {.ops = ops, .ctx = ctx};
+    uint64_t end = start + nsec;
+    int rc = 0;
+    for (uint64_t p = start, next; p < end && rc == 0; p = next) {
+        next = piece_end(p, page, end);
+        int e = ops->try(ctx, p, (uint32_t)(next - p));
+        if (e == -ENXIO)
+            return e;
+        if (e == 0 || unit >= page) {
+            rc = run_add(&r, p, (uint32_t)(next - p), e != 0);
+            continue;
+        }
+        for (uint64_t u = p, unext; u < next && rc == 0; u = unext) {
+            unext = piece_end(u, unit, next);
+            e = ops->try(ctx, u, (uint32_t)(unext - u));
+            if (e == -ENXIO)
+                return e;
+            rc = run_add(&r, u, (uint32_t)(unext - u), e != 0);
+        }
+    }
+    return rc ? rc : run_end(&r);
+}
+
+/* The unit a member's failures are narrowed to: its bad-block log's. */
+static uint32_t bb_unit(const struct array_slot *sl)
+{
+    return 1u << sl->sb.bblog_shift;
+}
+
+/* Slot m cannot keep sectors it was given: listed, or else the member is
+ * failed (no log, log full). Returns like array_write_failed. */
+static int keep_or_fail(struct uraid_array *a, int m, uint64_t member_sector, uint32_t nsec, enum bad_cause cause,
+                        int *failed)
+{
+    if (record_bad(a, &a->slot[m], member_sector, nsec, cause) == 0)
         return 0;
-    return array_member_failed(a, m, err, "writing");
+    *failed = 1;
+    return array_member_failed(a, m, -EIO, "writing");
+}
+
+/* A failed write retried piece by piece (md's narrow_write_error). */
+struct write_retry {
+    struct uraid_array *a;
+    int m;
+    const struct io_op *op;
+    uint64_t first;   /* member sector of op->buf */
+    int failed;       /* the member was failed: nothing more to do */
+    int rc;
+};
+
+static int write_try(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct write_retry *w = ctx;
+    uint8_t *buf = w->op->buf ? (uint8_t *)w->op->buf + (sector - w->first) * SECTOR : NULL;
+    struct io_op op = array_op(w->a, w->m, w->op->kind, buf, nsec, sector);
+    array_run_ops(w->a, &op, 1);
+    return op.result;
+}
+
+static int write_lost(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct write_retry *w = ctx;
+    w->rc = keep_or_fail(w->a, w->m, sector, nsec, BAD_WRITE, &w->failed);
+    return w->failed ? -EIO : 0;
+}
+
+static void write_kept(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct write_retry *w = ctx;
+    if (slot_has_bad(&w->a->slot[w->m], sector, nsec))
+        array_clear_bad(w->a, w->m, sector, nsec); /* written now: the rewrite of a listed range */
+}
+
+int array_write_failed(struct uraid_array *a, int m, const struct io_op *op)
+{
+    struct array_slot *sl = &a->slot[m];
+    if (op->result == -ENXIO || a->readonly)
+        return array_member_failed(a, m, op->result, "writing");
+    struct write_retry w = {.a = a, .m = m, .op = op, .first = op->offset / SECTOR - sl->data_offset};
+    static const struct narrow_ops ops = {.try = write_try, .lost = write_lost, .kept = write_kept};
+    int rc = array_narrow(w.first, (uint32_t)(op->len / SECTOR), bb_unit(sl), &ops, &w);
+    if (rc == -ENXIO)
+        return array_member_failed(a, m, rc, "writing");
+    return w.rc;
 }
 
 /* Writes rows to slot m and reads them back; 0 when the member keeps them. */
@@ -151,7 +308,27 @@ static int rewrite_and_verify(struct uraid_array *a, int m, const uint8_t *data,
     return rd.result ? rd.result : memcmp(back, data, (size_t)nsec * SECTOR) ? -EIO : 0;
 }
 
-#define BAD_UNIT 8u /* sectors: a 4 KiB page, what disks remap */
+struct rewrite {
+    struct uraid_array *a;
+    int m;
+    const uint8_t *data;
+    uint64_t first;
+    uint8_t *back;
+    int failed;
+};
+
+static int rewrite_try(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct rewrite *w = ctx;
+    return rewrite_and_verify(w->a, w->m, w->data + (sector - w->first) * SECTOR, nsec, sector, w->back);
+}
+
+static int rewrite_lost(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct rewrite *w = ctx;
+    keep_or_fail(w->a, w->m, sector, nsec, BAD_REWRITE, &w->failed);
+    return w->failed ? -EIO : 0;
+}
 
 void array_correct_read_error(struct uraid_array *a, int m, const void *data, uint32_t nsec, uint64_t member_sector)
 {
@@ -172,14 +349,68 @@ void array_correct_read_error(struct uraid_array *a, int m, const void *data, ui
         array_member_failed(a, m, rc, "rewriting after a read error");
         return;
     }
-    /* page by page, so only what the member cannot keep is listed */
-    const uint8_t *p = data;
-    for (uint32_t at = 0; at < nsec; at += BAD_UNIT) {
-        uint32_t n = nsec - at < BAD_UNIT ? nsec - at : BAD_UNIT;
-        rc = rewrite_and_verify(a, m, p + (size_t)at * SECTOR, n, member_sector + at, back);
-        if (rc == 0)
-            continue;
-        if (rc == -ENXIO || array_write_failed(a, m, rc, member_sector + at, n) || !slot_ok(a, m))
-            return;
-    }
+    /* only what the member cannot keep is listed */
+    struct rewrite w = {.a = a, .m = m, .data = data, .first = member_sector, .back = back};
+    static const struct narrow_ops ops = {.try = rewrite_try, .lost = rewrite_lost};
+    if (array_narrow(member_sector, nsec, bb_unit(&a->slot[m]), &ops, &w) == -ENXIO)
+        array_member_failed(a, m, -ENXIO, "rewriting after a read error");
+}
+
+/* ---- a rebuild over sectors no member can give -------------------------------------- */
+
+/* One 4 KiB group of a stripe's rows rebuilt on its own. */
+struct rows_retry {
+    struct uraid_array *a;
+    const struct stripe_rows *r;
+    struct stripe_rows sub;
+    struct array_job *j;
+    int lost;                  /* the slot whose rows are being filled */
+    struct array_slot *target; /* the member they go to */
+    uint8_t *zero;
+    uint64_t first;            /* member sector of the rows' first row */
+    int rc;
+};
+
+static int rows_try(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct rows_retry *c = ctx;
+    struct uraid_array *a = c->a;
+    size_t at = (size_t)(sector - c->first) * SECTOR;
+    c->sub = *c->r;
+    c->sub.row = (uint32_t)(sector - c->r->stripe * a->geom.chunk_sectors);
+    c->sub.nrows = nsec;
+    for (int m = 0; m < a->geom.raid_disks; m++)
+        c->sub.block[m] = c->r->block[m] + at;
+    rows_mark_unavailable(a, &c->sub);
+    unsigned char failed[URAID_MAX_MEMBERS] = {0};
+    int rc = rows_read_and_rebuild(a, &c->sub, c->zero, failed, NULL);
+    for (int m = 0; m < a->geom.raid_disks && rc == 0; m++)
+        if (failed[m] && m != c->lost)
+            array_correct_read_error(a, m, c->sub.block[m], nsec, sector);
+    return rc ? -EIO : 0; /* whatever the cause, the group cannot be rebuilt */
+}
+
+static int rows_lost(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct rows_retry *c = ctx;
+    /* md writes nothing there; zeros keep stale bytes of other stripes off the member */
+    memset(c->r->block[c->lost] + (size_t)(sector - c->first) * SECTOR, 0, (size_t)nsec * SECTOR);
+    c->rc = array_rebuild_unreadable(c->a, c->j, c->target, sector, nsec);
+    return c->rc;
+}
+
+int array_rebuild_rows_unreadable(struct uraid_array *a, struct array_job *j, struct stripe_rows *r, int lost,
+                                  struct array_slot *target, uint8_t *zero)
+{
+    struct rows_retry *c = malloc(sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    *c = (struct rows_retry){.a = a, .r = r, .j = j, .lost = lost, .target = target, .zero = zero,
+                             .first = r->stripe * a->geom.chunk_sectors + r->row};
+    /* md's unit here is its stripe_head: 4 KiB (raid5 handle_failed_sync) */
+    static const struct narrow_ops ops = {.try = rows_try, .lost = rows_lost};
+    int rc = array_narrow(c->first, r->nrows, PAGE_SECTORS, &ops, c);
+    rc = rc ? rc : c->rc;
+    free(c);
+    return rc;
 }

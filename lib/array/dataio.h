@@ -61,10 +61,39 @@ int array_record_bad(struct uraid_array *a, int m, uint64_t member_sector, uint3
 /* Forgets listed sectors of slot m in that range after a successful write
  * of them, and writes the log. (badsector.c) */
 void array_clear_bad(struct uraid_array *a, int m, uint64_t member_sector, uint32_t nsec);
-/* A rewrite of rows slot m could not read failed with err: keep the
- * member with the range recorded as bad when it can be (md's rule), else
- * fail it. (Other write errors fail the member: array_member_failed.) Returns 0 when
- * the data stays safe, -EIO when the level has no redundancy left. */
-int array_write_failed(struct uraid_array *a, int m, int err, uint64_t member_sector, uint32_t nsec);
+/* Write op to slot m failed (op->result): md's narrow_write_error. The
+ * write is tried again piece by piece (4 KiB, then the bad-block unit) and
+ * only the pieces that still fail are recorded as bad; listed pieces that
+ * now take it leave the list. The member is failed when it is gone or a
+ * piece cannot be recorded (no log, log full). Returns 0 when the data
+ * stays safe, -EIO when the level has no redundancy left. (badsector.c) */
+int array_write_failed(struct uraid_array *a, int m, const struct io_op *op);
+
+/* Narrowing a failed member I/O to the blocks that fail. try() runs the I/O
+ * on a piece (0 or a negative errno); lost() and kept() (may be NULL) get
+ * the runs of pieces that failed and worked. */
+struct narrow_ops {
+    int (*try)(void *ctx, uint64_t member_sector, uint32_t nsec);
+    int (*lost)(void *ctx, uint64_t member_sector, uint32_t nsec);
+    void (*kept)(void *ctx, uint64_t member_sector, uint32_t nsec);
+};
+/* [start, start + nsec) tried in aligned 4 KiB pieces, a failing piece
+ * again in pieces of `unit` sectors. Returns 0; -ENXIO as soon as try()
+ * says the member is gone; or the first non-zero lost(), which ends it. */
+int array_narrow(uint64_t start, uint32_t nsec, uint32_t unit, const struct narrow_ops *ops, void *ctx);
+
+/* Recovery and replace over sectors no member can give (md's raid1
+ * sync_request and raid5 handle_failed_sync): they are recorded in the
+ * bad-block log of target (the member job j fills) and the job goes on.
+ * Returns 0, or -ENOSPC (no log, or full) or another error, with the job's
+ * reason set: the job must stop there. */
+int array_rebuild_unreadable(struct uraid_array *a, struct array_job *j, struct array_slot *target,
+                             uint64_t member_sector, uint32_t nsec);
+/* Rows r of a stripe (slot `lost` to be filled, into r->block[lost]) that
+ * could not be rebuilt as a whole: each 4 KiB group is rebuilt on its own,
+ * and the groups that still cannot be are zeroed and recorded on target
+ * (array_rebuild_unreadable). Returns 0 or the error that stops the job. */
+int array_rebuild_rows_unreadable(struct uraid_array *a, struct array_job *j, struct stripe_rows *r, int lost,
+                                  struct array_slot *target, uint8_t *zero);
 
 #endif

@@ -148,9 +148,9 @@ int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t secto
             ops[nops++] = array_op(a, m, buf ? IO_WRITE : IO_ZERO, (void *)buf, len, sector);
         }
         array_run_ops(a, ops, nops);
-        stripe_unlock_set(&a->locks, held, nheld);
         /* a mirror that cannot take the write keeps the range on its
-         * bad-block list (md's rule) while another mirror holds the data */
+         * bad-block list (md's rule) while another mirror holds the data;
+         * still locked, as a failed write is tried again piece by piece */
         int stored = 0, lost = 0;
         for (int i = 0; i < nops; i++) {
             uint32_t len = (uint32_t)(ops[i].len / SECTOR);
@@ -158,10 +158,11 @@ int array_write_mirror(struct uraid_array *a, const uint8_t *buf, uint64_t secto
                 stored++;
                 if (slot_has_bad(&a->slot[who[i]], sector, len))
                     array_clear_bad(a, who[i], sector, len);
-            } else if (array_write_failed(a, who[i], ops[i].result, sector, len)) {
+            } else if (array_write_failed(a, who[i], &ops[i])) {
                 lost = 1;
             }
         }
+        stripe_unlock_set(&a->locks, held, nheld);
         rc = stored && !lost ? 0 : -EIO;
         if (buf)
             buf += (size_t)n * SECTOR;
@@ -184,6 +185,30 @@ static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *
         if (m != first && m != skip)
             order[n++] = m;
     return read_mirrors(a, order, n, buf, start, nsec, correct, &trouble);
+}
+
+/* Recovery and replace over sectors no mirror can give: md lists them bad
+ * on the new member and goes on (raid1 sync_request, fix_sync_read_error). */
+struct copy_retry {
+    struct uraid_array *a;
+    struct array_job *j;
+    uint8_t *buf;
+    uint64_t start;
+};
+
+static int copy_try(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct copy_retry *c = ctx;
+    int replace = c->j->kind == URAID_JOB_REPLACE;
+    return read_any_mirror(c->a, replace ? c->j->source : -1, replace ? -1 : c->j->slot,
+                           c->buf + (sector - c->start) * SECTOR, sector, nsec, 1);
+}
+
+static int copy_lost(void *ctx, uint64_t sector, uint32_t nsec)
+{
+    struct copy_retry *c = ctx;
+    memset(c->buf + (sector - c->start) * SECTOR, 0, (size_t)nsec * SECTOR);
+    return array_rebuild_unreadable(c->a, c->j, job_target(c->a, c->j), sector, nsec);
 }
 
 int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
@@ -217,6 +242,10 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
         struct array_slot *to = job_target(a, j);
         if (rc == 0)
             rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec, 1);
+        if (rc == -EIO) { /* down to the sectors: what is listed on the sources is exactly what is lost */
+            static const struct narrow_ops ops = {.try = copy_try, .lost = copy_lost};
+            rc = array_narrow(start, nsec, 1, &ops, &(struct copy_retry){a, j, buf, start});
+        }
         if (rc == 0) {
             struct io_op w = {.m = to->dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
                               .offset = (to->data_offset + start) * SECTOR};

@@ -191,6 +191,8 @@ static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t st
         for (int m = 0; m < n; m++)
             have[m] = readok[m] && m != lost;
         rc = rebuild_stripe_rows(a, r, have, lost, zero);
+        if (rc == -EIO) /* md: what no member can give is listed bad on the new member */
+            rc = array_rebuild_rows_unreadable(a, j, r, lost, job_target(a, j), zero);
         if (rc == 0 && source >= 0)
             array_correct_read_error(a, source, r->block[source], r->nrows, s * c);
         if (rc)

@@ -71,6 +71,14 @@ static int plan_write(struct uraid_array *a, struct wstripe *w)
      * working with rows listed bad (rebuilt and written whole, which takes
      * them off its bad-block log). */
     uint64_t msec = w->r.stripe * c + w->r.row;
+    /* a full-stripe write knows every block: a member whose rows are only
+     * listed bad gets them whole (md writes a block it holds up to date),
+     * which takes them off its list; else they would stay lost */
+    for (int m = 0; m < a->geom.raid_disks && w->method == WRITE_FULL; m++)
+        if (w->r.unavailable[m] && slot_ok_upto(a, m, msec + w->r.nrows)) {
+            w->r.unavailable[m] = 0;
+            w->rewrite[m] = REWRITE_LISTED;
+        }
     int lost = 0, listed = 0, degraded = 0;
     for (int m = 0; m < a->geom.raid_disks; m++) {
         if (!w->r.unavailable[m])
@@ -314,7 +322,7 @@ static int group_writes(struct uraid_array *a, struct wstripe *ws, int nw, struc
         if (ops[i].result)
             array_note_degraded_write(a, w->r.stripe);
         if (ops[i].result && w->rewrite[m])
-            rc = array_write_failed(a, m, ops[i].result, msec, nsec);
+            rc = array_write_failed(a, m, &ops[i]);
         else if (ops[i].result)
             rc = array_member_failed(a, m, ops[i].result, "writing");
         else if (w->rewrite[m])

@@ -57,10 +57,10 @@ plant lib/parity/planted.c '#include "array/array.h"' "lib/parity includes the a
     'lib/parity/planted.c:1:' '"array/array.h"' 'layer array' 'layer math'
 plant lib/member/planted.c '#include "io/engine.h"' "a member includes the I/O engine" \
     'lib/member/planted.c:1:' '"io/engine.h"' 'layer io' 'layer member'
-plant lib/io/planted.h '#include "array/stripe.h"' "the I/O engine includes the stripe layer" \
-    'lib/io/planted.h:1:' '"array/stripe.h"' 'layer stripe' 'layer io'
-plant lib/array/stripe_planted.h '#include "array/job.h"' "the stripe layer includes the jobs (no exception covers it)" \
-    'lib/array/stripe_planted.h:1:' '"array/job.h"' 'layer jobs' 'layer stripe'
+plant lib/io/planted.h '#include "stripe/stripe.h"' "the I/O engine includes the stripe layer" \
+    'lib/io/planted.h:1:' '"stripe/stripe.h"' 'layer stripe' 'layer io'
+plant lib/stripe/planted.h '#include "array/job.h"' "the stripe layer includes the jobs (no exception covers it)" \
+    'lib/stripe/planted.h:1:' '"array/job.h"' 'layer jobs' 'layer stripe'
 plant lib/array/planted.c '#include "uraid_ctl.h"' "the array includes the control socket's API" \
     'lib/array/planted.c:1:' '"uraid_ctl.h"' 'layer api' 'layer array'
 plant cli/planted.c '#include "array/array.h"' "the CLI includes the array" \
