@@ -186,6 +186,37 @@ static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *
     return read_mirrors(a, order, n, buf, start, nsec, correct, &trouble);
 }
 
+/* Recovery of [start, start + nsec) under the units' locks: one read from
+ * a mirror in sync there, written to every target not yet past it (the
+ * targets rebuilt together). Targets that are all re-added, in a range
+ * the bitmap shows clean, only move their checkpoints (JOB_SKIPPED). */
+static int raid1_recover_units(struct uraid_array *a, struct array_job *j, uint8_t *buf, uint64_t start, uint32_t nsec)
+{
+    struct io_op w[URAID_MAX_MEMBERS];
+    int nw = 0, plain = 0;
+    unsigned readd = __atomic_load_n(&a->job.readd_mask, __ATOMIC_ACQUIRE);
+    struct array_slot *to[URAID_MAX_MEMBERS];
+    for (int i = 0; i < j->ntargets; i++) {
+        int t = j->target[i];
+        if (slot_ok_upto(a, t, start + nsec))
+            continue;
+        plain |= !(readd >> t & 1);
+        to[nw] = &a->slot[t];
+        w[nw++] = (struct io_op){.m = a->slot[t].dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
+                                 .offset = (a->slot[t].data_offset + start) * SECTOR};
+    }
+    uint64_t rs, re;
+    int skip = !nw || (!plain && !(wib_next_dirty(a, start, &rs, &re) && rs < start + nsec));
+    int rc = skip ? 0 : read_any_mirror(a, -1, -1, buf, start, nsec, 1);
+    if (rc == 0 && !skip)
+        array_run_ops(a, w, nw);
+    for (int i = 0; i < nw && rc == 0; i++)
+        rc = w[i].result;
+    for (int i = 0; i < nw && rc == 0; i++)
+        __atomic_store_n(&to[i]->recovered, start + nsec, __ATOMIC_RELEASE);
+    return rc == 0 && skip ? JOB_SKIPPED : rc;
+}
+
 int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
 {
     uint16_t held[RAID1_MAX_UNITS];
@@ -212,11 +243,10 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
         for (int i = 0; i < nops && rc == 0; i++)
             if (ops[i].result)
                 rc = array_member_failed(a, who[i], ops[i].result, "resyncing");
-    } else {
-        int replace = j->kind == URAID_JOB_REPLACE;
+    } else if (j->kind == URAID_JOB_REPLACE) {
         struct array_slot *to = job_target(a, j);
         if (rc == 0)
-            rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec, 1);
+            rc = read_any_mirror(a, j->source, -1, buf, start, nsec, 1);
         if (rc == 0) {
             struct io_op w = {.m = to->dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
                               .offset = (to->data_offset + start) * SECTOR};
@@ -225,9 +255,11 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
         }
         if (rc == 0)
             __atomic_store_n(&to->recovered, start + nsec, __ATOMIC_RELEASE);
+    } else if (rc == 0) {
+        rc = raid1_recover_units(a, j, buf, start, nsec);
     }
     stripe_unlock_set(&a->locks, held, nheld);
-    if (rc)
+    if (rc < 0)
         job_fail(j, "member sectors %llu-%llu: %s failed: %s", (unsigned long long)start,
                  (unsigned long long)(start + nsec - 1), uraid_job_name(j->kind), uraid_strerror(rc));
     return rc;
