@@ -366,6 +366,7 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         } else {
             j->thread_started = 1;
             uraid_log(URAID_LOG_INFO, "%s started", uraid_job_name(kind));
+            array_kick_monitor(a); /* it watches for the end, to start what is needed next */
         }
     } else {
         j->kind = URAID_JOB_IDLE;
