@@ -320,7 +320,7 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     j->checkpoint = NULL;
     j->next = NULL;
     j->worked = 0;
-    j->stop = 0;
+    __atomic_store_n(&j->stop, 0, __ATOMIC_RELEASE);
     j->result = 0;
     j->why[0] = 0;
     j->slot = j->source = -1;
@@ -354,11 +354,11 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         j->t0_ns = now_ns();
         __atomic_store_n(&j->phase, JOB_PREPARED, __ATOMIC_RELEASE);
         job_check(a);
-        j->running = 1;
+        __atomic_store_n(&j->running, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&j->phase, JOB_RUNNING, __ATOMIC_RELEASE);
         rc = -pthread_create(&j->thread, NULL, job_main, a);
         if (rc) {
-            j->running = 0;
+            __atomic_store_n(&j->running, 0, __ATOMIC_RELEASE);
             __atomic_store_n(&j->phase, JOB_NONE, __ATOMIC_RELEASE);
             if (j->finish) /* undo the kind's set-up (buffers, a checkpoint to resume from) */
                 j->finish(a, j, rc);
