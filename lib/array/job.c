@@ -393,7 +393,12 @@ int uraid_job_status(struct uraid_array *a, struct uraid_job_status *st)
     st->done_sectors = __atomic_load_n(&j->done, __ATOMIC_ACQUIRE);
     st->total_sectors = j->end;
     st->speed_kib = __atomic_load_n(&j->speed_kib, __ATOMIC_RELAXED);
-    st->elapsed_ms = (st->running ? now_ns() - j->t0_ns : j->elapsed_ns) / 1000000u;
+    uint64_t elapsed_ns = st->running ? now_ns() - j->t0_ns : j->elapsed_ns;
+    st->elapsed_ms = elapsed_ns / 1000000u;
+    /* before the first speed window has passed: the average so far, if
+     * anything was done (0 = not measured yet, and the line says nothing) */
+    if (!st->speed_kib && st->running && st->done_sectors > j->start && elapsed_ns)
+        st->speed_kib = (st->done_sectors - j->start) / 2 * 1000000000ull / elapsed_ns;
     st->mismatch_sectors = __atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED);
     st->repaired_sectors = __atomic_load_n(&j->repaired_sectors, __ATOMIC_RELAXED);
     st->worked_sectors = __atomic_load_n(&j->worked, __ATOMIC_RELAXED);

@@ -448,7 +448,8 @@ static int add_member(struct uraid_array *a, const char *path, enum add_mode mod
         uraid_log(URAID_LOG_INFO, "member %s cannot be re-added (%s): it is added as a spare and rebuilt in full",
                   path, note[0] ? note : "the array changed meanwhile");
     rc = add_as_spare(a, m, why, whylen);
-    if (rc == 0 && slot >= -1)
+    /* without a bitmap md never tries a re-add: an add is then silent, as mdadm's */
+    if (rc == 0 && slot >= -1 && (mode == ADD_READD || a->bitmap))
         uraid_why(why, whylen, "%s added as a spare for a full rebuild, not re-added: %s", path,
                   note[0] ? note : "the array changed meanwhile");
     job_members_changed(a);
