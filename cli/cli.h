@@ -108,6 +108,7 @@ int cmd_remove(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_idle(int argc, char **argv);
+int cmd_frozen(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 /* cmd_check.c: check and repair (exit 3 when mismatches are found/left) */
 int cmd_check(int argc, char **argv);

@@ -1,4 +1,4 @@
-/* uraid status|fail|remove|add|stop|idle [--control PATH] [MEMBER]: requests to
+/* uraid status|fail|remove|add|stop|idle|frozen [--control PATH] [MEMBER]: requests to
  * the control socket of a serving array (include/uraid_ctl.h), like
  * `mdadm --manage` and `cat /proc/mdstat` for md. The socket is PATH, else
  * $URAID_CONTROL, else the one socket in URAID_CTL_DEFAULT_DIR (/run/uraid,
@@ -157,11 +157,13 @@ int cmd_fail(int argc, char **argv) { return control("fail", argc, argv, 1); }
 int cmd_remove(int argc, char **argv) { return control("remove", argc, argv, 1); }
 int cmd_add(int argc, char **argv)
 {
-    /* members of an array that is not running, with the new ones as --spare */
+    /* members of an array that is not running, with the new ones as --spare
+     * (or a former member as --re-add) */
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--spare"))
+        if (!strcmp(argv[i], "--spare") || !strcmp(argv[i], "--re-add"))
             return cmd_add_offline(argc, argv);
     return control("add", argc, argv, 1);
 }
 int cmd_stop(int argc, char **argv) { return control("stop", argc, argv, 0); }
 int cmd_idle(int argc, char **argv) { return control("idle", argc, argv, 0); }
+int cmd_frozen(int argc, char **argv) { return control("frozen", argc, argv, 0); }

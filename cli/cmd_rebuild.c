@@ -5,6 +5,9 @@
  * onto NEW (a spare, added if it is not one yet), then retire the old one.
  * uraid add MEMBERS... --spare NEW... : add spares to an array that is not
  * running (a serving array takes 'uraid add --control PATH NEW').
+ * uraid add MEMBERS... --re-add OLD... : put former members back into their
+ * slots and rebuild only what the write-intent bitmap marks as written
+ * since they left (md's --re-add); a full rebuild when it cannot tell.
  * uraid resync MEMBERS... : after an unclean shutdown, parity recomputed
  * from the data (what md does when it starts such an array). */
 #include <errno.h>
@@ -20,13 +23,16 @@ struct job_opts {
     int spares_follow;   /* add: every name after --spare is a spare (--spare NEW...) */
     const char *old;
     const char *with;
+    const char *readd[URAID_MAX_MEMBERS];
+    int nreadd;
 };
 
 static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *ctx)
 {
     struct job_opts *o = ctx;
     const char *a = argv[*i];
-    int takes = !strcmp(a, "--speed-limit") || !strcmp(a, "--spare") || !strcmp(a, "--with") || !strcmp(a, "--old");
+    int takes = !strcmp(a, "--speed-limit") || !strcmp(a, "--spare") || !strcmp(a, "--with") || !strcmp(a, "--old") ||
+                !strcmp(a, "--re-add");
     if (!takes)
         return 0;
     if (*i + 1 >= argc) {
@@ -45,6 +51,14 @@ static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *
         o->spare[o->nspare++] = v;
         while (o->spares_follow && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nspare < URAID_MAX_MEMBERS)
             o->spare[o->nspare++] = argv[++*i];
+    } else if (!strcmp(a, "--re-add")) {
+        if (o->nreadd >= URAID_MAX_MEMBERS) {
+            cli_error(verb, "too many members to re-add");
+            return -1;
+        }
+        o->readd[o->nreadd++] = v;
+        while (o->spares_follow && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nreadd < URAID_MAX_MEMBERS)
+            o->readd[o->nreadd++] = argv[++*i];
     } else if (!strcmp(a, "--with")) {
         o->with = v;
     } else {
@@ -79,7 +93,32 @@ static int run_job(const char *verb, struct uraid_array *a, enum uraid_job_kind 
         printf("uraid %s: %llu of %llu sectors per member resynced%s\n", verb, (unsigned long long)st.worked_sectors,
                (unsigned long long)st.total_sectors,
                st.worked_sectors < st.total_sectors ? " (the dirty chunks of the write-intent bitmap)" : "");
+    if (kind == URAID_JOB_RECOVER) {
+        printf("uraid %s: slot%s", verb, st.ntargets > 1 ? "s" : "");
+        for (int i = 0; i < st.ntargets; i++)
+            printf("%s %d", i ? (i + 1 == st.ntargets ? " and" : ",") : "", st.targets[i]);
+        printf(" rebuilt; %llu of %llu sectors per member worked on\n", (unsigned long long)st.worked_sectors,
+               (unsigned long long)st.total_sectors);
+    }
     return 0;
+}
+
+/* After a rebuild: slots no spare could fill are said, and make it fail
+ * (the array is not whole). */
+static int still_missing(const char *verb, struct uraid_array *a)
+{
+    struct uraid_array_info *info = malloc(sizeof *info);
+    if (!info)
+        return 1;
+    uraid_get_info(a, info);
+    int left = 0;
+    for (int s = 0; s < info->raid_devices; s++)
+        if (info->member[s].state != URAID_MEMBER_IN_SYNC) {
+            cli_error(verb, "slot %d still has no member in sync: add a spare with --spare NEW and run it again", s);
+            left++;
+        }
+    free(info);
+    return left ? 1 : 0;
 }
 
 static int open_for_job(const char *verb, int argc, char **argv, struct cli_members *mem, struct job_opts *o,
@@ -108,6 +147,23 @@ static int add_spares(const char *verb, struct uraid_array *a, const struct job_
     return 0;
 }
 
+/* --re-add: each member back into its slot (or a spare when the bitmap
+ * cannot tell), then one recovery for all of them. */
+static int readd(const char *verb, struct uraid_array *a, const struct job_opts *o)
+{
+    for (int i = 0; i < o->nreadd; i++) {
+        char why[400];
+        int rc = uraid_readd(a, o->readd[i], why, sizeof why);
+        if (rc < 0) {
+            cli_error(verb, "%s", why[0] ? why : uraid_strerror(rc));
+            return 1;
+        }
+        printf("uraid %s: %s\n", verb, why);
+    }
+    struct uraid_job_params jp = {.slot = -1};
+    return run_job(verb, a, URAID_JOB_RECOVER, &jp);
+}
+
 int cmd_rebuild(int argc, char **argv)
 {
     struct cli_members mem;
@@ -121,6 +177,8 @@ int cmd_rebuild(int argc, char **argv)
     struct uraid_job_params jp = {.slot = -1, .spare = o.nspare ? o.spare[0] : NULL};
     if (status == 0)
         status = run_job("rebuild", a, URAID_JOB_RECOVER, &jp);
+    if (status == 0) /* every hole with a spare was filled: say which are left */
+        status = still_missing("rebuild", a);
     rc = uraid_close(a);
     if (rc && !status) {
         cli_error("rebuild", "closing the array: %s", uraid_strerror(rc));
@@ -184,12 +242,14 @@ int cmd_add_offline(int argc, char **argv)
     struct cli_members mem;
     struct job_opts o = {.spares_follow = 1};
     struct uraid_array *a;
-    int rc = open_for_job("add", argc, argv, &mem, &o, &a, "--spare NEW...");
+    int rc = open_for_job("add", argc, argv, &mem, &o, &a, "--spare NEW... | --re-add OLD...");
     if (rc)
         return rc < 0 ? 0 : rc;
-    int status = o.nspare ? add_spares("add", a, &o) : 2;
-    if (!o.nspare)
-        cli_error("add", "give the new members with --spare NEW");
+    int status = o.nspare || o.nreadd ? add_spares("add", a, &o) : 2;
+    if (!o.nspare && !o.nreadd)
+        cli_error("add", "give the new members with --spare NEW (or former ones with --re-add OLD)");
+    if (status == 0 && o.nreadd)
+        status = readd("add", a, &o);
     rc = uraid_close(a);
     if (rc && !status) {
         cli_error("add", "closing the array: %s", uraid_strerror(rc));

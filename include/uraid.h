@@ -134,6 +134,16 @@ URAID_API int uraid_open(const char *const *members, int nmembers, const struct 
  * onto it starts when a slot needs one. */
 URAID_API int uraid_add_spare(struct uraid_array *a, const char *path, char *why, size_t whylen);
 
+/* md's --re-add: a member that left this array (failed or removed) goes
+ * back into its slot, and its recovery rebuilds only the chunks the
+ * write-intent bitmap marks as written since (uraid_job_start RECOVER;
+ * with auto_rebuild it starts by itself). When the bitmap cannot tell
+ * (none, cleared since the member left, stale, or the member's events are
+ * ahead), it is added as a spare for a full rebuild instead. Returns 1 for
+ * a re-add, 0 for the spare, or a negative errno; `why` holds one line
+ * saying which and why (also on success). */
+URAID_API int uraid_readd(struct uraid_array *a, const char *path, char *why, size_t whylen);
+
 /* Flushes, records the array as clean in every member and frees it. */
 URAID_API int uraid_close(struct uraid_array *a);
 
@@ -272,7 +282,11 @@ struct uraid_job_status {
     uint64_t repaired_sectors;    /* REPAIR */
     uint64_t nfindings;           /* findings recorded (uraid_job_findings) */
     uint64_t worked_sectors;      /* per member, sectors the job worked on (a RESYNC guided by the
-                                   * write-intent bitmap skips the clean chunks) */
+                                   * write-intent bitmap skips the clean chunks, and so does the
+                                   * RECOVER of a re-added member) */
+    int frozen;                   /* md's "frozen": no job starts by itself (uraid_job_freeze) */
+    int ntargets;                 /* RECOVER: slots rebuilt together (slot is the first) */
+    int targets[URAID_MAX_MEMBERS];
 };
 
 /* Starts a job in a background thread. -EBUSY if one is running, -EINVAL
@@ -287,6 +301,13 @@ URAID_API int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st)
 /* Stops the running job at the next stripe and waits: a rebuild keeps its
  * checkpoint (recovery_offset) and resumes from it later. */
 URAID_API int uraid_job_cancel(struct uraid_array *a);
+/* md's sync_action "frozen": stops the running job (a rebuild keeps its
+ * checkpoint) and starts none by itself until uraid_job_idle. */
+URAID_API int uraid_job_freeze(struct uraid_array *a);
+/* md's sync_action "idle": stops the running job and thaws a frozen
+ * array; with auto_rebuild a recovery or resync the array still needs
+ * starts again at once, from its checkpoint. */
+URAID_API int uraid_job_idle(struct uraid_array *a);
 /* Copies up to max findings of the last check/repair; returns how many. */
 URAID_API size_t uraid_job_findings(struct uraid_array *a, struct uraid_finding *out, size_t max);
 /* Name of a job kind: "idle", "recovery", "replace", "check", "repair", "resync". */

@@ -6,14 +6,23 @@
  *   status             -> "ok\n" + the status text (like /proc/mdstat + mdadm --detail)
  *   fail MEMBER        -> mark the member (path as given at open) faulty
  *   remove MEMBER      -> forget a faulty or spare member
- *   add MEMBER         -> open MEMBER and keep it as a spare
+ *   add MEMBER         -> open MEMBER and keep it as a spare; a member that
+ *                         left this array goes back into its slot when the
+ *                         write-intent bitmap covers it (md's re-add: only
+ *                         dirty chunks rebuilt), the "ok" then followed by
+ *                         one line saying so, or saying why it is a spare
+ *                         for a full rebuild instead
  *   stop               -> ask the owner to stop serving (clean shutdown)
  *   check              -> start a check in the background (md's sync_action
  *                         "check"): count and list parity mismatches
  *   repair             -> start a repair (sync_action "repair"): as check, and
  *                         rewrite the one wrong block of each mismatch
  *   idle               -> stop the running background job (sync_action "idle";
- *                         "ok" also when nothing runs)
+ *                         "ok" also when nothing runs); a recovery or resync
+ *                         the array needs starts again from its checkpoint;
+ *                         on a frozen array: thaw it
+ *   frozen             -> stop the running job and start none by itself
+ *                         (sync_action "frozen") until idle, check or repair
  *   findings           -> "ok\n" + the last check's or repair's findings, one
  *                         line each (uraid_findings_text); nothing when none
  * Progress and the result of check/repair are the "background:" line (the

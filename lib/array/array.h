@@ -262,7 +262,7 @@ void slot_publish(struct uraid_array *a, struct array_slot *dst, const struct ar
 static inline int slot_ok(const struct uraid_array *a, int s)
 {
     /* state changes under meta_lock while other threads do I/O */
-    return a->slot[s].dev && __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_IN_SYNC;
+    return __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE) && __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_IN_SYNC;
 }
 
 #endif

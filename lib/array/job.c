@@ -1,11 +1,58 @@
 /* Background work: one job per array walks the members' data areas in
  * batches of whole stripes on its own thread, calling its kind's step
- * (rebuild.c, scrub.c) for each batch.
+ * (rebuild.c, scrub.c, resync.c, mirror.c) for each batch.
  *
  * Speed: held under speed_max (0 = no limit). While user requests arrive
  * the job yields down to speed_min, as md's resync does (is_mddev_idle),
  * so users see their latency, but never below speed_min: a busy array
- * still finishes its rebuild. */
+ * still finishes its rebuild.
+ *
+ * The job's lifecycle (a->job.phase), in the manner of SQLite's pager.c:
+ *
+ *   JOB_NONE:      no thread. kind is IDLE, or the last job's kind, result
+ *                  and reason (why) stay for uraid_job_status.
+ *   JOB_PREPARED:  uraid_job_start holds job_lock; the kind's prepare
+ *                  succeeded (step set, targets swapped in, start/end set)
+ *                  and the thread is being created.
+ *   JOB_RUNNING:   job_main walks [start, end) calling step; stop (an
+ *                  atomic) asks it to end at the next batch.
+ *   JOB_FINISHING: job_main left the walk and runs the kind's finish
+ *                  (checkpoint or completion written); stop is ignored.
+ *   JOB_ENDED:     running is 0, result final; the thread exits and is
+ *                  not joined yet.
+ *
+ *   NONE     -> PREPARED   uraid_job_start (after reap), under job_lock
+ *   PREPARED -> RUNNING    uraid_job_start, once pthread_create succeeded
+ *   PREPARED -> NONE       uraid_job_start, when the thread cannot start
+ *                          (finish undoes the set-up)
+ *   RUNNING  -> FINISHING  job_main, at the end of the walk, on a stop or
+ *                          on a step's error
+ *   FINISHING-> ENDED      job_main, after finish (running stored 0 last)
+ *   ENDED    -> NONE       reap (uraid_job_start) or uraid_job_wait
+ *                          (join), under job_lock
+ *
+ * Invariants (checked by job_check under #ifndef NDEBUG):
+ *   NONE:      !thread_started, !running.
+ *   PREPARED:  step != NULL, start <= end, !thread_started.
+ *   RUNNING, FINISHING: thread_started, running; RECOVER: 1 <= ntargets,
+ *              slot == target[0], every target a slot of the array whose
+ *              member is there (REBUILDING, or FAULTY once it failed).
+ *   ENDED:     thread_started, !running (checked by the thread that joins it).
+ * job_check runs where the phase cannot move under it: on the job's own
+ * thread for RUNNING and FINISHING, under job_lock for the others.
+ *   Always:    start <= done <= end once a job has run; at most one thread.
+ *
+ * Beside the phase, kept from one job to the next:
+ *   frozen        md's "frozen": uraid_job_freeze sets it (and stops the
+ *                 job); uraid_job_idle and a check/repair started on
+ *                 request clear it. While set, the monitor (rebuild.c)
+ *                 starts nothing by itself.
+ *   auto_disabled an automatic job failed with an error: the monitor does
+ *                 not retry it until the members change (job_members_changed,
+ *                 md's recovery_disabled), so a failing rebuild cannot loop.
+ * uraid_job_idle (md's "idle") stops the job without freezing: with
+ * auto_rebuild the monitor starts a needed recovery or resync again, from
+ * its checkpoint. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +62,39 @@
 
 #include "array/array.h"
 #include "log.h"
+
+#ifndef NDEBUG
+#include <assert.h>
+/* The invariants of the job's phase (see the top of this file). */
+static void job_check(const struct uraid_array *a)
+{
+    const struct array_job *j = &a->job;
+    int running = __atomic_load_n(&j->running, __ATOMIC_ACQUIRE);
+    enum job_phase phase = __atomic_load_n(&j->phase, __ATOMIC_ACQUIRE);
+    switch (phase) {
+    case JOB_NONE: assert(!j->thread_started && !running); break;
+    case JOB_PREPARED: assert(j->step && j->start <= j->end && !j->thread_started); break;
+    case JOB_RUNNING:
+    case JOB_FINISHING:
+        assert(running);
+        if (j->kind == URAID_JOB_RECOVER) {
+            assert(j->ntargets >= 1 && j->ntargets <= a->geom.raid_disks && j->slot == j->target[0]);
+            for (int i = 0; i < j->ntargets; i++) {
+                int t = j->target[i];
+                assert(t >= 0 && t < a->geom.raid_disks && __atomic_load_n(&a->slot[t].dev, __ATOMIC_ACQUIRE));
+                enum uraid_member_state st = __atomic_load_n(&a->slot[t].state, __ATOMIC_ACQUIRE);
+                assert(st == URAID_MEMBER_REBUILDING || st == URAID_MEMBER_FAULTY || st == URAID_MEMBER_IN_SYNC);
+            }
+        }
+        break;
+    case JOB_ENDED: assert(!running); break;
+    }
+    uint64_t done = __atomic_load_n(&j->done, __ATOMIC_ACQUIRE);
+    assert(phase == JOB_NONE || phase == JOB_PREPARED || (j->start <= done && done <= j->end));
+}
+#else
+#define job_check(a) ((void)0)
+#endif
 
 #define DEFAULT_SPEED_MIN_KIB 1000u  /* md's sync_speed_min */
 #define BATCH_BYTES_PER_MEMBER (2u << 20)
@@ -102,6 +182,7 @@ static void *job_main(void *arg)
     uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos, cur_limit = j->speed_max_kib;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
     int rc = 0;
+    job_check(a);
     array_event(a, "RebuildStarted", NULL, uraid_job_name(j->kind)); /* mdadm's name for every sync action */
     while (pos < j->end && !job_stopping(j)) {
         uint64_t run_end = j->end;
@@ -122,9 +203,11 @@ static void *job_main(void *arg)
         }
         uint32_t n = run_end - pos < nsec ? (uint32_t)(run_end - pos) : nsec;
         rc = j->step(a, j, pos, n);
-        if (rc)
+        if (rc < 0)
             break;
-        __atomic_add_fetch(&j->worked, n, __ATOMIC_RELAXED);
+        if (rc != JOB_SKIPPED)
+            __atomic_add_fetch(&j->worked, n, __ATOMIC_RELAXED);
+        rc = 0;
         pos += n;
         __atomic_store_n(&j->done, pos, __ATOMIC_RELEASE);
         uint64_t t = now_ns();
@@ -164,10 +247,14 @@ static void *job_main(void *arg)
     }
     if (rc == 0 && pos < j->end && job_stopping(j))
         rc = -ECANCELED;
+    __atomic_store_n(&j->phase, JOB_FINISHING, __ATOMIC_RELEASE);
+    job_check(a);
     if (j->finish)
         rc = j->finish(a, j, rc);
     j->result = rc;
     j->elapsed_ns = now_ns() - t0;
+    if (rc && rc != -ECANCELED && j->kind == URAID_JOB_RESYNC) /* rebuild_finish decides for a recovery */
+        __atomic_store_n(&j->auto_disabled, 1, __ATOMIC_RELEASE);
     if (rc && rc != -ECANCELED && !j->why[0])
         job_fail(j, "%s stopped: %s", uraid_job_name(j->kind), uraid_strerror(rc));
     uraid_log(rc && rc != -ECANCELED ? URAID_LOG_ERROR : URAID_LOG_INFO, "%s %s%s%s", uraid_job_name(j->kind),
@@ -182,16 +269,20 @@ static void *job_main(void *arg)
     if (j->why[0])
         snprintf(detail + len, sizeof detail - (size_t)len, ": %s", j->why);
     array_event(a, "RebuildFinished", NULL, detail);
+    __atomic_store_n(&j->phase, JOB_ENDED, __ATOMIC_RELEASE);
     __atomic_store_n(&j->running, 0, __ATOMIC_RELEASE);
     return NULL;
 }
 
 /* Joins a finished job's thread so a new one can start. */
-static void reap(struct array_job *j)
+static void reap(struct uraid_array *a)
 {
+    struct array_job *j = &a->job;
     if (j->thread_started && !__atomic_load_n(&j->running, __ATOMIC_ACQUIRE)) {
         pthread_join(j->thread, NULL);
         j->thread_started = 0;
+        __atomic_store_n(&j->phase, JOB_NONE, __ATOMIC_RELEASE);
+        job_check(a);
     }
 }
 
@@ -212,7 +303,7 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     }
     pthread_mutex_lock(&a->job_lock);
     struct array_job *j = &a->job;
-    reap(j);
+    reap(a);
     if (j->thread_started) {
         pthread_mutex_unlock(&a->job_lock);
         uraid_why(why, whylen, "a %s is already running", uraid_job_name(j->kind));
@@ -229,10 +320,11 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     j->checkpoint = NULL;
     j->next = NULL;
     j->worked = 0;
-    j->stop = 0;
+    __atomic_store_n(&j->stop, 0, __ATOMIC_RELEASE);
     j->result = 0;
     j->why[0] = 0;
     j->slot = j->source = -1;
+    j->ntargets = 0;
     j->mismatch_sectors = j->repaired_sectors = 0;
     j->speed_kib = 0;
     j->elapsed_ns = 0;
@@ -260,16 +352,21 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     if (rc == 0) {
         j->done = j->start;
         j->t0_ns = now_ns();
-        j->running = 1;
+        __atomic_store_n(&j->phase, JOB_PREPARED, __ATOMIC_RELEASE);
+        job_check(a);
+        __atomic_store_n(&j->running, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&j->phase, JOB_RUNNING, __ATOMIC_RELEASE);
         rc = -pthread_create(&j->thread, NULL, job_main, a);
         if (rc) {
-            j->running = 0;
+            __atomic_store_n(&j->running, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&j->phase, JOB_NONE, __ATOMIC_RELEASE);
             if (j->finish) /* undo the kind's set-up (buffers, a checkpoint to resume from) */
                 j->finish(a, j, rc);
             uraid_why(why, whylen, "cannot start a thread: %s", uraid_strerror(rc));
         } else {
             j->thread_started = 1;
             uraid_log(URAID_LOG_INFO, "%s started", uraid_job_name(kind));
+            array_kick_monitor(a); /* it watches for the end, to start what is needed next */
         }
     } else {
         j->kind = URAID_JOB_IDLE;
@@ -290,13 +387,22 @@ int uraid_job_status(struct uraid_array *a, struct uraid_job_status *st)
         snprintf(st->why, sizeof st->why, "%s", j->why);
     }
     st->slot = j->slot;
+    st->ntargets = j->kind == URAID_JOB_RECOVER ? j->ntargets : 0;
+    for (int i = 0; i < st->ntargets; i++)
+        st->targets[i] = j->target[i];
     st->done_sectors = __atomic_load_n(&j->done, __ATOMIC_ACQUIRE);
     st->total_sectors = j->end;
     st->speed_kib = __atomic_load_n(&j->speed_kib, __ATOMIC_RELAXED);
-    st->elapsed_ms = (st->running ? now_ns() - j->t0_ns : j->elapsed_ns) / 1000000u;
+    uint64_t elapsed_ns = st->running ? now_ns() - j->t0_ns : j->elapsed_ns;
+    st->elapsed_ms = elapsed_ns / 1000000u;
+    /* before the first speed window has passed: the average so far, if
+     * anything was done (0 = not measured yet, and the line says nothing) */
+    if (!st->speed_kib && st->running && st->done_sectors > j->start && elapsed_ns)
+        st->speed_kib = (st->done_sectors - j->start) / 2 * 1000000000ull / elapsed_ns;
     st->mismatch_sectors = __atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED);
     st->repaired_sectors = __atomic_load_n(&j->repaired_sectors, __ATOMIC_RELAXED);
     st->worked_sectors = __atomic_load_n(&j->worked, __ATOMIC_RELAXED);
+    st->frozen = __atomic_load_n(&j->frozen, __ATOMIC_ACQUIRE);
     pthread_mutex_lock(&j->found_lock);
     st->nfindings = j->nfound;
     pthread_mutex_unlock(&j->found_lock);
@@ -311,6 +417,8 @@ int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st)
     if (j->thread_started) {
         pthread_join(j->thread, NULL);
         j->thread_started = 0;
+        __atomic_store_n(&j->phase, JOB_NONE, __ATOMIC_RELEASE);
+        job_check(a);
     }
     pthread_mutex_unlock(&a->job_lock);
     struct uraid_job_status mine;
@@ -322,6 +430,39 @@ int uraid_job_cancel(struct uraid_array *a)
 {
     __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE);
     uraid_job_wait(a, NULL);
+    return 0;
+}
+
+int uraid_job_freeze(struct uraid_array *a)
+{
+    __atomic_store_n(&a->job.frozen, 1, __ATOMIC_RELEASE); /* first: the monitor must not restart it */
+    return uraid_job_cancel(a);
+}
+
+int uraid_job_idle(struct uraid_array *a)
+{
+    uraid_job_cancel(a);
+    int was = __atomic_exchange_n(&a->job.frozen, 0, __ATOMIC_ACQ_REL);
+    if (was)
+        uraid_log(URAID_LOG_INFO, "background work thawed: needed recovery or resync may start again");
+    array_kick_monitor(a); /* a needed recovery starts again from its checkpoint */
+    return 0;
+}
+
+void job_members_changed(struct uraid_array *a) { __atomic_store_n(&a->job.auto_disabled, 0, __ATOMIC_RELEASE); }
+
+int job_retire_member(struct uraid_array *a, struct member *dev)
+{
+    if (!dev)
+        return 0;
+    struct retired_member *r = malloc(sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->dev = dev;
+    pthread_mutex_lock(&a->job.found_lock);
+    r->next = a->job.retired;
+    a->job.retired = r;
+    pthread_mutex_unlock(&a->job.found_lock);
     return 0;
 }
 
@@ -348,14 +489,21 @@ void array_job_fini(struct uraid_array *a)
         uraid_job_cancel(a);
     free(a->job.found);
     a->job.found = NULL;
+    while (a->job.retired) {
+        struct retired_member *r = a->job.retired;
+        a->job.retired = r->next;
+        member_close(r->dev);
+        free(r);
+    }
     pthread_mutex_destroy(&a->job.found_lock);
     pthread_mutex_destroy(&a->job_lock);
 }
 
 void uraid_job_progress_line(const struct uraid_job_status *st, char *buf, size_t len)
 {
-    if (st->kind == URAID_JOB_IDLE) {
-        snprintf(buf, len, "background: idle");
+    if (st->kind == URAID_JOB_IDLE || (st->frozen && !st->running)) {
+        snprintf(buf, len, "background: %s", st->frozen ? "frozen (nothing starts by itself; 'uraid idle' thaws)"
+                                                        : "idle");
         return;
     }
     const char *name = uraid_job_name(st->kind);
@@ -377,10 +525,81 @@ void uraid_job_progress_line(const struct uraid_job_status *st, char *buf, size_
         bar[1 + i] = i < filled ? '=' : i == filled ? '>' : '.';
     bar[1 + width] = ']';
     bar[2 + width] = 0;
-    double finish_min = st->speed_kib ? (double)(st->total_sectors - st->done_sectors) / 2.0 /
-                                            (double)st->speed_kib / 60.0
-                                      : 0;
-    snprintf(buf, len, "%s  %s = %.1f%% (%llu/%llu) finish=%.1fmin speed=%lluK/sec", bar, name, frac * 100.0,
-             (unsigned long long)(st->done_sectors / 2), (unsigned long long)(st->total_sectors / 2), finish_min,
-             (unsigned long long)st->speed_kib);
+    int o = snprintf(buf, len, "%s  %s = %.1f%% (%llu/%llu)", bar, name, frac * 100.0,
+                     (unsigned long long)(st->done_sectors / 2), (unsigned long long)(st->total_sectors / 2));
+    /* no speed is measured before the first window has passed: say nothing rather than 0 */
+    if (st->speed_kib && o > 0 && (size_t)o < len)
+        snprintf(buf + o, len - (size_t)o, " finish=%.1fmin speed=%lluK/sec",
+                 (double)(st->total_sectors - st->done_sectors) / 2.0 / (double)st->speed_kib / 60.0,
+                 (unsigned long long)st->speed_kib);
+}
+
+/* ---- the monitor: starts jobs on behalf of the I/O path -------------------------------- */
+
+#define MONITOR_POLL_NS 100000000L /* while a job runs: its end starts the next one */
+
+static void *monitor_main(void *arg)
+{
+    struct uraid_array *a = arg;
+    pthread_mutex_lock(&a->mon_mu);
+    for (;;) {
+        while (!a->mon_kick && !a->mon_stop) {
+            if (!__atomic_load_n(&a->job.running, __ATOMIC_ACQUIRE)) {
+                pthread_cond_wait(&a->mon_cv, &a->mon_mu);
+                continue;
+            }
+            /* md_check_recovery runs again when a sync ends: look every tick */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += MONITOR_POLL_NS;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&a->mon_cv, &a->mon_mu, &ts);
+            if (!__atomic_load_n(&a->job.running, __ATOMIC_ACQUIRE))
+                break;
+        }
+        if (a->mon_stop)
+            break;
+        a->mon_kick = 0;
+        pthread_mutex_unlock(&a->mon_mu);
+        array_maybe_auto_rebuild(a);
+        pthread_mutex_lock(&a->mon_mu);
+    }
+    pthread_mutex_unlock(&a->mon_mu);
+    return NULL;
+}
+
+int array_monitor_start(struct uraid_array *a)
+{
+    pthread_mutex_init(&a->mon_mu, NULL);
+    pthread_cond_init(&a->mon_cv, NULL);
+    int rc = -pthread_create(&a->mon, NULL, monitor_main, a);
+    a->mon_started = rc == 0;
+    return rc;
+}
+
+void array_kick_monitor(struct uraid_array *a)
+{
+    if (!a->mon_started)
+        return;
+    pthread_mutex_lock(&a->mon_mu);
+    a->mon_kick = 1;
+    pthread_cond_signal(&a->mon_cv);
+    pthread_mutex_unlock(&a->mon_mu);
+}
+
+void array_monitor_stop(struct uraid_array *a)
+{
+    if (!a->mon_started)
+        return;
+    pthread_mutex_lock(&a->mon_mu);
+    a->mon_stop = 1;
+    pthread_cond_signal(&a->mon_cv);
+    pthread_mutex_unlock(&a->mon_mu);
+    pthread_join(a->mon, NULL);
+    a->mon_started = 0;
+    pthread_cond_destroy(&a->mon_cv);
+    pthread_mutex_destroy(&a->mon_mu);
 }

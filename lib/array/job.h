@@ -14,12 +14,25 @@ struct array_job;
 
 /* Works on member sectors [start, start + nsec) past data_offset (whole
  * stripes except at the end) with the stripes' locks taken by the step
- * itself. Returns 0, or a negative errno that ends the job (with a reason
- * set through job_fail). */
+ * itself. Returns 0, JOB_SKIPPED when the range needed no work (a re-add
+ * whose chunks the bitmap shows clean: not counted in worked), or a
+ * negative errno that ends the job (with a reason set through job_fail). */
+#define JOB_SKIPPED 1
 typedef int (*job_step_fn)(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
+
+/* The job's lifecycle (job.c's opening comment). */
+enum job_phase { JOB_NONE = 0, JOB_PREPARED, JOB_RUNNING, JOB_FINISHING, JOB_ENDED };
+
+/* A member a recovery took out of its slot after it was removed: readers
+ * without a lock may still hold its pointer, so it stays open until close. */
+struct retired_member {
+    struct member *dev;
+    struct retired_member *next;
+};
 
 struct array_job {
     enum uraid_job_kind kind;
+    enum job_phase phase;       /* under job_lock, except RUNNING -> FINISHING -> ENDED on the job's thread */
     job_step_fn step;
     int (*finish)(struct uraid_array *a, struct array_job *j, int rc); /* after the last step or a stop; may be NULL */
     int (*checkpoint)(struct uraid_array *a, struct array_job *j);     /* every few seconds; may be NULL */
@@ -28,7 +41,9 @@ struct array_job {
     int running, stop;          /* atomics */
     int result;
     char why[256];
-    int slot;                   /* RECOVER/REPLACE target slot */
+    int slot;                   /* RECOVER: the first target slot; REPLACE: the slot copied */
+    int ntargets;               /* RECOVER: every slot this job rebuilds (REPLACE: 1) */
+    int target[URAID_MAX_MEMBERS];
     int source;                 /* REPLACE: the slot being copied */
     uint64_t start, end;        /* member sectors */
     uint64_t done;              /* atomic: member sectors finished */
@@ -44,11 +59,23 @@ struct array_job {
     pthread_mutex_t found_lock;
     struct uraid_finding *found;
     size_t nfound, capfound;
+    /* Kept from one job to the next (not reset by uraid_job_start): */
+    int frozen;                 /* atomic: md's sync_action "frozen": nothing starts by itself */
+    int auto_disabled;          /* atomic: an automatic job failed; none starts by itself until
+                                 * the members change (md's recovery_disabled) */
+    unsigned readd_mask;        /* atomic: slots re-added with the bitmap: only dirty chunks rebuilt */
+    struct retired_member *retired; /* closed by array_job_fini */
 };
 
 /* Member sectors per batch (whole stripes, at most MAX_BATCH_STRIPES_REBUILD). */
 #define MAX_BATCH_STRIPES_REBUILD 64
 uint32_t job_batch_sectors(const struct uraid_array *a);
+
+/* Keeps a removed member open until close (see struct retired_member). */
+int job_retire_member(struct uraid_array *a, struct member *dev);
+/* The members changed (a spare added, a member failed or removed): an
+ * automatic job that failed may be tried again. */
+void job_members_changed(struct uraid_array *a);
 
 /* Records a finding (kept up to a bound; the count goes on). */
 void job_add_finding(struct array_job *j, const struct uraid_finding *f);

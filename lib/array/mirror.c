@@ -188,27 +188,75 @@ static int read_any_mirror(struct uraid_array *a, int first, int skip, uint8_t *
 }
 
 /* Recovery and replace over sectors no mirror can give: md lists them bad
- * on the new member and goes on (raid1 sync_request, fix_sync_read_error). */
+ * on the new members and goes on (raid1 sync_request, fix_sync_read_error). */
 struct copy_retry {
     struct uraid_array *a;
     struct array_job *j;
     uint8_t *buf;
     uint64_t start;
+    int first;                             /* the mirror to read first, or -1 */
+    struct array_slot *to[URAID_MAX_MEMBERS]; /* the members being filled */
+    int nto;
 };
 
 static int copy_try(void *ctx, uint64_t sector, uint32_t nsec)
 {
     struct copy_retry *c = ctx;
-    int replace = c->j->kind == URAID_JOB_REPLACE;
-    return read_any_mirror(c->a, replace ? c->j->source : -1, replace ? -1 : c->j->slot,
-                           c->buf + (sector - c->start) * SECTOR, sector, nsec, 1);
+    return read_any_mirror(c->a, c->first, -1, c->buf + (sector - c->start) * SECTOR, sector, nsec, 1);
 }
 
 static int copy_lost(void *ctx, uint64_t sector, uint32_t nsec)
 {
     struct copy_retry *c = ctx;
     memset(c->buf + (sector - c->start) * SECTOR, 0, (size_t)nsec * SECTOR);
-    return array_rebuild_unreadable(c->a, c->j, job_target(c->a, c->j), sector, nsec);
+    int rc = 0;
+    for (int i = 0; i < c->nto && rc == 0; i++)
+        rc = array_rebuild_unreadable(c->a, c->j, c->to[i], sector, nsec);
+    return rc;
+}
+
+/* Reads [start, start + nsec) for the members in c->to; on a read error,
+ * down to the sectors: what is listed on the sources is exactly what is lost. */
+static int copy_read(struct copy_retry *c, uint64_t start, uint32_t nsec)
+{
+    int rc = read_any_mirror(c->a, c->first, -1, c->buf, start, nsec, 1);
+    if (rc == -EIO) {
+        static const struct narrow_ops ops = {.try = copy_try, .lost = copy_lost};
+        rc = array_narrow(start, nsec, 1, &ops, c);
+    }
+    return rc;
+}
+
+/* Recovery of [start, start + nsec) under the units' locks: one read from
+ * a mirror in sync there, written to every target not yet past it (the
+ * targets rebuilt together). Targets that are all re-added, in a range
+ * the bitmap shows clean, only move their checkpoints (JOB_SKIPPED). */
+static int raid1_recover_units(struct uraid_array *a, struct array_job *j, uint8_t *buf, uint64_t start, uint32_t nsec)
+{
+    struct io_op w[URAID_MAX_MEMBERS];
+    int nw = 0, plain = 0;
+    unsigned readd = __atomic_load_n(&a->job.readd_mask, __ATOMIC_ACQUIRE);
+    struct copy_retry c = {.a = a, .j = j, .buf = buf, .start = start, .first = -1};
+    for (int i = 0; i < j->ntargets; i++) {
+        int t = j->target[i];
+        if (slot_ok_upto(a, t, start + nsec))
+            continue;
+        plain |= !(readd >> t & 1);
+        c.to[nw] = &a->slot[t];
+        w[nw++] = (struct io_op){.m = a->slot[t].dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
+                                 .offset = (a->slot[t].data_offset + start) * SECTOR};
+    }
+    c.nto = nw;
+    uint64_t rs, re;
+    int skip = !nw || (!plain && !(wib_next_dirty(a, start, &rs, &re) && rs < start + nsec));
+    int rc = skip ? 0 : copy_read(&c, start, nsec);
+    if (rc == 0 && !skip)
+        array_run_ops(a, w, nw);
+    for (int i = 0; i < nw && rc == 0; i++)
+        rc = w[i].result;
+    for (int i = 0; i < nw && rc == 0; i++)
+        __atomic_store_n(&c.to[i]->recovered, start + nsec, __ATOMIC_RELEASE);
+    return rc == 0 && skip ? JOB_SKIPPED : rc;
 }
 
 int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
@@ -237,14 +285,12 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
         for (int i = 0; i < nops && rc == 0; i++)
             if (ops[i].result)
                 rc = array_member_failed(a, who[i], ops[i].result, "resyncing");
-    } else {
-        int replace = j->kind == URAID_JOB_REPLACE;
+    } else if (j->kind == URAID_JOB_REPLACE) {
         struct array_slot *to = job_target(a, j);
         if (rc == 0)
-            rc = read_any_mirror(a, replace ? j->source : -1, replace ? -1 : j->slot, buf, start, nsec, 1);
-        if (rc == -EIO) { /* down to the sectors: what is listed on the sources is exactly what is lost */
-            static const struct narrow_ops ops = {.try = copy_try, .lost = copy_lost};
-            rc = array_narrow(start, nsec, 1, &ops, &(struct copy_retry){a, j, buf, start});
+        if (rc == 0) {
+            struct copy_retry c = {.a = a, .j = j, .buf = buf, .start = start, .first = j->source, .to = {to}, .nto = 1};
+            rc = copy_read(&c, start, nsec);
         }
         if (rc == 0) {
             struct io_op w = {.m = to->dev, .kind = IO_WRITE, .buf = buf, .len = (size_t)nsec * SECTOR,
@@ -254,9 +300,11 @@ int raid1_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, 
         }
         if (rc == 0)
             __atomic_store_n(&to->recovered, start + nsec, __ATOMIC_RELEASE);
+    } else if (rc == 0) {
+        rc = raid1_recover_units(a, j, buf, start, nsec);
     }
     stripe_unlock_set(&a->locks, held, nheld);
-    if (rc)
+    if (rc < 0)
         job_fail(j, "member sectors %llu-%llu: %s failed: %s", (unsigned long long)start,
                  (unsigned long long)(start + nsec - 1), uraid_job_name(j->kind), uraid_strerror(rc));
     return rc;

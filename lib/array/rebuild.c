@@ -1,7 +1,10 @@
-/* Rebuild and replace: background jobs (job.c) that fill one slot's member.
+/* Rebuild and replace: background jobs (job.c) that fill slots' members.
  *
- * Recovery: a spare takes the place of a failed or missing member and is
- * written stripe by stripe from the others. Its superblock says which slot
+ * Recovery: spares take the places of failed or missing members -- every
+ * hole there is a spare for, as md does, plus the slots an interrupted
+ * rebuild left half done -- and are written stripe by stripe from the
+ * others: the survivors are read once per batch and every target's rows of
+ * it rebuilt together (RAID-6 recovers two lost blocks at once). Its superblock says which slot
  * it is for and how far it got (feature RECOVERY_OFFSET, recovery_offset,
  * as md does), so a killed rebuild resumes there. Until the rebuild passes
  * a stripe the new member is treated as missing for that stripe: reads
@@ -9,6 +12,10 @@
  * it later). Each batch of stripes is rebuilt under the stripes' locks, and
  * the member's in-memory checkpoint moves past them before they unlock, so
  * a writer sees either "not rebuilt yet" or "in sync", never half of it.
+ * A member re-added with the write-intent bitmap (manage.c) is rebuilt
+ * only where the bitmap shows writes since it left: the other batches are
+ * passed under their locks (a write that sets a bit after the check finds
+ * the checkpoint past it and writes the member itself).
  *
  * Replace: the old member stays in its slot and in sync while its data is
  * copied onto a spare; rows it cannot read are rebuilt from the others.
@@ -57,43 +64,78 @@ static void drop_extra(struct uraid_array *a, int e)
     memset(&a->extra[a->nextra], 0, sizeof a->extra[0]);
 }
 
+/* ---- targets ------------------------------------------------------------------------ */
+
+/* The member target i of the job writes: a slot being rebuilt, or the
+ * replacement being copied. */
+static struct array_slot *target_of(struct uraid_array *a, const struct array_job *j, int i)
+{
+    return j->kind == URAID_JOB_REPLACE ? &a->replacement : &a->slot[j->target[i]];
+}
+
+/* Targets whose rows of member sectors [start, end) the batch rebuilds (a
+ * bit per target index): those not valid up to end. Replace: its one. */
+static unsigned batch_lost(struct uraid_array *a, const struct array_job *j, uint64_t end)
+{
+    if (j->kind == URAID_JOB_REPLACE)
+        return 1u;
+    unsigned lost = 0;
+    for (int i = 0; i < j->ntargets; i++)
+        if (!slot_ok_upto(a, j->target[i], end))
+            lost |= 1u << i;
+    return lost;
+}
+
+/* Whether [start, start + nsec) needs work: some lost target is a plain
+ * spare, or the bitmap shows a write there since a re-added one left.
+ * Called under the range's locks (see the top of this file). */
+static int batch_needed(struct uraid_array *a, const struct array_job *j, unsigned lost, uint64_t start, uint32_t nsec)
+{
+    if (j->kind == URAID_JOB_REPLACE)
+        return 1;
+    unsigned readd = __atomic_load_n(&a->job.readd_mask, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < j->ntargets; i++)
+        if ((lost >> i & 1) && !(readd >> j->target[i] & 1))
+            return 1;
+    uint64_t rs, re;
+    return wib_next_dirty(a, start, &rs, &re) && rs < start + nsec;
+}
+
+/* Every lost target's checkpoint moves to end (its rows below are valid). */
+static void targets_passed(struct uraid_array *a, const struct array_job *j, unsigned lost, uint64_t end)
+{
+    for (int i = 0; i < j->ntargets; i++)
+        if (lost >> i & 1)
+            __atomic_store_n(&target_of(a, j, i)->recovered, end, __ATOMIC_RELEASE);
+}
+
 /* ---- the checkpoint on disk ------------------------------------------------------ */
 
 static int rebuild_checkpoint(struct uraid_array *a, struct array_job *j)
 {
-    struct array_slot *sl = &a->slot[j->slot];
-    int rc = member_flush(sl->dev);
-    if (rc)
-        return rc;
-    pthread_mutex_lock(&a->meta_lock);
-    sl->sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
-    sl->sb.recovery_offset = __atomic_load_n(&sl->recovered, __ATOMIC_ACQUIRE);
-    pthread_mutex_unlock(&a->meta_lock);
+    for (int i = 0; i < j->ntargets; i++) {
+        struct array_slot *sl = target_of(a, j, i);
+        if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING)
+            continue; /* failed meanwhile */
+        int rc = member_flush(sl->dev);
+        if (rc)
+            return rc;
+        pthread_mutex_lock(&a->meta_lock);
+        sl->sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+        sl->sb.recovery_offset = __atomic_load_n(&sl->recovered, __ATOMIC_ACQUIRE);
+        pthread_mutex_unlock(&a->meta_lock);
+    }
     return array_write_superblocks(a);
 }
 
 static int rebuild_drain(struct uraid_array *a, struct array_job *j);
 static void pipe_free(struct array_job *j);
 
-static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
+/* Target i is whole: in sync, without a recovery offset. */
+static int target_done(struct uraid_array *a, struct array_job *j, int i)
 {
-    struct array_slot *sl = &a->slot[j->slot];
-    if (rc == 0 || rc == -ECANCELED) { /* the batch computed last is valid: keep it */
-        int d = rebuild_drain(a, j);
-        rc = rc ? rc : d;
-    }
-    pipe_free(j);
-    if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING) {
-        job_fail(j, "member %s failed during the rebuild of slot %d", sl->dev ? sl->dev->path : "?", j->slot);
-        return rc ? rc : -EIO;
-    }
-    if (rc) {
-        int c = rebuild_checkpoint(a, j);
-        uraid_log(URAID_LOG_INFO, "member %s: rebuild of slot %d stopped at sector %llu%s", sl->dev->path, j->slot,
-                  (unsigned long long)sl->recovered, c ? " (checkpoint not saved)" : "; it resumes there");
-        return rc;
-    }
-    rc = member_flush(sl->dev);
+    struct array_slot *sl = target_of(a, j, i);
+    int rc = member_flush(sl->dev);
     if (rc) {
         job_fail(j, "member %s: flush failed at the end of the rebuild: %s", sl->dev->path, uraid_strerror(rc));
         return rc;
@@ -103,14 +145,52 @@ static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
     sl->sb.recovery_offset = 0;
     __atomic_store_n(&sl->state, URAID_MEMBER_IN_SYNC, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&a->meta_lock);
-    rc = array_write_superblocks(a);
-    uraid_log(URAID_LOG_INFO, "member %s: slot %d rebuilt", sl->dev->path, j->slot);
+    __atomic_and_fetch(&a->job.readd_mask, ~(1u << j->target[i]), __ATOMIC_ACQ_REL);
+    uraid_log(URAID_LOG_INFO, "member %s: slot %d rebuilt", sl->dev->path, j->target[i]);
     char detail[64];
-    snprintf(detail, sizeof detail, "rebuilt into slot %d", j->slot);
+    snprintf(detail, sizeof detail, "rebuilt into slot %d", j->target[i]);
     array_event(a, "SpareActive", sl->dev->path, detail);
-    if (rc)
-        job_fail(j, "slot %d rebuilt, but the superblocks could not be written: %s", j->slot, uraid_strerror(rc));
-    return rc;
+    return 0;
+}
+
+static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
+{
+    if (rc == 0 || rc == -ECANCELED) { /* the batch computed last is valid: keep it */
+        int d = rebuild_drain(a, j);
+        rc = rc ? rc : d;
+    }
+    pipe_free(j);
+    int failed = -1, done = 0;
+    for (int i = 0; i < j->ntargets; i++) {
+        struct array_slot *sl = target_of(a, j, i);
+        if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != URAID_MEMBER_REBUILDING) {
+            __atomic_and_fetch(&a->job.readd_mask, ~(1u << j->target[i]), __ATOMIC_ACQ_REL);
+            if (failed < 0)
+                failed = i;
+        } else if (rc == 0 && target_done(a, j, i) == 0) {
+            done++;
+        }
+    }
+    if (rc) {
+        int c = rebuild_checkpoint(a, j);
+        for (int i = 0; i < j->ntargets; i++)
+            if (i != failed)
+                uraid_log(URAID_LOG_INFO, "member %s: rebuild of slot %d stopped at sector %llu%s",
+                          target_of(a, j, i)->dev->path, j->target[i],
+                          (unsigned long long)target_of(a, j, i)->recovered,
+                          c ? " (checkpoint not saved)" : "; it resumes there");
+    }
+    int wr = done ? array_write_superblocks(a) : 0;
+    if (failed >= 0) {
+        job_fail(j, "member %s failed during the rebuild of slot %d", target_of(a, j, failed)->dev->path,
+                 j->target[failed]);
+        return rc ? rc : -EIO;
+    }
+    if (rc && rc != -ECANCELED) /* md's recovery_disabled: not retried until the members change */
+        __atomic_store_n(&a->job.auto_disabled, 1, __ATOMIC_RELEASE);
+    if (rc == 0 && wr)
+        job_fail(j, "slots rebuilt, but the superblocks could not be written: %s", uraid_strerror(wr));
+    return rc ? rc : wr;
 }
 
 /* ---- one batch -------------------------------------------------------------------- */
@@ -118,30 +198,33 @@ static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
 /* Rebuilds stripe rows whose batch read failed somewhere: per stripe
  * (reading again only what is missing), then per 4 KiB row group when a
  * whole stripe has too many unreadable blocks (errors on different members
- * in different rows). The rows of the slot being filled end in r->block. */
-static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, const unsigned char *have, int target,
-                               uint8_t *zero)
+ * in different rows). The rows of the slots being filled end in r->block. */
+static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, const unsigned char *have,
+                               const unsigned char *is_target, uint8_t *zero)
 {
     unsigned char failed[URAID_MAX_MEMBERS] = {0};
     int rc = rows_rebuild_any(a, r, zero, failed, have);
     if (rc == 0)
         for (int m = 0; m < a->geom.raid_disks; m++)
-            if (failed[m] && m != target)
+            if (failed[m] && !is_target[m])
                 array_correct_read_error(a, m, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
     return rc;
 }
 
-/* The batch rebuilt last: its write to the new member goes out together
- * with the next batch's reads, so the new member writes while the others
+/* The batch rebuilt last: its writes to the new members go out together
+ * with the next batch's reads, so the new members write while the others
  * read (a rebuild runs at member speed, not half of it). Its stripes are
  * unlocked in between, so a user write may change them: their seqlock
- * counts are kept, and a batch whose count moved is computed again. */
+ * counts are kept, and a batch whose count moved is computed again. Each
+ * buffer holds one batch per target, target after target. */
 struct rebuild_pipe {
     uint8_t *buf[2];
     int cur;                 /* buf[cur] holds the pending batch */
     int have;
+    unsigned lost;           /* the pending batch's targets (batch_lost) */
     uint64_t start;
     uint32_t nsec;
+    size_t batch_bytes;      /* one target's share of a buffer */
     uint32_t gen[MAX_BATCH_STRIPES_REBUILD];
 };
 
@@ -153,23 +236,35 @@ static void add_batch_reads(struct uraid_array *a, struct array_job *j, uint64_t
     int source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
     size_t len = (size_t)nsec * SECTOR;
     for (int m = 0; m < a->geom.raid_disks; m++) {
-        if ((m == j->slot && source < 0) || (source >= 0 && m != source) || !slot_ok_upto(a, m, start + nsec))
+        if ((source >= 0 && m != source) || !slot_ok_upto(a, m, start + nsec))
             continue;
         who[*nops] = m;
         ops[(*nops)++] = array_op(a, m, IO_READ, m == source ? out : mem + (size_t)m * len, nsec, start);
     }
 }
 
-/* Fills out with the new member's rows of the batch from what was read. */
+/* Fills out (one batch_bytes share per target in lost) with the targets'
+ * rows of the batch from what was read. */
 static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
-                         uint8_t *out, const unsigned char *readok, uint8_t *zero)
+                         uint8_t *out, size_t batch_bytes, unsigned lost, const unsigned char *readok, uint8_t *zero)
 {
     int n = a->geom.raid_disks, source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
-    int lost = source >= 0 ? source : j->slot;
     uint32_t c = a->geom.chunk_sectors;
     size_t len = (size_t)nsec * SECTOR;
     if (source >= 0 && readok[source])
         return 0; /* a replace whose source read well is a plain copy */
+    uint8_t *dst[URAID_MAX_MEMBERS] = {0}; /* by slot: where a target's rows go */
+    unsigned char is_target[URAID_MAX_MEMBERS] = {0};
+    if (source >= 0) {
+        dst[source] = out;
+        is_target[source] = 1;
+    } else {
+        for (int i = 0, k = 0; i < j->ntargets; i++)
+            if (lost >> i & 1) {
+                dst[j->target[i]] = out + (size_t)k++ * batch_bytes;
+                is_target[j->target[i]] = 1;
+            }
+    }
     uint64_t s0 = start / c, s1 = (start + nsec + c - 1) / c;
     int rc = 0;
     struct stripe_rows *r = malloc(sizeof *r);
@@ -183,16 +278,17 @@ static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t st
             break;
         size_t at = (size_t)(s - s0) * c * SECTOR;
         for (int m = 0; m < n; m++)
-            r->block[m] = (m == lost ? out : mem + (size_t)m * len) + at;
+            r->block[m] = (dst[m] ? dst[m] : mem + (size_t)m * len) + at;
         rows_mark_unavailable(a, r);
-        r->unavailable[lost] = 1;
+        if (source >= 0)
+            r->unavailable[source] = 1;
         /* members whose batch read failed are read again for this stripe only */
         unsigned char have[URAID_MAX_MEMBERS];
         for (int m = 0; m < n; m++)
-            have[m] = readok[m] && m != lost;
-        rc = rebuild_stripe_rows(a, r, have, lost, zero);
-        if (rc == -EIO) /* md: what no member can give is listed bad on the new member */
-            rc = array_rebuild_rows_unreadable(a, j, r, lost, job_target(a, j), zero);
+            have[m] = readok[m] && !is_target[m];
+        rc = rebuild_stripe_rows(a, r, have, is_target, zero);
+        if (rc == -EIO) /* md: what no member can give is listed bad on the new members */
+            rc = array_rebuild_rows_unreadable(a, j, r, is_target, zero);
         if (rc == 0 && source >= 0)
             array_correct_read_error(a, source, r->block[source], r->nrows, s * c);
         if (rc)
@@ -207,7 +303,7 @@ static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t st
 
 /* Reads and computes batch [start, start + nsec) into out on its own. */
 static int batch_alone(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
-                       uint8_t *out, uint8_t *zero)
+                       uint8_t *out, size_t batch_bytes, unsigned lost, uint8_t *zero)
 {
     struct io_op ops[URAID_MAX_MEMBERS];
     int who[URAID_MAX_MEMBERS], nops = 0;
@@ -216,7 +312,26 @@ static int batch_alone(struct uraid_array *a, struct array_job *j, uint64_t star
     array_run_ops(a, ops, nops);
     for (int i = 0; i < nops; i++)
         readok[who[i]] = ops[i].result == 0;
-    return compute_batch(a, j, start, nsec, mem, out, readok, zero);
+    return compute_batch(a, j, start, nsec, mem, out, batch_bytes, lost, readok, zero);
+}
+
+/* Appends the pending batch's writes, one per target it rebuilds. */
+static int add_pending_writes(struct uraid_array *a, struct array_job *j, const struct rebuild_pipe *P,
+                              const uint8_t *pend, struct io_op *ops, int *nops)
+{
+    if (j->kind == URAID_JOB_REPLACE && __atomic_load_n(&a->replacement_failed, __ATOMIC_ACQUIRE)) {
+        job_fail(j, "member %s failed a write during the replace", a->replacement.dev->path);
+        return -EIO;
+    }
+    for (int i = 0, k = 0; i < (j->kind == URAID_JOB_REPLACE ? 1 : j->ntargets); i++) {
+        if (!(P->lost >> i & 1))
+            continue;
+        struct array_slot *to = target_of(a, j, i);
+        ops[(*nops)++] = (struct io_op){.m = to->dev, .kind = IO_WRITE, .buf = (void *)(pend + (size_t)k++ * P->batch_bytes),
+                                        .len = (size_t)P->nsec * SECTOR,
+                                        .offset = (to->data_offset + P->start) * SECTOR};
+    }
+    return 0;
 }
 
 /* One step: [start, start + nsec) is read (and the pending batch written)
@@ -250,46 +365,42 @@ int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uin
         for (int i = 0; i < npend; i++)
             moved |= stripe_gen(&a->locks, stripes[i]) != P->gen[i];
         if (moved) /* a user wrote to those stripes meanwhile */
-            rc = batch_alone(a, j, P->start, P->nsec, mem, pend, zero);
+            rc = batch_alone(a, j, P->start, P->nsec, mem, pend, P->batch_bytes, P->lost, zero);
     }
-    struct io_op ops[URAID_MAX_MEMBERS + 1];
-    int who[URAID_MAX_MEMBERS + 1], nops = 0;
+    unsigned lost = nsec ? batch_lost(a, j, start + nsec) : 0;
+    int needed = nsec && lost && batch_needed(a, j, lost, start, nsec);
+    struct io_op ops[2 * URAID_MAX_MEMBERS + 1];
+    int who[2 * URAID_MAX_MEMBERS + 1], nops = 0;
     unsigned char readok[URAID_MAX_MEMBERS] = {0};
-    if (rc == 0 && nsec)
+    if (rc == 0 && needed)
         add_batch_reads(a, j, start, nsec, mem, next, ops, who, &nops);
-    int wi = -1;
-    struct array_slot *to = job_target(a, j);
-    struct member *out = to->dev;
-    if (rc == 0 && P->have) {
-        if (j->kind == URAID_JOB_REPLACE && __atomic_load_n(&a->replacement_failed, __ATOMIC_ACQUIRE)) {
-            job_fail(j, "member %s failed a write during the replace", out->path);
-            rc = -EIO;
-        } else {
-            wi = nops;
-            ops[nops++] = (struct io_op){.m = out, .kind = IO_WRITE, .buf = pend, .len = plen,
-                                         .offset = (to->data_offset + P->start) * SECTOR};
-        }
-    }
+    int nreads = nops;
+    if (rc == 0 && P->have)
+        rc = add_pending_writes(a, j, P, pend, ops, &nops);
     if (rc == 0)
         array_run_ops(a, ops, nops);
-    if (rc == 0 && wi >= 0) {
-        rc = ops[wi].result;
+    for (int i = nreads; i < nops && rc == 0; i++) {
+        rc = ops[i].result;
         if (rc)
-            job_fail(j, "member %s: write error at sector %llu during the %s: %s", out->path,
-                     (unsigned long long)(ops[wi].offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
-        else
-            __atomic_store_n(&to->recovered, P->start + P->nsec, __ATOMIC_RELEASE);
+            job_fail(j, "member %s: write error at sector %llu during the %s: %s", ops[i].m->path,
+                     (unsigned long long)(ops[i].offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
+    }
+    if (rc == 0 && P->have) {
+        targets_passed(a, j, P->lost, P->start + P->nsec);
         P->have = 0;
     }
-    if (rc == 0 && nsec) {
-        for (int i = 0; i < nops; i++)
-            if (i != wi)
-                readok[who[i]] = ops[i].result == 0;
-        rc = compute_batch(a, j, start, nsec, mem, next, readok, zero);
+    if (rc == 0 && nsec && !needed) {
+        targets_passed(a, j, lost, start + nsec); /* clean since the re-added members left, or nothing lost */
+        rc = JOB_SKIPPED;
+    } else if (rc == 0 && nsec) {
+        for (int i = 0; i < nreads; i++)
+            readok[who[i]] = ops[i].result == 0;
+        rc = compute_batch(a, j, start, nsec, mem, next, P->batch_bytes, lost, readok, zero);
         if (rc == 0) {
             for (int i = npend; i < ns; i++)
                 P->gen[i - npend] = stripe_gen(&a->locks, stripes[i]);
             P->have = 1;
+            P->lost = lost;
             P->start = start;
             P->nsec = nsec;
             P->cur ^= 1;
@@ -317,13 +428,14 @@ static void pipe_free(struct array_job *j)
     j->priv = NULL;
 }
 
-static int pipe_alloc(struct array_job *j, size_t batch_bytes)
+static int pipe_alloc(struct array_job *j, size_t batch_bytes, int ntargets)
 {
     struct rebuild_pipe *P = calloc(1, sizeof *P);
     if (!P)
         return -ENOMEM;
-    P->buf[0] = aligned_alloc(4096, batch_bytes);
-    P->buf[1] = aligned_alloc(4096, batch_bytes);
+    P->batch_bytes = batch_bytes;
+    P->buf[0] = aligned_alloc(4096, batch_bytes * (size_t)ntargets);
+    P->buf[1] = aligned_alloc(4096, batch_bytes * (size_t)ntargets);
     j->priv = P;
     if (!P->buf[0] || !P->buf[1]) {
         pipe_free(j);
@@ -388,6 +500,119 @@ static int replace_finish(struct uraid_array *a, struct array_job *j, int rc)
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
+/* Puts spare extra[e] into hole `slot` as a member being rebuilt from
+ * sector 0. The member it replaces stays known: a failed one as faulty in
+ * extra[] (and as the slot's old_dev, see array.h), a removed one only
+ * until close (job_retire_member), so it is not listed again. Under
+ * meta_lock and every stripe lock. */
+static int take_spare(struct uraid_array *a, int slot, int e)
+{
+    struct array_slot *sl = &a->slot[slot];
+    struct array_slot spare = a->extra[e];
+    drop_extra(a, e);
+    struct member *old_dev = NULL;
+    uint64_t old_offset = 0;
+    if (sl->dev && sl->state == URAID_MEMBER_MISSING) {
+        int rc = job_retire_member(a, sl->dev);
+        if (rc)
+            return rc;
+    } else if (sl->dev) { /* the failed member stays known (and open) as faulty */
+        struct array_slot *old = &a->extra[a->nextra++];
+        *old = *sl;
+        old->state = URAID_MEMBER_FAULTY;
+        old_dev = sl->dev;
+        old_offset = sl->data_offset;
+    }
+    spare.recovered = 0;
+    spare.state = URAID_MEMBER_REBUILDING;
+    spare.sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+    spare.sb.recovery_offset = 0;
+    if (spare.sb.dev_number < a->sb.max_dev)
+        a->sb.dev_roles[spare.sb.dev_number] = (uint16_t)slot;
+    spare.old_dev = old_dev;
+    spare.old_data_offset = old_offset;
+    slot_publish(a, sl, &spare);
+    return 0;
+}
+
+/* A slot needing a rebuild that no rebuild has begun on. */
+static int is_hole(const struct uraid_array *a, int s)
+{
+    return !slot_ok(a, s) && !(a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING);
+}
+
+/* RECOVER's targets: the slot asked for, or every slot half rebuilt plus
+ * every hole a spare can fill (the named spare goes to the first hole).
+ * Under meta_lock and every stripe lock. */
+static int recover_targets(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                           size_t whylen, int *fresh)
+{
+    int n = a->geom.raid_disks;
+    if (p->slot >= 0 && (p->slot >= n || slot_ok(a, p->slot))) {
+        uraid_why(why, whylen, "slot %d does not need a rebuild", p->slot);
+        return -EINVAL;
+    }
+    int holes = 0, named = p->spare != NULL;
+    for (int s = 0; s < n; s++) {
+        if (p->slot >= 0 && s != p->slot)
+            continue;
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING) {
+            j->target[j->ntargets++] = s; /* resumes at its checkpoint */
+            continue;
+        }
+        if (!is_hole(a, s))
+            continue;
+        holes++;
+        char pwhy[256] = "";
+        int e = pick_spare(a, named ? p->spare : NULL, pwhy, sizeof pwhy);
+        if (e < 0) {
+            if (named || j->ntargets == 0)
+                uraid_why(why, whylen, "%s", pwhy);
+            if (named)
+                return -ENOENT;
+            continue;
+        }
+        named = 0;
+        int rc = take_spare(a, s, e);
+        if (rc) {
+            uraid_why(why, whylen, "out of memory");
+            return rc;
+        }
+        j->target[j->ntargets++] = s;
+        ++*fresh;
+    }
+    if (j->ntargets) {
+        uraid_why(why, whylen, "%s", ""); /* a hole without a spare is not this job's failure */
+        return 0;
+    }
+    if (!holes)
+        uraid_why(why, whylen, "nothing to rebuild: every slot is in sync");
+    return holes ? -ENOENT : -EINVAL;
+}
+
+static int replace_target(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                          size_t whylen)
+{
+    int slot = p->slot;
+    if (slot < 0 || slot >= a->geom.raid_disks || !slot_ok(a, slot)) {
+        uraid_why(why, whylen, "slot %d has no working member to replace", slot);
+        return -EINVAL;
+    }
+    int e = pick_spare(a, p->spare, why, whylen);
+    if (e < 0)
+        return -ENOENT;
+    struct array_slot spare = a->extra[e];
+    drop_extra(a, e);
+    spare.recovered = 0;
+    spare.state = URAID_MEMBER_REBUILDING;
+    j->source = slot;
+    j->target[j->ntargets++] = slot;
+    a->replacement = spare;
+    a->replacement_failed = 0;
+    __atomic_store_n(&a->replace_source, slot, __ATOMIC_RELEASE);
+    return 0;
+}
+
 int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
                     size_t whylen)
 {
@@ -395,94 +620,74 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
      * member is swapped for the spare */
     stripe_lock_all(&a->locks);
     pthread_mutex_lock(&a->meta_lock);
-    int n = a->geom.raid_disks, slot = -1, rc = 0;
-    if (j->kind == URAID_JOB_REPLACE) {
-        slot = p->slot;
-        if (slot < 0 || slot >= n || !slot_ok(a, slot)) {
-            uraid_why(why, whylen, "slot %d has no working member to replace", slot);
-            rc = -EINVAL;
-            goto out;
+    int fresh = 0;
+    int rc = j->kind == URAID_JOB_REPLACE ? replace_target(a, j, p, why, whylen)
+                                          : recover_targets(a, j, p, why, whylen, &fresh);
+    if (rc == 0) {
+        j->slot = j->target[0];
+        if (j->kind == URAID_JOB_RECOVER) {
+            uint64_t unit = a->geom.level == 1 ? 1 : a->geom.chunk_sectors;
+            j->start = j->end;
+            for (int i = 0; i < j->ntargets; i++) /* the lowest checkpoint, in whole stripes */
+                if (a->slot[j->target[i]].recovered / unit * unit < j->start)
+                    j->start = a->slot[j->target[i]].recovered / unit * unit;
         }
-    } else if (p->slot >= 0) {
-        slot = p->slot < n && !slot_ok(a, p->slot) ? p->slot : -1;
-        if (slot < 0) {
-            uraid_why(why, whylen, "slot %d does not need a rebuild", p->slot);
-            rc = -EINVAL;
-            goto out;
-        }
-    } else {
-        for (int s = 0; s < n && slot < 0; s++) /* resume an interrupted rebuild first */
-            if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
-                slot = s;
-        for (int s = 0; s < n && slot < 0; s++)
-            if (!slot_ok(a, s))
-                slot = s;
-        if (slot < 0) {
-            uraid_why(why, whylen, "nothing to rebuild: every slot is in sync");
-            rc = -EINVAL;
-            goto out;
-        }
+        if (a->geom.level != 1 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR, j->ntargets)) != 0)
+            uraid_why(why, whylen, "out of memory");
     }
-    j->slot = slot;
-    struct array_slot *sl = &a->slot[slot];
-    if (j->kind == URAID_JOB_RECOVER && sl->dev && sl->state == URAID_MEMBER_REBUILDING) {
-        j->start = sl->recovered; /* the checkpoint */
-    } else {
-        int e = pick_spare(a, p->spare, why, whylen);
-        if (e < 0) {
-            rc = -ENOENT;
-            goto out;
-        }
-        struct array_slot spare = a->extra[e];
-        drop_extra(a, e);
-        spare.recovered = 0;
-        if (j->kind == URAID_JOB_REPLACE) {
-            j->source = slot;
-            spare.state = URAID_MEMBER_REBUILDING;
-            a->replacement = spare;
-            a->replacement_failed = 0;
-            __atomic_store_n(&a->replace_source, slot, __ATOMIC_RELEASE);
-        } else {
-            struct member *old_dev = NULL;
-            uint64_t old_offset = 0;
-            if (sl->dev) { /* the failed member stays known (and open) as faulty */
-                struct array_slot *old = &a->extra[a->nextra++];
-                *old = *sl;
-                old->state = URAID_MEMBER_FAULTY;
-                old_dev = sl->dev;
-                old_offset = sl->data_offset;
-            }
-            spare.state = URAID_MEMBER_REBUILDING;
-            spare.sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
-            spare.sb.recovery_offset = 0;
-            if (spare.sb.dev_number < a->sb.max_dev)
-                a->sb.dev_roles[spare.sb.dev_number] = (uint16_t)slot;
-            spare.old_dev = old_dev;
-            spare.old_data_offset = old_offset;
-            slot_publish(a, sl, &spare);
-        }
-    }
-    if (rc == 0 && a->geom.level != 1 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR)) != 0)
-        uraid_why(why, whylen, "out of memory");
     j->step = a->geom.level == 1 ? raid1_copy_step : rebuild_step;
     j->finish = j->kind == URAID_JOB_REPLACE ? replace_finish : rebuild_finish;
     j->checkpoint = j->kind == URAID_JOB_REPLACE ? NULL : rebuild_checkpoint;
-out:
     pthread_mutex_unlock(&a->meta_lock);
     stripe_unlock_all(&a->locks);
-    if (rc == 0 && j->kind == URAID_JOB_RECOVER && j->start == 0)
-        rc = array_write_superblocks(a); /* the spare now names its slot */
-    if (rc == 0)
-        uraid_log(URAID_LOG_INFO, "%s of slot %d onto %s from sector %llu", uraid_job_name(j->kind), slot,
-                  j->kind == URAID_JOB_REPLACE ? a->replacement.dev->path : a->slot[slot].dev->path,
-                  (unsigned long long)j->start);
+    if (fresh && rc == 0)
+        rc = array_write_superblocks(a); /* the spares now name their slots */
+    for (int i = 0; i < j->ntargets && rc == 0; i++)
+        uraid_log(URAID_LOG_INFO, "%s of slot %d onto %s from sector %llu%s", uraid_job_name(j->kind), j->target[i],
+                  target_of(a, j, i)->dev->path,
+                  (unsigned long long)(j->kind == URAID_JOB_REPLACE ? 0 : a->slot[j->target[i]].recovered),
+                  (__atomic_load_n(&a->job.readd_mask, __ATOMIC_ACQUIRE) >> j->target[i] & 1)
+                      ? " (re-added: only the chunks the write-intent bitmap marks)"
+                      : "");
     return rc;
+}
+
+/* The slots a running recovery does not cover that a spare could fill. */
+static int recovery_missing_holes(struct uraid_array *a)
+{
+    struct array_job *j = &a->job;
+    pthread_mutex_lock(&a->job_lock); /* the targets are set under it */
+    if (!__atomic_load_n(&j->running, __ATOMIC_ACQUIRE) || j->kind != URAID_JOB_RECOVER) {
+        pthread_mutex_unlock(&a->job_lock);
+        return 0;
+    }
+    int spare = 0, uncovered = 0;
+    pthread_mutex_lock(&a->meta_lock);
+    for (int e = 0; e < a->nextra; e++)
+        spare |= a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE;
+    for (int s = 0; s < a->geom.raid_disks && spare; s++) {
+        int covered = 0;
+        for (int i = 0; i < j->ntargets; i++)
+            covered |= j->target[i] == s;
+        uncovered |= !covered && is_hole(a, s);
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+    pthread_mutex_unlock(&a->job_lock);
+    return uncovered;
 }
 
 void array_maybe_auto_rebuild(struct uraid_array *a)
 {
-    if (!a->auto_rebuild || a->readonly || a->nparity == 0)
+    if (!a->auto_rebuild || a->readonly || a->nparity == 0 || __atomic_load_n(&a->job.frozen, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&a->job.auto_disabled, __ATOMIC_ACQUIRE))
         return;
+    if (recovery_missing_holes(a)) {
+        /* md restarts a recovery to take in a spare that arrived meanwhile:
+         * this one stops (checkpoints kept) and the monitor starts the next */
+        uraid_log(URAID_LOG_INFO, "a spare arrived during the recovery: it restarts to take it in");
+        __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE); /* the monitor sees it end */
+        return;
+    }
     int hole = 0, spare = 0, resumable = 0;
     pthread_mutex_lock(&a->meta_lock);
     for (int s = 0; s < a->geom.raid_disks; s++) {
@@ -505,59 +710,6 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
     int rc = uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why);
     if (rc && rc != -EBUSY)
         uraid_log(URAID_LOG_WARN, "automatic rebuild not started: %s", why);
-}
-
-/* ---- the monitor: starts jobs on behalf of the I/O path -------------------------------- */
-
-static void *monitor_main(void *arg)
-{
-    struct uraid_array *a = arg;
-    pthread_mutex_lock(&a->mon_mu);
-    for (;;) {
-        while (!a->mon_kick && !a->mon_stop)
-            pthread_cond_wait(&a->mon_cv, &a->mon_mu);
-        if (a->mon_stop)
-            break;
-        a->mon_kick = 0;
-        pthread_mutex_unlock(&a->mon_mu);
-        array_maybe_auto_rebuild(a);
-        pthread_mutex_lock(&a->mon_mu);
-    }
-    pthread_mutex_unlock(&a->mon_mu);
-    return NULL;
-}
-
-int array_monitor_start(struct uraid_array *a)
-{
-    pthread_mutex_init(&a->mon_mu, NULL);
-    pthread_cond_init(&a->mon_cv, NULL);
-    int rc = -pthread_create(&a->mon, NULL, monitor_main, a);
-    a->mon_started = rc == 0;
-    return rc;
-}
-
-void array_kick_monitor(struct uraid_array *a)
-{
-    if (!a->mon_started)
-        return;
-    pthread_mutex_lock(&a->mon_mu);
-    a->mon_kick = 1;
-    pthread_cond_signal(&a->mon_cv);
-    pthread_mutex_unlock(&a->mon_mu);
-}
-
-void array_monitor_stop(struct uraid_array *a)
-{
-    if (!a->mon_started)
-        return;
-    pthread_mutex_lock(&a->mon_mu);
-    a->mon_stop = 1;
-    pthread_cond_signal(&a->mon_cv);
-    pthread_mutex_unlock(&a->mon_mu);
-    pthread_join(a->mon, NULL);
-    a->mon_started = 0;
-    pthread_cond_destroy(&a->mon_cv);
-    pthread_mutex_destroy(&a->mon_mu);
 }
 
 void slot_publish(struct uraid_array *a, struct array_slot *dst, const struct array_slot *src)

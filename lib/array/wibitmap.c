@@ -314,6 +314,30 @@ int wib_next_needed(struct uraid_array *a, uint64_t pos, uint64_t *run_start, ui
     return 1;
 }
 
+/* The chunks a re-added member may have missed: every bit set (on disk or
+ * being set) or with writes in flight, or still NEEDED by a resync. */
+static int chunk_dirty(uint32_t w) { return (w & (W_ONDISK | W_WANT | W_COUNT | W_NEEDED)) != 0; }
+
+int wib_next_dirty(struct uraid_array *a, uint64_t pos, uint64_t *run_start, uint64_t *run_end)
+{
+    struct wibitmap *wb = a->bitmap;
+    if (!wb)
+        return 0;
+    uint64_t c = pos / wb->chunk_sectors;
+    while (c < wb->nbits && !chunk_dirty(__atomic_load_n(&wb->w[c], __ATOMIC_ACQUIRE)))
+        c++;
+    if (c >= wb->nbits)
+        return 0;
+    uint64_t e = c;
+    while (e < wb->nbits && chunk_dirty(__atomic_load_n(&wb->w[e], __ATOMIC_ACQUIRE)))
+        e++;
+    *run_start = c * wb->chunk_sectors;
+    *run_end = e * wb->chunk_sectors;
+    if (*run_start < pos)
+        *run_start = pos;
+    return 1;
+}
+
 void wib_resync_done(struct uraid_array *a)
 {
     struct wibitmap *wb = a->bitmap;

@@ -60,6 +60,11 @@ int wib_clear_idle(struct uraid_array *a);
 /* Resync guidance: the first NEEDED member range at or after pos, as
  * [*run_start, *run_end) in whole chunks; 0 when there is none. */
 int wib_next_needed(struct uraid_array *a, uint64_t pos, uint64_t *run_start, uint64_t *run_end);
+/* Recovery of a re-added member: the first member range at or after pos
+ * that may have been written since a member left (bit set, being set, or
+ * a write in flight), in whole chunks; 0 when there is none. Bits are not
+ * cleared while the array is degraded, so they cover every write since. */
+int wib_next_dirty(struct uraid_array *a, uint64_t pos, uint64_t *run_start, uint64_t *run_end);
 /* The resync has covered everything: NEEDED is dropped and idle bits are
  * cleared on disk. */
 void wib_resync_done(struct uraid_array *a);

@@ -133,7 +133,7 @@ static int read_request(int fd, char *req)
     }
 }
 
-/* Background work: check, repair, idle (md's sync_action) and findings. */
+/* Background work: check, repair, idle, frozen (md's sync_action) and findings. */
 static void answer_job(struct uraid_ctl *c, const char *verb, char *out)
 {
     char why[512] = "";
@@ -146,9 +146,13 @@ static void answer_job(struct uraid_ctl *c, const char *verb, char *out)
         return;
     }
     if (!strcmp(verb, "idle")) {
-        rc = uraid_job_cancel(c->a);
+        rc = uraid_job_idle(c->a);
+    } else if (!strcmp(verb, "frozen")) {
+        rc = uraid_job_freeze(c->a);
     } else {
         struct uraid_job_params p = {.slot = -1};
+        /* md: writing check or repair to sync_action thaws a frozen array */
+        __atomic_store_n(&c->a->job.frozen, 0, __ATOMIC_RELEASE);
         rc = uraid_job_start(c->a, !strcmp(verb, "check") ? URAID_JOB_CHECK : URAID_JOB_REPAIR, &p, why, sizeof why);
     }
     if (rc)
@@ -191,7 +195,8 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     char why[512] = "";
     int rc;
     int takes_arg = !strcmp(verb, "fail") || !strcmp(verb, "remove") || !strcmp(verb, "add");
-    if (!strcmp(verb, "check") || !strcmp(verb, "repair") || !strcmp(verb, "idle") || !strcmp(verb, "findings")) {
+    if (!strcmp(verb, "check") || !strcmp(verb, "repair") || !strcmp(verb, "idle") || !strcmp(verb, "frozen") ||
+        !strcmp(verb, "findings")) {
         if (*arg) {
             snprintf(out, RESPONSE_BYTES, "error: '%s' takes no argument\n", verb);
             return 0;
@@ -216,7 +221,7 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     }
     if (!takes_arg) {
         /* the verb is at most MAX_REQUEST bytes: quote a bounded part */
-        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop, check, repair, idle, findings)\n", verb,
+        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop, check, repair, idle, frozen, findings)\n", verb,
                  strlen(verb) > 64 ? "..." : "");
         return 0;
     }
@@ -232,8 +237,8 @@ static int answer(struct uraid_ctl *c, char *req, int len)
         rc = array_manage_add(c->a, arg, why, sizeof why);
     if (rc)
         snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
-    else
-        snprintf(out, RESPONSE_BYTES, "ok\n");
+    else /* an add may say how it was taken (re-added, or a spare for a full rebuild) */
+        snprintf(out, RESPONSE_BYTES, "ok\n%s%s", why, why[0] ? "\n" : "");
     return 0;
 }
 

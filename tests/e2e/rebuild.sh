@@ -5,6 +5,10 @@
 # with a Recovery Offset, as md writes it), run again: it resumes there and
 # the array is whole and identical; `uraid replace` while the old member has
 # read errors; the refusals, each one line with a non-zero exit.
+# Then a RAID-6 with two members lost and two spares: ONE `uraid rebuild`
+# makes it whole (mdadm --examine: "Array State : AAAAAA" on every member);
+# and `uraid add --re-add` of a member that missed some writes rebuilds only
+# the chunks the write-intent bitmap marks.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
@@ -87,4 +91,55 @@ expect "after replace: data identical without members 4 and 5" 0 "" sh -c \
 t_mdadm_agrees "after rebuild and replace" $final
 expect "replace: not a member" 2 "is not an active member" $URAID replace $final --old /x.img --with "$(d 3)"
 expect "replace: missing --with" 2 "give the member to replace" $URAID replace $final --old "$(d 4)"
+
+# RAID-6, two members lost, two spares: one rebuild fills both slots
+for i in 0 1 2 3 4 5; do truncate -s 24M "$t_tmp/r$i.img"; done
+truncate -s 24M "$t_tmp/sa.img"; truncate -s 24M "$t_tmp/sb.img"
+r6="$t_tmp/r0.img $t_tmp/r1.img $t_tmp/r2.img $t_tmp/r3.img $t_tmp/r4.img $t_tmp/r5.img"
+expect "create RAID-6 for two holes" 0 "" $URAID create --level 6 --raid-devices 6 --chunk 64K $r6
+head -c 80M /dev/urandom >"$t_tmp/data6"
+want6=$(sha256sum <"$t_tmp/data6" | cut -c1-64)
+expect "write data" 0 "" $URAID write $r6 <"$t_tmp/data6"
+rm -f "$t_tmp/r1.img" "$t_tmp/r4.img"
+left6="$t_tmp/r0.img $t_tmp/r2.img $t_tmp/r3.img $t_tmp/r5.img"
+expect "one rebuild fills both empty slots" 0 "slots 1 and 4 rebuilt" \
+    $URAID rebuild $left6 --spare "$t_tmp/sa.img" --spare "$t_tmp/sb.img"
+whole6="$t_tmp/r0.img $t_tmp/sa.img $t_tmp/r2.img $t_tmp/r3.img $t_tmp/sb.img $t_tmp/r5.img"
+expect "whole after one rebuild [6/6]" 0 "\[6/6\] \[UUUUUU\]" $URAID detail $whole6
+bad=""
+for m in $whole6; do
+    mdadm --examine "$m" 2>&1 | grep -q "Array State : AAAAAA" || bad="$bad $m"
+done
+[ -z "$bad" ] && t_ok "mdadm --examine: every slot active on every member" || t_fail "Array State" "not AAAAAA on:$bad"
+expect "data identical from the two rebuilt members and two others" 0 "" sh -c \
+    "$URAID cat $t_tmp/sa.img $t_tmp/sb.img $t_tmp/r2.img $t_tmp/r3.img | head -c 83886080 | sha256sum | grep -q $want6"
+t_mdadm_agrees "after one rebuild of two slots" $whole6
+
+# re-add with the write-intent bitmap: q3 misses one write, then comes back
+for i in 0 1 2 3; do truncate -s 24M "$t_tmp/q$i.img"; done
+q="$t_tmp/q0.img $t_tmp/q1.img $t_tmp/q2.img $t_tmp/q3.img"
+expect "create RAID-5 with a bitmap" 0 "" $URAID create --level 5 --raid-devices 4 --chunk 64K \
+    --bitmap internal --bitmap-chunk 1M $q
+head -c 60M /dev/urandom >"$t_tmp/dq"
+expect "write data" 0 "" $URAID write $q <"$t_tmp/dq"
+head -c 65536 /dev/urandom >"$t_tmp/piece"
+dd if="$t_tmp/piece" of="$t_tmp/dq" bs=65536 seek=300 conv=notrunc 2>/dev/null
+expect "a write while q3 is away" 0 "" $URAID write --offset $((300 * 65536)) \
+    "$t_tmp/q0.img" "$t_tmp/q1.img" "$t_tmp/q2.img" <"$t_tmp/piece"
+wantq=$(sha256sum <"$t_tmp/dq" | cut -c1-64)
+expect "add --re-add: back into its slot" 0 "re-added to slot 3" \
+    $URAID add "$t_tmp/q0.img" "$t_tmp/q1.img" "$t_tmp/q2.img" --re-add "$t_tmp/q3.img"
+worked=$(sed -n 's/.*rebuilt; \([0-9]*\) of \([0-9]*\) sectors per member worked on.*/\1 \2/p' "$t_tmp/out")
+set -- $worked
+if [ -n "$1" ] && [ "$1" -gt 0 ] && [ $(($1 * 4)) -le "$2" ]; then
+    t_ok "re-add rebuilt only the dirty chunks ($1 of $2 sectors)"
+else
+    t_fail "re-add worked sectors" "$(cat "$t_tmp/out")"
+fi
+expect "whole after the re-add [4/4]" 0 "\[4/4\] \[UUUU\]" $URAID detail $q
+expect "data identical from the re-added member and two others" 0 "" sh -c \
+    "$URAID cat $t_tmp/q1.img $t_tmp/q2.img $t_tmp/q3.img | head -c 62914560 | sha256sum | grep -q $wantq"
+expect "check after the re-add: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $q
+expect "--re-add of a file that never was a member: one line" 1 "did not hold a slot\|cannot\|not" \
+    $URAID add $q --re-add "$t_tmp/new.img"
 t_finish

@@ -80,6 +80,11 @@ if command -v nbdkit >/dev/null 2>&1; then
     if [ -S "$ctl" ]; then
         expect "serving: check starts" 0 "check started" $URAID check --control "$ctl"
         expect "serving: a second job is refused" 1 "already running" $URAID repair --control "$ctl"
+        # the speed is shown once measured (no "speed=0K/sec" before): wait for it
+        n=0
+        until $URAID status --control "$ctl" 2>/dev/null | grep -q "check = .*speed=\|check finished" || [ $n -ge 50 ]; do
+            sleep 0.1; n=$((n + 1))
+        done
         expect "serving: status shows progress" 0 "check = .*speed=" $URAID status --control "$ctl"
         t_expect "serving: idle stops it" $URAID idle --control "$ctl"
         expect "serving: status says stopped" 0 "background: check stopped" $URAID status --control "$ctl"
