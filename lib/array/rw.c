@@ -173,7 +173,7 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
                 continue;
             if (direct_failed)
                 uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
-                          a->slot[pieces[i].ad.disk].dev->path, (unsigned long long)(ops[op].offset / SECTOR),
+                          ops[op].m->path, (unsigned long long)(ops[op].offset / SECTOR),
                           uraid_strerror(ops[op].result));
             rc = read_rebuild_piece(a, pieces[i].buf, &pieces[i].ad, pieces[i].nsec, direct_failed, &rb);
         }

@@ -132,7 +132,7 @@ int rows_read_and_rebuild(struct uraid_array *a, struct stripe_rows *r, uint8_t 
             if (failed)
                 failed[who[i]] = 1;
             uraid_log(URAID_LOG_WARN, "member %s: read error at sector %llu (%s); rebuilding from the other members",
-                      a->slot[who[i]].dev->path, (unsigned long long)(ops[i].offset / SECTOR),
+                      ops[i].m->path, (unsigned long long)(ops[i].offset / SECTOR),
                       uraid_strerror(ops[i].result));
         }
     int rc = rows_rebuild(a, r, zero);
