@@ -228,67 +228,63 @@ struct rebuild_pipe {
     uint32_t gen[MAX_BATCH_STRIPES_REBUILD];
 };
 
-/* Appends the member reads batch [start, start + nsec) needs: every slot
- * that can serve it (replace: the source only, straight into out). */
-static void add_batch_reads(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
-                            uint8_t *out, struct io_op *ops, int *who, int *nops)
+/* Where batch [start, start + nsec) lives (the stripe layer's batch):
+ * each lost target's rows in its share of out (replace: the source's rows,
+ * read straight into out), every other member's at mem + m * len. */
+struct rebuild_batch {
+    struct stripe_batch b;
+    unsigned char is_target[URAID_MAX_MEMBERS]; /* by slot: rows being filled */
+    unsigned char skip[URAID_MAX_MEMBERS];      /* by slot: not read (replace: all but the source) */
+    int source;                                 /* replace: the slot copied, else -1 */
+};
+
+static void batch_layout(struct uraid_array *a, const struct array_job *j, uint64_t start, uint32_t nsec,
+                         uint8_t *mem, uint8_t *out, size_t batch_bytes, unsigned lost, struct rebuild_batch *rb)
 {
-    int source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
     size_t len = (size_t)nsec * SECTOR;
+    memset(rb, 0, sizeof *rb);
+    rb->b.start = start;
+    rb->b.end = start + nsec;
+    rb->source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
     for (int m = 0; m < a->geom.raid_disks; m++) {
-        if ((source >= 0 && m != source) || !slot_ok_upto(a, m, start + nsec))
-            continue;
-        who[*nops] = m;
-        ops[(*nops)++] = array_op(a, m, IO_READ, m == source ? out : mem + (size_t)m * len, nsec, start);
+        rb->b.base[m] = mem + (size_t)m * len;
+        rb->skip[m] = rb->source >= 0 && m != rb->source;
     }
+    if (rb->source >= 0) {
+        rb->b.base[rb->source] = out;
+        rb->is_target[rb->source] = 1;
+        return;
+    }
+    for (int i = 0, k = 0; i < j->ntargets; i++)
+        if (lost >> i & 1) {
+            rb->b.base[j->target[i]] = out + (size_t)k++ * batch_bytes;
+            rb->is_target[j->target[i]] = 1;
+        }
 }
 
-/* Fills out (one batch_bytes share per target in lost) with the targets'
- * rows of the batch from what was read. */
-static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
-                         uint8_t *out, size_t batch_bytes, unsigned lost, const unsigned char *readok, uint8_t *zero)
+/* Fills the lost targets' rows of the batch from what was read. */
+static int compute_batch(struct uraid_array *a, struct array_job *j, struct rebuild_batch *rb, uint8_t *zero)
 {
-    int n = a->geom.raid_disks, source = j->kind == URAID_JOB_REPLACE ? j->source : -1;
+    int n = a->geom.raid_disks, source = rb->source;
     uint32_t c = a->geom.chunk_sectors;
-    size_t len = (size_t)nsec * SECTOR;
-    if (source >= 0 && readok[source])
+    if (source >= 0 && rb->b.readok[source])
         return 0; /* a replace whose source read well is a plain copy */
-    uint8_t *dst[URAID_MAX_MEMBERS] = {0}; /* by slot: where a target's rows go */
-    unsigned char is_target[URAID_MAX_MEMBERS] = {0};
-    if (source >= 0) {
-        dst[source] = out;
-        is_target[source] = 1;
-    } else {
-        for (int i = 0, k = 0; i < j->ntargets; i++)
-            if (lost >> i & 1) {
-                dst[j->target[i]] = out + (size_t)k++ * batch_bytes;
-                is_target[j->target[i]] = 1;
-            }
-    }
-    uint64_t s0 = start / c, s1 = (start + nsec + c - 1) / c;
     int rc = 0;
     struct stripe_rows *r = malloc(sizeof *r);
     if (!r)
         return -ENOMEM;
-    for (uint64_t s = s0; s < s1 && rc == 0; s++) {
-        memset(r, 0, sizeof *r);
-        r->stripe = s;
-        r->nrows = (uint32_t)((s + 1) * c <= start + nsec ? c : start + nsec - s * c);
-        if ((rc = layout_stripe(&a->geom, s, &r->map)) != 0)
+    for (uint64_t s = rb->b.start / c; s * c < rb->b.end && rc == 0; s++) {
+        if ((rc = stripe_batch_rows(a, &rb->b, s, r)) != 0)
             break;
-        size_t at = (size_t)(s - s0) * c * SECTOR;
-        for (int m = 0; m < n; m++)
-            r->block[m] = (dst[m] ? dst[m] : mem + (size_t)m * len) + at;
-        rows_mark_unavailable(a, r);
         if (source >= 0)
             r->unavailable[source] = 1;
         /* members whose batch read failed are read again for this stripe only */
         unsigned char have[URAID_MAX_MEMBERS];
         for (int m = 0; m < n; m++)
-            have[m] = readok[m] && !is_target[m];
-        rc = rebuild_stripe_rows(a, r, have, is_target, zero);
+            have[m] = rb->b.readok[m] && !rb->is_target[m];
+        rc = rebuild_stripe_rows(a, r, have, rb->is_target, zero);
         if (rc == -EIO) /* md: what no member can give is listed bad on the new members */
-            rc = array_rebuild_rows_unreadable(a, j, r, is_target, zero);
+            rc = array_rebuild_rows_unreadable(a, j, r, rb->is_target, zero);
         if (rc == 0 && source >= 0)
             array_correct_read_error(a, source, r->block[source], r->nrows, s * c);
         if (rc)
@@ -305,14 +301,10 @@ static int compute_batch(struct uraid_array *a, struct array_job *j, uint64_t st
 static int batch_alone(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec, uint8_t *mem,
                        uint8_t *out, size_t batch_bytes, unsigned lost, uint8_t *zero)
 {
-    struct io_op ops[URAID_MAX_MEMBERS];
-    int who[URAID_MAX_MEMBERS], nops = 0;
-    unsigned char readok[URAID_MAX_MEMBERS] = {0};
-    add_batch_reads(a, j, start, nsec, mem, out, ops, who, &nops);
-    array_run_ops(a, ops, nops);
-    for (int i = 0; i < nops; i++)
-        readok[who[i]] = ops[i].result == 0;
-    return compute_batch(a, j, start, nsec, mem, out, batch_bytes, lost, readok, zero);
+    struct rebuild_batch rb;
+    batch_layout(a, j, start, nsec, mem, out, batch_bytes, lost, &rb);
+    stripe_batch_read(a, &rb.b, rb.skip);
+    return compute_batch(a, j, &rb, zero);
 }
 
 /* Appends the pending batch's writes, one per target it rebuilds. */
@@ -371,9 +363,11 @@ int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uin
     int needed = nsec && lost && batch_needed(a, j, lost, start, nsec);
     struct io_op ops[2 * URAID_MAX_MEMBERS + 1];
     int who[2 * URAID_MAX_MEMBERS + 1], nops = 0;
-    unsigned char readok[URAID_MAX_MEMBERS] = {0};
-    if (rc == 0 && needed)
-        add_batch_reads(a, j, start, nsec, mem, next, ops, who, &nops);
+    struct rebuild_batch rb;
+    if (rc == 0 && needed) {
+        batch_layout(a, j, start, nsec, mem, next, P->batch_bytes, lost, &rb);
+        nops = stripe_batch_reads(a, &rb.b, rb.skip, ops, who);
+    }
     int nreads = nops;
     if (rc == 0 && P->have)
         rc = add_pending_writes(a, j, P, pend, ops, &nops);
@@ -393,9 +387,8 @@ int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uin
         targets_passed(a, j, lost, start + nsec); /* clean since the re-added members left, or nothing lost */
         rc = JOB_SKIPPED;
     } else if (rc == 0 && nsec) {
-        for (int i = 0; i < nreads; i++)
-            readok[who[i]] = ops[i].result == 0;
-        rc = compute_batch(a, j, start, nsec, mem, next, P->batch_bytes, lost, readok, zero);
+        stripe_batch_results(&rb.b, ops, who, nreads);
+        rc = compute_batch(a, j, &rb, zero);
         if (rc == 0) {
             for (int i = npend; i < ns; i++)
                 P->gen[i - npend] = stripe_gen(&a->locks, stripes[i]);
