@@ -110,17 +110,42 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The kinds of job, one row each (as the parity registry lists its
+ * routines): md's name, the set-up that picks the kind's step, finish and
+ * checkpoint for this array's level, and what the runner does for it. A
+ * reshape becomes one more row. */
+typedef int (*job_prepare_fn)(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p,
+                              char *why, size_t whylen);
+struct job_kind {
+    enum uraid_job_kind kind;
+    const char *name;          /* md's sync_action word (mdstat's for recovery) */
+    job_prepare_fn prepare;    /* NULL: cannot be started */
+    int counts_mismatches;     /* reports mismatch_cnt (check, repair) */
+    int disable_on_error;      /* an automatic retry waits for a member change (resync;
+                                * rebuild_finish decides for a recovery) */
+};
+
+static const struct job_kind job_kinds[] = {
+    {URAID_JOB_IDLE, "idle", NULL, 0, 0},
+    {URAID_JOB_RECOVER, "recovery", rebuild_prepare, 0, 0},
+    {URAID_JOB_REPLACE, "replace", rebuild_prepare, 0, 0},
+    {URAID_JOB_CHECK, "check", scrub_prepare, 1, 0},
+    {URAID_JOB_REPAIR, "repair", scrub_prepare, 1, 0},
+    {URAID_JOB_RESYNC, "resync", resync_prepare, 0, 1},
+};
+
+static const struct job_kind *kind_of(enum uraid_job_kind kind)
+{
+    for (size_t i = 0; i < sizeof job_kinds / sizeof job_kinds[0]; i++)
+        if (job_kinds[i].kind == kind)
+            return &job_kinds[i];
+    return NULL;
+}
+
 const char *uraid_job_name(enum uraid_job_kind kind)
 {
-    switch (kind) {
-    case URAID_JOB_IDLE: return "idle";
-    case URAID_JOB_RECOVER: return "recovery";
-    case URAID_JOB_REPLACE: return "replace";
-    case URAID_JOB_CHECK: return "check";
-    case URAID_JOB_REPAIR: return "repair";
-    case URAID_JOB_RESYNC: return "resync";
-    }
-    return "?";
+    const struct job_kind *k = kind_of(kind);
+    return k ? k->name : "?";
 }
 
 void job_add_finding(struct array_job *j, const struct uraid_finding *f)
@@ -253,7 +278,7 @@ static void *job_main(void *arg)
         rc = j->finish(a, j, rc);
     j->result = rc;
     j->elapsed_ns = now_ns() - t0;
-    if (rc && rc != -ECANCELED && j->kind == URAID_JOB_RESYNC) /* rebuild_finish decides for a recovery */
+    if (rc && rc != -ECANCELED && kind_of(j->kind)->disable_on_error)
         __atomic_store_n(&j->auto_disabled, 1, __ATOMIC_RELEASE);
     if (rc && rc != -ECANCELED && !j->why[0])
         job_fail(j, "%s stopped: %s", uraid_job_name(j->kind), uraid_strerror(rc));
@@ -263,7 +288,7 @@ static void *job_main(void *arg)
     char detail[400];
     int len = snprintf(detail, sizeof detail, "%s %s", uraid_job_name(j->kind),
                        rc == 0 ? "finished" : rc == -ECANCELED ? "stopped" : "failed");
-    if (j->kind == URAID_JOB_CHECK || j->kind == URAID_JOB_REPAIR)
+    if (kind_of(j->kind)->counts_mismatches)
         len += snprintf(detail + len, sizeof detail - (size_t)len, ", mismatch_cnt %llu",
                         (unsigned long long)__atomic_load_n(&j->mismatch_sectors, __ATOMIC_RELAXED));
     if (j->why[0])
@@ -338,17 +363,10 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     j->start = 0;
     j->end = a->geom.level == 1 ? a->member_sectors
                                 : a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors;
-    int rc;
-    switch (kind) {
-    case URAID_JOB_RECOVER:
-    case URAID_JOB_REPLACE: rc = rebuild_prepare(a, j, p, why, whylen); break;
-    case URAID_JOB_CHECK:
-    case URAID_JOB_REPAIR: rc = scrub_prepare(a, j, p, why, whylen); break;
-    case URAID_JOB_RESYNC: rc = resync_prepare(a, j, p, why, whylen); break;
-    default:
+    const struct job_kind *k = kind_of(kind);
+    int rc = k && k->prepare ? k->prepare(a, j, p, why, whylen) : -EINVAL;
+    if (!k || !k->prepare)
         uraid_why(why, whylen, "unknown job");
-        rc = -EINVAL;
-    }
     if (rc == 0) {
         j->done = j->start;
         j->t0_ns = now_ns();
@@ -449,6 +467,13 @@ int uraid_job_idle(struct uraid_array *a)
     return 0;
 }
 
+void array_notify(struct uraid_array *a, enum array_note note)
+{
+    if (note == NOTE_TARGET_FAILED)
+        __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE); /* rebuild_finish sees which target failed */
+    array_kick_monitor(a); /* a job starts on the monitor's thread, never on the I/O path's */
+}
+
 void job_members_changed(struct uraid_array *a) { __atomic_store_n(&a->job.auto_disabled, 0, __ATOMIC_RELEASE); }
 
 int job_retire_member(struct uraid_array *a, struct member *dev)
@@ -510,7 +535,7 @@ void uraid_job_progress_line(const struct uraid_job_status *st, char *buf, size_
     if (!st->running) {
         const char *how = st->result == 0 ? "finished" : st->result == -ECANCELED ? "stopped" : "failed";
         int o = snprintf(buf, len, "background: %s %s after %.1fs", name, how, (double)st->elapsed_ms / 1000.0);
-        if (o > 0 && (size_t)o < len && (st->kind == URAID_JOB_CHECK || st->kind == URAID_JOB_REPAIR))
+        if (o > 0 && (size_t)o < len && kind_of(st->kind) && kind_of(st->kind)->counts_mismatches)
             o += snprintf(buf + o, len - (size_t)o, ", mismatch_cnt %llu, repaired %llu sectors",
                           (unsigned long long)st->mismatch_sectors, (unsigned long long)st->repaired_sectors);
         if (o > 0 && (size_t)o < len && st->result && st->why[0])

@@ -77,6 +77,14 @@ int job_retire_member(struct uraid_array *a, struct member *dev);
  * automatic job that failed may be tried again. */
 void job_members_changed(struct uraid_array *a);
 
+/* All the I/O path tells maintenance (it never calls into job code):
+ * never blocks, safe with stripe locks held. */
+enum array_note {
+    NOTE_MEMBER_FAILED,  /* a working member was marked faulty: look for a spare */
+    NOTE_TARGET_FAILED,  /* a member a job writes failed: the job ends at its next batch */
+};
+void array_notify(struct uraid_array *a, enum array_note note);
+
 /* Records a finding (kept up to a bound; the count goes on). */
 void job_add_finding(struct array_job *j, const struct uraid_finding *f);
 /* Sets the job's one-line reason (first one wins). */

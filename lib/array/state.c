@@ -61,7 +61,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
         if (dn < a->sb.max_dev)
             a->sb.dev_roles[dn] = MD_ROLE_FAULTY;
         pthread_mutex_unlock(&a->meta_lock);
-        __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE);
+        array_notify(a, NOTE_TARGET_FAILED);
         uraid_log(URAID_LOG_WARN, "member %s %s during its rebuild: marked faulty", a->slot[m].dev->path, cause);
         array_write_superblocks(a);
         char detail[320];
@@ -93,7 +93,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     pthread_mutex_unlock(&a->meta_lock);
 
     int rc = array_write_superblocks(a);
-    array_kick_monitor(a); /* this thread may hold stripe locks: a job starts elsewhere */
+    array_notify(a, NOTE_MEMBER_FAILED); /* this thread may hold stripe locks: a job starts elsewhere */
     char st[URAID_MAX_MEMBERS + 3];
     status_text(a, st);
     uraid_log(URAID_LOG_WARN, "member %s %s: marked faulty, the array continues degraded %s%s", path, cause, st,
