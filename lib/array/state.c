@@ -187,10 +187,10 @@ static void invariant_broken(const struct uraid_array *a, const char *what, int 
 void array_check_invariants(const struct uraid_array *a)
 {
 #ifndef NDEBUG
-    int not_in_sync = 0;
-    if (a->dirty && a->readonly)
+    int not_in_sync = 0, dirty = __atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE); /* set without meta_lock */
+    if (dirty && a->readonly)
         invariant_broken(a, "dirty while read-only", -1);
-    if (a->opened_dirty && !a->dirty)
+    if (a->opened_dirty && !dirty)
         invariant_broken(a, "opened dirty but not dirty", -1);
     for (int s = 0; s < a->geom.raid_disks; s++) {
         const struct array_slot *sl = &a->slot[s];
