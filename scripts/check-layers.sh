@@ -29,7 +29,6 @@ lib/array/rebuild      jobs    5  -
 lib/array/resync       jobs    5  -
 lib/array/scrub        jobs    5  -
 lib/jobs/              jobs    5  -
-lib/array/stripe       stripe  4  -
 lib/array/dataio       stripe  4  -
 lib/array/badsector.c  stripe  4  -
 lib/stripe/            stripe  4  -
@@ -48,8 +47,8 @@ include/               base    0  -
 # (as resolved) although it lies above | why. Each is an upward include that
 # work in progress elsewhere removes.
 LAYERS_EXCEPTIONS='
-stripe  lib/array/array.h  the stripe code (dataio.h) reads struct uraid_array (slots, geometry, locks, engine), defined with the array; the stripe-path work gives the stripe layer its own view
-jobs    lib/array/array.h  the jobs (job.c) read struct uraid_array (job lock, slots) and write superblocks through array.c; the job-table work narrows this to a notification
+stripe  lib/array/array.h  the stripe handler reads the shared state of the array (struct uraid_array: slot table, geometry, locks, engine) as raid5.c reads r5conf; a state struct of its own below the array would remove this
+jobs    lib/array/array.h  the job runner (job.c) takes the job lock of the array and writes superblocks through array.c; the I/O path reaches the jobs only through array_notify
 '
 
 # Headers the math layer may not include: it does no I/O.
