@@ -27,6 +27,21 @@ struct job_opts {
     int nreadd;
 };
 
+/* The name argv[*i] into list, and with `follow` every name after it up
+ * to the next option (add's --spare NEW... and --re-add OLD...). */
+static int take_names(const char *verb, const char *what, int argc, char **argv, int *i, int follow,
+                      const char **list, int *n)
+{
+    do {
+        if (*n >= URAID_MAX_MEMBERS) {
+            cli_error(verb, "too many %s", what);
+            return -1;
+        }
+        list[(*n)++] = argv[*i];
+    } while (follow && *i + 1 < argc && argv[*i + 1][0] != '-' && ++*i);
+    return 1;
+}
+
 static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *ctx)
 {
     struct job_opts *o = ctx;
@@ -44,21 +59,9 @@ static int parse_job_opt(const char *verb, int argc, char **argv, int *i, void *
         if (cli_parse_speed(verb, v, &o->speed_max_kib))
             return -1;
     } else if (!strcmp(a, "--spare")) {
-        if (o->nspare >= URAID_MAX_MEMBERS) {
-            cli_error(verb, "too many spares");
-            return -1;
-        }
-        o->spare[o->nspare++] = v;
-        while (o->spares_follow && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nspare < URAID_MAX_MEMBERS)
-            o->spare[o->nspare++] = argv[++*i];
+        return take_names(verb, "spares", argc, argv, i, o->spares_follow, o->spare, &o->nspare);
     } else if (!strcmp(a, "--re-add")) {
-        if (o->nreadd >= URAID_MAX_MEMBERS) {
-            cli_error(verb, "too many members to re-add");
-            return -1;
-        }
-        o->readd[o->nreadd++] = v;
-        while (o->spares_follow && *i + 1 < argc && argv[*i + 1][0] != '-' && o->nreadd < URAID_MAX_MEMBERS)
-            o->readd[o->nreadd++] = argv[++*i];
+        return take_names(verb, "members to re-add", argc, argv, i, o->spares_follow, o->readd, &o->nreadd);
     } else if (!strcmp(a, "--with")) {
         o->with = v;
     } else {
