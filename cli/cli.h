@@ -44,6 +44,11 @@ int cmd_resync(int argc, char **argv);
  * $URAID_CONTROL, else the only socket in URAID_CTL_DEFAULT_DIR. Returns
  * 0, or an exit status after a one-line error (none, or several). */
 int cli_default_control(const char *verb, char *out, size_t len);
+/* Where a serving array's control socket goes by default:
+ * URAID_CTL_DEFAULT_DIR/<uuid as hex>.sock, the directory made (0700) if
+ * need be. NULL when it cannot be made or written (serving does not
+ * depend on it). */
+const char *cli_default_socket_of(struct uraid_array *a, char *buf, size_t len);
 
 /* Waits for the array's background job, showing its progress on stderr;
  * SIGINT/SIGTERM cancel the job (cli_interrupted() then says so). Returns

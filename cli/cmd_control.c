@@ -8,8 +8,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "uraid_ctl.h"
@@ -52,6 +54,20 @@ static int default_socket(char *out, size_t len)
     if (n > 1)
         snprintf(out, len, "%s", names);
     return n == 0 ? -ENOENT : n > 1 ? -EEXIST : 0;
+}
+
+const char *cli_default_socket_of(struct uraid_array *a, char *buf, size_t len)
+{
+    if ((mkdir(URAID_CTL_DEFAULT_DIR, 0700) && errno != EEXIST) || access(URAID_CTL_DEFAULT_DIR, W_OK))
+        return NULL;
+    static struct uraid_array_info info; /* ~80 KiB; called once, before any worker */
+    if (uraid_get_info(a, &info))
+        return NULL;
+    int k = snprintf(buf, len, "%s/", URAID_CTL_DEFAULT_DIR);
+    for (int i = 0; i < 16; i++)
+        k += snprintf(buf + k, len - (size_t)k, "%02x", info.uuid[i]);
+    snprintf(buf + k, len - (size_t)k, ".sock");
+    return buf;
 }
 
 int cli_default_control(const char *verb, char *out, size_t len)

@@ -78,22 +78,6 @@ static void on_ctl_stop(void *ctx)
     kill(getpid(), SIGTERM);
 }
 
-/* Without --control the socket goes where `uraid status/fail/...` look by
- * default (like `uraid serve`): URAID_CTL_DEFAULT_DIR/<uuid>.sock, only
- * when that directory can be made (root); serving must not depend on it. */
-static const char *default_control(struct uraid_array *a, char *buf, size_t len)
-{
-    if ((mkdir(URAID_CTL_DEFAULT_DIR, 0700) && errno != EEXIST) || access(URAID_CTL_DEFAULT_DIR, W_OK))
-        return NULL;
-    static struct uraid_array_info info; /* ~80 KiB; called once, before any worker */
-    if (uraid_get_info(a, &info))
-        return NULL;
-    int k = snprintf(buf, len, "%s/", URAID_CTL_DEFAULT_DIR);
-    for (int i = 0; i < 16; i++)
-        k += snprintf(buf + k, len - (size_t)k, "%02x", info.uuid[i]);
-    snprintf(buf + k, len - (size_t)k, ".sock");
-    return buf;
-}
 
 /* Detached like a mount helper: messages go to syslog, the standard
  * streams to /dev/null, and the parent waiting on `ready` reports success. */
@@ -149,7 +133,7 @@ static int serve(struct cli_members *mem, struct uraid_open_params *op, const ch
         cli_error("mount", "%s", why);
         goto close_array;
     }
-    const char *ctl_path = o->control ? o->control : default_control(a, default_ctl, sizeof default_ctl);
+    const char *ctl_path = o->control ? o->control : cli_default_socket_of(a, default_ctl, sizeof default_ctl);
     struct uraid_ctl *ctl = NULL;
     /* started while the stop signals are still blocked: its thread keeps
      * them blocked too */

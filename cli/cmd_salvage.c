@@ -25,7 +25,7 @@
 #include "cli.h"
 
 #define PIECE (4u << 20)   /* bytes per read when nothing fails */
-#define SECTOR 512u
+#define SECTOR URAID_SECTOR
 #define EXIT_LOST 3
 
 struct salvage_opts {

@@ -244,16 +244,8 @@ int cmd_serve(int argc, char **argv)
      * array named by its UUID. Only when that directory can be made
      * (root): serving must not depend on it. */
     char default_ctl[128];
-    if (!o.control && (mkdir(URAID_CTL_DEFAULT_DIR, 0700) == 0 || errno == EEXIST) &&
-        access(URAID_CTL_DEFAULT_DIR, W_OK) == 0) {
-        static struct uraid_array_info info;
-        uraid_get_info(probe, &info);
-        int k = snprintf(default_ctl, sizeof default_ctl, "%s/", URAID_CTL_DEFAULT_DIR);
-        for (int i = 0; i < 16; i++)
-            k += snprintf(default_ctl + k, sizeof default_ctl - (size_t)k, "%02x", info.uuid[i]);
-        snprintf(default_ctl + k, sizeof default_ctl - (size_t)k, ".sock");
-        o.control = default_ctl;
-    }
+    if (!o.control)
+        o.control = cli_default_socket_of(probe, default_ctl, sizeof default_ctl);
     uraid_close(probe);
 
     if (check_socket_path(o.socket) || check_socket_path(o.control))

@@ -28,7 +28,7 @@
 #include "uraid_ctl.h"
 
 enum { INO_ROOT = 1, INO_ARRAY = 2, INO_STATUS = 3 };
-#define SECTOR 512u
+#define SECTOR URAID_SECTOR
 /* Largest request the kernel sends (FUSE_MAX_MAX_PAGES = 256 pages) plus the
  * two edge sectors of a misaligned one. */
 #define IOBUF_SIZE ((1u << 20) + 2 * 4096u)

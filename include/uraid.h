@@ -54,6 +54,8 @@ URAID_API const char *uraid_version(void);
  * checksum (stored 0x1234, computed 0x5678)". */
 
 #define URAID_MAX_MEMBERS 256
+/* Bytes per sector: the unit of every _sectors field and of I/O alignment. */
+#define URAID_SECTOR 512u
 
 struct uraid_array;
 

@@ -158,6 +158,9 @@ void array_runtime_fini(struct uraid_array *a);
  * cannot start (callers then work alone). (state.c) */
 struct stripe_pool *array_stripe_pool(struct uraid_array *a);
 
+/* Fills p with n random bytes (UUIDs): 0 or a negative errno. (create.c) */
+int array_random_bytes(uint8_t *p, size_t n);
+
 /* Debug builds: aborts with the broken invariant when the state machines
  * above are violated. Caller holds meta_lock. (state.c) */
 void array_check_invariants(const struct uraid_array *a);

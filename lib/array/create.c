@@ -24,7 +24,7 @@
 
 #define SYNC_BYTES (8u << 20) /* per member per sync step */
 
-static int random_bytes(uint8_t *p, size_t n)
+int array_random_bytes(uint8_t *p, size_t n)
 {
     while (n) {
         ssize_t r = getrandom(p, n, 0);
@@ -321,7 +321,7 @@ static int init_member_sb(struct create_plan *c, const struct md_sb_create_param
 {
     uint8_t dev_uuid[16];
     char swhy[200];
-    int rc = random_bytes(dev_uuid, 16);
+    int rc = array_random_bytes(dev_uuid, 16);
     if (rc)
         return refuse(c, rc, "cannot get random bytes for a device UUID: %s", uraid_strerror(rc));
     /* md_sb_init knows raid slots only: a spare is laid out as slot 0 and
@@ -352,7 +352,7 @@ static int make_uuid(struct create_plan *c, uint8_t uuid[16])
         memcpy(uuid, c->p->uuid, 16);
         return 0;
     }
-    int rc = random_bytes(uuid, 16);
+    int rc = array_random_bytes(uuid, 16);
     return rc ? refuse(c, rc, "cannot get random bytes for the array UUID: %s", uraid_strerror(rc)) : 0;
 }
 

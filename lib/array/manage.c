@@ -31,30 +31,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 
 #include "array/array.h"
 #include "array/dataio.h"
 #include "log.h"
 
-#define SB_OFFSET_BYTES 4096u
-
 /* A slot whose member was removed keeps its struct member (see above). */
 static int slot_present(const struct array_slot *sl) { return sl->dev && sl->state != URAID_MEMBER_MISSING; }
-
-/* Same file: the path as given, or the same inode under another name. */
-static int same_file(const char *x, const char *y)
-{
-    if (!strcmp(x, y))
-        return 1;
-    struct stat sx, sy;
-    if (stat(x, &sx) || stat(y, &sy))
-        return 0;
-    if (S_ISBLK(sx.st_mode) && S_ISBLK(sy.st_mode))
-        return sx.st_rdev == sy.st_rdev;
-    return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
-}
 
 /* Finds `name` (a path as given at open, or a raid slot number) among the
  * present members: *slot >= 0 for a raid slot, else *extra >= 0. Caller
@@ -71,12 +54,12 @@ static int find_member(struct uraid_array *a, const char *name, int *slot, int *
         return 0;
     }
     for (int s = 0; s < a->geom.raid_disks; s++)
-        if (slot_present(&a->slot[s]) && same_file(a->slot[s].dev->path, name)) {
+        if (slot_present(&a->slot[s]) && array_same_file(a->slot[s].dev->path, name)) {
             *slot = s;
             return 0;
         }
     for (int e = 0; e < a->nextra; e++)
-        if (a->extra[e].dev && same_file(a->extra[e].dev->path, name)) {
+        if (a->extra[e].dev && array_same_file(a->extra[e].dev->path, name)) {
             *extra = e;
             return 0;
         }
@@ -371,13 +354,13 @@ static int spare_superblock(struct uraid_array *a, struct member *m, char *why, 
     sb.dev_number = (uint32_t)dn;
     sb.dev_roles[dn] = MD_ROLE_SPARE;
     sb.data_size = m->size / 512 - sb.data_offset;
-    sb.super_offset = SB_OFFSET_BYTES / 512;
+    sb.super_offset = MD_SB_V12_SECTOR;
     sb.recovery_offset = 0;
     sb.feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
     sb.cnt_corrected_read = 0;
     sb.devflags = 0;
     pthread_mutex_unlock(&a->meta_lock);
-    if (getrandom(sb.device_uuid, 16, 0) != 16) {
+    if (array_random_bytes(sb.device_uuid, 16)) {
         uraid_why(why, whylen, "cannot get random bytes for the device UUID");
         return -EIO;
     }
