@@ -36,7 +36,7 @@ struct serve_opts {
     const char *control;
     const char *speed_limit;
     uint64_t speed_limit_kib;
-    int no_rebuild;
+    int no_rebuild, no_resync;
     const char *event_cmd;
 };
 
@@ -54,8 +54,8 @@ static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ct
         dst = &o->speed_limit;
     else if (!strcmp(a, "--event-cmd"))
         dst = &o->event_cmd;
-    else if (!strcmp(a, "--no-rebuild")) {
-        o->no_rebuild = 1;
+    else if (!strcmp(a, "--no-rebuild") || !strcmp(a, "--no-resync")) {
+        *(!strcmp(a, "--no-rebuild") ? &o->no_rebuild : &o->no_resync) = 1;
         return 1;
     } else
         return 0;
@@ -190,6 +190,8 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
         return NULL;
     if (o->no_rebuild)
         av[k++] = "rebuild=0";
+    if (o->no_resync)
+        av[k++] = "resync=0";
     if (o->event_cmd && asprintf(&av[k++], "event_cmd=%s", o->event_cmd) < 0)
         return NULL;
     av[k] = NULL;
@@ -200,7 +202,7 @@ int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o = {0};
     struct cli_extra extra = {serve_parse, &o,
-                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild] "
+                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild] [--no-resync] "
                               "[--event-cmd PROG]"};
     struct cli_members mem;
     struct uraid_open_params op = {0};

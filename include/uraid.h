@@ -103,11 +103,14 @@ struct uraid_open_params {
     const char *const *member_sim;
     int io_threads;    /* I/O engine worker threads; 0 = default */
     int no_uring;      /* 1 = thread pool only (io_uring is used when available) */
-    /* 1 = rebuild a spare into a failed or missing slot in the background,
-     * by itself, whenever both exist (at open, after an add, after a
-     * member fails), and resync an array found not shut down cleanly, as
-     * md does for a running array. */
+    /* 1 = md's background maintenance of a running array: rebuild a spare
+     * into a failed or missing slot by itself whenever both exist (at
+     * open, after an add, after a member fails), and resync an array found
+     * not shut down cleanly (also while degraded, as long as it has
+     * redundancy left to make consistent), as md does. */
     int auto_rebuild;
+    int no_spare_rebuild; /* with auto_rebuild: spares wait for a `rebuild` request (serve --no-rebuild) */
+    int no_auto_resync;   /* with auto_rebuild: a dirty array waits for a `resync` request (serve --no-resync) */
     uint64_t sync_speed_max_kib; /* background work speed limit, KiB/s per member; 0 = none */
     uint64_t sync_speed_min_kib; /* floor kept under user I/O; 0 = 1000 (md's default) */
     /* Run as `PROG EVENT ARRAY [MEMBER]` for every event, with mdadm

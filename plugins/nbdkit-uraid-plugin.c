@@ -97,11 +97,14 @@ static int uraid_plugin_config(const char *key, const char *value)
         layer_arg[nlayers++] = value;
     } else if (!strcmp(key, "control")) {
         control_path = value;
-    } else if (!strcmp(key, "rebuild")) {
+    } else if (!strcmp(key, "rebuild") || !strcmp(key, "resync")) {
         int r = nbdkit_parse_bool(value);
         if (r < 0)
             return -1;
-        open_params.auto_rebuild = r;
+        if (!strcmp(key, "rebuild"))
+            open_params.no_spare_rebuild = !r;
+        else
+            open_params.no_auto_resync = !r;
     } else if (!strcmp(key, "speed_limit")) {
         int64_t bytes = nbdkit_parse_size(value);
         if (bytes < 1024) {
@@ -112,8 +115,8 @@ static int uraid_plugin_config(const char *key, const char *value)
     } else if (!strcmp(key, "event_cmd")) {
         open_params.event_program = value;
     } else {
-        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=, rebuild=, speed_limit=, "
-                     "event_cmd=)",
+        nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=, rebuild=, resync=, "
+                     "speed_limit=, event_cmd=)",
                      key);
         return -1;
     }
@@ -347,6 +350,7 @@ static struct nbdkit_plugin plugin = {
                    "layer=[MEMBER:]SPEC  simulated disk/fault layer (see uraid --member-layer)\n"
                    "control=PATH      control socket (uraid fail/remove/add/status)\n"
                    "rebuild=BOOL      rebuild a spare into a failed slot by itself (default true)\n"
+                   "resync=BOOL       resync an array found not shut down cleanly by itself (default true)\n"
                    "speed_limit=SIZE  background rebuild/scrub speed limit per member, per second\n"
                    "event_cmd=PROG    run 'PROG EVENT ARRAY [MEMBER]' on each event (mdadm --monitor's names)",
     .load = uraid_plugin_load,

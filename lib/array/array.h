@@ -112,7 +112,9 @@ struct uraid_array {
     pthread_mutex_t meta_lock; /* superblock template and member state changes */
 
     uint64_t user_requests;    /* atomic: reads and writes served, so background work can yield */
-    int auto_rebuild;          /* start a recovery whenever a spare and a hole exist */
+    int auto_rebuild;          /* the monitor runs: background maintenance as md does */
+    int no_spare_rebuild;      /* ... but no recovery onto spares by itself */
+    int no_auto_resync;        /* ... and no resync of a dirty array by itself */
     uint64_t sync_speed_max_kib, sync_speed_min_kib;
     /* REPLACE: the copy under way of slot replace_source (-1: none) onto
      * replacement; member writes to the source below replacement.recovered

@@ -674,17 +674,18 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
     if (!a->auto_rebuild || a->readonly || a->nparity == 0 || __atomic_load_n(&a->job.frozen, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&a->job.auto_disabled, __ATOMIC_ACQUIRE))
         return;
-    if (recovery_missing_holes(a)) {
+    if (!a->no_spare_rebuild && recovery_missing_holes(a)) {
         /* md restarts a recovery to take in a spare that arrived meanwhile:
          * this one stops (checkpoints kept) and the monitor starts the next */
         uraid_log(URAID_LOG_INFO, "a spare arrived during the recovery: it restarts to take it in");
         __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE); /* the monitor sees it end */
         return;
     }
-    int hole = 0, spare = 0, resumable = 0;
+    int hole = 0, holes = 0, spare = 0, resumable = 0;
     pthread_mutex_lock(&a->meta_lock);
     for (int s = 0; s < a->geom.raid_disks; s++) {
         hole |= !slot_ok(a, s);
+        holes += !slot_ok(a, s);
         resumable |= a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING;
     }
     for (int e = 0; e < a->nextra; e++)
@@ -692,13 +693,16 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
     int dirty = a->opened_dirty;
     pthread_mutex_unlock(&a->meta_lock);
     char why[256];
-    if (!hole && dirty) { /* md resyncs an array that was not shut down cleanly */
+    /* md resyncs an array that was not shut down cleanly, degraded too as
+     * long as it has a redundancy left to make consistent (a RAID-6
+     * missing one member); the recovery onto a spare follows when it ends */
+    if (dirty && holes < a->nparity && !a->no_auto_resync) {
         int rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why);
         if (rc && rc != -EBUSY)
             uraid_log(URAID_LOG_WARN, "automatic resync not started: %s", why);
         return;
     }
-    if (!hole || !(spare || resumable))
+    if (!hole || !(spare || resumable) || a->no_spare_rebuild)
         return;
     int rc = uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why);
     if (rc && rc != -EBUSY)

@@ -146,6 +146,8 @@ int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
         return -EAGAIN;
     if (p) {
         a->auto_rebuild = p->auto_rebuild;
+        a->no_spare_rebuild = p->no_spare_rebuild;
+        a->no_auto_resync = p->no_auto_resync;
         a->sync_speed_max_kib = p->sync_speed_max_kib;
         a->sync_speed_min_kib = p->sync_speed_min_kib;
     }

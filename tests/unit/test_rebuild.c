@@ -640,6 +640,82 @@ out:
     harness_end();
 }
 
+/* A dirty RAID-6 missing one member still has a parity to make
+ * consistent: a serving array resyncs it by itself (md skips a resync only
+ * when the array is degraded by as many members as its level survives),
+ * then rebuilds onto the spare. serve --no-rebuild keeps spares idle but
+ * still resyncs; --no-resync the reverse. */
+static void test_resync_degraded(void)
+{
+    harness_begin("resync: dirty RAID-6 missing a member: resynced by itself, then rebuilt; --no-rebuild/--no-resync");
+    struct fx f;
+    char spare[320];
+    if (fx_setup(&f, 6, 6, 64u << 10, MEMBER_BYTES, &rng, 0, NULL) != 0 || fx_make_file(&f, "spare", spare, sizeof spare))
+        goto out;
+    struct uraid_job_status st;
+    struct uraid_array *a;
+    /* --no-resync: nothing starts by itself */
+    crash_while_writing(&f);
+    struct uraid_open_params op = {.auto_rebuild = 1, .force = 1, .no_auto_resync = 1};
+    if (fx_open_with(&f, FX_SLOT(0), NULL, NULL, 0, &op, &a))
+        goto out;
+    usleep(300 * 1000);
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_IDLE, "%s: no_auto_resync, yet job %s", f.label, uraid_job_name(st.kind));
+    uraid_close(a);
+    /* serving as md does: the degraded resync runs by itself */
+    op.no_auto_resync = 0;
+    if (fx_open_with(&f, FX_SLOT(0), NULL, NULL, 0, &op, &a))
+        goto out;
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_RESYNC, "%s: dirty RAID-6 missing a member opened serving: job %s", f.label,
+          uraid_job_name(st.kind));
+    fx_job_wait(&f, a, &st);
+    CHECK(st.result == 0, "%s: degraded resync: %s", f.label, st.why);
+    CHECK(run_check(&f, a) == 0, "%s: mismatches after the degraded resync", f.label);
+    static struct uraid_array_info info;
+    uraid_close(a);
+    a = fx_open(&f, (const int[FX_MAXM]){[0] = 1}, 0, 0);
+    CHECK(a != NULL, "%s: still dirty (needs --force) after the degraded resync", f.label);
+    if (a)
+        uraid_close(a);
+    /* --no-rebuild: resynced, but the spare stays a spare */
+    crash_while_writing(&f);
+    op.no_spare_rebuild = 1;
+    const char *extra[1] = {spare};
+    if (fx_open_with(&f, FX_SLOT(0), NULL, NULL, 0, &op, &a))
+        goto out;
+    CHECK(fx_add_spare(&f, a, spare) == 0);
+    fx_job_wait(&f, a, &st);
+    usleep(300 * 1000);
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_RESYNC, "%s: no_spare_rebuild: last job %s (want the resync only)", f.label,
+          uraid_job_name(st.kind));
+    uraid_get_info(a, &info);
+    CHECK(info.degraded == 1, "%s: no_spare_rebuild, yet %d slots degraded", f.label, info.degraded);
+    uraid_close(a);
+    /* both on: the resync, then the spare rebuilt: whole */
+    crash_while_writing(&f);
+    op.no_spare_rebuild = 0;
+    if (fx_open_with(&f, FX_SLOT(0), NULL, extra, 1, &op, &a))
+        goto out;
+    for (int i = 0; i < 100; i++) {
+        fx_job_wait(&f, a, &st);
+        uraid_get_info(a, &info);
+        if (!info.degraded && !st.running)
+            break;
+        usleep(100 * 1000);
+    }
+    CHECK(!info.degraded, "%s: still %d slots degraded after resync + recovery", f.label, info.degraded);
+    CHECK(run_check(&f, a) == 0, "%s: mismatches after resync + recovery", f.label);
+    fx_adopt(&f, 0, spare);
+    fx_verify_all(&f, a, "after resync + recovery");
+    uraid_close(a);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 2 && !strcmp(argv[1], "--crash-writer"))
@@ -663,6 +739,7 @@ int main(int argc, char **argv)
     test_speed_limit();
     test_resync(5, 4);
     test_resync(6, 6);
+    test_resync_degraded();
     test_resync_mirror();
     test_mirror_check();
     test_chaos();
