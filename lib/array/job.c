@@ -330,8 +330,9 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     struct array_job *j = &a->job;
     reap(a);
     if (j->thread_started) {
+        enum uraid_job_kind running = j->kind; /* read under job_lock: a new job may set it next */
         pthread_mutex_unlock(&a->job_lock);
-        uraid_why(why, whylen, "a %s is already running", uraid_job_name(j->kind));
+        uraid_why(why, whylen, "a %s is already running", uraid_job_name(running));
         return -EBUSY;
     }
     pthread_mutex_lock(&j->found_lock);
@@ -438,10 +439,11 @@ int uraid_job_wait(struct uraid_array *a, struct uraid_job_status *st)
         __atomic_store_n(&j->phase, JOB_NONE, __ATOMIC_RELEASE);
         job_check(a);
     }
+    int result = j->result; /* under job_lock: the monitor may start the next job at once */
     pthread_mutex_unlock(&a->job_lock);
     struct uraid_job_status mine;
     uraid_job_status(a, st ? st : &mine);
-    return j->result;
+    return result;
 }
 
 int uraid_job_cancel(struct uraid_array *a)
