@@ -190,6 +190,40 @@ out:
     harness_end();
 }
 
+/* A serving RAID-6 that starts with two members gone and two spares:
+ * one automatic recovery, both slots its targets, whole at the end. */
+static void test_serving_raid6_two_holes(void)
+{
+    harness_begin("serving: RAID-6 n=6 opened with two members gone and two spares: whole after one recovery");
+    struct fx f;
+    struct uraid_array *a;
+    char sp[2][300];
+    if (fx_setup(&f, 6, 6, 64u << 10, MEMBER_BYTES, &rng, 0, &a))
+        goto out;
+    int ok = fx_make_file(&f, "s0", sp[0], sizeof sp[0]) == 0 && fx_make_file(&f, "s1", sp[1], sizeof sp[1]) == 0 &&
+             fx_add_spare(&f, a, sp[0]) == 0 && fx_add_spare(&f, a, sp[1]) == 0;
+    CHECK(uraid_close(a) == 0);
+    const char *extra[2] = {sp[0], sp[1]};
+    struct uraid_open_params op = {.auto_rebuild = 1};
+    if (!ok || fx_open_with(&f, FX_SLOT(2) | FX_SLOT(3), NULL, extra, 2, &op, &a))
+        goto out;
+    CHECK(await_whole(a), "not whole: %d slots degraded", degraded(a));
+    struct uraid_job_status st;
+    uraid_job_status(a, &st);
+    CHECK(st.kind == URAID_JOB_RECOVER && st.result == 0 && st.ntargets == 2 && st.targets[0] == 2 &&
+              st.targets[1] == 3,
+          "last job %s (result %d) with %d targets: one recovery should have filled slots 2 and 3",
+          uraid_job_name(st.kind), st.result, st.ntargets);
+    fx_verify_all(&f, a, "after the automatic recovery of two slots");
+    CHECK(uraid_close(a) == 0);
+    fx_adopt(&f, 2, sp[0]);
+    fx_adopt(&f, 3, sp[1]);
+    fx_verify_omitting(&f, FX_SLOT(0) | FX_SLOT(1), 0, "the rebuilt members with two others left out");
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 /* ---- idle and frozen ------------------------------------------------------------------------ */
 
 static void test_idle_frozen(void)
@@ -327,6 +361,7 @@ int main(int argc, char **argv)
     test_two_holes(6, 6, 0, 5);
     test_two_holes(1, 4, 1, 2);
     test_serving_two_holes();
+    test_serving_raid6_two_holes();
     test_idle_frozen();
     test_loop_and_readd(1, 2, 0);
     test_loop_and_readd(5, 4, 1);
