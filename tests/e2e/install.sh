@@ -1,0 +1,190 @@
+#!/bin/sh
+# Installed like a package (issue 14 item 2). `make install` into a scratch
+# root puts down every file (program, liburaid.so with its soname links,
+# liburaid.a, headers, liburaid.pc, man page, bash completion, nbdkit
+# plugin); pkg-config's flags build a program against the installed headers
+# and .so that opens an array `uraid create` made; the man page renders; the
+# installed plugin loads; `make uninstall` leaves no file. Then `make deb`
+# builds the packages, which are installed into this machine with dpkg -i
+# (not --root: only a real install shows that the package's Depends resolve,
+# that `man uraid` finds the page and that `nbdkit uraid member=...` finds
+# the plugin in nbdkit's own directory), run, and purged leaving nothing.
+# Needs root for dpkg -i; concurrent runs are serialized with flock.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/e2e.sh
+
+root=$t_tmp/root
+plugindir=$(nbdkit --dump-config 2>/dev/null | sed -n 's/^plugindir=//p')
+[ -n "$plugindir" ] || { t_fail "nbdkit --dump-config names a plugindir"; t_finish; exit 1; }
+
+# ---- make install into a scratch root ----
+if make --no-print-directory install DESTDIR="$root" PREFIX=/usr >"$t_tmp/install.log" 2>&1; then
+    t_ok "make install DESTDIR=\$tmp PREFIX=/usr"
+else
+    t_fail "make install" "$(tail -n 5 "$t_tmp/install.log")"; t_finish; exit 1
+fi
+missing=""
+for f in usr/bin/uraid usr/lib/liburaid.so.0.1.0 usr/lib/liburaid.a usr/lib/pkgconfig/liburaid.pc \
+    usr/share/man/man1/uraid.1 usr/share/bash-completion/completions/uraid \
+    "${plugindir#/}/nbdkit-uraid-plugin.so" $(cd include && ls *.h | sed 's|^|usr/include/|'); do
+    [ -f "$root/$f" ] && [ -s "$root/$f" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && t_ok "every file is installed" || t_fail "every file is installed" "missing:$missing"
+[ -x "$root/usr/bin/uraid" ] && [ -x "$root/${plugindir#/}/nbdkit-uraid-plugin.so" ] \
+    && t_ok "program and plugin are executable" || t_fail "program and plugin are executable"
+soname=$(readelf -d "$root/usr/lib/liburaid.so.0.1.0" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = liburaid.so.0 ] && t_ok "liburaid.so.0.1.0 has soname liburaid.so.0" \
+    || t_fail "soname" "got '$soname'"
+[ -L "$root/usr/lib/liburaid.so.0" ] && [ "$(readlink -f "$root/usr/lib/liburaid.so.0")" = "$root/usr/lib/liburaid.so.0.1.0" ] \
+    && [ -L "$root/usr/lib/liburaid.so" ] && [ "$(readlink -f "$root/usr/lib/liburaid.so")" = "$root/usr/lib/liburaid.so.0.1.0" ] \
+    && t_ok "liburaid.so.0 and liburaid.so link to liburaid.so.0.1.0 (relative links)" \
+    || t_fail "soname links" "$(ls -l "$root/usr/lib/")"
+bash -n "$root/usr/share/bash-completion/completions/uraid" 2>"$t_tmp/bash.err" \
+    && out=$(bash -c ". '$root/usr/share/bash-completion/completions/uraid'; COMP_WORDS=(uraid cre); COMP_CWORD=1; _uraid; echo \"\${COMPREPLY[*]}\"; COMP_WORDS=(uraid serve --no-r); COMP_CWORD=2; _uraid; echo \"\${COMPREPLY[*]}\"" 2>&1) \
+    && [ "$out" = "create
+--no-rebuild --no-resync" ] && t_ok "bash completion completes verbs and a verb's options" \
+    || t_fail "bash completion" "$out $(cat "$t_tmp/bash.err")"
+
+# ---- pkg-config and a program built against the installed files ----
+pc() { PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root/usr/lib/pkgconfig PKG_CONFIG_PATH=$root/usr/lib/pkgconfig pkg-config "$@"; }
+cflags=$(pc --cflags liburaid 2>&1); libs=$(pc --libs liburaid 2>&1)
+[ "$cflags" = "-I$root/usr/include" ] && t_ok "pkg-config --cflags liburaid: $cflags" || t_fail "pkg-config --cflags" "$cflags"
+[ "$libs" = "-L$root/usr/lib -luraid" ] && t_ok "pkg-config --libs liburaid: $libs" || t_fail "pkg-config --libs" "$libs"
+[ "$(pc --modversion liburaid 2>&1)" = "$($URAID --version | awk '{print $2}')" ] \
+    && t_ok "pkg-config --modversion is the program's version" || t_fail "modversion" "$(pc --modversion liburaid 2>&1)"
+# Libs.private names the optional libraries this build used (the Makefile's conditions)
+want="-lpthread -lm"
+[ -f /usr/include/isa-l.h ] && want="$want -lisal"
+[ -f /usr/include/liburing.h ] && want="$want -luring"
+pkg-config --exists libnbd 2>/dev/null && want="$want $(pkg-config --libs libnbd)"
+got=$(pc --static --libs liburaid | sed 's/ *$//')
+[ "$got" = "-L$root/usr/lib -luraid $want" ] && t_ok "pkg-config --static --libs: $got" \
+    || t_fail "Libs.private" "got '$got', want '-L$root/usr/lib -luraid $want'"
+
+for i in 0 1 2; do truncate -s 8M "$t_tmp/m$i"; done
+m="$t_tmp/m0 $t_tmp/m1 $t_tmp/m2"
+head -c 65536 /dev/urandom >"$t_tmp/pattern"
+# shellcheck disable=SC2086
+$URAID create --level 5 --raid-devices 3 $m >"$t_tmp/create.out" 2>&1 \
+    && $URAID write $m <"$t_tmp/pattern" >>"$t_tmp/create.out" 2>&1 \
+    && t_ok "uraid create and write a 3-member RAID-5" || t_fail "create" "$(cat "$t_tmp/create.out")"
+cat >"$t_tmp/prog.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <uraid.h>
+#include <uraid_admin.h>
+
+/* Opens the array, prints its shape, writes its first 64 KiB to stdout. */
+int main(int argc, char **argv)
+{
+    static struct uraid_array_info info;
+    static char buf[65536];
+    struct uraid_open_params p = {0};
+    struct uraid_array *a;
+    char why[256] = "";
+    int rc = uraid_open((const char *const *)argv + 1, argc - 1, &p, &a, why, sizeof why);
+    if (rc) {
+        fprintf(stderr, "uraid_open: %s: %s\n", uraid_strerror(rc), why);
+        return 1;
+    }
+    rc = uraid_get_info(a, &info);
+    if (!rc)
+        rc = uraid_read(a, buf, sizeof buf, 0);
+    if (!rc && fwrite(buf, 1, sizeof buf, stdout) != sizeof buf)
+        rc = -1;
+    fprintf(stderr, "liburaid %s level %d raid_devices %d\n", uraid_version(), info.level, info.raid_devices);
+    uraid_close(a);
+    return rc ? 1 : 0;
+}
+EOF
+# shellcheck disable=SC2086
+if cc -std=gnu11 -Wall -Werror $cflags -o "$t_tmp/prog" "$t_tmp/prog.c" $libs >"$t_tmp/cc.out" 2>&1; then
+    t_ok "a program builds with pkg-config's flags against the installed headers"
+else
+    t_fail "program builds" "$(head -n 5 "$t_tmp/cc.out")"
+fi
+readelf -d "$t_tmp/prog" 2>/dev/null | grep -q 'NEEDED.*\[liburaid.so.0\]' \
+    && t_ok "the program needs liburaid.so.0 (linked with the .so, not the .a)" || t_fail "program NEEDED liburaid.so.0"
+LD_LIBRARY_PATH=$root/usr/lib ldd "$t_tmp/prog" 2>&1 | grep -q "liburaid.so.0 => $root/usr/lib/liburaid.so.0 " \
+    && t_ok "the installed liburaid.so.0 is the one loaded" || t_fail "loader finds the installed .so" "$(LD_LIBRARY_PATH=$root/usr/lib ldd "$t_tmp/prog" 2>&1)"
+# shellcheck disable=SC2086
+if LD_LIBRARY_PATH=$root/usr/lib "$t_tmp/prog" $m >"$t_tmp/prog.out" 2>"$t_tmp/prog.err" \
+    && grep -q "^liburaid 0.1.0 level 5 raid_devices 3$" "$t_tmp/prog.err" && cmp -s "$t_tmp/prog.out" "$t_tmp/pattern"; then
+    t_ok "the program opens the array through the installed liburaid.so and reads what uraid wrote"
+else
+    t_fail "program opens the array" "$(cat "$t_tmp/prog.err")"
+fi
+
+# ---- man page and plugin ----
+MANWIDTH=80 man -l "$root/usr/share/man/man1/uraid.1" >"$t_tmp/man.out" 2>"$t_tmp/man.err"
+grep -q "^NAME" "$t_tmp/man.out" && grep -q "^SYNOPSIS" "$t_tmp/man.out" && grep -q "uraid create" "$t_tmp/man.out" \
+    && [ ! -s "$t_tmp/man.err" ] && t_ok "man -l renders the installed uraid.1 ($(wc -l <"$t_tmp/man.out") lines, no warnings)" \
+    || t_fail "man -l renders uraid.1" "$(head -n 3 "$t_tmp/man.err")"
+nbdkit --dump-plugin "$root/${plugindir#/}/nbdkit-uraid-plugin.so" >"$t_tmp/dump" 2>&1 \
+    && grep -q '^name=uraid$' "$t_tmp/dump" && t_ok "nbdkit --dump-plugin loads the installed plugin" \
+    || t_fail "installed plugin loads" "$(tail -n 3 "$t_tmp/dump")"
+
+# ---- make uninstall ----
+make --no-print-directory uninstall DESTDIR="$root" PREFIX=/usr >"$t_tmp/uninstall.log" 2>&1 \
+    && t_ok "make uninstall" || t_fail "make uninstall" "$(tail -n 3 "$t_tmp/uninstall.log")"
+left=$(find "$root" ! -type d | sed "s|^$root||")
+[ -z "$left" ] && t_ok "make uninstall leaves no file behind" || t_fail "uninstall leaves no file" "$left"
+
+# ---- make deb, dpkg -i, run, purge ----
+start=$(date +%s)
+if make --no-print-directory deb >"$t_tmp/deb.log" 2>&1; then
+    t_ok "make deb ($(( $(date +%s) - start )) s)"
+else
+    t_fail "make deb" "$(tail -n 8 "$t_tmp/deb.log")"; t_finish; exit 1
+fi
+deb=$(ls build/deb/uraid_*.deb 2>/dev/null | head -n 1)
+devdeb=$(ls build/deb/liburaid-dev_*.deb 2>/dev/null | head -n 1)
+[ -n "$deb" ] && [ -n "$devdeb" ] && t_ok "make deb built $(basename "$deb") and $(basename "$devdeb")" \
+    || { t_fail "packages built" "$(ls build/deb)"; t_finish; exit 1; }
+dpkg-deb -c "$deb" >"$t_tmp/c"; dpkg-deb -c "$devdeb" >>"$t_tmp/c"
+missing=""
+for f in ./usr/bin/uraid ./usr/lib/x86_64-linux-gnu/liburaid.so.0.1.0 ./usr/lib/x86_64-linux-gnu/liburaid.so.0 \
+    ./usr/lib/x86_64-linux-gnu/liburaid.so ./usr/lib/x86_64-linux-gnu/liburaid.a ./usr/include/uraid.h \
+    ./usr/lib/x86_64-linux-gnu/pkgconfig/liburaid.pc ./usr/share/man/man1/uraid.1.gz \
+    ./usr/share/bash-completion/completions/uraid "./${plugindir#/}/nbdkit-uraid-plugin.so"; do
+    grep -q " $f\( ->.*\)\?$" "$t_tmp/c" || missing="$missing $f"
+done
+[ -z "$missing" ] && t_ok "dpkg-deb -c lists program, library, headers, man page, completion and plugin" \
+    || t_fail "dpkg-deb -c" "missing:$missing"
+
+exec 9>/tmp/uraid-install-test.lock
+flock -w 600 9 || { t_fail "lock /tmp/uraid-install-test.lock"; t_finish; exit 1; }
+if dpkg-query -W -f='${Status}' uraid 2>/dev/null | grep -q installed; then
+    # not ours to remove: refuse rather than replace someone's install
+    t_fail "no uraid package installed before the test" "dpkg -P uraid liburaid-dev first"; t_finish; exit 1
+fi
+trap 'dpkg -P liburaid-dev uraid >/dev/null 2>&1; rm -rf "$t_tmp"' EXIT
+if dpkg -i "$deb" "$devdeb" >"$t_tmp/dpkg.log" 2>&1; then
+    t_ok "dpkg -i installs both packages into the machine"
+else
+    t_fail "dpkg -i" "$(tail -n 5 "$t_tmp/dpkg.log")"; t_finish; exit 1
+fi
+dpkg -L uraid liburaid-dev | while read -r f; do [ -d "$f" ] || echo "$f"; done >"$t_tmp/files"
+v=$(/usr/bin/uraid --version 2>&1)
+[ "$v" = "uraid 0.1.0" ] && t_ok "installed /usr/bin/uraid --version: $v" || t_fail "uraid --version" "$v"
+man -w uraid 2>/dev/null | grep -q '^/usr/share/man/man1/uraid.1.gz$' && t_ok "man uraid finds the installed page" \
+    || t_fail "man -w uraid" "$(man -w uraid 2>&1)"
+# nbdkit finds the plugin by its short name in its own plugin directory
+# shellcheck disable=SC2086
+timeout 60 nbdkit -U - uraid $(echo $m | sed 's/[^ ]*/member=&/g') --run 'nbdcopy "$uri" -' 2>"$t_tmp/nbdkit.err" \
+    | head -c 65536 >"$t_tmp/nbd.out"
+cmp -s "$t_tmp/nbd.out" "$t_tmp/pattern" && t_ok "nbdkit uraid member=... serves the array through the installed plugin" \
+    || t_fail "nbdkit uraid member=..." "$(tail -n 3 "$t_tmp/nbdkit.err")"
+pkg-config --libs liburaid 2>&1 | grep -q -- '-luraid' && t_ok "pkg-config finds the installed liburaid.pc" \
+    || t_fail "pkg-config liburaid (installed)" "$(pkg-config --libs liburaid 2>&1)"
+if dpkg -P liburaid-dev uraid >"$t_tmp/purge.log" 2>&1; then
+    t_ok "dpkg -P removes both packages"
+else
+    t_fail "dpkg -P" "$(tail -n 3 "$t_tmp/purge.log")"
+fi
+left=""
+while read -r f; do [ -e "$f" ] || [ -L "$f" ] && left="$left $f"; done <"$t_tmp/files"
+[ -s "$t_tmp/files" ] && [ -z "$left" ] && t_ok "purge leaves none of the package's $(wc -l <"$t_tmp/files") files" \
+    || t_fail "purge leaves nothing" "left:$left"
+t_finish
