@@ -27,7 +27,8 @@ fi
 missing=""
 for f in usr/bin/uraid usr/lib/liburaid.so.0.1.0 usr/lib/liburaid.a usr/lib/pkgconfig/liburaid.pc \
     usr/share/man/man1/uraid.1 usr/share/bash-completion/completions/uraid \
-    "${plugindir#/}/nbdkit-uraid-plugin.so" $(cd include && ls *.h | sed 's|^|usr/include/|'); do
+    "${plugindir#/}/nbdkit-uraid-plugin.so" $(cd include && ls *.h | sed 's|^|usr/include/|') \
+    $(cd docs && ls *.[1-8] | sed 's|^\(.*\.\)\([1-8]\)$|usr/share/man/man\2/\1\2|'); do
     [ -f "$root/$f" ] && [ -s "$root/$f" ] || missing="$missing $f"
 done
 [ -z "$missing" ] && t_ok "every file is installed" || t_fail "every file is installed" "missing:$missing"
@@ -48,7 +49,8 @@ bash -n "$root/usr/share/bash-completion/completions/uraid" 2>"$t_tmp/bash.err" 
 
 # ---- pkg-config and a program built against the installed files ----
 pc() { PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$root/usr/lib/pkgconfig PKG_CONFIG_PATH=$root/usr/lib/pkgconfig pkg-config "$@"; }
-cflags=$(pc --cflags liburaid 2>&1); libs=$(pc --libs liburaid 2>&1)
+# (pkg-config ends its line with a space)
+cflags=$(pc --cflags liburaid 2>&1 | sed 's/ *$//'); libs=$(pc --libs liburaid 2>&1 | sed 's/ *$//')
 [ "$cflags" = "-I$root/usr/include" ] && t_ok "pkg-config --cflags liburaid: $cflags" || t_fail "pkg-config --cflags" "$cflags"
 [ "$libs" = "-L$root/usr/lib -luraid" ] && t_ok "pkg-config --libs liburaid: $libs" || t_fail "pkg-config --libs" "$libs"
 [ "$(pc --modversion liburaid 2>&1)" = "$($URAID --version | awk '{print $2}')" ] \
@@ -57,7 +59,7 @@ cflags=$(pc --cflags liburaid 2>&1); libs=$(pc --libs liburaid 2>&1)
 want="-lpthread -lm"
 [ -f /usr/include/isa-l.h ] && want="$want -lisal"
 [ -f /usr/include/liburing.h ] && want="$want -luring"
-pkg-config --exists libnbd 2>/dev/null && want="$want $(pkg-config --libs libnbd)"
+pkg-config --exists libnbd 2>/dev/null && want="$want $(pkg-config --libs libnbd | sed 's/ *$//')"
 got=$(pc --static --libs liburaid | sed 's/ *$//')
 [ "$got" = "-L$root/usr/lib -luraid $want" ] && t_ok "pkg-config --static --libs: $got" \
     || t_fail "Libs.private" "got '$got', want '-L$root/usr/lib -luraid $want'"
@@ -171,7 +173,7 @@ v=$(/usr/bin/uraid --version 2>&1)
 man -w uraid 2>/dev/null | grep -q '^/usr/share/man/man1/uraid.1.gz$' && t_ok "man uraid finds the installed page" \
     || t_fail "man -w uraid" "$(man -w uraid 2>&1)"
 # nbdkit finds the plugin by its short name in its own plugin directory
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086,SC2046
 timeout 60 nbdkit -U - uraid $(echo $m | sed 's/[^ ]*/member=&/g') --run 'nbdcopy "$uri" -' 2>"$t_tmp/nbdkit.err" \
     | head -c 65536 >"$t_tmp/nbd.out"
 cmp -s "$t_tmp/nbd.out" "$t_tmp/pattern" && t_ok "nbdkit uraid member=... serves the array through the installed plugin" \
