@@ -15,6 +15,7 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "stripe/ppl.h"
 
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
 {
@@ -272,6 +273,7 @@ static void free_array(struct uraid_array *a)
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
     wib_free(a);
+    ppl_close(a);
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -591,7 +593,9 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
         if (o->missing)
             memset(a->degraded_written, 0xff, words * sizeof *a->degraded_written);
     }
-    if (a->dirty && o->missing && a->nparity && !o->p->force) {
+    /* with a PPL the log decides (ppl_start): md starts such an array */
+    int ppl_covers = (a->sb.feature_map & MD_FEATURE_PPL) && !a->readonly;
+    if (a->dirty && o->missing && a->nparity && !o->p->force && !ppl_covers) {
         uraid_why(o->why, o->whylen,
                   "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
                   "be rebuilt wrong; use --force to open it anyway",
@@ -618,6 +622,52 @@ static int start_runtime(struct uraid_array *a, struct open_ctx *o)
         array_event(a, "DegradedArray", NULL, detail);
     }
     return 0;
+}
+
+/* A PPL array: its log opened, and when the array was not shut down
+ * cleanly, replayed as md's ppl_recover does. Parity then agrees with the
+ * data in every stripe an interrupted write touched, so the array is
+ * recorded clean (no resync) when every header and entry was sound; a
+ * damaged log leaves it dirty, and then a degraded array needs --force as
+ * without a log. Read-only opens neither write nor replay. */
+static int ppl_start(struct uraid_array *a, struct open_ctx *o)
+{
+    if (!(a->sb.feature_map & MD_FEATURE_PPL) || a->readonly)
+        return 0;
+    int rc = ppl_open(a, o->why, o->whylen);
+    if (rc || !a->dirty)
+        return rc;
+    int mismatch = 0, recovered = 0;
+    if ((rc = ppl_replay(a, 0, &mismatch, &recovered)) != 0) {
+        uraid_why(o->why, o->whylen, "cannot read the partial parity log: %s", uraid_strerror(rc));
+        return rc;
+    }
+    if (mismatch && o->missing && !o->p->force) {
+        uraid_why(o->why, o->whylen,
+                  "the array was not shut down cleanly and is degraded (%s), and its partial parity log is damaged "
+                  "(%d bad headers or entries): parity may be stale, so data could be rebuilt wrong; use --force "
+                  "to open it anyway", o->gone, mismatch);
+        return -EUCLEAN;
+    }
+    if ((rc = ppl_replay(a, 1, &mismatch, &recovered)) != 0) {
+        uraid_why(o->why, o->whylen, "cannot replay the partial parity log: %s", uraid_strerror(rc));
+        return rc;
+    }
+    uraid_log(URAID_LOG_INFO, "replayed %d partial parity log entries%s", recovered,
+              mismatch ? "; some were damaged, so the array stays dirty" : "");
+    if (mismatch)
+        return 0;
+    if ((rc = ppl_clear_all(a)) != 0) {
+        uraid_why(o->why, o->whylen, "cannot empty the partial parity log after its replay: %s", uraid_strerror(rc));
+        return rc;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb.resync_offset = MD_RESYNC_CLEAN;
+    a->dirty = a->opened_dirty = 0;
+    pthread_mutex_unlock(&a->meta_lock);
+    if ((rc = array_write_superblocks(a)) != 0)
+        uraid_why(o->why, o->whylen, "cannot record the array clean after the log's replay: %s", uraid_strerror(rc));
+    return rc;
 }
 
 static void open_ctx_free(struct open_ctx *o)
@@ -667,6 +717,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = check_startable(a, &o);
     if (rc == 0)
         rc = start_runtime(a, &o);
+    if (rc == 0)
+        rc = ppl_start(a, &o);
     open_ctx_free(&o);
     if (rc) {
         free_array(a);
@@ -695,6 +747,9 @@ int uraid_close(struct uraid_array *a)
      * (cnt_corrected_read, as md does); an open that only read never
      * marked the array dirty, so without this the counts of its
      * corrections would be lost at close. */
+    /* every write is flushed: the log covers nothing any more */
+    if (rc == 0 && !a->readonly && a->ppl && mark_clean)
+        rc = ppl_clear_all(a);
     if (rc == 0 && !a->readonly && (mark_clean || a->corrected_unsaved)) {
         if (mark_clean)
             a->sb.resync_offset = MD_RESYNC_CLEAN;
@@ -723,6 +778,9 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->events = R->events;
     info->clean = !a->dirty;
     info->bitmap = a->bitmap != NULL;
+    info->consistency_policy = (R->feature_map & MD_FEATURE_PPL)              ? URAID_POLICY_PPL
+                               : (R->feature_map & MD_FEATURE_BITMAP_OFFSET) ? URAID_POLICY_BITMAP
+                                                                             : URAID_POLICY_RESYNC;
     int nm = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct uraid_member_info *mi = &info->member[nm++];

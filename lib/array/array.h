@@ -139,6 +139,7 @@ struct uraid_array {
     struct array_job job;
     char *event_program;       /* run for every event (events.c), or NULL; set at open */
     struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
+    struct ppl_log *ppl;       /* md's partial parity log (lib/stripe/ppl.c), NULL when the policy is not ppl */
 };
 
 /* Reports an event with mdadm --monitor's name (Fail, FailSpare,

@@ -1,0 +1,494 @@
+/* md's partial parity log at run time: logging before a group's member
+ * writes, and the replay of a dirty array's logs at open (ppl.h). */
+#include "stripe/ppl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/dataio.h"
+#include "log.h"
+#include "meta/ppl.h"
+#include "uraid_parity.h"
+
+#define PPL_MAX_SLOTS 64 /* md's limit: a flush bitmap of one unsigned long */
+
+struct ppl_member {
+    pthread_mutex_t mu;    /* held from the log write to the end of the unit's member writes */
+    uint64_t unflushed;    /* under mu: slots the last unit wrote, not flushed since */
+    uint64_t start;        /* the area: member sector and length */
+    uint32_t sectors;
+};
+
+struct ppl_log {
+    uint32_t signature;
+    uint64_t generation;   /* atomic: the last header's */
+    int cleared;           /* atomic: the areas were emptied since open */
+    pthread_mutex_t clear_mu;
+    struct ppl_member m[PPL_MAX_SLOTS];
+};
+
+int ppl_supported(const struct md_sb *sb, char *why, size_t whylen)
+{
+    uint32_t room = md_sb_ppl_size(sb) > PPL_HEADER_SECTORS ? md_sb_ppl_size(sb) - PPL_HEADER_SECTORS : 0;
+    if (sb->level != 5) {
+        uraid_why(why, whylen, "md keeps a partial parity log for RAID-5 only (this array is RAID-%d)", sb->level);
+        return -EOPNOTSUPP;
+    }
+    if (sb->raid_disks > PPL_MAX_SLOTS) {
+        uraid_why(why, whylen, "md keeps a partial parity log for at most %d members (this array has %u)",
+                  PPL_MAX_SLOTS, sb->raid_disks);
+        return -EOPNOTSUPP;
+    }
+    if (room < sb->chunksize) {
+        uraid_why(why, whylen,
+                  "the PPL area of %u sectors cannot hold the partial parity of a %u KiB chunk (uraid needs the "
+                  "header and one chunk: %u sectors)",
+                  md_sb_ppl_size(sb), sb->chunksize / 2, sb->chunksize + PPL_HEADER_SECTORS);
+        return -EOPNOTSUPP;
+    }
+    return 0;
+}
+
+int ppl_open(struct uraid_array *a, char *why, size_t whylen)
+{
+    if (!(a->sb.feature_map & MD_FEATURE_PPL))
+        return 0;
+    int rc = ppl_supported(&a->sb, why, whylen);
+    if (rc)
+        return rc;
+    struct ppl_log *L = calloc(1, sizeof *L);
+    if (!L) {
+        uraid_why(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    L->signature = ppl_signature(a->sb.set_uuid);
+    pthread_mutex_init(&L->clear_mu, NULL);
+    for (int s = 0; s < PPL_MAX_SLOTS; s++) {
+        pthread_mutex_init(&L->m[s].mu, NULL);
+        /* each member's own area (mdadm gives them all the same one) */
+        const struct md_sb *sb = s < a->geom.raid_disks && a->slot[s].dev ? &a->slot[s].sb : &a->sb;
+        if (!(sb->feature_map & MD_FEATURE_PPL) || ppl_supported(sb, NULL, 0))
+            sb = &a->sb;
+        L->m[s].start = (uint64_t)md_sb_ppl_sector(sb);
+        L->m[s].sectors = md_sb_ppl_size(sb);
+    }
+    a->ppl = L;
+    return 0;
+}
+
+void ppl_close(struct uraid_array *a)
+{
+    struct ppl_log *L = a->ppl;
+    if (!L)
+        return;
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        pthread_mutex_destroy(&L->m[s].mu);
+    pthread_mutex_destroy(&L->clear_mu);
+    free(L);
+    a->ppl = NULL;
+}
+
+/* ---- emptying -------------------------------------------------------------------- */
+
+static int write_empty_header(struct uraid_array *a, int s, int zero_area)
+{
+    struct ppl_log *L = a->ppl;
+    struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
+    if (!dev || !slot_ok(a, s))
+        return 0;
+    uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
+    struct ppl_header h = {.signature = L->signature};
+    ppl_header_encode(&h, hdr);
+    uint64_t at = L->m[s].start * SECTOR;
+    /* md zeroes the whole area: no older header further on may look newer */
+    int rc = zero_area ? member_zero(dev, (size_t)L->m[s].sectors * SECTOR, at) : 0;
+    if (rc == 0)
+        rc = member_write(dev, hdr, sizeof hdr, at);
+    if (rc == 0)
+        rc = member_flush(dev);
+    if (rc)
+        uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL header at sector %llu: %s", dev->path,
+                  (unsigned long long)L->m[s].start, uraid_strerror(rc));
+    return rc;
+}
+
+int ppl_clear_all(struct uraid_array *a)
+{
+    int rc = 0;
+    for (int s = 0; a->ppl && s < a->geom.raid_disks && rc == 0; s++)
+        rc = write_empty_header(a, s, 1);
+    if (rc == 0 && a->ppl)
+        __atomic_store_n(&a->ppl->cleared, 1, __ATOMIC_RELEASE);
+    return rc;
+}
+
+/* Before the first log write since open: the areas emptied once. */
+static int clear_once(struct uraid_array *a)
+{
+    struct ppl_log *L = a->ppl;
+    if (__atomic_load_n(&L->cleared, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&L->clear_mu);
+    int rc = __atomic_load_n(&L->cleared, __ATOMIC_ACQUIRE) ? 0 : ppl_clear_all(a);
+    pthread_mutex_unlock(&L->clear_mu);
+    return rc;
+}
+
+/* ---- logging ---------------------------------------------------------------------- */
+
+/* What the log needs of one stripe: its map, the parity slot that holds
+ * the log (-1: nothing to log) and the slots it writes. */
+struct plan {
+    struct stripe_map map;
+    int p;
+    int nb;
+    struct ppl_band b[3];
+    uint64_t pp_bytes;
+    uint64_t written;
+};
+
+static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struct plan *pl)
+{
+    uint32_t c = a->geom.chunk_sectors;
+    if (ps->r)
+        pl->map = ps->r->map;
+    else if (layout_stripe(&a->geom, ps->stripe, &pl->map))
+        return -EINVAL;
+    pl->p = pl->map.p_disk;
+    uint64_t msec = ps->stripe * c;
+    int usable = pl->p >= 0 && a->ppl->m[pl->p].sectors &&
+                 (ps->r ? !ps->r->unavailable[pl->p] : slot_ok_upto(a, pl->p, msec + c));
+    if (!usable) {
+        pl->p = -1; /* no parity is written: nothing for a log to protect */
+        return 0;
+    }
+    pl->nb = ppl_bands(c, a->k, ps->r0, ps->r1, pl->b);
+    pl->pp_bytes = 0;
+    for (int i = 0; i < pl->nb; i++)
+        if (pl->b[i].d_hi - pl->b[i].d_lo + 1 < (uint32_t)a->k)
+            pl->pp_bytes += (uint64_t)pl->b[i].nrows * SECTOR;
+    pl->written = 1ull << pl->p;
+    for (uint64_t d = ps->r0 / c; d <= (ps->r1 - 1) / c; d++)
+        pl->written |= 1ull << pl->map.data_disk[d];
+    return 0;
+}
+
+/* Band b's partial parity: P ^ the band's new blocks (= the XOR of the
+ * blocks the write leaves alone), into dst. */
+static int band_pp(struct uraid_array *a, const struct stripe_rows *r, const struct plan *pl,
+                   const struct ppl_band *b, uint8_t *dst)
+{
+    const void *src[PPL_MAX_SLOTS + 1];
+    size_t off = (size_t)(b->row - r->row) * SECTOR, len = (size_t)b->nrows * SECTOR;
+    int n = 0;
+    src[n++] = r->block[pl->p] + off;
+    for (uint32_t d = b->d_lo; d <= b->d_hi; d++)
+        src[n++] = r->block[pl->map.data_disk[d]] + off;
+    return uraid_gen_p(n, len, src, dst);
+}
+
+/* The header and partial parity of parity slot s for stripes [0, n). */
+static int fill_log(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, int s,
+                    uint8_t *buf)
+{
+    struct ppl_header *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    uint32_t c = a->geom.chunk_sectors;
+    uint8_t *pp = buf + PPL_HEADER_BYTES;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (pl[i].p != s)
+            continue;
+        for (int j = 0; j < pl[i].nb && rc == 0; j++) {
+            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k, (uint32_t)s);
+            if (e.pp_size) {
+                rc = band_pp(a, ps[i].r, &pl[i], &pl[i].b[j], pp);
+                e.checksum = ppl_crc32c(pp, e.pp_size);
+                pp += e.pp_size;
+            }
+            h->entry[h->entries_count++] = e;
+        }
+    }
+    h->signature = a->ppl->signature;
+    h->generation = __atomic_add_fetch(&a->ppl->generation, 1, __ATOMIC_RELAXED);
+    if (rc == 0)
+        rc = ppl_header_encode(h, buf);
+    free(h);
+    return rc;
+}
+
+static void lock_logs(struct ppl_log *L, uint64_t held)
+{
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if (held >> s & 1)
+            pthread_mutex_lock(&L->m[s].mu);
+}
+
+/* The members the previous unit on these logs wrote are flushed before
+ * the logs that cover those writes are overwritten. */
+static void flush_previous(struct uraid_array *a, uint64_t held)
+{
+    uint64_t todo = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if (held >> s & 1) {
+            todo |= a->ppl->m[s].unflushed;
+            a->ppl->m[s].unflushed = 0;
+        }
+    for (int s = 0; s < PPL_MAX_SLOTS && todo; s++) {
+        if (!(todo >> s & 1))
+            continue;
+        todo &= ~(1ull << s);
+        struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
+        int rc = dev && slot_ok(a, s) ? member_flush(dev) : 0;
+        if (rc)
+            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was reused: %s", dev->path,
+                      uraid_strerror(rc));
+    }
+}
+
+/* One write per held log, each flushed: made durable before the data. */
+static int write_logs(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n,
+                      uint64_t held, const uint64_t *pp_bytes)
+{
+    struct io_op ops[PPL_MAX_SLOTS];
+    int slot[PPL_MAX_SLOTS], nops = 0, rc = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
+        if (!(held >> s & 1))
+            continue;
+        size_t len = PPL_HEADER_BYTES + (size_t)pp_bytes[s];
+        len = (len + 4095) / 4096 * 4096;
+        uint8_t *buf = aligned_alloc(4096, len);
+        if (!buf) {
+            rc = -ENOMEM;
+            break;
+        }
+        memset(buf + PPL_HEADER_BYTES + pp_bytes[s], 0, len - PPL_HEADER_BYTES - pp_bytes[s]);
+        slot[nops] = s;
+        ops[nops++] = (struct io_op){.m = a->slot[s].dev, .kind = IO_WRITE, .buf = buf,
+                                     .len = PPL_HEADER_BYTES + (size_t)pp_bytes[s],
+                                     .offset = a->ppl->m[s].start * SECTOR};
+        rc = fill_log(a, ps, pl, n, s, buf);
+    }
+    if (rc == 0)
+        io_engine_run(a->io, ops, nops);
+    for (int i = 0; i < nops; i++) {
+        if (rc == 0 && ops[i].result == 0)
+            ops[i].result = member_flush(ops[i].m);
+        if (rc == 0 && ops[i].result) {
+            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", ops[i].m->path,
+                      (unsigned long long)a->ppl->m[slot[i]].start, uraid_strerror(ops[i].result));
+            rc = ops[i].result;
+        }
+        free(ops[i].buf);
+    }
+    return rc;
+}
+
+int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct ppl_unit *u)
+{
+    struct ppl_log *L = a->ppl;
+    u->held = u->written = 0;
+    int rc = clear_once(a);
+    struct plan *pl = rc ? NULL : calloc((size_t)n, sizeof *pl);
+    if (rc == 0 && !pl)
+        rc = -ENOMEM;
+    uint32_t entries[PPL_MAX_SLOTS] = {0};
+    uint64_t pp_bytes[PPL_MAX_SLOTS] = {0};
+    int take = 0;
+    for (; rc == 0 && take < n; take++) {
+        if ((rc = plan_stripe(a, &ps[take], &pl[take])) != 0)
+            break;
+        int p = pl[take].p;
+        if (p < 0)
+            continue;
+        uint64_t room = ((uint64_t)L->m[p].sectors - PPL_HEADER_SECTORS) * SECTOR;
+        if (take && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES || pp_bytes[p] + pl[take].pp_bytes > room))
+            break; /* the rest goes in the next unit */
+        entries[p] += (uint32_t)pl[take].nb;
+        pp_bytes[p] += pl[take].pp_bytes;
+        u->held |= 1ull << p;
+        u->written |= pl[take].written;
+    }
+    if (rc == 0 && u->held) {
+        lock_logs(L, u->held);
+        flush_previous(a, u->held);
+        rc = write_logs(a, ps, pl, take, u->held, pp_bytes);
+        if (rc)
+            ppl_end(a, u);
+    }
+    free(pl);
+    return rc ? rc : take;
+}
+
+void ppl_end(struct uraid_array *a, struct ppl_unit *u)
+{
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if (u->held >> s & 1) {
+            a->ppl->m[s].unflushed |= u->written;
+            pthread_mutex_unlock(&a->ppl->m[s].mu);
+        }
+    u->held = 0;
+}
+
+/* ---- replay ------------------------------------------------------------------------ */
+
+/* The newest header of one area as md's ppl_load_distributed finds it:
+ * headers chained from the start (each followed by its partial parity),
+ * while their checksums, signatures and generations hold. Returns its
+ * offset in bytes, or -1 when the first is not valid. */
+static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signature, struct ppl_header *out)
+{
+    struct ppl_header *h = malloc(sizeof *h);
+    int64_t best = -1;
+    uint64_t off = 0;
+    while (h && off + PPL_HEADER_BYTES <= bytes) {
+        if (ppl_header_decode(area + off, h, NULL, 0) || h->signature != signature ||
+            (best >= 0 && out->generation > h->generation))
+            break;
+        *out = *h;
+        best = (int64_t)off;
+        uint64_t next = off + PPL_HEADER_BYTES;
+        for (uint32_t i = 0; i < h->entries_count; i++)
+            next += h->entry[i].pp_size;
+        if (next <= off || next % SECTOR)
+            break;
+        off = next;
+    }
+    free(h);
+    return best;
+}
+
+/* md's ppl_recover_entry for entry e of the log on slot s: for every row
+ * the entry covers whose modified blocks can all be read, parity = the
+ * partial parity (if any) ^ those blocks as they are now. Returns 0, or 1
+ * when some row had to be skipped (a block missing or unreadable). */
+static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e, const struct ppl_entry_geom *g,
+                         const uint8_t *pp)
+{
+    uint32_t c = a->geom.chunk_sectors, k = (uint32_t)a->k;
+    uint64_t stripe = g->first / ((uint64_t)k * c), msec = stripe * c + g->first % c;
+    uint32_t d0 = (uint32_t)((g->first / c) % k), rows = g->strip_sectors;
+    struct stripe_map map;
+    if (layout_stripe(&a->geom, stripe, &map) || map.p_disk != s)
+        return 1;
+    uint32_t lim[PPL_MAX_SLOTS];
+    size_t len = (size_t)rows * SECTOR;
+    uint8_t *mem = aligned_alloc(4096, (g->data_disks + 1) * len);
+    unsigned char *ok = calloc(rows, 1);
+    struct io_op ops[PPL_MAX_SLOTS];
+    int skipped = 0, nops = 0;
+    if (!mem || !ok) {
+        free(mem);
+        free(ok);
+        return -ENOMEM;
+    }
+    int opd[PPL_MAX_SLOTS];
+    memset(ok, 1, rows);
+    memset(mem, 0, (g->data_disks + 1) * len);
+    for (uint32_t d = 0; d < g->data_disks; d++) {
+        uint64_t at = g->first + (uint64_t)d * c;
+        lim[d] = at >= g->last ? 0 : g->last - at < rows ? (uint32_t)(g->last - at) : rows;
+        int m = map.data_disk[d0 + d];
+        if (!lim[d])
+            continue;
+        if (!slot_ok_upto(a, m, msec + lim[d])) {
+            memset(ok, 0, lim[d]); /* md skips the rows a missing block takes part in */
+            continue;
+        }
+        opd[nops] = (int)d;
+        ops[nops++] = array_op(a, m, IO_READ, mem + (d + 1) * len, lim[d], msec);
+    }
+    array_run_ops(a, ops, nops);
+    for (int i = 0; i < nops; i++)
+        if (ops[i].result)
+            memset(ok, 0, lim[opd[i]]);
+    uint8_t *par = mem;
+    if (e->pp_size)
+        memcpy(par, pp, len);
+    else
+        memset(par, 0, len);
+    for (uint32_t d = 0; d < g->data_disks; d++)
+        for (size_t b = 0; b < (size_t)lim[d] * SECTOR; b++)
+            par[b] ^= mem[(d + 1) * len + b];
+    for (uint32_t i = 0; i < rows;) {
+        uint32_t j = i;
+        while (j < rows && ok[j] == ok[i] && (j < lim[0]) == (i < lim[0]))
+            j++;
+        if (ok[i] && i < lim[0]) {
+            struct io_op w = array_op(a, s, IO_WRITE, par + (size_t)i * SECTOR, j - i, msec + i);
+            array_run_ops(a, &w, 1);
+            skipped |= w.result != 0;
+        } else if (i < lim[0]) {
+            skipped = 1;
+        }
+        i = j;
+    }
+    free(mem);
+    free(ok);
+    return skipped;
+}
+
+/* Slot s's log: read whole, its newest header's entries checked and (with
+ * apply) replayed. */
+static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch, int *recovered)
+{
+    struct ppl_log *L = a->ppl;
+    struct member *dev = a->slot[s].dev;
+    uint64_t bytes = (uint64_t)L->m[s].sectors * SECTOR;
+    uint8_t *area = aligned_alloc(4096, bytes);
+    struct ppl_header *h = malloc(sizeof *h);
+    int rc = area && h ? member_read(dev, area, bytes, L->m[s].start * SECTOR) : -ENOMEM;
+    if (rc) {
+        uraid_log(URAID_LOG_ERROR, "member %s: cannot read its PPL at sector %llu: %s", dev->path,
+                  (unsigned long long)L->m[s].start, uraid_strerror(rc));
+        goto out;
+    }
+    int64_t at = newest_header(area, bytes, L->signature, h);
+    if (at < 0) {
+        uraid_log(URAID_LOG_WARN, "member %s: no valid PPL header at sector %llu", dev->path,
+                  (unsigned long long)L->m[s].start);
+        (*mismatch)++;
+        goto out;
+    }
+    uint64_t pp = (uint64_t)at + PPL_HEADER_BYTES;
+    for (uint32_t i = 0; i < h->entries_count && rc >= 0; i++) {
+        const struct ppl_entry *e = &h->entry[i];
+        struct ppl_entry_geom g;
+        int bad = pp + e->pp_size > bytes || ppl_crc32c(area + pp, e->pp_size) != e->checksum ||
+                  e->parity_disk != (uint32_t)s || ppl_entry_geom(e, a->geom.chunk_sectors, a->k, &g) ||
+                  g.first >= a->size_sectors;
+        if (bad) {
+            uraid_log(URAID_LOG_WARN, "member %s: PPL entry %u (array sector %llu) is damaged or does not fit the "
+                      "array; not replayed", dev->path, i, (unsigned long long)e->data_sector);
+            (*mismatch)++;
+        } else if (apply) {
+            rc = recover_entry(a, s, e, &g, area + pp);
+            *mismatch += rc > 0;
+            *recovered += rc == 0;
+        } else {
+            (*recovered)++;
+        }
+        pp += e->pp_size;
+    }
+    if (rc > 0)
+        rc = 0;
+    if (rc == 0 && apply)
+        rc = member_flush(dev);
+out:
+    free(area);
+    free(h);
+    return rc;
+}
+
+int ppl_replay(struct uraid_array *a, int apply, int *mismatch, int *recovered)
+{
+    *mismatch = *recovered = 0;
+    int rc = 0;
+    for (int s = 0; a->ppl && s < a->geom.raid_disks && rc == 0; s++)
+        if (a->slot[s].dev && slot_ok(a, s))
+            rc = replay_member(a, s, apply, mismatch, recovered);
+    return rc;
+}
