@@ -209,11 +209,12 @@ static const char *level_name(int level)
     }
 }
 
-/* Features this engine can honour. Others (reshape, journal, PPL, cluster)
- * change how data is laid out or written, so opening would be unsafe. */
+/* Features this engine can honour. Others (reshape, journal, cluster)
+ * change how data is laid out or written, so opening would be unsafe. PPL
+ * is kept by lib/stripe/ppl.c. */
 #define UNSUPPORTED_FEATURES \
     (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_NEW_OFFSET | MD_FEATURE_JOURNAL | \
-     MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+     MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
 
 /* Loads a member's bad-block log when its superblock says it is not empty. */
 static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)

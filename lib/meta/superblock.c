@@ -348,13 +348,8 @@ uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors)
 int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen)
 {
     uint32_t f = sb->feature_map;
-    if (!(f & MD_FEATURE_PPL)) {
-        if (f & MD_FEATURE_MULTIPLE_PPLS) {
-            say(why, whylen, "feature MULTIPLE_PPLS without PPL");
-            return -EINVAL;
-        }
+    if (!(f & MD_FEATURE_PPL))
         return 0;
-    }
     if (f & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)) {
         say(why, whylen, "a PPL together with a %s (md refuses both at once)",
             f & MD_FEATURE_JOURNAL ? "journal" : "write-intent bitmap");

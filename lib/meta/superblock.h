@@ -138,7 +138,8 @@ static inline int64_t md_sb_ppl_sector(const struct md_sb *sb) { return (int64_t
 /* 0 when sb has no PPL (feature bit clear) or its area is one md accepts:
  * at least 16 sectors (a header and one 4 KiB block), clear of the
  * superblock, the bad-block log and the data, and no bitmap or journal
- * beside it; else -EINVAL with a reason. md_sb_decode applies it. */
+ * beside it (md refuses both); else -EINVAL with a reason. md_sb_decode
+ * applies it. */
 int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen);
 
 /* Encodes sb into out[MD_SB_BYTES]: 256 + 2*max_dev bytes of superblock with
