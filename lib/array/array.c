@@ -595,7 +595,7 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
             memset(a->degraded_written, 0xff, words * sizeof *a->degraded_written);
     }
     /* with a PPL the log decides (ppl_start): md starts such an array */
-    int ppl_covers = (a->sb.feature_map & MD_FEATURE_PPL) && !a->readonly;
+    int ppl_covers = md_sb_has_ppl(&a->sb) && !a->readonly;
     if (a->dirty && o->missing && a->nparity && !o->p->force && !ppl_covers) {
         uraid_why(o->why, o->whylen,
                   "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
@@ -633,7 +633,7 @@ static int start_runtime(struct uraid_array *a, struct open_ctx *o)
  * without a log. Read-only opens neither write nor replay. */
 static int ppl_start(struct uraid_array *a, struct open_ctx *o)
 {
-    if (!(a->sb.feature_map & MD_FEATURE_PPL) || a->readonly)
+    if (!md_sb_has_ppl(&a->sb) || a->readonly)
         return 0;
     int rc = ppl_open(a, o->why, o->whylen);
     if (rc || !a->dirty)
@@ -779,7 +779,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->events = R->events;
     info->clean = !a->dirty;
     info->bitmap = a->bitmap != NULL;
-    info->consistency_policy = (R->feature_map & MD_FEATURE_PPL)              ? URAID_POLICY_PPL
+    info->consistency_policy = md_sb_has_ppl(R)                               ? URAID_POLICY_PPL
                                : (R->feature_map & MD_FEATURE_BITMAP_OFFSET) ? URAID_POLICY_BITMAP
                                                                              : URAID_POLICY_RESYNC;
     int nm = 0;

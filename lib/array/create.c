@@ -471,7 +471,7 @@ static int plan_superblocks(struct create_plan *c)
  * header (no entries, generation 0) at its start. */
 static int write_empty_ppl(struct member *m, const struct md_sb *sb)
 {
-    if (!(sb->feature_map & MD_FEATURE_PPL))
+    if (!md_sb_has_ppl(sb))
         return 0;
     uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
     struct ppl_header h = {.signature = ppl_signature(sb->set_uuid)};

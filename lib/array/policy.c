@@ -29,7 +29,7 @@ int uraid_policy_parse(const char *name)
 
 static int sb_policy(const struct md_sb *sb)
 {
-    return sb->feature_map & MD_FEATURE_PPL ? URAID_POLICY_PPL
+    return md_sb_has_ppl(sb) ? URAID_POLICY_PPL
            : sb->feature_map & MD_FEATURE_BITMAP_OFFSET ? URAID_POLICY_BITMAP
                                                         : URAID_POLICY_RESYNC;
 }
@@ -145,7 +145,7 @@ static int write_all(struct grow *g)
     for (int i = 0; i < g->n; i++) {
         const struct md_sb *nsb = &g->sb[g->n + i];
         int rc = 0;
-        if (nsb->feature_map & MD_FEATURE_PPL) {
+        if (md_sb_has_ppl(nsb)) {
             uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
             struct ppl_header h = {.signature = ppl_signature(nsb->set_uuid)};
             ppl_header_encode(&h, hdr);

@@ -348,7 +348,7 @@ uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors)
 int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen)
 {
     uint32_t f = sb->feature_map;
-    if (!(f & MD_FEATURE_PPL))
+    if (!md_sb_has_ppl(sb))
         return 0;
     if (f & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)) {
         say(why, whylen, "a PPL together with a %s (md refuses both at once)",

@@ -125,6 +125,14 @@ void md_sb_bblog_room(const struct md_sb *sb, uint64_t *lo, uint64_t *hi);
  * a bad block is recorded. md_sb_decode applies it. */
 int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen);
 
+/* A PPL is kept: mdadm writes feature bit PPL, the kernel rewrites it as
+ * MULTIPLE_PPLS alone once it uses the area as several logs (mdadm's
+ * md_feature_any_ppl_on). */
+static inline int md_sb_has_ppl(const struct md_sb *sb)
+{
+    return !!(sb->feature_map & (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS));
+}
+
 /* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
 static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
 static inline uint16_t md_sb_ppl_size(const struct md_sb *sb) { return (uint16_t)((uint32_t)sb->bitmap_offset >> 16); }

@@ -53,7 +53,7 @@ int ppl_supported(const struct md_sb *sb, char *why, size_t whylen)
 
 int ppl_open(struct uraid_array *a, char *why, size_t whylen)
 {
-    if (!(a->sb.feature_map & MD_FEATURE_PPL))
+    if (!md_sb_has_ppl(&a->sb))
         return 0;
     int rc = ppl_supported(&a->sb, why, whylen);
     if (rc)
@@ -69,7 +69,7 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
         pthread_mutex_init(&L->m[s].mu, NULL);
         /* each member's own area (mdadm gives them all the same one) */
         const struct md_sb *sb = s < a->geom.raid_disks && a->slot[s].dev ? &a->slot[s].sb : &a->sb;
-        if (!(sb->feature_map & MD_FEATURE_PPL) || ppl_supported(sb, NULL, 0))
+        if (!md_sb_has_ppl(sb) || ppl_supported(sb, NULL, 0))
             sb = &a->sb;
         L->m[s].start = (uint64_t)md_sb_ppl_sector(sb);
         L->m[s].sectors = md_sb_ppl_size(sb);
@@ -363,8 +363,10 @@ static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signa
 
 /* md's ppl_recover_entry for entry e of the log on slot s: for every row
  * the entry covers whose modified blocks can all be read, parity = the
- * partial parity (if any) ^ those blocks as they are now. Returns 0, or 1
- * when some row had to be skipped (a block missing or unreadable). */
+ * partial parity (if any) ^ those blocks as they are now. A row with a
+ * modified block on a missing member is skipped, as md skips it: that
+ * block's rows were being written, so no data depends on them. Returns 0,
+ * or 1 when a read or the parity write failed. */
 static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e, const struct ppl_entry_geom *g,
                          const uint8_t *pp)
 {
@@ -395,7 +397,7 @@ static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e
         if (!lim[d])
             continue;
         if (!slot_ok_upto(a, m, msec + lim[d])) {
-            memset(ok, 0, lim[d]); /* md skips the rows a missing block takes part in */
+            memset(ok, 0, lim[d]);
             continue;
         }
         opd[nops] = (int)d;
@@ -403,8 +405,10 @@ static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e
     }
     array_run_ops(a, ops, nops);
     for (int i = 0; i < nops; i++)
-        if (ops[i].result)
+        if (ops[i].result) {
             memset(ok, 0, lim[opd[i]]);
+            skipped = 1;
+        }
     uint8_t *par = mem;
     if (e->pp_size)
         memcpy(par, pp, len);
@@ -421,8 +425,6 @@ static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e
             struct io_op w = array_op(a, s, IO_WRITE, par + (size_t)i * SECTOR, j - i, msec + i);
             array_run_ops(a, &w, 1);
             skipped |= w.result != 0;
-        } else if (i < lim[0]) {
-            skipped = 1;
         }
         i = j;
     }

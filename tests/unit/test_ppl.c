@@ -735,7 +735,7 @@ static int md_tear_main(int argc, char **argv)
     int torn = 0;
     for (int i = 0; i < argc; i++) {
         struct md_sb sb;
-        if (fx_read_sb_path(argv[i], &sb) || !(sb.feature_map & MD_FEATURE_PPL))
+        if (fx_read_sb_path(argv[i], &sb) || !md_sb_has_ppl(&sb))
             return 2;
         uint64_t bytes = (uint64_t)md_sb_ppl_size(&sb) * 512, start = (uint64_t)md_sb_ppl_sector(&sb) * 512;
         uint8_t *area = malloc(bytes);
