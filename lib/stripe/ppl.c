@@ -14,11 +14,17 @@
 
 #define PPL_MAX_SLOTS 64 /* md's limit: a flush bitmap of one unsigned long */
 
+struct ppl_part;
+
 struct ppl_member {
-    pthread_mutex_t mu;    /* held from the log write to the end of the unit's member writes */
-    uint64_t unflushed;    /* under mu: slots the last unit wrote, not flushed since */
-    uint64_t start;        /* the area: member sector and length */
+    pthread_mutex_t mu;         /* log writes one at a time, in order; the list below */
+    struct ppl_part *inflight;  /* under mu: parts of units whose member writes are in flight */
+    uint64_t unflushed;         /* under mu: slots written by parts that left, not flushed since */
+    uint32_t entries;           /* atomic: entries reserved by units in flight */
+    uint64_t pp_bytes;          /* atomic: partial parity reserved */
+    uint64_t start;             /* the area: member sector and length */
     uint32_t sectors;
+    uint64_t room;              /* bytes of partial parity the area holds after its header */
 };
 
 struct ppl_log {
@@ -26,6 +32,9 @@ struct ppl_log {
     uint64_t generation;   /* atomic: the last header's */
     int cleared;           /* atomic: the areas were emptied since open */
     pthread_mutex_t clear_mu;
+    pthread_mutex_t res_mu;
+    pthread_cond_t res_cv; /* room freed in some log */
+    int waiters;           /* atomic: units waiting for room */
     struct ppl_member m[PPL_MAX_SLOTS];
 };
 
@@ -65,6 +74,8 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
     }
     L->signature = ppl_signature(a->sb.set_uuid);
     pthread_mutex_init(&L->clear_mu, NULL);
+    pthread_mutex_init(&L->res_mu, NULL);
+    pthread_cond_init(&L->res_cv, NULL);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_init(&L->m[s].mu, NULL);
         /* each member's own area (mdadm gives them all the same one) */
@@ -73,6 +84,7 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
             sb = &a->sb;
         L->m[s].start = (uint64_t)md_sb_ppl_sector(sb);
         L->m[s].sectors = md_sb_ppl_size(sb);
+        L->m[s].room = ((uint64_t)L->m[s].sectors - PPL_HEADER_SECTORS) * SECTOR;
     }
     a->ppl = L;
     return 0;
@@ -86,6 +98,8 @@ void ppl_close(struct uraid_array *a)
     for (int s = 0; s < PPL_MAX_SLOTS; s++)
         pthread_mutex_destroy(&L->m[s].mu);
     pthread_mutex_destroy(&L->clear_mu);
+    pthread_mutex_destroy(&L->res_mu);
+    pthread_cond_destroy(&L->res_cv);
     free(L);
     a->ppl = NULL;
 }
@@ -138,6 +152,22 @@ static int clear_once(struct uraid_array *a)
 
 /* ---- logging ---------------------------------------------------------------------- */
 
+/* One unit's share of one member's log: its entries and their partial
+ * parity, kept while the unit's member writes are in flight. Every header
+ * written on that member meanwhile repeats them (md replays only a log's
+ * newest header), so writers on one parity member overlap: each holds
+ * the member's log only for its own log write. */
+struct ppl_part {
+    struct ppl_part *next;       /* the member's parts in flight */
+    struct ppl_part *unit_next;  /* the unit's other parts */
+    int slot;
+    uint32_t nentries;
+    uint64_t pp_bytes;
+    uint64_t written;            /* slots the unit's stripes write */
+    uint8_t *pp;                 /* pp_bytes, after e[] in the same allocation */
+    struct ppl_entry e[];
+};
+
 /* What the log needs of one stripe: its map, the parity slot that holds
  * the log (-1: nothing to log) and the slots it writes. */
 struct plan {
@@ -177,8 +207,7 @@ static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struc
 
 /* Band b's partial parity: P ^ the band's new blocks (= the XOR of the
  * blocks the write leaves alone), into dst. */
-static int band_pp(struct uraid_array *a, const struct stripe_rows *r, const struct plan *pl,
-                   const struct ppl_band *b, uint8_t *dst)
+static int band_pp(const struct stripe_rows *r, const struct plan *pl, const struct ppl_band *b, uint8_t *dst)
 {
     const void *src[PPL_MAX_SLOTS + 1];
     size_t off = (size_t)(b->row - r->row) * SECTOR, len = (size_t)b->nrows * SECTOR;
@@ -189,108 +218,137 @@ static int band_pp(struct uraid_array *a, const struct stripe_rows *r, const str
     return uraid_gen_p(n, len, src, dst);
 }
 
-/* The header and partial parity of parity slot s for stripes [0, n). */
-static int fill_log(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, int s,
-                    uint8_t *buf)
+/* Slot s's part of the unit: entries and partial parity of stripes
+ * [0, n) whose parity lies there. */
+static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n,
+                     struct ppl_part *part)
 {
-    struct ppl_header *h = calloc(1, sizeof *h);
-    if (!h)
-        return -ENOMEM;
     uint32_t c = a->geom.chunk_sectors;
-    uint8_t *pp = buf + PPL_HEADER_BYTES;
+    uint8_t *pp = part->pp;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        if (pl[i].p != s)
+        if (pl[i].p != part->slot)
             continue;
+        part->written |= pl[i].written;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
-            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k, (uint32_t)s);
+            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k, (uint32_t)part->slot);
             if (e.pp_size) {
-                rc = band_pp(a, ps[i].r, &pl[i], &pl[i].b[j], pp);
+                rc = band_pp(ps[i].r, &pl[i], &pl[i].b[j], pp);
                 e.checksum = ppl_crc32c(pp, e.pp_size);
                 pp += e.pp_size;
             }
-            h->entry[h->entries_count++] = e;
+            part->e[part->nentries++] = e;
         }
     }
-    h->signature = a->ppl->signature;
-    h->generation = __atomic_add_fetch(&a->ppl->generation, 1, __ATOMIC_RELAXED);
-    if (rc == 0)
-        rc = ppl_header_encode(h, buf);
-    free(h);
     return rc;
 }
 
-static void lock_logs(struct ppl_log *L, uint64_t held)
+/* A flush, where the member has a cache to flush: memory-backed members
+ * (tmpfs) hold their writes in the page cache, which is their storage. */
+static int flush_member(struct member *dev)
 {
-    for (int s = 0; s < PPL_MAX_SLOTS; s++)
-        if (held >> s & 1)
-            pthread_mutex_lock(&L->m[s].mu);
+    return dev->inline_io ? 0 : member_flush(dev);
 }
 
-/* The members the previous unit on these logs wrote are flushed before
- * the logs that cover those writes are overwritten. */
-static void flush_previous(struct uraid_array *a, uint64_t held)
+/* The members written by parts that left slot s's log are flushed before
+ * a header that no longer lists them goes out (a power cut must not leave
+ * an unflushed write no log covers). Under m[s].mu. */
+static void flush_departed(struct uraid_array *a, int s)
 {
-    uint64_t todo = 0;
-    for (int s = 0; s < PPL_MAX_SLOTS; s++)
-        if (held >> s & 1) {
-            todo |= a->ppl->m[s].unflushed;
-            a->ppl->m[s].unflushed = 0;
-        }
-    for (int s = 0; s < PPL_MAX_SLOTS && todo; s++) {
-        if (!(todo >> s & 1))
+    uint64_t todo = a->ppl->m[s].unflushed;
+    a->ppl->m[s].unflushed = 0;
+    for (int j = 0; j < PPL_MAX_SLOTS && todo; j++) {
+        if (!(todo >> j & 1))
             continue;
-        todo &= ~(1ull << s);
-        struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
-        int rc = dev && slot_ok(a, s) ? member_flush(dev) : 0;
+        todo &= ~(1ull << j);
+        struct member *dev = __atomic_load_n(&a->slot[j].dev, __ATOMIC_ACQUIRE);
+        int rc = dev && slot_ok(a, j) ? flush_member(dev) : 0;
         if (rc)
-            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was reused: %s", dev->path,
+            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s", dev->path,
                       uraid_strerror(rc));
     }
 }
 
-/* One write per held log, each flushed: made durable before the data. */
-static int write_logs(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n,
-                      uint64_t held, const uint64_t *pp_bytes)
+/* Slot s's header with every part in flight there, then their partial
+ * parity, written and flushed. Under m[s].mu. */
+static int write_header(struct uraid_array *a, int s)
 {
-    struct io_op ops[PPL_MAX_SLOTS];
-    int slot[PPL_MAX_SLOTS], nops = 0, rc = 0;
-    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
-        if (!(held >> s & 1))
-            continue;
-        size_t len = PPL_HEADER_BYTES + (size_t)pp_bytes[s];
-        len = (len + 4095) / 4096 * 4096;
-        uint8_t *buf = aligned_alloc(4096, len);
-        if (!buf) {
-            rc = -ENOMEM;
-            break;
-        }
-        memset(buf + PPL_HEADER_BYTES + pp_bytes[s], 0, len - PPL_HEADER_BYTES - pp_bytes[s]);
-        slot[nops] = s;
-        ops[nops++] = (struct io_op){.m = a->slot[s].dev, .kind = IO_WRITE, .buf = buf,
-                                     .len = PPL_HEADER_BYTES + (size_t)pp_bytes[s],
-                                     .offset = a->ppl->m[s].start * SECTOR};
-        rc = fill_log(a, ps, pl, n, s, buf);
+    struct ppl_log *L = a->ppl;
+    struct member *dev = a->slot[s].dev;
+    uint64_t pp = 0;
+    for (struct ppl_part *p = L->m[s].inflight; p; p = p->next)
+        pp += p->pp_bytes;
+    size_t len = PPL_HEADER_BYTES + (size_t)pp;
+    uint8_t *buf = aligned_alloc(4096, (len + 4095) / 4096 * 4096);
+    struct ppl_header hs, *h = &hs;
+    h->entries_count = 0;
+    int rc = buf ? 0 : -ENOMEM;
+    uint8_t *at = buf + PPL_HEADER_BYTES;
+    for (struct ppl_part *p = L->m[s].inflight; p && rc == 0; p = p->next) {
+        memcpy(&h->entry[h->entries_count], p->e, p->nentries * sizeof p->e[0]);
+        h->entries_count += p->nentries;
+        memcpy(at, p->pp, p->pp_bytes);
+        at += p->pp_bytes;
     }
+    h->signature = L->signature;
+    h->generation = __atomic_add_fetch(&L->generation, 1, __ATOMIC_RELAXED);
     if (rc == 0)
-        io_engine_run(a->io, ops, nops);
-    for (int i = 0; i < nops; i++) {
-        if (rc == 0 && ops[i].result == 0)
-            ops[i].result = member_flush(ops[i].m);
-        if (rc == 0 && ops[i].result) {
-            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", ops[i].m->path,
-                      (unsigned long long)a->ppl->m[slot[i]].start, uraid_strerror(ops[i].result));
-            rc = ops[i].result;
-        }
-        free(ops[i].buf);
+        rc = ppl_header_encode(h, buf);
+    if (rc == 0) {
+        flush_departed(a, s);
+        struct io_op op = {.m = dev, .kind = IO_WRITE, .buf = buf, .len = len, .offset = L->m[s].start * SECTOR};
+        io_engine_run(a->io, &op, 1);
+        rc = op.result ? op.result : flush_member(dev);
+        if (rc)
+            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", dev->path,
+                      (unsigned long long)L->m[s].start, uraid_strerror(rc));
     }
+    free(buf);
     return rc;
+}
+
+/* Room in every log the unit needs, all at once (a unit waiting for one
+ * log holds no room in another, so waiters never block each other). */
+static void unreserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, const uint64_t *pp)
+{
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if (held >> s & 1) {
+            __atomic_sub_fetch(&L->m[s].entries, entries[s], __ATOMIC_ACQ_REL);
+            __atomic_sub_fetch(&L->m[s].pp_bytes, pp[s], __ATOMIC_ACQ_REL);
+        }
+}
+
+static int try_reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, const uint64_t *pp)
+{
+    int fits = 1;
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if (held >> s & 1) {
+            uint32_t e = __atomic_add_fetch(&L->m[s].entries, entries[s], __ATOMIC_ACQ_REL);
+            uint64_t b = __atomic_add_fetch(&L->m[s].pp_bytes, pp[s], __ATOMIC_ACQ_REL);
+            fits &= e <= PPL_MAX_ENTRIES && b <= L->m[s].room;
+        }
+    if (!fits)
+        unreserve(L, held, entries, pp);
+    return fits;
+}
+
+static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, const uint64_t *pp)
+{
+    if (try_reserve(L, held, entries, pp))
+        return;
+    pthread_mutex_lock(&L->res_mu);
+    __atomic_add_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
+    while (!try_reserve(L, held, entries, pp))
+        pthread_cond_wait(&L->res_cv, &L->res_mu);
+    __atomic_sub_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&L->res_mu);
 }
 
 int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct ppl_unit *u)
 {
     struct ppl_log *L = a->ppl;
-    u->held = u->written = 0;
+    u->held = 0;
+    u->parts = NULL;
     int rc = clear_once(a);
     struct plan *pl = rc ? NULL : calloc((size_t)n, sizeof *pl);
     if (rc == 0 && !pl)
@@ -304,33 +362,83 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         int p = pl[take].p;
         if (p < 0)
             continue;
-        uint64_t room = ((uint64_t)L->m[p].sectors - PPL_HEADER_SECTORS) * SECTOR;
-        if (take && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES || pp_bytes[p] + pl[take].pp_bytes > room))
+        if (take && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES || pp_bytes[p] + pl[take].pp_bytes > L->m[p].room))
             break; /* the rest goes in the next unit */
         entries[p] += (uint32_t)pl[take].nb;
         pp_bytes[p] += pl[take].pp_bytes;
         u->held |= 1ull << p;
-        u->written |= pl[take].written;
     }
-    if (rc == 0 && u->held) {
-        lock_logs(L, u->held);
-        flush_previous(a, u->held);
-        rc = write_logs(a, ps, pl, take, u->held, pp_bytes);
-        if (rc)
-            ppl_end(a, u);
+    for (int s = 0; rc == 0 && s < PPL_MAX_SLOTS; s++) {
+        if (!(u->held >> s & 1))
+            continue;
+        struct ppl_part *part = calloc(1, sizeof *part + entries[s] * sizeof part->e[0] + pp_bytes[s]);
+        if (!part) {
+            rc = -ENOMEM;
+            break;
+        }
+        part->slot = s;
+        part->pp_bytes = pp_bytes[s];
+        part->pp = (uint8_t *)&part->e[entries[s]];
+        part->unit_next = u->parts;
+        u->parts = part;
+        rc = fill_part(a, ps, pl, take, part);
     }
     free(pl);
+    if (rc) {
+        ppl_end(a, u);
+        return rc;
+    }
+    reserve(L, u->held, entries, pp_bytes);
+    u->reserved = 1;
+    /* lowest slot first, one log at a time */
+    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
+        struct ppl_part *part = u->parts;
+        while (part && part->slot != s)
+            part = part->unit_next;
+        if (!part)
+            continue;
+        pthread_mutex_lock(&L->m[s].mu);
+        part->next = L->m[s].inflight;
+        L->m[s].inflight = part;
+        rc = write_header(a, s);
+        pthread_mutex_unlock(&L->m[s].mu);
+    }
+    if (rc)
+        ppl_end(a, u);
     return rc ? rc : take;
 }
 
 void ppl_end(struct uraid_array *a, struct ppl_unit *u)
 {
-    for (int s = 0; s < PPL_MAX_SLOTS; s++)
-        if (u->held >> s & 1) {
-            a->ppl->m[s].unflushed |= u->written;
-            pthread_mutex_unlock(&a->ppl->m[s].mu);
+    struct ppl_log *L = a->ppl;
+    uint32_t entries[PPL_MAX_SLOTS] = {0};
+    uint64_t pp[PPL_MAX_SLOTS] = {0};
+    for (struct ppl_part *part = u->parts, *nx; part; part = nx) {
+        nx = part->unit_next;
+        struct ppl_member *m = &L->m[part->slot];
+        pthread_mutex_lock(&m->mu);
+        for (struct ppl_part **pp_ = &m->inflight; *pp_; pp_ = &(*pp_)->next)
+            if (*pp_ == part) {
+                *pp_ = part->next;
+                m->unflushed |= part->written;
+                break;
+            }
+        pthread_mutex_unlock(&m->mu);
+        entries[part->slot] = part->nentries;
+        pp[part->slot] = part->pp_bytes;
+        free(part);
+    }
+    if (u->reserved) {
+        unreserve(L, u->held, entries, pp);
+        if (__atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
+            pthread_mutex_lock(&L->res_mu);
+            pthread_cond_broadcast(&L->res_cv);
+            pthread_mutex_unlock(&L->res_mu);
         }
+    }
+    u->parts = NULL;
     u->held = 0;
+    u->reserved = 0;
 }
 
 /* ---- replay ------------------------------------------------------------------------ */

@@ -8,14 +8,16 @@
  *   ppl_begin  the group's entries (and the partial parity of the rows a
  *              write leaves alone: P ^ the new blocks, which is the XOR of
  *              the untouched blocks) go out in one write per parity
- *              member, each flushed; the members' logs stay held
+ *              member, each flushed, together with the entries of every
+ *              other unit still in flight on that member
  *   (the caller's data and parity writes)
- *   ppl_end    the logs are released; the members written are flushed
- *              before the same log is overwritten again (a power cut must
- *              not leave an unflushed write that no log covers)
+ *   ppl_end    the unit leaves the logs; the members it wrote are flushed
+ *              before a header that no longer lists it goes out (a power
+ *              cut must not leave an unflushed write that no log covers)
  *
  * One header at the start of each area (md's single-PPL form, which md
- * replays as it replays its own). At open, a dirty array's logs are
+ * replays as it replays its own): md replays only a log's newest header,
+ * so each header lists every unit in flight on its member. At open, a dirty array's logs are
  * replayed the way md's ppl_recover does: each entry's parity rewritten as
  * partial parity ^ the modified blocks as they are now. */
 #ifndef URAID_STRIPE_PPL_H
@@ -49,14 +51,17 @@ struct ppl_stripe {
     const struct stripe_rows *r;
 };
 
+struct ppl_part;
 struct ppl_unit {
-    uint64_t held;      /* raid slots whose log this unit holds */
-    uint64_t written;   /* slots the unit's stripes write */
+    uint64_t held;            /* raid slots whose log lists this unit */
+    struct ppl_part *parts;   /* its entries there, until ppl_end */
+    int reserved;
 };
 
-/* Logs the longest prefix of ps[0..n-1] that fits one log write per
- * parity member (at least one stripe) and returns its length, with the
- * logs held in u; a negative errno when a log write fails. */
+/* Logs the longest prefix of ps[0..n-1] that fits one log per parity
+ * member (at least one stripe) and returns its length; the unit's entries
+ * stay in those logs until ppl_end. A negative errno when a log write
+ * fails (nothing is left held). */
 int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct ppl_unit *u);
 void ppl_end(struct uraid_array *a, struct ppl_unit *u);
 
