@@ -17,9 +17,12 @@
 struct ppl_part;
 
 struct ppl_member {
-    pthread_mutex_t mu;         /* log writes one at a time, in order; the list below */
-    struct ppl_part *inflight;  /* under mu: parts of units whose member writes are in flight */
-    uint64_t unflushed;         /* under mu: slots written by parts that left, not flushed since */
+    pthread_mutex_t mu;         /* log writes one at a time, in order; written_seq */
+    pthread_mutex_t list_mu;    /* the list, link_seq, unflushed */
+    struct ppl_part *inflight;  /* parts of units whose member writes are in flight */
+    uint64_t link_seq;          /* parts linked so far */
+    uint64_t written_seq;       /* every part up to this one is in a header on disk */
+    uint64_t unflushed;         /* slots written by parts that left, not flushed since */
     uint32_t entries;           /* atomic: entries reserved by units in flight */
     uint64_t pp_bytes;          /* atomic: partial parity reserved */
     uint64_t start;             /* the area: member sector and length */
@@ -78,6 +81,7 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
     pthread_cond_init(&L->res_cv, NULL);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_init(&L->m[s].mu, NULL);
+        pthread_mutex_init(&L->m[s].list_mu, NULL);
         /* each member's own area (mdadm gives them all the same one) */
         const struct md_sb *sb = s < a->geom.raid_disks && a->slot[s].dev ? &a->slot[s].sb : &a->sb;
         if (!md_sb_has_ppl(sb) || ppl_supported(sb, NULL, 0))
@@ -95,8 +99,10 @@ void ppl_close(struct uraid_array *a)
     struct ppl_log *L = a->ppl;
     if (!L)
         return;
-    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+    for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_destroy(&L->m[s].mu);
+        pthread_mutex_destroy(&L->m[s].list_mu);
+    }
     pthread_mutex_destroy(&L->clear_mu);
     pthread_mutex_destroy(&L->res_mu);
     pthread_cond_destroy(&L->res_cv);
@@ -161,6 +167,7 @@ struct ppl_part {
     struct ppl_part *next;       /* the member's parts in flight */
     struct ppl_part *unit_next;  /* the unit's other parts */
     int slot;
+    uint64_t seq;                /* its place in the member's list */
     uint32_t nentries;
     uint64_t pp_bytes;
     uint64_t written;            /* slots the unit's stripes write */
@@ -250,13 +257,11 @@ static int flush_member(struct member *dev)
     return dev->inline_io ? 0 : member_flush(dev);
 }
 
-/* The members written by parts that left slot s's log are flushed before
- * a header that no longer lists them goes out (a power cut must not leave
- * an unflushed write no log covers). Under m[s].mu. */
-static void flush_departed(struct uraid_array *a, int s)
+/* The members written by parts that left a log (mask) are flushed before
+ * a header that no longer lists them goes out: a power cut must not leave
+ * an unflushed write no log covers. */
+static void flush_departed(struct uraid_array *a, uint64_t todo)
 {
-    uint64_t todo = a->ppl->m[s].unflushed;
-    a->ppl->m[s].unflushed = 0;
     for (int j = 0; j < PPL_MAX_SLOTS && todo; j++) {
         if (!(todo >> j & 1))
             continue;
@@ -269,40 +274,58 @@ static void flush_departed(struct uraid_array *a, int s)
     }
 }
 
-/* Slot s's header with every part in flight there, then their partial
- * parity, written and flushed. Under m[s].mu. */
-static int write_header(struct uraid_array *a, int s)
+/* Slot s's header listing every part in flight there, then their partial
+ * parity, written and flushed; part `seq` is then on disk. Writers queue
+ * on m->mu: one that finds its part already written by the writer before
+ * it (which listed it) writes nothing, so under load one header write
+ * serves several units (md's io_unit gathers stripes the same way). */
+static int write_header(struct uraid_array *a, int s, uint64_t seq)
 {
     struct ppl_log *L = a->ppl;
+    struct ppl_member *m = &L->m[s];
     struct member *dev = a->slot[s].dev;
-    uint64_t pp = 0;
-    for (struct ppl_part *p = L->m[s].inflight; p; p = p->next)
+    pthread_mutex_lock(&m->mu);
+    if (m->written_seq >= seq) {
+        pthread_mutex_unlock(&m->mu);
+        return 0;
+    }
+    struct ppl_header hs, *h = &hs;
+    h->entries_count = 0;
+    pthread_mutex_lock(&m->list_mu);
+    uint64_t pp = 0, upto = m->link_seq, departed = m->unflushed;
+    m->unflushed = 0;
+    for (struct ppl_part *p = m->inflight; p; p = p->next)
         pp += p->pp_bytes;
     size_t len = PPL_HEADER_BYTES + (size_t)pp;
     uint8_t *buf = aligned_alloc(4096, (len + 4095) / 4096 * 4096);
-    struct ppl_header hs, *h = &hs;
-    h->entries_count = 0;
-    int rc = buf ? 0 : -ENOMEM;
     uint8_t *at = buf + PPL_HEADER_BYTES;
-    for (struct ppl_part *p = L->m[s].inflight; p && rc == 0; p = p->next) {
+    for (struct ppl_part *p = m->inflight; p && buf; p = p->next) {
         memcpy(&h->entry[h->entries_count], p->e, p->nentries * sizeof p->e[0]);
         h->entries_count += p->nentries;
         memcpy(at, p->pp, p->pp_bytes);
         at += p->pp_bytes;
     }
+    pthread_mutex_unlock(&m->list_mu);
     h->signature = L->signature;
     h->generation = __atomic_add_fetch(&L->generation, 1, __ATOMIC_RELAXED);
-    if (rc == 0)
-        rc = ppl_header_encode(h, buf);
+    int rc = buf ? ppl_header_encode(h, buf) : -ENOMEM;
     if (rc == 0) {
-        flush_departed(a, s);
-        struct io_op op = {.m = dev, .kind = IO_WRITE, .buf = buf, .len = len, .offset = L->m[s].start * SECTOR};
+        flush_departed(a, departed);
+        struct io_op op = {.m = dev, .kind = IO_WRITE, .buf = buf, .len = len, .offset = m->start * SECTOR};
         io_engine_run(a->io, &op, 1);
         rc = op.result ? op.result : flush_member(dev);
         if (rc)
             uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", dev->path,
-                      (unsigned long long)L->m[s].start, uraid_strerror(rc));
+                      (unsigned long long)m->start, uraid_strerror(rc));
     }
+    if (rc == 0) {
+        m->written_seq = upto;
+    } else {
+        pthread_mutex_lock(&m->list_mu);
+        m->unflushed |= departed;
+        pthread_mutex_unlock(&m->list_mu);
+    }
+    pthread_mutex_unlock(&m->mu);
     free(buf);
     return rc;
 }
@@ -397,11 +420,12 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
             part = part->unit_next;
         if (!part)
             continue;
-        pthread_mutex_lock(&L->m[s].mu);
+        pthread_mutex_lock(&L->m[s].list_mu);
+        part->seq = ++L->m[s].link_seq;
         part->next = L->m[s].inflight;
         L->m[s].inflight = part;
-        rc = write_header(a, s);
-        pthread_mutex_unlock(&L->m[s].mu);
+        pthread_mutex_unlock(&L->m[s].list_mu);
+        rc = write_header(a, s, part->seq);
     }
     if (rc)
         ppl_end(a, u);
@@ -416,14 +440,14 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
     for (struct ppl_part *part = u->parts, *nx; part; part = nx) {
         nx = part->unit_next;
         struct ppl_member *m = &L->m[part->slot];
-        pthread_mutex_lock(&m->mu);
+        pthread_mutex_lock(&m->list_mu);
         for (struct ppl_part **pp_ = &m->inflight; *pp_; pp_ = &(*pp_)->next)
             if (*pp_ == part) {
                 *pp_ = part->next;
                 m->unflushed |= part->written;
                 break;
             }
-        pthread_mutex_unlock(&m->mu);
+        pthread_mutex_unlock(&m->list_mu);
         entries[part->slot] = part->nentries;
         pp[part->slot] = part->pp_bytes;
         free(part);
