@@ -625,52 +625,6 @@ static int start_runtime(struct uraid_array *a, struct open_ctx *o)
     return 0;
 }
 
-/* A PPL array: its log opened, and when the array was not shut down
- * cleanly, replayed as md's ppl_recover does. Parity then agrees with the
- * data in every stripe an interrupted write touched, so the array is
- * recorded clean (no resync) when every header and entry was sound; a
- * damaged log leaves it dirty, and then a degraded array needs --force as
- * without a log. Read-only opens neither write nor replay. */
-static int ppl_start(struct uraid_array *a, struct open_ctx *o)
-{
-    if (!md_sb_has_ppl(&a->sb) || a->readonly)
-        return 0;
-    int rc = ppl_open(a, o->why, o->whylen);
-    if (rc || !a->dirty)
-        return rc;
-    int mismatch = 0, recovered = 0;
-    if ((rc = ppl_replay(a, 0, &mismatch, &recovered)) != 0) {
-        uraid_why(o->why, o->whylen, "cannot read the partial parity log: %s", uraid_strerror(rc));
-        return rc;
-    }
-    if (mismatch && o->missing && !o->p->force) {
-        uraid_why(o->why, o->whylen,
-                  "the array was not shut down cleanly and is degraded (%s), and its partial parity log is damaged "
-                  "(%d bad headers or entries): parity may be stale, so data could be rebuilt wrong; use --force "
-                  "to open it anyway", o->gone, mismatch);
-        return -EUCLEAN;
-    }
-    if ((rc = ppl_replay(a, 1, &mismatch, &recovered)) != 0) {
-        uraid_why(o->why, o->whylen, "cannot replay the partial parity log: %s", uraid_strerror(rc));
-        return rc;
-    }
-    uraid_log(URAID_LOG_INFO, "replayed %d partial parity log entries%s", recovered,
-              mismatch ? "; some were damaged, so the array stays dirty" : "");
-    if (mismatch)
-        return 0;
-    if ((rc = ppl_clear_all(a)) != 0) {
-        uraid_why(o->why, o->whylen, "cannot empty the partial parity log after its replay: %s", uraid_strerror(rc));
-        return rc;
-    }
-    pthread_mutex_lock(&a->meta_lock);
-    a->sb.resync_offset = MD_RESYNC_CLEAN;
-    a->dirty = a->opened_dirty = 0;
-    pthread_mutex_unlock(&a->meta_lock);
-    if ((rc = array_write_superblocks(a)) != 0)
-        uraid_why(o->why, o->whylen, "cannot record the array clean after the log's replay: %s", uraid_strerror(rc));
-    return rc;
-}
-
 static void open_ctx_free(struct open_ctx *o)
 {
     if (o->dev)
@@ -719,7 +673,7 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     if (rc == 0)
         rc = start_runtime(a, &o);
     if (rc == 0)
-        rc = ppl_start(a, &o);
+        rc = array_ppl_start(a, o.missing, o.gone, o.p->force, o.why, o.whylen);
     open_ctx_free(&o);
     if (rc) {
         free_array(a);

@@ -1,6 +1,7 @@
-/* Consistency policies: their names, and mdadm --grow --consistency-policy
- * on an array that is not running (uraid_set_consistency_policy). Every
- * member is read and every check passes before the first write. */
+/* Consistency policies: their names; mdadm --grow --consistency-policy
+ * on an array that is not running (uraid_set_consistency_policy: every
+ * member is read and every check passes before the first write); and the
+ * PPL's part of opening an array (array_ppl_start). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,5 +187,51 @@ int uraid_set_consistency_policy(const char *const *paths, int n, int policy, ch
     for (int i = 0; i < n; i++)
         member_close(g.dev[i]);
     free(g.sb);
+    return rc;
+}
+
+/* A PPL array: its log opened, and when the array was not shut down
+ * cleanly, replayed as md's ppl_recover does. Parity then agrees with the
+ * data in every stripe an interrupted write touched, so the array is
+ * recorded clean (no resync) when every header and entry was sound; a
+ * damaged log leaves it dirty, and then a degraded array needs --force as
+ * without a log. Read-only opens neither write nor replay. */
+int array_ppl_start(struct uraid_array *a, int missing, const char *gone, int force, char *why, size_t whylen)
+{
+    if (!md_sb_has_ppl(&a->sb) || a->readonly)
+        return 0;
+    int rc = ppl_open(a, why, whylen);
+    if (rc || !a->dirty)
+        return rc;
+    int mismatch = 0, recovered = 0;
+    if ((rc = ppl_replay(a, 0, &mismatch, &recovered)) != 0) {
+        uraid_why(why, whylen, "cannot read the partial parity log: %s", uraid_strerror(rc));
+        return rc;
+    }
+    if (mismatch && missing && !force) {
+        uraid_why(why, whylen,
+                  "the array was not shut down cleanly and is degraded (%s), and its partial parity log is damaged "
+                  "(%d bad headers or entries): parity may be stale, so data could be rebuilt wrong; use --force "
+                  "to open it anyway", gone, mismatch);
+        return -EUCLEAN;
+    }
+    if ((rc = ppl_replay(a, 1, &mismatch, &recovered)) != 0) {
+        uraid_why(why, whylen, "cannot replay the partial parity log: %s", uraid_strerror(rc));
+        return rc;
+    }
+    uraid_log(URAID_LOG_INFO, "replayed %d partial parity log entries%s", recovered,
+              mismatch ? "; some were damaged, so the array stays dirty" : "");
+    if (mismatch)
+        return 0;
+    if ((rc = ppl_clear_all(a)) != 0) {
+        uraid_why(why, whylen, "cannot empty the partial parity log after its replay: %s", uraid_strerror(rc));
+        return rc;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb.resync_offset = MD_RESYNC_CLEAN;
+    a->dirty = a->opened_dirty = 0;
+    pthread_mutex_unlock(&a->meta_lock);
+    if ((rc = array_write_superblocks(a)) != 0)
+        uraid_why(why, whylen, "cannot record the array clean after the log's replay: %s", uraid_strerror(rc));
     return rc;
 }

@@ -385,7 +385,8 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         int p = pl[take].p;
         if (p < 0)
             continue;
-        if (take && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES || pp_bytes[p] + pl[take].pp_bytes > L->m[p].room))
+        if (take && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES ||
+                     pp_bytes[p] + pl[take].pp_bytes > L->m[p].room))
             break; /* the rest goes in the next unit */
         entries[p] += (uint32_t)pl[take].nb;
         pp_bytes[p] += pl[take].pp_bytes;

@@ -774,7 +774,8 @@ static int md_tear_main(int argc, char **argv)
         }
         sb.resync_offset = 0;
         uint8_t sbuf[MD_SB_BYTES];
-        if (md_sb_encode(&sb, sbuf) || fseek(fp, MD_SB_V12_BYTES, SEEK_SET) || fwrite(sbuf, 1, sizeof sbuf, fp) != sizeof sbuf)
+        if (md_sb_encode(&sb, sbuf) || fseek(fp, MD_SB_V12_BYTES, SEEK_SET) ||
+            fwrite(sbuf, 1, sizeof sbuf, fp) != sizeof sbuf)
             return 1;
         fclose(fp);
         free(area);
