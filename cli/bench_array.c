@@ -27,7 +27,7 @@
 #define MiB (1024u * 1024u)
 
 struct bopts {
-    int members, threads, seq_threads, json, no_uring, throttle, bitmap;
+    int members, threads, seq_threads, json, no_uring, throttle, bitmap, policy;
     uint64_t member_bytes, chunk, bitmap_chunk;
     double seconds;
     const char *dir;
@@ -262,7 +262,8 @@ static int bench_level(const struct bopts *o, int level, int *first)
     for (int i = 0; i < n; i++)
         pp[i] = paths[i];
     struct uraid_create_params cp = {.level = level, .raid_devices = n, .chunk_bytes = (uint32_t)o->chunk,
-                                     .layout = -1, .name = "bench", .assume_clean = 1};
+                                     .layout = -1, .name = "bench", .assume_clean = 1,
+                                     .consistency_policy = o->policy};
     char why[512];
     if (uraid_create(pp, n, &cp, 1, why, sizeof why)) {
         cli_error("bench array", "%s", why);
@@ -280,6 +281,7 @@ static int bench_level(const struct bopts *o, int level, int *first)
             struct uraid_create_params bp = cp;
             bp.bitmap = URAID_BITMAP_INTERNAL;
             bp.bitmap_chunk_bytes = o->bitmap_chunk;
+            bp.consistency_policy = URAID_POLICY_BITMAP;
             if (uraid_create(pp, n, &bp, 1, why, sizeof why)) {
                 cli_error("bench array", "%s", why);
                 status = 1;
@@ -291,7 +293,10 @@ static int bench_level(const struct bopts *o, int level, int *first)
             status = 1;
             break;
         }
-        const char *state = degraded ? "degraded" : bm ? "bitmap" : "healthy";
+        /* the healthy run is named by its policy (ppl is RAID-5's default) */
+        static struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        const char *state = degraded ? "degraded" : bm ? "bitmap" : uraid_policy_name(info.consistency_policy);
         if (run == 0 && *first && !o->json)
             printf("  parity: gen_p=%s gen_pq=%s rmw=%s recov=%s; member I/O: %s\n",
                    uraid_parity_chosen(URAID_OP_GEN_P), uraid_parity_chosen(URAID_OP_GEN_PQ),
@@ -386,6 +391,9 @@ int bench_array(int argc, char **argv)
             o.bitmap = 1;
             o.bitmap_chunk = x;
             i++;
+        } else if (!strcmp(a, "--consistency-policy") && v && uraid_policy_parse(v) > 0) {
+            o.policy = uraid_policy_parse(v);
+            i++;
         } else if (!strcmp(a, "--no-uring")) {
             o.no_uring = 1;
         } else if (!strcmp(a, "--level") && v && (!strcmp(v, "5") || !strcmp(v, "6"))) {
@@ -409,6 +417,7 @@ int bench_array(int argc, char **argv)
                 "usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
                 "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
                 "                         [--bitmap [--bitmap-chunk SIZE]]  (also healthy with a write-intent bitmap)\n"
+                "                         [--consistency-policy resync|bitmap|ppl]  (the healthy run's; default: create's)\n"
                 "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");
         }
     }

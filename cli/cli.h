@@ -100,6 +100,7 @@ int cli_open_array(const char *verb, const struct cli_members *mem, const struct
 int cli_write_all(int fd, const void *buf, size_t len);
 
 int cmd_create(int argc, char **argv);
+int cmd_grow(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
 int cmd_detail(int argc, char **argv);
 int cmd_cat(int argc, char **argv);

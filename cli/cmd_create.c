@@ -1,5 +1,6 @@
 /* uraid create --level L --raid-devices N [--chunk SIZE] [--layout NAME]
  *              [--bitmap internal|none] [--bitmap-chunk SIZE]
+ *              [--consistency-policy resync|bitmap|ppl]
  *              [--name NAME] [--assume-clean] [--force] MEMBERS...
  * Options follow mdadm: a plain --chunk number is KiB; 'missing' leaves a
  * slot empty. Without --assume-clean, parity is made consistent before the
@@ -41,6 +42,31 @@ static int parse_kib_size(const char *val, uint64_t *bytes)
     if (plain)
         *bytes *= 1024;
     return 0;
+}
+
+/* Which consistency policy the new array got, and why, read back from
+ * its first member's superblock. */
+static void print_policy(const char *const *members, int n, const struct uraid_create_params *p)
+{
+    struct uraid_examine e;
+    char why[320];
+    int i = 0;
+    while (i < n && !strcmp(members[i], "missing"))
+        i++;
+    if (i == n || uraid_examine(members[i], &e, why, sizeof why))
+        return;
+    const char *pol = e.has_ppl ? "ppl" : e.has_bitmap ? "bitmap" : "resync";
+    const char *because = "";
+    if (p->consistency_policy)
+        because = " (as asked)";
+    else if (e.has_ppl)
+        because = " (the default for RAID-5: writes are logged so that a crash cannot leave parity stale)";
+    else if (p->level == 5)
+        because = " (not ppl: the members have no room for its 1 MiB log, the chunk is too large, or a bitmap "
+                  "was asked for)";
+    else if (p->level == 4 || p->level == 6)
+        because = " (mdadm's default: md has no partial parity log for this level)";
+    printf("uraid: consistency policy: %s%s\n", pol, because);
 }
 
 struct progress {
@@ -160,6 +186,13 @@ int cmd_create(int argc, char **argv)
                           "got '%s'", val);
                 return 2;
             }
+        } else if (!strcmp(a, "--consistency-policy") || !strcmp(a, "-k")) {
+            TAKE();
+            p.consistency_policy = uraid_policy_parse(val);
+            if (p.consistency_policy < 0) {
+                cli_error("create", "--consistency-policy must be resync, bitmap, ppl or journal, got '%s'", val);
+                return 2;
+            }
         } else if (!strcmp(a, "--bitmap-chunk")) {
             TAKE();
             if (parse_kib_size(val, &p.bitmap_chunk_bytes)) {
@@ -176,6 +209,7 @@ int cmd_create(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
                    "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
+                   "                    [--consistency-policy resync|bitmap|ppl] (default: ppl for RAID-5)\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
                    "                    slot; the last M members become spares; RAID-0 members of different sizes\n"
                    "                    make md's zones: --layout original (default) or alternate)\n");
@@ -216,5 +250,6 @@ int cmd_create(int argc, char **argv)
     if (p.spare_devices)
         printf(", %d spare%s", p.spare_devices, p.spare_devices > 1 ? "s" : "");
     printf(")\n");
+    print_policy(members, n, &p);
     return 0;
 }

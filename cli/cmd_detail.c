@@ -97,7 +97,7 @@ int cmd_detail(int argc, char **argv)
         printf("            Layout : %s\n", uraid_layout_name(info.level, info.layout));
     if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
-    printf("Consistency Policy : %s\n\n", info.bitmap ? "bitmap" : "resync");
+    printf("Consistency Policy : %s\n\n", uraid_policy_name(info.consistency_policy));
     if (rebuilt_pct >= 0)
         printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
     printf("              Name : %s\n", info.name);

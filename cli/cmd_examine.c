@@ -82,6 +82,9 @@ static int examine_one(const char *path)
     printf("\n\n");
     if (e.has_bitmap)
         printf("Internal Bitmap : %d sectors from superblock\n", e.bitmap_offset_sectors);
+    else if (e.has_ppl) /* mdadm prints the offset as an unsigned 16-bit number */
+        printf("            PPL : %u sectors at offset %d sectors from superblock\n", e.ppl_sectors,
+               (int)(uint16_t)e.ppl_offset_sectors);
     printf("    Update Time : %s\n", cli_time(e.utime, t, sizeof t));
     if (e.has_bblog)
         printf("  Bad Block Log : %u entries available at offset %d sectors%s\n", e.bblog_entries,

@@ -61,6 +61,28 @@ struct uraid_array;
 
 enum { URAID_BITMAP_DEFAULT = 0, URAID_BITMAP_NONE = 1, URAID_BITMAP_INTERNAL = 2 };
 
+/* mdadm's consistency policies (--consistency-policy): what makes parity
+ * agree with the data again after an unclean shutdown.
+ *   resync  the whole array is resynced (md's default without a bitmap)
+ *   bitmap  the chunks the write-intent bitmap marks are resynced
+ *   ppl     md's partial parity log (RAID-5): each write's partial parity
+ *           is logged on its parity member first and replayed at open, so
+ *           no resync is needed and a dirty, degraded array keeps the data
+ *           its interrupted writes did not touch (the write hole is closed)
+ *   journal a write journal device (not supported) */
+enum uraid_policy {
+    URAID_POLICY_DEFAULT = 0, /* create: ppl for RAID-5, else mdadm's bitmap rule */
+    URAID_POLICY_RESYNC = 1,
+    URAID_POLICY_BITMAP = 2,
+    URAID_POLICY_PPL = 3,
+    URAID_POLICY_JOURNAL = 4,
+};
+
+/* "resync", "bitmap", "ppl", "journal" (mdadm's words); "default" for 0. */
+URAID_API const char *uraid_policy_name(int policy);
+/* The policy named (mdadm's words), or -1. */
+URAID_API int uraid_policy_parse(const char *name);
+
 struct uraid_create_params {
     int level;              /* 0, 1, 4, 5 or 6 */
     int raid_devices;       /* n: member slots, including "missing" ones */
@@ -76,6 +98,10 @@ struct uraid_create_params {
      * over 100 GiB and the level is 1, 4, 5 or 6; none otherwise). */
     int bitmap;
     uint64_t bitmap_chunk_bytes; /* power of two >= 4K; 0 = mdadm's choice (>= 64 MiB, fits the space) */
+    /* enum uraid_policy. DEFAULT: ppl for RAID-5 (when the members have room
+     * for mdadm's 1 MiB log and bitmap is not INTERNAL), else the bitmap
+     * rule above. BITMAP and PPL exclude each other, as in mdadm. */
+    int consistency_policy;
     /* Called during the initial sync with sectors done and total (may be NULL). */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -202,12 +228,24 @@ struct uraid_array_info {
     uint64_t ctime, utime, events;
     int clean;                       /* 1 = resync_offset says fully in sync */
     int bitmap;                      /* 1 = md's internal write-intent bitmap is kept */
+    int consistency_policy;          /* enum uraid_policy: RESYNC, BITMAP or PPL */
     int degraded;                    /* number of slots not in sync */
     int nmembers;                    /* entries in member[]: slots first, then the rest */
     struct uraid_member_info member[URAID_MAX_MEMBERS];
 };
 
 URAID_API int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);
+
+/* mdadm --grow --consistency-policy on an array that is not running:
+ * every member's superblock switched between resync and ppl (mdadm changes
+ * only these two; bitmap comes and goes with --bitmap). To ppl: RAID-5, no
+ * bitmap, room for the log between the superblock and the data or the
+ * bad-block log; the log areas are emptied. Every check runs before the
+ * first write; a refusal changes nothing on disk. Members in use by another
+ * uraid process are refused (-EBUSY). Returns 0 or a negative errno with one
+ * line in why. */
+URAID_API int uraid_set_consistency_policy(const char *const *members, int nmembers, int policy, char *why,
+                                           size_t whylen);
 
 /* What the data path did since open (or the last reset). Member I/O counts
  * cover data and parity only, not superblock updates. */

@@ -53,6 +53,9 @@ struct uraid_examine {
     int clean;                    /* resync_offset says the array was shut down clean */
     int has_bitmap;
     int32_t bitmap_offset_sectors; /* from the superblock */
+    int has_ppl;                  /* feature PPL (or MULTIPLE_PPLS): md's partial parity log */
+    int32_t ppl_offset_sectors;   /* from the superblock */
+    uint32_t ppl_sectors;
     int has_bblog, bad_blocks_present;
     uint32_t bblog_entries;
     int32_t bblog_offset_sectors; /* from the superblock */

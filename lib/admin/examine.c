@@ -60,6 +60,9 @@ static void fill_sb(const struct md_sb *sb, struct uraid_examine *e)
     e->clean = sb->resync_offset == MD_RESYNC_CLEAN;
     e->has_bitmap = !!(sb->feature_map & MD_FEATURE_BITMAP_OFFSET);
     e->bitmap_offset_sectors = sb->bitmap_offset;
+    e->has_ppl = !e->has_bitmap && md_sb_has_ppl(sb);
+    e->ppl_offset_sectors = md_sb_ppl_offset(sb);
+    e->ppl_sectors = md_sb_ppl_size(sb);
     e->has_bblog = sb->bblog_offset && sb->bblog_size;
     e->bad_blocks_present = !!(sb->feature_map & MD_FEATURE_BAD_BLOCKS);
     e->bblog_entries = sb->bblog_size * 512u / 8;

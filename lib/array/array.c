@@ -15,6 +15,7 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "stripe/ppl.h"
 
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
 {
@@ -208,11 +209,12 @@ static const char *level_name(int level)
     }
 }
 
-/* Features this engine can honour. Others (reshape, journal, PPL, cluster)
- * change how data is laid out or written, so opening would be unsafe. */
+/* Features this engine can honour. Others (reshape, journal, cluster)
+ * change how data is laid out or written, so opening would be unsafe. PPL
+ * is kept by lib/stripe/ppl.c. */
 #define UNSUPPORTED_FEATURES \
     (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_NEW_OFFSET | MD_FEATURE_JOURNAL | \
-     MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+     MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
 
 /* Loads a member's bad-block log when its superblock says it is not empty. */
 static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
@@ -272,6 +274,7 @@ static void free_array(struct uraid_array *a)
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
     wib_free(a);
+    ppl_close(a);
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -591,7 +594,9 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
         if (o->missing)
             memset(a->degraded_written, 0xff, words * sizeof *a->degraded_written);
     }
-    if (a->dirty && o->missing && a->nparity && !o->p->force) {
+    /* with a PPL the log decides (ppl_start): md starts such an array */
+    int ppl_covers = md_sb_has_ppl(&a->sb) && !a->readonly;
+    if (a->dirty && o->missing && a->nparity && !o->p->force && !ppl_covers) {
         uraid_why(o->why, o->whylen,
                   "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
                   "be rebuilt wrong; use --force to open it anyway",
@@ -667,6 +672,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = check_startable(a, &o);
     if (rc == 0)
         rc = start_runtime(a, &o);
+    if (rc == 0)
+        rc = array_ppl_start(a, o.missing, o.gone, o.p->force, o.why, o.whylen);
     open_ctx_free(&o);
     if (rc) {
         free_array(a);
@@ -695,6 +702,9 @@ int uraid_close(struct uraid_array *a)
      * (cnt_corrected_read, as md does); an open that only read never
      * marked the array dirty, so without this the counts of its
      * corrections would be lost at close. */
+    /* every write is flushed: the log covers nothing any more */
+    if (rc == 0 && !a->readonly && a->ppl && mark_clean)
+        rc = ppl_clear_all(a);
     if (rc == 0 && !a->readonly && (mark_clean || a->corrected_unsaved)) {
         if (mark_clean)
             a->sb.resync_offset = MD_RESYNC_CLEAN;
@@ -723,6 +733,9 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->events = R->events;
     info->clean = !a->dirty;
     info->bitmap = a->bitmap != NULL;
+    info->consistency_policy = md_sb_has_ppl(R)                               ? URAID_POLICY_PPL
+                               : (R->feature_map & MD_FEATURE_BITMAP_OFFSET) ? URAID_POLICY_BITMAP
+                                                                             : URAID_POLICY_RESYNC;
     int nm = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct uraid_member_info *mi = &info->member[nm++];

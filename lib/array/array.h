@@ -141,6 +141,7 @@ struct uraid_array {
     struct array_job job;
     char *event_program;       /* run for every event (events.c), or NULL; set at open */
     struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
+    struct ppl_log *ppl;       /* md's partial parity log (lib/stripe/ppl.c), NULL when the policy is not ppl */
 };
 
 /* Reports an event with mdadm --monitor's name (Fail, FailSpare,
@@ -196,6 +197,13 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);
 
 /* A new member's superblock and an empty bad-block log (create, add). (array.c) */
 int array_write_new_member(struct member *m, const struct md_sb *sb);
+
+/* At open, for a PPL array opened for writing: the log opened and, when
+ * the array is dirty, replayed and the array recorded clean (md starts a
+ * dirty, degraded array with a PPL); a damaged log leaves it dirty, and
+ * refuses it (-EUCLEAN) when degraded (missing slots, named in gone)
+ * unless force. (policy.c) */
+int array_ppl_start(struct uraid_array *a, int missing, const char *gone, int force, char *why, size_t whylen);
 
 /* Marks the array dirty on disk before its first write. (array.c) */
 int array_mark_dirty(struct uraid_array *a);

@@ -21,6 +21,8 @@
 #include "array/array.h"
 #include "log.h"
 #include "meta/bitmap.h"
+#include "meta/ppl.h"
+#include "stripe/ppl.h"
 
 #define SYNC_BYTES (8u << 20) /* per member per sync step */
 
@@ -83,12 +85,12 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
  * as mdadm chooses it in the space data_offset reserved (sb + 8 up to the
  * bad-block log). Sets the feature bit and offset in every superblock and
  * fills *bm. */
-static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params *p, uint64_t smallest,
+static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params *p, int mode, uint64_t smallest,
                          struct md_bitmap_sb *bm, int *with, char *why, size_t whylen)
 {
     const uint64_t big = 100ull << 21; /* 100 GiB in sectors */
-    *with = p->bitmap == URAID_BITMAP_INTERNAL ||
-            (p->bitmap == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->member_sectors > big);
+    *with = mode == URAID_BITMAP_INTERNAL ||
+            (mode == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->member_sectors > big);
     if (!*with) {
         if (p->bitmap_chunk_bytes) {
             uraid_why(why, whylen, "--bitmap-chunk needs --bitmap internal%s",
@@ -184,6 +186,8 @@ struct create_plan {
     struct uraid_array *a;      /* slot[]: the active members; extra[]: the spares */
     struct md_bitmap_sb bm;
     int with_bitmap;
+    int bitmap_mode;            /* URAID_BITMAP_*: the bitmap argument as the policy settles it */
+    int policy;                 /* URAID_POLICY_*: DEFAULT until open_members settles it */
     int runtime;                /* array_runtime_init ran: fini must too */
     char *why;
     size_t whylen;
@@ -231,6 +235,67 @@ static int check_geometry(struct create_plan *c)
     return 0;
 }
 
+/* The largest chunk whose partial parity fits mdadm's 1 MiB log with its
+ * header (uraid logs a stripe's partial parity in one write). */
+#define PPL_MAX_CHUNK_SECTORS (MD_PPL_SECTORS - PPL_HEADER_SECTORS)
+
+/* --consistency-policy against the level and --bitmap, as mdadm checks it. */
+static int check_policy(struct create_plan *c)
+{
+    const struct uraid_create_params *p = c->p;
+    int pol = p->consistency_policy, bm = p->bitmap;
+    c->policy = pol;
+    c->bitmap_mode = bm;
+    if (pol < URAID_POLICY_DEFAULT || pol > URAID_POLICY_JOURNAL)
+        return refuse(c, -EINVAL, "unknown consistency policy %d", pol);
+    if (pol == URAID_POLICY_JOURNAL)
+        return refuse(c, -EOPNOTSUPP, "--consistency-policy=journal is not supported yet (it needs a write journal "
+                                      "device); use ppl, bitmap or resync");
+    if (pol == URAID_POLICY_PPL) {
+        if (c->g.level != 5)
+            return refuse(c, -EINVAL, "--consistency-policy=ppl needs RAID-5: md keeps a partial parity log for "
+                                      "RAID-5 only (this is RAID-%d)", c->g.level);
+        if (bm == URAID_BITMAP_INTERNAL || p->bitmap_chunk_bytes)
+            return refuse(c, -EINVAL, "--consistency-policy=ppl and a write-intent bitmap exclude each other (md "
+                                      "keeps one or the other)");
+        if (c->n > 64)
+            return refuse(c, -EINVAL, "--consistency-policy=ppl allows at most 64 members (md's limit)");
+        if (c->g.chunk_sectors > PPL_MAX_CHUNK_SECTORS)
+            return refuse(c, -EINVAL, "--consistency-policy=ppl needs a chunk of at most %u KiB (a chunk's partial "
+                                      "parity must fit the 1 MiB log), got %u KiB", PPL_MAX_CHUNK_SECTORS / 2,
+                          c->g.chunk_sectors / 2);
+        c->bitmap_mode = URAID_BITMAP_NONE;
+    } else if (pol == URAID_POLICY_BITMAP) {
+        if (c->g.level == 0)
+            return refuse(c, -EINVAL, "RAID-0 cannot have a write-intent bitmap (md refuses one: there is no "
+                                      "redundancy to resync)");
+        if (bm == URAID_BITMAP_NONE)
+            return refuse(c, -EINVAL, "--consistency-policy=bitmap and --bitmap none contradict each other");
+        c->bitmap_mode = URAID_BITMAP_INTERNAL;
+    } else if (pol == URAID_POLICY_RESYNC) {
+        if (bm == URAID_BITMAP_INTERNAL)
+            return refuse(c, -EINVAL, "--consistency-policy=resync and --bitmap internal contradict each other");
+        c->bitmap_mode = URAID_BITMAP_NONE;
+    }
+    return 0;
+}
+
+/* The default policy once the members' size is known: ppl for RAID-5
+ * when nothing asks for a bitmap and the members have room for the log,
+ * else mdadm's bitmap rule (bitmap or resync). */
+static void settle_policy(struct create_plan *c)
+{
+    if (c->policy != URAID_POLICY_DEFAULT)
+        return;
+    uint64_t need = md_choose_data_offset_space(c->smallest, c->g.chunk_sectors, MD_PPL_SECTORS) +
+                    2ull * c->g.chunk_sectors + 10;
+    if (c->g.level == 5 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
+        c->g.chunk_sectors <= PPL_MAX_CHUNK_SECTORS && c->smallest >= need) {
+        c->policy = URAID_POLICY_PPL;
+        c->bitmap_mode = URAID_BITMAP_NONE;
+    }
+}
+
 /* Every argument, before any member is opened. */
 static int check_args(struct create_plan *c)
 {
@@ -262,7 +327,7 @@ static int check_args(struct create_plan *c)
                       "RAID-0 cannot have a write-intent bitmap (md refuses one: there is no redundancy to resync)");
     if (c->g.level == 0 && c->nspares)
         return refuse(c, -EINVAL, "RAID-0 cannot have spares (md has no slot to rebuild them into)");
-    return 0;
+    return check_policy(c);
 }
 
 /* Opens path into sl and refuses a member of another array (unless force). */
@@ -373,6 +438,7 @@ static int plan_superblocks(struct create_plan *c)
         .ctime = (uint64_t)time(NULL),
         .missing = c->missing,
         .assume_clean = p->assume_clean || c->nmissing,
+        .ppl = c->policy == URAID_POLICY_PPL,
     };
     int rc = make_uuid(c, cp.uuid), first = -1;
     for (int i = 0; i < c->n && rc == 0; i++)
@@ -396,14 +462,30 @@ static int plan_superblocks(struct create_plan *c)
     if (c->g.level == 0 && (rc = raid0_create_zones(a, p->layout, c->why, c->whylen)) != 0)
         return rc;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
-    rc = choose_bitmap(a, p, c->smallest, &c->bm, &c->with_bitmap, c->why, c->whylen);
+    rc = choose_bitmap(a, p, c->bitmap_mode, c->smallest, &c->bm, &c->with_bitmap, c->why, c->whylen);
     spares_follow(a);
     return rc;
+}
+
+/* mdadm's write_init_ppl1: the whole PPL area zeroed, then an empty
+ * header (no entries, generation 0) at its start. */
+static int write_empty_ppl(struct member *m, const struct md_sb *sb)
+{
+    if (!md_sb_has_ppl(sb))
+        return 0;
+    uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
+    struct ppl_header h = {.signature = ppl_signature(sb->set_uuid)};
+    ppl_header_encode(&h, hdr);
+    uint64_t at = (uint64_t)md_sb_ppl_sector(sb) * SECTOR;
+    int rc = member_zero(m, (size_t)md_sb_ppl_size(sb) * SECTOR, at);
+    return rc ? rc : member_write(m, hdr, sizeof hdr, at);
 }
 
 static int write_one(struct create_plan *c, struct array_slot *sl)
 {
     int rc = array_write_new_member(sl->dev, &sl->sb);
+    if (rc == 0)
+        rc = write_empty_ppl(sl->dev, &sl->sb);
     if (rc == 0)
         rc = member_flush(sl->dev);
     return rc ? refuse(c, rc, "member %s: cannot write the superblock: %s", sl->dev->path, uraid_strerror(rc)) : 0;
@@ -483,8 +565,10 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     }
     if (rc == 0)
         rc = open_members(c);
-    if (rc == 0)
+    if (rc == 0) {
+        settle_policy(c);
         rc = plan_superblocks(c);
+    }
     if (rc == 0)
         rc = write_members(c);
     if (rc == 0 && c->a->dirty)

@@ -307,7 +307,8 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
         say(why, whylen, "dev_number %u outside dev_roles[%u]", sb->dev_number, max_dev);
         return -EINVAL;
     }
-    return md_sb_check_bblog(sb, why, whylen);
+    int rc = md_sb_check_bblog(sb, why, whylen);
+    return rc ? rc : md_sb_check_ppl(sb, why, whylen);
 }
 
 /* ---- Creating members -------------------------------------------------- */
@@ -333,10 +334,45 @@ static uint64_t headroom_sectors(uint64_t dev_sectors, uint32_t chunk_sectors)
     return headroom;
 }
 
+uint64_t md_choose_data_offset_space(uint64_t dev_sectors, uint32_t chunk_sectors, uint32_t space)
+{
+    uint64_t off = 24 + space + headroom_sectors(dev_sectors, chunk_sectors);
+    return (off + 2047) / 2048 * 2048;
+}
+
 uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors)
 {
-    uint64_t off = 24 + md_choose_bm_space(dev_sectors) + headroom_sectors(dev_sectors, chunk_sectors);
-    return (off + 2047) / 2048 * 2048;
+    return md_choose_data_offset_space(dev_sectors, chunk_sectors, md_choose_bm_space(dev_sectors));
+}
+
+int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen)
+{
+    uint32_t f = sb->feature_map;
+    if (!md_sb_has_ppl(sb))
+        return 0;
+    if (f & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)) {
+        say(why, whylen, "a PPL together with a %s (md refuses both at once)",
+            f & MD_FEATURE_JOURNAL ? "journal" : "write-intent bitmap");
+        return -EINVAL;
+    }
+    int64_t start = md_sb_ppl_sector(sb), end = start + md_sb_ppl_size(sb);
+    int64_t sb_end = (int64_t)(sb->super_offset + md_sb_sectors(sb->max_dev));
+    int64_t data_lo = (int64_t)sb->data_offset, data_hi = (int64_t)(sb->data_offset + sb->data_size);
+    int64_t bb_lo = md_sb_bblog_sector(sb), bb_hi = sb->bblog_offset && sb->bblog_size ? bb_lo + sb->bblog_size : bb_lo;
+    const char *what = NULL;
+    if (md_sb_ppl_size(sb) < 16)
+        what = "is smaller than 16 sectors (a header and one 4 KiB block)";
+    else if (start < 0 || (start < sb_end && end > (int64_t)sb->super_offset))
+        what = "overlaps the superblock";
+    else if (start < data_hi && end > data_lo)
+        what = "overlaps the data";
+    else if (bb_hi > bb_lo && start < bb_hi && end > bb_lo)
+        what = "overlaps the bad-block log";
+    if (!what)
+        return 0;
+    say(why, whylen, "PPL area at sectors %lld..%lld (offset %d, %u sectors) %s", (long long)start,
+        (long long)end - 1, md_sb_ppl_offset(sb), md_sb_ppl_size(sb), what);
+    return -EINVAL;
 }
 
 uint32_t md_choose_max_dev(uint32_t n)
@@ -387,8 +423,12 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
         say(why, whylen, "array name must be 1 to 31 bytes");
         return -EINVAL;
     }
+    /* mdadm reserves the PPL's 1 MiB where the bitmap's space would be */
+    uint32_t bm_space = p->level <= 0 ? 0 : p->ppl ? MD_PPL_SECTORS : md_choose_bm_space(p->dev_sectors);
     uint64_t data_offset = p->data_offset ? p->data_offset
-                                          : md_choose_data_offset(p->dev_sectors, p->chunk_sectors);
+                                          : md_choose_data_offset_space(p->dev_sectors, p->chunk_sectors,
+                                                                        p->ppl ? MD_PPL_SECTORS
+                                                                               : md_choose_bm_space(p->dev_sectors));
     uint32_t max_dev = md_choose_max_dev(p->raid_disks + p->spares);
     if (data_offset < MD_SB_V12_SECTOR + md_sb_sectors(max_dev) + 8 ||
         p->dev_sectors < data_offset + 10 || member_sectors < p->dev_sectors) {
@@ -419,7 +459,6 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
     /* Bad-block log: 8 sectors (512 entries, md's one-page cap) after the
      * bitmap space, or just before the data when that does not fit. The
      * md fixtures show RAID-0 reserving no bitmap space (log at sb+8). */
-    uint32_t bm_space = p->level > 0 ? md_choose_bm_space(p->dev_sectors) : 0;
     sb->bblog_size = 8;
     sb->bblog_shift = 0;
     if (MD_SB_V12_SECTOR + 8 + bm_space + 8 <= data_offset)
@@ -427,6 +466,10 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
     else
         sb->bblog_offset = (int32_t)(data_offset - 8 - MD_SB_V12_SECTOR);
 
+    if (p->ppl) {
+        sb->feature_map |= MD_FEATURE_PPL;
+        md_sb_set_ppl(sb, 8, MD_PPL_SECTORS);
+    }
     sb->events = 0;
     sb->resync_offset = (p->assume_clean || p->level <= 0) ? MD_RESYNC_CLEAN : 0;
     sb->max_dev = max_dev;

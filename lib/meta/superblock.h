@@ -45,6 +45,9 @@
 #define MD_DEVFLAG_WRITEMOSTLY 0x1u
 #define MD_DEVFLAG_FAILFAST 0x2u
 
+/* mdadm 4.2's PPL area for v1.2: 1 MiB at sb + 8 (MULTIPLE_PPL_AREA_SIZE_SUPER1) */
+#define MD_PPL_SECTORS 2048u
+
 #define MD_RESYNC_CLEAN UINT64_MAX  /* resync_offset of a clean array ("MaxSector") */
 
 /* Every v1.2 field in host form. The pads (pad0, pad3) are not kept: the
@@ -122,9 +125,30 @@ void md_sb_bblog_room(const struct md_sb *sb, uint64_t *lo, uint64_t *hi);
  * a bad block is recorded. md_sb_decode applies it. */
 int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen);
 
+/* A PPL is kept: mdadm writes feature bit PPL, the kernel rewrites it as
+ * MULTIPLE_PPLS alone once it uses the area as several logs (mdadm's
+ * md_feature_any_ppl_on). */
+static inline int md_sb_has_ppl(const struct md_sb *sb)
+{
+    return !!(sb->feature_map & (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS));
+}
+
 /* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
 static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
 static inline uint16_t md_sb_ppl_size(const struct md_sb *sb) { return (uint16_t)((uint32_t)sb->bitmap_offset >> 16); }
+static inline void md_sb_set_ppl(struct md_sb *sb, int16_t offset, uint16_t size)
+{
+    sb->bitmap_offset = (int32_t)((uint32_t)(uint16_t)offset | (uint32_t)size << 16);
+}
+/* Where the PPL area starts: sectors from the member's start. */
+static inline int64_t md_sb_ppl_sector(const struct md_sb *sb) { return (int64_t)sb->super_offset + md_sb_ppl_offset(sb); }
+
+/* 0 when sb has no PPL (feature bit clear) or its area is one md accepts:
+ * at least 16 sectors (a header and one 4 KiB block), clear of the
+ * superblock, the bad-block log and the data, and no bitmap or journal
+ * beside it (md refuses both); else -EINVAL with a reason. md_sb_decode
+ * applies it. */
+int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen);
 
 /* Encodes sb into out[MD_SB_BYTES]: 256 + 2*max_dev bytes of superblock with
  * a freshly computed checksum, zeros after that. sb->sb_csum is ignored.
@@ -162,6 +186,9 @@ uint32_t md_choose_bm_space(uint64_t dev_sectors);
  * the half is still at least 2 chunks), rounded up to 2048 sectors (1 MiB).
  * On a 4 MiB device with 64 KiB chunks that is 24 + 8 + 256 -> 2048. */
 uint64_t md_choose_data_offset(uint64_t dev_sectors, uint32_t chunk_sectors);
+/* The same with `space` sectors reserved after the superblock instead of
+ * the bitmap's (mdadm --consistency-policy=ppl reserves its 1 MiB PPL). */
+uint64_t md_choose_data_offset_space(uint64_t dev_sectors, uint32_t chunk_sectors, uint32_t space);
 
 /* Smallest max_dev that holds n roles and keeps 256 + 2*max_dev a multiple
  * of 512 (mdadm writes whole sectors): 128, 384, 640, ... up to 1920. */
@@ -181,6 +208,8 @@ struct md_sb_create_params {
     uint8_t uuid[16];
     const uint8_t *missing;     /* NULL or raid_disks flags: nonzero = empty slot */
     int assume_clean;           /* resync_offset = MD_RESYNC_CLEAN instead of 0 */
+    int ppl;                    /* mdadm --consistency-policy=ppl: feature bit PPL, a 1 MiB
+                                 * area at sb + 8, data_offset and bad-block log after it */
 };
 
 /* Fills sb for the member in raid slot dev_number (mdadm gives member i of

@@ -20,6 +20,7 @@
 
 #include "array/dataio.h"
 #include "log.h"
+#include "stripe/ppl.h"
 
 /* Upper bound on the bytes of member buffers one write group uses; a
  * group is also at most MAX_GROUP stripes. */
@@ -333,6 +334,26 @@ static int group_writes(struct uraid_array *a, struct wstripe *ws, int nw, struc
     return rc;
 }
 
+/* With a PPL, the group's writes go out in units the logs can hold, each
+ * unit's log written and flushed first (stripe/ppl.h). */
+static int logged_writes(struct uraid_array *a, struct wstripe *ws, int nw, struct io_op *ops, int *owner)
+{
+    struct ppl_stripe ps[MAX_GROUP];
+    for (int i = 0; i < nw; i++)
+        ps[i] = (struct ppl_stripe){.stripe = ws[i].r.stripe, .r0 = ws[i].r0, .r1 = ws[i].r1, .r = &ws[i].r};
+    int rc = 0;
+    for (int i = 0; i < nw && rc == 0;) {
+        struct ppl_unit u;
+        int n = ppl_begin(a, ps + i, nw - i, &u);
+        if (n < 0)
+            return n;
+        rc = group_writes(a, ws + i, n, ops, owner);
+        ppl_end(a, &u);
+        i += n;
+    }
+    return rc;
+}
+
 /* Writes a group of planned stripes: reads, parity, writes, each phase as
  * one batch. Called with the group's stripe locks held. */
 static int write_group(struct uraid_array *a, struct wstripe *ws, int nw, int user)
@@ -345,8 +366,9 @@ static int write_group(struct uraid_array *a, struct wstripe *ws, int nw, int us
         group_reads(a, ws, nw, ops, owner);
         rc = group_compute(a, ws, nw, user);
     }
+    /* resync writes change no data: md logs user writes only */
     if (rc == 0)
-        rc = group_writes(a, ws, nw, ops, owner);
+        rc = user && a->ppl ? logged_writes(a, ws, nw, ops, owner) : group_writes(a, ws, nw, ops, owner);
     free(ops);
     free(owner);
     return rc;

@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "array/dataio.h"
+#include "stripe/ppl.h"
 
 #define ZERO_STRIPES 64u            /* stripes locked at a time */
 #define ZERO_PIECE (1u << 20)       /* bytes of zeros per partial-stripe write */
@@ -41,10 +42,23 @@ static int zero_stripes(struct uraid_array *a, uint64_t s0, uint64_t s1)
             who[nops] = m;
             ops[nops++] = array_op(a, m, IO_ZERO, NULL, (uint32_t)(end - lo), lo);
         }
+        /* zeroing changes data: with a PPL it is logged as full-stripe writes */
+        struct ppl_unit u = {0};
+        struct ppl_stripe ps[ZERO_STRIPES];
+        for (int i = 0; i < ns; i++)
+            ps[i] = (struct ppl_stripe){.stripe = stripes[i], .r1 = (uint64_t)a->k * c};
+        int logged = a->ppl ? ppl_begin(a, ps, ns, &u) : ns;
+        if (logged >= 0 && logged < ns) /* 64 entries without partial parity always fit */
+            logged = -EOVERFLOW;
         stripe_gen_bump(&a->locks, held, nheld);
-        array_run_ops(a, ops, nops);
+        if (logged == ns)
+            array_run_ops(a, ops, nops);
         stripe_gen_bump(&a->locks, held, nheld);
+        if (a->ppl)
+            ppl_end(a, &u);
         stripe_unlock_set(&a->locks, held, nheld);
+        if (logged < 0)
+            return logged;
         for (int i = 0; i < nops && rc == 0; i++) {
             uint32_t len = (uint32_t)(ops[i].len / SECTOR);
             if (ops[i].result)

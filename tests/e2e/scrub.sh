@@ -118,7 +118,7 @@ expect "two blocks wrong: exit 3, not repaired" 3 "more than one block disagrees
 # RAID-5: reported as parity; repair rewrites P
 for i in 0 1 2 3; do truncate -s 8M "$t_tmp/r$i.img"; done
 R="$t_tmp/r0.img $t_tmp/r1.img $t_tmp/r2.img $t_tmp/r3.img"
-$T $URAID create --level 5 --raid-devices 4 --chunk 64K $R >/dev/null 2>&1 && head -c 16M /dev/urandom | $URAID write $R 2>/dev/null
+$T $URAID create --level 5 --raid-devices 4 --chunk 64K --consistency-policy resync $R >/dev/null 2>&1 && head -c 16M /dev/urandom | $URAID write $R 2>/dev/null
 corrupt "$t_tmp/r0.img" $((DO + C + 8)) 8   # stripe 1: RAID-5 left-symmetric P on member 2
 expect "RAID-5: reported as P" 3 "^stripe 1: member $t_tmp/r2.img sector $((DO + C + 8)) (slot 2), 8 sectors: parity (P) block wrong\$" $URAID check $R
 expect "RAID-5: repair rewrites P" 0 "parity (P) block wrong, repaired" $URAID repair $R

@@ -9,6 +9,8 @@
 
 #include "harness.h"
 
+int fx_policy = URAID_POLICY_RESYNC;
+
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes)
 {
     return fx_create_bitmap(f, level, n, chunk, member_bytes, 0);
@@ -43,7 +45,8 @@ int fx_create_bitmap(struct fx *f, int level, int n, uint32_t chunk, uint64_t me
     struct uraid_create_params cp = {.level = level, .raid_devices = n, .chunk_bytes = chunk, .layout = -1,
                                       .assume_clean = 1,
                                       .bitmap = bitmap_chunk ? URAID_BITMAP_INTERNAL : URAID_BITMAP_NONE,
-                                      .bitmap_chunk_bytes = bitmap_chunk};
+                                      .bitmap_chunk_bytes = bitmap_chunk,
+                                      .consistency_policy = bitmap_chunk ? URAID_POLICY_BITMAP : fx_policy};
     char why[512] = "";
     int rc = uraid_create(paths, n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "%s: create: %d (%s)", f->label, rc, why);

@@ -31,6 +31,10 @@ struct fx {
     char label[96];
 };
 
+/* The consistency policy fx_create gives arrays without a bitmap: resync
+ * (what the tests written before PPL expect) unless a test sets it. */
+extern int fx_policy;
+
 /* Creates members and the array (assume_clean: all zeros is consistent);
  * the model starts all zero. */
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes);

@@ -142,6 +142,7 @@ static void arr_make(struct arr *A, const char *name, int level, int n)
     }
     struct uraid_create_params cp = {
         .level = level, .raid_devices = n, .chunk_bytes = 8192, .layout = -1, .name = name, .homehost = "test",
+        .consistency_policy = URAID_POLICY_RESYNC, /* md's rules without a log (test_ppl.c has the PPL's) */
     };
     char why[512];
     int rc = uraid_create(A->p, n, &cp, 0, why, sizeof why);

@@ -234,6 +234,7 @@ static void test_create(void)
     }
     cp.bitmap = URAID_BITMAP_DEFAULT;
     cp.bitmap_chunk_bytes = 0;
+    cp.level = 1; /* RAID-5's default policy is ppl, which has no bitmap */
     CHECK(uraid_create(pp, 3, &cp, 0, why, sizeof why) == 0, "%s", why);
     struct md_bitmap_sb h;
     CHECK(raw_bitmap(&g, 2, &h, NULL, 0) == 0 && h.chunksize == 64u << 20,

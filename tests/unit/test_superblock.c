@@ -70,7 +70,9 @@ static void random_sb(struct md_sb *sb)
     rng_fill(&rng, sb->set_uuid, 16);
     rng_fill(&rng, sb->device_uuid, 16);
     rng_fill(&rng, sb->set_name, 32);
-    sb->feature_map = (uint32_t)rng_below(&rng, MD_FEATURE_ALL + 1) & ~MD_FEATURE_NEW_OFFSET;
+    /* a PPL area has rules of its own (md_sb_check_ppl, test_ppl.c) */
+    sb->feature_map = (uint32_t)rng_below(&rng, MD_FEATURE_ALL + 1) &
+                      ~(MD_FEATURE_NEW_OFFSET | MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS);
     sb->ctime = rng_next(&rng);
     sb->level = (int32_t)rng_next(&rng);
     sb->layout = (uint32_t)rng_next(&rng);
