@@ -54,6 +54,8 @@ struct powercut_domain {
     atomic_uint_fast64_t counted, target; /* arming: writes since powercut_arm, and the one that cuts */
     atomic_uint_fast64_t writes, zeroes, flushes;
     struct powercut_stats at_cut;      /* cut_* fields, under lock */
+    void (*on_cut)(void *ctx);         /* under lock */
+    void *on_cut_ctx;
     int refs, registered;              /* under registry_lock */
     struct powercut_domain *next;      /* the registry */
 };
@@ -254,6 +256,8 @@ int powercut_cut(struct powercut_domain *d)
         return -EALREADY;
     }
     atomic_store(&d->cut, 1);
+    if (d->on_cut)
+        d->on_cut(d->on_cut_ctx);
     struct powercut_stats *st = &d->at_cut;
     for (struct pc_member *pm = d->members; pm; pm = pm->dnext) {
         pthread_mutex_lock(&pm->lock);
@@ -272,6 +276,14 @@ int powercut_cut(struct powercut_domain *d)
 }
 
 int powercut_is_cut(struct powercut_domain *d) { return atomic_load(&d->cut); }
+
+void powercut_on_cut(struct powercut_domain *d, void (*fn)(void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&d->lock);
+    d->on_cut = fn;
+    d->on_cut_ctx = ctx;
+    pthread_mutex_unlock(&d->lock);
+}
 
 void powercut_arm(struct powercut_domain *d, uint64_t after_writes)
 {

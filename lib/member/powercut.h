@@ -32,7 +32,8 @@ struct powercut_domain;
 /* The domain named `name`, made with seed, keep_pct and tear_pct if it does
  * not exist yet (later callers share the first one's odds and seed). The
  * registry keeps a domain until powercut_domain_forget, so a test can read
- * its statistics after the array that used it is gone. Returns 1 when it
+ * its statistics after the array that used it is gone (a pointer from get
+ * or find stays valid until then). Returns 1 when it
  * made the domain, 0 when it found it, -EINVAL
  * (empty name, keep_pct + tear_pct > 100) or -ENOMEM. */
 int powercut_domain_get(const char *name, uint64_t seed, unsigned keep_pct, unsigned tear_pct,
@@ -53,6 +54,11 @@ void powercut_arm(struct powercut_domain *d, uint64_t after_writes);
 /* Pulls the plug now. Returns 0, or -EALREADY after an earlier cut. */
 int powercut_cut(struct powercut_domain *d);
 int powercut_is_cut(struct powercut_domain *d);
+/* fn(ctx) runs at the instant of the cut, before any member is touched, on
+ * the thread that cuts, with the domain locked (it must not call back into
+ * the domain). A test uses it to mark what its client had seen by then:
+ * nothing the process acknowledged after the cut was ever seen by anyone. */
+void powercut_on_cut(struct powercut_domain *d, void (*fn)(void *ctx), void *ctx);
 
 struct powercut_stats {
     uint64_t writes, zeroes, flushes;  /* requests that reached the medium */
