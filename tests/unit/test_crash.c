@@ -136,8 +136,10 @@ static int create_array(struct fx *f, const struct shape *sh, const struct polic
     int at = snprintf(cmd, sizeof cmd, "%s create --level %d --raid-devices %d --chunk %uK --assume-clean %s %s",
                       uraid_bin, sh->level, sh->n, CHUNK / 1024, pol->args,
                       has_policy_option && pol->policy_arg ? pol->policy_arg : "");
+    char dir[sizeof f->dir]; /* a copy: gcc -O1 cannot tell f->dir and f->path[] apart (-Wrestrict) */
+    memcpy(dir, f->dir, sizeof dir);
     for (int s = 0; s < sh->n; s++) {
-        snprintf(f->path[s], sizeof f->path[s], "%s/m%d.img", f->dir, s);
+        snprintf(f->path[s], sizeof f->path[s], "%s/m%d.img", dir, s);
         int rc = fx_file_of_size(f->path[s], MEMBER_BYTES);
         if (rc) {
             snprintf(out, outlen, "member %s: %s", f->path[s], strerror(-rc));
