@@ -67,7 +67,7 @@ SAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(SAN)/%.o)
 SAN_TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
 TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
 TSAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(TSAN)/%.o)
-TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_bitmap test_faults test_rebuild test_scrub test_nbd test_stripe test_recovery test_ppl)
+TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_bitmap test_faults test_rebuild test_scrub test_nbd test_stripe test_recovery test_ppl test_powercut test_crash)
 
 # Each SIMD family is compiled with its own instruction-set flags and only
 # runs after its valid() check, so the rest of the code stays baseline x86-64.
@@ -89,7 +89,7 @@ CLI_FUSE_CFLAGS := -DHAVE_FUSE3 $(shell pkg-config --cflags fuse3)
 CLI_FUSE_LIBS := $(shell pkg-config --libs fuse3)
 endif
 
-.PHONY: all check layers demo fuzz bench bench-serve clean deps unit-tests san-tests
+.PHONY: all check layers demo fuzz bench bench-serve clean deps unit-tests san-tests crash-long
 all: $(BUILD)/liburaid.a $(BUILD)/liburaid.so $(BUILD)/uraid $(PLUGINS)
 
 $(BUILD)/nbdkit-%.so: plugins/nbdkit-%.c $(BUILD)/liburaid.a
@@ -177,6 +177,12 @@ bench: all
 # (SECONDS_PER_JOB=10 per job and target; about 3 minutes).
 bench-serve: all
 	@sh bench/fio_nbd.sh
+
+# The crash trials at full length (docs/CRASH.md): CRASH_TRIALS per level,
+# state, policy and kind of crash instead of make check's 3.
+CRASH_TRIALS ?= 200
+crash-long: all unit-tests
+	URAID_CRASH_TRIALS=$(CRASH_TRIALS) $(BUILD)/tests/test_crash
 
 FUZZ_SECONDS ?= 60
 fuzz: deps

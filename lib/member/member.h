@@ -131,6 +131,11 @@ int member_throttle_wrap(struct member *inner, uint64_t bytes_per_sec, uint32_t 
  *   "write-eio=0+4K", "drop-writes=8M+1M", "vanish"
  *   "badmap=d1.map"           a GNU ddrescue mapfile (ddrescue.h): reads of
  *                             every byte not rescued ('+') fail with EIO
+ *   "powercut=pd,seed=7,after=500,keep=33,tear=33"
+ *                             a power-cut simulation in domain pd (powercut.h):
+ *                             at the cut (here the 500th member write of the
+ *                             domain) each write not yet flushed is kept,
+ *                             torn at sector granularity or dropped
  * Several specs are separated by ';'. Returns 0, or -EINVAL (or the errno of
  * opening a mapfile) with a one-line reason in why. */
 int member_apply_spec(struct member **m, const char *spec, char *why, size_t whylen);

@@ -14,6 +14,14 @@
  *     every byte it does not list as rescued fail with EIO; PATH may not
  *     contain ',' or ';').
  *     Consecutive fault specs share one fault layer.
+ *   - a spec starting with powercut[=NAME] is a power-cut simulation layer
+ *     (powercut.h) in the domain NAME ("default" without one), with
+ *     seed=N (the decisions' seed, default 0), after=N (the cut comes
+ *     during the N-th member write of the domain; none by itself without
+ *     it), keep=PCT and tear=PCT (the odds that a write not yet flushed is
+ *     kept whole or torn at the cut; the rest are dropped; default 33 and
+ *     33). It takes no other key. Members naming one domain share the
+ *     first one's seed, odds and trigger.
  * Sizes are bytes with binary suffixes (4096, 64K, 1M, 2G, 1T; "KiB" and
  * "K" are the same); rates are bytes per second with decimal suffixes, like
  * disk datasheets (60M = 60,000,000 B/s; "60MB/s" and "57Mi" work too);
@@ -32,6 +40,7 @@
 #include "member/ddrescue.h"
 #include "log.h"
 #include "member/member.h"
+#include "member/powercut.h"
 
 #define ITEM_MAX 256
 #define MAPFILE_MAX (64u << 20) /* far above any real mapfile; stops a wrong path eating memory */
@@ -314,6 +323,92 @@ static void trim(char **s)
         *--e = 0;
 }
 
+/* A power-cut spec: "powercut[=NAME],seed=N,after=N,keep=PCT,tear=PCT". */
+struct powercut_spec {
+    char name[64];
+    uint64_t seed, after, keep, tear;
+};
+
+static int parse_percent(const char *val, uint64_t *out, const char **msg)
+{
+    const char *e;
+    if (parse_uint(val, out, &e) || *e || *out > 100) {
+        *msg = "expected a percentage 0..100";
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_powercut(char *spec, struct powercut_spec *ps, char *why, size_t whylen, const char *orig)
+{
+    *ps = (struct powercut_spec){.name = "default", .keep = 33, .tear = 33};
+    char *save = NULL;
+    unsigned seen = 0;
+    for (char *it = strtok_r(spec, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
+        trim(&it);
+        char *eq = strchr(it, '=');
+        const char *val = eq ? eq + 1 : "";
+        size_t klen = eq ? (size_t)(eq - it) : strlen(it);
+        static const char *const keys[] = {"powercut", "seed", "after", "keep", "tear"};
+        unsigned k = 0;
+        while (k < 5 && !(klen == strlen(keys[k]) && !strncmp(it, keys[k], klen)))
+            k++;
+        if (k == 5)
+            return fail(why, whylen, it,
+                        "a powercut spec takes only seed, after, keep and tear; put other layers in a spec of their "
+                        "own after ';'");
+        if (seen & (1u << k))
+            return fail(why, whylen, it, "%s given twice in one spec", keys[k]);
+        seen |= 1u << k;
+        if (k && (!eq || !*val))
+            return fail(why, whylen, it, "expected %s=VALUE", keys[k]);
+        const char *msg = NULL, *e = NULL;
+        if (k == 0) {
+            if (!eq)
+                continue;
+            size_t n = strlen(val);
+            if (!n || n >= sizeof ps->name || strcspn(val, " \t:") != n)
+                return fail(why, whylen, it, "the domain name must be 1..63 characters without spaces or ':'");
+            memcpy(ps->name, val, n + 1);
+        } else if (k == 1 || k == 2) {
+            if (parse_uint(val, k == 1 ? &ps->seed : &ps->after, &e) || *e)
+                return fail(why, whylen, it, "expected a number");
+        } else if (parse_percent(val, k == 3 ? &ps->keep : &ps->tear, &msg)) {
+            return fail(why, whylen, it, "%s", msg);
+        }
+    }
+    if (ps->keep + ps->tear > 100)
+        return fail(why, whylen, orig, "keep + tear is %llu%%, more than 100%%",
+                    (unsigned long long)(ps->keep + ps->tear));
+    return 0;
+}
+
+static int do_powercut(struct member **m, char *spec, int apply, char *why, size_t whylen)
+{
+    char orig[ITEM_MAX * 4];
+    snprintf(orig, sizeof orig, "%s", spec);
+    struct powercut_spec ps;
+    int rc = parse_powercut(spec, &ps, why, whylen, orig);
+    if (rc || !apply)
+        return rc;
+    struct powercut_domain *d;
+    rc = powercut_domain_get(ps.name, ps.seed, (unsigned)ps.keep, (unsigned)ps.tear, &d);
+    if (rc < 0)
+        return rc;
+    if (rc == 1 && ps.after) /* the domain's first member arms it, once */
+        powercut_arm(d, ps.after);
+    struct member *top = *m;
+    rc = member_powercut_wrap(top, d, &top);
+    if (!rc)
+        *m = top;
+    return rc;
+}
+
+static int is_powercut_spec(const char *s)
+{
+    return !strncmp(s, "powercut", 8) && (!s[8] || s[8] == '=' || s[8] == ',' || s[8] == ' ');
+}
+
 /* One ';'-separated spec (modifiable copy). With apply, wraps *m; without,
  * only checks. Errors name the item at fault. */
 static int do_spec(struct member **m, char *spec, int apply, char *why, size_t whylen)
@@ -407,7 +502,8 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
                 return rc;
         } else {
             return fail(why, whylen, it,
-                        "unknown key (use throttle, latency, read-eio, pending, write-eio, drop-writes, badmap, vanish)");
+                        "unknown key (use throttle, latency, read-eio, pending, write-eio, drop-writes, badmap, vanish; "
+                        "or a spec of its own starting with powercut)");
         }
 #undef KEY
     }
@@ -446,6 +542,8 @@ static int run_all(struct member **m, const char *spec, int apply, char *why, si
             continue; /* "a;;b" and a trailing ';' are harmless */
         if (strlen(s) >= ITEM_MAX * 4)
             rc = fail(why, whylen, "...", "spec too long");
+        else if (is_powercut_spec(s))
+            rc = do_powercut(m, s, apply, why, whylen);
         else
             rc = do_spec(m, s, apply, why, whylen);
         any = 1;
