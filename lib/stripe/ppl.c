@@ -511,7 +511,7 @@ static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e
         return 1;
     uint32_t lim[PPL_MAX_SLOTS];
     size_t len = (size_t)rows * SECTOR;
-    uint8_t *mem = aligned_alloc(4096, (g->data_disks + 1) * len);
+    uint8_t *mem = aligned_alloc(4096, ((g->data_disks + 1) * len + 4095) / 4096 * 4096); /* C11: a multiple */
     unsigned char *ok = calloc(rows, 1);
     struct io_op ops[PPL_MAX_SLOTS];
     int skipped = 0, nops = 0;

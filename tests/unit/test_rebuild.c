@@ -686,14 +686,22 @@ static void test_resync_degraded(void)
     if (fx_open_with(&f, FX_SLOT(0), NULL, NULL, 0, &op, &a))
         goto out;
     CHECK(fx_add_spare(&f, a, spare) == 0);
-    fx_job_wait(&f, a, &st);
-    usleep(300 * 1000);
-    uraid_job_status(a, &st);
-    CHECK(st.kind == URAID_JOB_RESYNC, "%s: no_spare_rebuild: last job %s (want the resync only)", f.label,
-          uraid_job_name(st.kind));
+    for (int i = 0; i < 50; i++) { /* the resync, and nothing after it */
+        fx_job_wait(&f, a, &st);
+        usleep(100 * 1000);
+        uraid_job_status(a, &st);
+        if (!st.running)
+            break;
+    }
     uraid_get_info(a, &info);
-    CHECK(info.degraded == 1, "%s: no_spare_rebuild, yet %d slots degraded", f.label, info.degraded);
+    CHECK(info.degraded == 1, "%s: no_spare_rebuild, yet %d slots degraded (last job %s)", f.label, info.degraded,
+          uraid_job_name(st.kind));
     uraid_close(a);
+    /* resynced: it opens degraded without --force now */
+    a = fx_open(&f, (const int[FX_MAXM]){[0] = 1}, 0, 0);
+    CHECK(a != NULL, "%s: no_spare_rebuild: still dirty after the serving open (the resync did not run)", f.label);
+    if (a)
+        uraid_close(a);
     /* both on: the resync, then the spare rebuilt: whole */
     crash_while_writing(&f);
     op.no_spare_rebuild = 0;
