@@ -592,10 +592,16 @@ static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch,
     for (uint32_t i = 0; i < h->entries_count && rc >= 0; i++) {
         const struct ppl_entry *e = &h->entry[i];
         struct ppl_entry_geom g;
-        int bad = pp + e->pp_size > bytes || ppl_crc32c(area + pp, e->pp_size) != e->checksum ||
-                  e->parity_disk != (uint32_t)s || ppl_entry_geom(e, a->geom.chunk_sectors, a->k, &g) ||
-                  g.first >= a->size_sectors;
-        if (bad) {
+        int bad = pp + e->pp_size > bytes || e->parity_disk != (uint32_t)s ||
+                  ppl_entry_geom(e, a->geom.chunk_sectors, a->k, &g) || g.first >= a->size_sectors;
+        if (!bad && ppl_crc32c(area + pp, e->pp_size) != e->checksum) {
+            /* its partial parity did not land whole (a kill or a power cut in
+             * the log write): the entry's data and parity writes wait for the
+             * log, so none of them was issued and the stripe is as it was */
+            uraid_log(URAID_LOG_INFO, "member %s: PPL entry %u (array sector %llu): partial parity not written "
+                      "whole, so its write never started; nothing to replay", dev->path, i,
+                      (unsigned long long)e->data_sector);
+        } else if (bad) {
             uraid_log(URAID_LOG_WARN, "member %s: PPL entry %u (array sector %llu) is damaged or does not fit the "
                       "array; not replayed", dev->path, i, (unsigned long long)e->data_sector);
             (*mismatch)++;
