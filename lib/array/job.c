@@ -311,6 +311,58 @@ static void reap(struct uraid_array *a)
     }
 }
 
+/* What uraid_job_status reports of the last job. A start that its kind's
+ * prepare refuses puts it back: the serve monitor tries an automatic job
+ * whenever one ends, and a refused one ("nothing to rebuild") must not wipe
+ * the report of the check that just finished. Its findings are freed only
+ * once a new job is prepared. */
+struct job_report {
+    enum uraid_job_kind kind;
+    int result, slot, source, ntargets, target[URAID_MAX_MEMBERS];
+    char why[256];
+    uint64_t start, end, done, t0_ns, elapsed_ns, speed_kib, worked, mismatch_sectors, repaired_sectors;
+};
+
+static void report_save(const struct array_job *j, struct job_report *r)
+{
+    r->kind = j->kind;
+    r->result = j->result;
+    r->slot = j->slot;
+    r->source = j->source;
+    r->ntargets = j->ntargets;
+    memcpy(r->target, j->target, sizeof r->target);
+    memcpy(r->why, j->why, sizeof r->why);
+    r->start = j->start;
+    r->end = j->end;
+    r->done = j->done;
+    r->t0_ns = j->t0_ns;
+    r->elapsed_ns = j->elapsed_ns;
+    r->speed_kib = j->speed_kib;
+    r->worked = j->worked;
+    r->mismatch_sectors = j->mismatch_sectors;
+    r->repaired_sectors = j->repaired_sectors;
+}
+
+static void report_restore(struct array_job *j, const struct job_report *r)
+{
+    j->kind = r->kind;
+    j->result = r->result;
+    j->slot = r->slot;
+    j->source = r->source;
+    j->ntargets = r->ntargets;
+    memcpy(j->target, r->target, sizeof j->target);
+    memcpy(j->why, r->why, sizeof j->why);
+    j->start = r->start;
+    j->end = r->end;
+    j->done = r->done;
+    j->t0_ns = r->t0_ns;
+    j->elapsed_ns = r->elapsed_ns;
+    j->speed_kib = r->speed_kib;
+    j->worked = r->worked;
+    j->mismatch_sectors = r->mismatch_sectors;
+    j->repaired_sectors = r->repaired_sectors;
+}
+
 int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struct uraid_job_params *p, char *why,
                     size_t whylen)
 {
@@ -335,23 +387,19 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         uraid_why(why, whylen, "a %s is already running", uraid_job_name(running));
         return -EBUSY;
     }
-    pthread_mutex_lock(&j->found_lock);
-    free(j->found);
-    j->found = NULL;
-    j->nfound = j->capfound = 0;
-    pthread_mutex_unlock(&j->found_lock);
+    struct job_report last;
+    report_save(j, &last);
     j->kind = kind;
     j->step = NULL;
     j->finish = NULL;
     j->checkpoint = NULL;
     j->next = NULL;
-    j->worked = 0;
     __atomic_store_n(&j->stop, 0, __ATOMIC_RELEASE);
     j->result = 0;
     j->why[0] = 0;
     j->slot = j->source = -1;
     j->ntargets = 0;
-    j->mismatch_sectors = j->repaired_sectors = 0;
+    j->worked = j->mismatch_sectors = j->repaired_sectors = 0;
     j->speed_kib = 0;
     j->elapsed_ns = 0;
     j->speed_max_kib = p->speed_max_kib ? p->speed_max_kib : a->sync_speed_max_kib;
@@ -369,6 +417,11 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     if (!k || !k->prepare)
         uraid_why(why, whylen, "unknown job");
     if (rc == 0) {
+        pthread_mutex_lock(&j->found_lock); /* the new job's findings start empty */
+        free(j->found);
+        j->found = NULL;
+        j->nfound = j->capfound = 0;
+        pthread_mutex_unlock(&j->found_lock);
         j->done = j->start;
         j->t0_ns = now_ns();
         __atomic_store_n(&j->phase, JOB_PREPARED, __ATOMIC_RELEASE);
@@ -388,7 +441,7 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
             array_kick_monitor(a); /* it watches for the end, to start what is needed next */
         }
     } else {
-        j->kind = URAID_JOB_IDLE;
+        report_restore(j, &last);
     }
     pthread_mutex_unlock(&a->job_lock);
     return rc;

@@ -6,7 +6,7 @@ t_passed=0
 t_failed=0
 t_suite=${t_suite:-$(basename "$0" .sh)}
 t_tmp=$(mktemp -d "/tmp/uraid-${t_suite}.XXXXXX")
-trap 'rm -rf "$t_tmp"' EXIT
+[ -n "${URAID_TEST_KEEP:-}" ] || trap 'rm -rf "$t_tmp"' EXIT
 
 t_ok() { t_passed=$((t_passed + 1)); echo "ok   $1"; }
 t_fail() { t_failed=$((t_failed + 1)); echo "FAIL $1${2:+: $2}"; }

@@ -449,6 +449,46 @@ static void test_degraded(void)
     harness_end();
 }
 
+
+/* ---- a refused start keeps the last job's report ------------------------------- */
+
+/* The serve monitor tries an automatic job whenever one ends; a refused
+ * one ("nothing to rebuild") must not wipe what the check found. */
+static void test_report_kept(void)
+{
+    harness_begin("a refused job start keeps the finished check's report and findings");
+    struct fx f;
+    if (setup(&f, 5, 4, 4u << 20))
+        goto out;
+    int slot = member_of(&f, 1, 0, 0);
+    corrupt(&f, slot, 1 * CHUNK, 4 * K);
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    struct run r;
+    run_job(&f, a, URAID_JOB_CHECK, &r);
+    CHECK(r.st.mismatch_sectors == 8 && r.nf == 1, "%s: check: mismatch_cnt %llu, %zu findings", f.label,
+          (unsigned long long)r.st.mismatch_sectors, r.nf);
+    char why[256];
+    int rc = uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why);
+    CHECK(rc == -EINVAL, "%s: recover on a whole array: rc %d (%s)", f.label, rc, why);
+    struct uraid_job_status st;
+    uraid_job_status(a, &st);
+    struct uraid_finding found[4];
+    size_t nf = uraid_job_findings(a, found, 4);
+    CHECK(st.kind == URAID_JOB_CHECK && !st.running && st.result == 0 && st.mismatch_sectors == 8 &&
+              st.done_sectors == st.total_sectors && st.total_sectors > 0,
+          "%s: after the refusal: kind %s, mismatch_cnt %llu, done %llu of %llu", f.label, uraid_job_name(st.kind),
+          (unsigned long long)st.mismatch_sectors, (unsigned long long)st.done_sectors,
+          (unsigned long long)st.total_sectors);
+    CHECK(nf == 1 && found[0].slot == r.f[0].slot && found[0].member_sector == r.f[0].member_sector,
+          "%s: after the refusal: %zu findings (want the check's one)", f.label, nf);
+    uraid_close(a);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     fx_log_from_env();
@@ -469,5 +509,6 @@ int main(int argc, char **argv)
     test_read_error();
     test_unreadable();
     test_degraded();
+    test_report_kept();
     return harness_finish();
 }
