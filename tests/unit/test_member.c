@@ -528,7 +528,7 @@ static void test_throttle(void)
            (a.ms / expect - 1) * 100);
     /* the lower bound is the layer's promise; the upper one only catches a
      * layer that sleeps far too long, with room for a loaded machine */
-    CHECK(a.ms > expect * 0.97 && a.ms < expect * 3, "%.1f ms, expected %.1f", a.ms, expect);
+    CHECK(a.ms > expect * 0.97 && a.ms < expect * 10, "%.1f ms, expected %.1f", a.ms, expect);
 
     /* Two members in parallel: twice the bandwidth, about the same time.
      * A loaded machine can stall one thread for a while: best of three. */
@@ -556,7 +556,7 @@ static void test_throttle(void)
     pthread_join(th2, NULL);
     both = now_ms() - pair_t0;
     printf("  two threads on one member: %.1f ms (ideal %.1f)\n", both, expect);
-    CHECK(both > expect * 0.97 && both < expect * 3, "%.1f ms, expected %.1f", both, expect);
+    CHECK(both > expect * 0.97 && both < expect * 10, "%.1f ms, expected %.1f", both, expect);
     remove_member_file(t1);
     remove_member_file(t2);
     member_close(t1);
@@ -569,7 +569,7 @@ static void test_throttle(void)
     struct timed_io e = {lt, 20 * 4096, 4096, 0, 0};
     timed_reads(&e);
     printf("  20 requests at 2 ms latency: %.1f ms (ideal 40.0)\n", e.ms);
-    CHECK(e.rc == 0 && e.ms > 40 * 0.95 && e.ms < 40 * 3, "%.1f ms", e.ms);
+    CHECK(e.rc == 0 && e.ms > 40 * 0.95 && e.ms < 40 * 10, "%.1f ms", e.ms);
     uint8_t buf[16];
     {
         double t0 = now_ms();
