@@ -12,6 +12,7 @@ static int passed, failed;
 static const char *current;
 static int current_failures;
 static int total_check_failures;
+static int orphan_failures; /* CHECKs failed outside any case */
 
 void harness_init(int argc, char **argv, const char *suite)
 {
@@ -36,6 +37,9 @@ uint64_t harness_seed(void) { return seed; }
 
 void harness_begin(const char *name)
 {
+    /* a case left open would have its failures reset below and pass */
+    if (current)
+        harness_end();
     current = name;
     current_failures = 0;
 }
@@ -78,6 +82,8 @@ void harness_fail(const char *file, int line, const char *cond, const char *fmt,
 {
     total_check_failures++;
     current_failures++;
+    if (!current)
+        orphan_failures++;
     /* Only the first few messages of a case: one bug can fail thousands of checks. */
     if (current_failures > 5)
         return;
@@ -93,6 +99,11 @@ int harness_finish(void)
 {
     if (current)
         harness_end();
+    /* a failed CHECK outside any case (setup, teardown) fails the run too */
+    if (orphan_failures) {
+        failed++;
+        printf("FAIL %d check(s) outside any case\n", orphan_failures);
+    }
     printf("%s: %d passed, %d failed\n", suite_name, passed, failed);
     return failed ? 1 : 0;
 }
