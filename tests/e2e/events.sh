@@ -53,6 +53,12 @@ stop_server() {
     $T $URAID stop --control "$ctl" >/dev/null 2>&1
     n=0
     while kill -0 "$server_pid" 2>/dev/null && [ $n -lt 80 ]; do sleep 0.25; n=$((n + 1)); done
+    # still serving 20 s after the stop: a failure, not a wait without end
+    if kill -0 "$server_pid" 2>/dev/null; then
+        kill -9 "$server_pid"; wait "$server_pid"; server_pid=""
+        echo "still serving 20 s after uraid stop" >>"$t_tmp/server.err"
+        return 1
+    fi
     wait "$server_pid"; rc=$?; server_pid=""
     return $rc
 }
@@ -94,7 +100,7 @@ start_server "$(d 1)" "$(d 3)" "$(d 4)" && t_ok "serving degraded" || t_fail "se
 expect_event "DegradedArray at start" "^DegradedArray"
 timeout 10 nbdinfo --size "$uri" >/dev/null 2>&1 && t_ok "still serving after the program failed" \
     || t_fail "serving after a failed event program"
-stop_server
+stop_server && t_ok "stop after the failing program: exit 0" || t_fail "stop after the failing program" "$(tail -3 "$t_tmp/server.err")"
 grep -q "event program .* exit status 3" "$t_tmp/server.err" && t_ok "the program's failure is logged" \
     || t_fail "failed event program logged" "$(tail -5 "$t_tmp/server.err")"
 

@@ -211,7 +211,9 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     (timeout 20 dd if=/dev/urandom of="$ext/busy" bs=1M count=64 status=none 2>/dev/null) &
     writer=$!
     sleep 1
-    kill -9 "$pid"
+    # the kill must land while the writer still writes (else it tests a clean close)
+    busy=$(kill -0 "$writer" 2>/dev/null && echo yes)
+    kill -9 "$pid" && killed=yes || killed=""
     wait "$pid" 2>/dev/null
     pid=""
     wait "$writer" 2>/dev/null
@@ -219,7 +221,8 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     timeout 10 umount -l "$ext"
     timeout 10 losetup -d "$loop"; loop=""
     timeout 10 fusermount3 -uz "$mnt"
-    t_ok "daemon killed -9 during writes"
+    [ -n "$busy" ] && [ -n "$killed" ] && t_ok "daemon killed -9 during writes" \
+        || t_fail "daemon killed -9 during writes" "writer running: ${busy:-no}, kill -9: ${killed:-failed}"
     $T $URAID detail $members >"$t_tmp/detail" 2>&1
     grep -q 'State : active' "$t_tmp/detail" && t_ok "after the kill: detail shows State : active (dirty)" \
         || t_fail "dirty after kill" "$(grep State "$t_tmp/detail")"

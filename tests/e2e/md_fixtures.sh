@@ -58,10 +58,12 @@ for dir in "$FIX"/*/; do
         || t_fail "$name: uraid cat" "got $got want $want: $(cat "$t_tmp/cat.err")"
     # shellcheck disable=SC2086
     $URAID detail $members >"$t_tmp/detail" 2>&1
-    if grep -q "Raid Level : $level" "$t_tmp/detail" && grep -q "Raid Devices : $ndev" "$t_tmp/detail"; then
+    # (an empty MANIFEST field would make the pattern match any level)
+    if [ -n "$level" ] && [ -n "$ndev" ] && grep -q "Raid Level : $level\$" "$t_tmp/detail" &&
+        grep -q "Raid Devices : $ndev\$" "$t_tmp/detail"; then
         t_ok "$name: detail shows $level with $ndev devices"
     else
-        t_fail "$name: detail" "$(cat "$t_tmp/detail")"
+        t_fail "$name: detail shows '$level' with '$ndev' devices (MANIFEST)" "$(cat "$t_tmp/detail")"
     fi
     compare_examine "$(echo $members | cut -d' ' -f1)"
     # shellcheck disable=SC2086

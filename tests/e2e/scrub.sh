@@ -44,8 +44,17 @@ M="$(d 0) $(d 1) $(d 2) $(d 3) $(d 4) $(d 5)"
 $T $URAID create --level 6 --raid-devices 6 --chunk 64K $M >"$t_tmp/log" 2>&1 || { t_fail create "$(cat "$t_tmp/log")"; t_finish; exit 1; }
 head -c 60M /dev/urandom >"$t_tmp/data"
 $URAID write $M <"$t_tmp/data" 2>"$t_tmp/log" || { t_fail write "$(cat "$t_tmp/log")"; t_finish; exit 1; }
-$URAID cat $M | md5sum >"$t_tmp/sum"
-same_data() { [ "$($URAID cat $M | md5sum)" = "$(cat "$t_tmp/sum")" ]; }
+# same_data NAME: the array reads back byte for byte as the data written
+# (not as an earlier read of it: a read failing or wrong both times agrees)
+same_data() {
+    $T $URAID cat $M 2>"$t_tmp/cat.err" | head -c "$(stat -c %s "$t_tmp/data")" >"$t_tmp/got"
+    if cmp "$t_tmp/got" "$t_tmp/data" >"$t_tmp/cmp" 2>&1; then
+        t_ok "$1"
+    else
+        t_fail "$1" "$(stat -c %s "$t_tmp/got") bytes read; $(head -n 1 "$t_tmp/cmp"); $(head -c 200 "$t_tmp/cat.err")"
+    fi
+}
+same_data "the data written reads back"
 
 expect "healthy: exit 0, mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $M
 expect "usage error: exit 2" 2 "unknown option" $URAID check --bogus $M
@@ -57,7 +66,7 @@ expect "data chunk: exit 3, member and sector listed" 3 \
     "^stripe 1: member $(d 0) sector $((DO + C + 8)) (slot 0), 8 sectors: data block wrong\$" $URAID check $M
 grep -q "^check finished.*mismatch_cnt 8\$" "$t_tmp/out" && t_ok "mismatch_cnt 8 (one 4 KiB page)" || t_fail "mismatch_cnt" "$(cat "$t_tmp/out")"
 expect "repair: the data block, exit 0" 0 "sector $((DO + C + 8)) (slot 0), 8 sectors: data block wrong, repaired\$" $URAID repair $M
-same_data && t_ok "data restored exactly" || t_fail "data after repair differs"
+same_data "data restored exactly"
 expect "check after repair: exit 0" 0 "mismatch_cnt 0" $URAID check $M
 
 # P of stripe 2 (member 3) and Q of stripe 4 (member 2), one byte range each
@@ -68,7 +77,7 @@ grep -q "^stripe 4: member $(d 2) sector $((DO + 4 * C + 120)) (slot 2), 8 secto
     && t_ok "Q found" || t_fail "Q found" "$(cat "$t_tmp/out")"
 expect "repair P and Q" 0 "Q block wrong, repaired" $URAID repair $M
 expect "check after repair: clean" 0 "mismatch_cnt 0" $URAID check $M
-same_data && t_ok "data unchanged by the parity repair" || t_fail "data changed"
+same_data "data unchanged by the parity repair"
 
 # serving: check, status, repair and findings through the control socket
 if command -v nbdkit >/dev/null 2>&1; then
@@ -100,7 +109,7 @@ if command -v nbdkit >/dev/null 2>&1; then
         n=0
         while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
         kill -0 "$pid" 2>/dev/null && t_fail "server stops" || { pid=""; t_ok "server stops"; }
-        same_data && t_ok "serving: data restored exactly" || t_fail "serving: data after repair differs"
+        same_data "serving: data restored exactly"
     else
         t_fail "serve" "$(cat "$t_tmp/serve.log")"
     fi
@@ -118,7 +127,9 @@ expect "two blocks wrong: exit 3, not repaired" 3 "more than one block disagrees
 # RAID-5: reported as parity; repair rewrites P
 for i in 0 1 2 3; do truncate -s 8M "$t_tmp/r$i.img"; done
 R="$t_tmp/r0.img $t_tmp/r1.img $t_tmp/r2.img $t_tmp/r3.img"
-$T $URAID create --level 5 --raid-devices 4 --chunk 64K --consistency-policy resync $R >/dev/null 2>&1 && head -c 16M /dev/urandom | $URAID write $R 2>/dev/null
+$T $URAID create --level 5 --raid-devices 4 --chunk 64K --consistency-policy resync $R >"$t_tmp/log" 2>&1 \
+    && head -c 16M /dev/urandom | $URAID write $R 2>>"$t_tmp/log" \
+    && t_ok "RAID-5: create and write" || t_fail "RAID-5: create and write" "$(tail -n 2 "$t_tmp/log")"
 corrupt "$t_tmp/r0.img" $((DO + C + 8)) 8   # stripe 1: RAID-5 left-symmetric P on member 2
 expect "RAID-5: reported as P" 3 "^stripe 1: member $t_tmp/r2.img sector $((DO + C + 8)) (slot 2), 8 sectors: parity (P) block wrong\$" $URAID check $R
 expect "RAID-5: repair rewrites P" 0 "parity (P) block wrong, repaired" $URAID repair $R

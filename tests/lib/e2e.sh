@@ -12,9 +12,11 @@ t_ok() { t_passed=$((t_passed + 1)); echo "ok   $1"; }
 t_fail() { t_failed=$((t_failed + 1)); echo "FAIL $1${2:+: $2}"; }
 
 # t_expect NAME CONDITION-COMMAND...: passes if the command succeeds.
+# (POSIX sh has no local variables: a helper's own names start with _ so
+# that they never overwrite a caller's $name, $want, ...)
 t_expect() {
-    name=$1; shift
-    if "$@" >/dev/null 2>&1; then t_ok "$name"; else t_fail "$name"; fi
+    _te_name=$1; shift
+    if "$@" >/dev/null 2>&1; then t_ok "$_te_name"; else t_fail "$_te_name"; fi
 }
 
 t_finish() {

@@ -8,10 +8,11 @@
 
 static const char *suite_name = "test";
 static uint64_t seed;
-static int passed, failed;
+static int passed, failed, skipped;
 static const char *current;
 static int current_failures;
 static int total_check_failures;
+static int orphan_failures; /* CHECKs failed outside any case */
 
 void harness_init(int argc, char **argv, const char *suite)
 {
@@ -36,6 +37,9 @@ uint64_t harness_seed(void) { return seed; }
 
 void harness_begin(const char *name)
 {
+    /* a case left open would have its failures reset below and pass */
+    if (current)
+        harness_end();
     current = name;
     current_failures = 0;
 }
@@ -61,8 +65,25 @@ int harness_run(const char *cmd, char *out, size_t len)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+void harness_skip(const char *why)
+{
+    if (current && current_failures) {
+        harness_end();
+        return;
+    }
+    if (!current)
+        return;
+    skipped++;
+    printf("skip %s: %s\n", current, why);
+    fflush(stdout);
+    current = NULL;
+    current_failures = 0;
+}
+
 void harness_end(void)
 {
+    if (!current)
+        return; /* no case open (ended by harness_skip): failures outside cases count at the finish */
     if (current_failures) {
         failed++;
         printf("FAIL %s\n", current);
@@ -72,12 +93,15 @@ void harness_end(void)
     }
     fflush(stdout);
     current = NULL;
+    current_failures = 0;
 }
 
 void harness_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
     total_check_failures++;
     current_failures++;
+    if (!current)
+        orphan_failures++;
     /* Only the first few messages of a case: one bug can fail thousands of checks. */
     if (current_failures > 5)
         return;
@@ -93,6 +117,13 @@ int harness_finish(void)
 {
     if (current)
         harness_end();
+    /* a failed CHECK outside any case (setup, teardown) fails the run too */
+    if (orphan_failures) {
+        failed++;
+        printf("FAIL %d check(s) outside any case\n", orphan_failures);
+    }
+    if (skipped)
+        printf("%s: %d skipped (not counted as passed)\n", suite_name, skipped);
     printf("%s: %d passed, %d failed\n", suite_name, passed, failed);
     return failed ? 1 : 0;
 }

@@ -18,6 +18,11 @@ void harness_begin(const char *name);
 /* The same with a printf-made name (kept until the next one). */
 void harness_beginf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void harness_end(void);
+/* Ends the current case as skipped (a check this machine cannot run): it
+ * prints "skip NAME: why" and counts as neither passed nor failed; a case
+ * that already failed a CHECK ends failed. A harness_end() after it does
+ * nothing. */
+void harness_skip(const char *why);
 
 /* Runs a shell command, its output (stdout, NUL-terminated, cut to fit) in
  * out; returns its exit status, or -1 if it did not exit. */

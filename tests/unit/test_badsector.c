@@ -39,7 +39,11 @@ static int read_log(const struct fx *f, int slot, struct md_sb *sb, struct md_bb
     rc = fp && fseek(fp, (long)at * 512, SEEK_SET) == 0 && fread(area, 1, sizeof area, fp) == sizeof area ? 0 : -EIO;
     if (fp)
         fclose(fp);
-    return rc ? rc : md_bb_decode(area, (size_t)sb->bblog_size * 512, sb->bblog_shift, l);
+    rc = rc ? rc : md_bb_decode(area, (size_t)sb->bblog_size * 512, sb->bblog_shift, l);
+    /* a log that cannot be read fails the case: the callers' checks of it
+     * would be skipped otherwise */
+    CHECK(rc == 0, "%s: the bad-block log cannot be read: %d", f->path[slot], rc);
+    return rc;
 }
 
 /* The slot's log on disk holds exactly the n ranges want[] (member
@@ -224,7 +228,9 @@ static void test_mirror_scattered(int n)
     struct uraid_job_params jp = {.slot = -1};
     struct uraid_job_status js = {0};
     CHECK(uraid_job_start(a, URAID_JOB_REPAIR, &jp, why, sizeof why) == 0, "repair: %s", why);
-    uraid_job_wait(a, &js);
+    /* a repair that failed copied nothing: the checks below would pass on it */
+    int jrc = uraid_job_wait(a, &js);
+    CHECK(jrc == 0 && js.kind == URAID_JOB_REPAIR, "the repair ended with %d (%s)", jrc, js.why);
     fx_verify_all(&f, a, "after a repair with a stale listed page on the first mirror");
     uraid_get_info(a, &info);
     CHECK(info.member[0].bad_blocks == 2, "mirror 0 lists %u ranges (want 2)", info.member[0].bad_blocks);

@@ -39,24 +39,35 @@ static void sleep_ms(unsigned ms)
     nanosleep(&ts, NULL);
 }
 
-/* A member's bitmap as it is on disk: header and bits (bits[] of cap bytes). */
+/* A member's bitmap as it is on disk: header and bits (bits[] of cap bytes).
+ * Every failure is a CHECK failure: no caller expects one, and a caller that
+ * went on would look at the bits and header of an earlier read (or none). */
 static int raw_bitmap(const struct fx *f, int slot, struct md_bitmap_sb *h, uint8_t *bits, size_t cap)
 {
+    memset(h, 0, sizeof *h);
+    if (bits)
+        memset(bits, 0xff, cap); /* "all dirty" until read: a failed read never looks clean */
     struct md_sb sb;
     if (fx_read_sb(f, slot, &sb))
         return -EIO;
-    if (!(sb.feature_map & MD_FEATURE_BITMAP_OFFSET))
+    if (!(sb.feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+        CHECK(0, "%s: slot %d: no bitmap in the superblock (feature map 0x%x)", f->label, slot, sb.feature_map);
         return -ENOENT;
+    }
     int fd = open(f->path[slot], O_RDONLY);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) {
+        CHECK(0, "%s: slot %d: open: %s", f->label, slot, strerror(errno));
+        return -EIO;
+    }
     uint8_t head[MD_BITMAP_HEADER_BYTES];
     off_t at = (off_t)(sb.super_offset + (uint64_t)(int64_t)sb.bitmap_offset) * 512;
     int ok = pread(fd, head, sizeof head, at) == (ssize_t)sizeof head &&
              (!bits || pread(fd, bits, cap, at + MD_BITMAP_HEADER_BYTES) == (ssize_t)cap);
     close(fd);
-    if (!ok)
+    if (!ok) {
+        CHECK(0, "%s: slot %d: the bitmap at byte %lld cannot be read", f->label, slot, (long long)at);
         return -EIO;
+    }
     char why[200];
     int rc = md_bitmap_decode(head, h, why, sizeof why);
     CHECK(rc == 0, "%s: slot %d: bitmap: %s", f->label, slot, why);

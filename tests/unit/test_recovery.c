@@ -237,7 +237,7 @@ static void test_idle_frozen(void)
     fx_make_file(&s.f, "s0", sp, sizeof sp);
     CHECK(req(&s, resp, sizeof resp, "fail %s", s.f.path[2]) == 0, "fail: %s", resp);
     CHECK(req(&s, resp, sizeof resp, "add %s", sp) == 0, "add: %s", resp);
-    struct uraid_job_status st;
+    struct uraid_job_status st = {0}; /* read by the loop condition before the first status */
     for (int i = 0; i < 300 && !(st.running && st.done_sectors * 8 >= st.total_sectors); i++) {
         sleep_ms(10);
         uraid_job_status(s.a, &st);

@@ -33,7 +33,10 @@ static uint64_t check_mismatches(struct uraid_array *a)
     struct uraid_job_params jp = {.slot = -1};
     struct uraid_job_status st = {0};
     CHECK(uraid_job_start(a, URAID_JOB_CHECK, &jp, why, sizeof why) == 0, "check: %s", why);
-    uraid_job_wait(a, &st);
+    /* a check that stopped on an error found nothing: "0 mismatches" would pass */
+    int rc = uraid_job_wait(a, &st);
+    CHECK(rc == 0 && st.result == 0 && st.done_sectors == st.total_sectors, "check ended %d (%s) at %llu of %llu", rc,
+          st.why, (unsigned long long)st.done_sectors, (unsigned long long)st.total_sectors);
     return st.mismatch_sectors;
 }
 
