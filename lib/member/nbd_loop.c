@@ -317,10 +317,15 @@ static void dispatch(struct nbd_priv *p, uint64_t now)
 {
     while (!nbd_list_empty(&p->waiting)) {
         struct nbd_conn *c = best_conn(p);
-        if (!c || c->inflight >= NBD_CONN_BUSY)
+        if (!c || c->inflight >= NBD_CONN_BUSY) {
             want_conn(p, now);
-        if (!c)
-            return;
+            /* A connection on its way serves these sooner than a busy
+             * one's queue at the server; without one, queue there. */
+            int connecting;
+            conns_open(p, &connecting);
+            if (!c || connecting)
+                return;
+        }
         struct nbd_req *r = p->waiting.next;
         nbd_list_del(r);
         send_req(p, c, r);
@@ -484,7 +489,7 @@ static void check_conns(struct nbd_priv *p, uint64_t now)
             continue;
         if (c->ready) {
             if (is_down(c->h))
-                conn_down(p, c, nbd_get_error());
+                conn_down(p, c, "the server closed it or the socket failed");
         } else if (connected(c->h)) {
             conn_connected(p, c);
         } else if (is_down(c->h) || nbd_aio_is_connecting(c->h) != 1 || now >= c->connect_deadline) {
