@@ -67,6 +67,7 @@ struct nbd_priv {
     uint64_t next_connect;   /* no connection attempt before this (backoff) */
     uint64_t backoff;
     int outage;              /* a connection was lost and none has come back yet */
+    uint64_t outage_since;
 };
 
 uint64_t nbd_now_ns(void);

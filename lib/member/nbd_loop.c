@@ -187,7 +187,7 @@ static void send_req(struct nbd_priv *p, struct nbd_conn *c, struct nbd_req *r)
     r->conn = NULL;
     if (is_down(c->h) || conn_errno(err)) {
         nbd_list_add_tail(&p->waiting, r);
-        conn_down(p, c, nbd_get_error());
+        conn_down(p, c, nbd_get_error() ? nbd_get_error() : "the connection failed");
     } else {
         nbd_req_complete(p, r, server_errno(err));
     }
@@ -217,6 +217,7 @@ static void conn_down(struct nbd_priv *p, struct nbd_conn *c, const char *reason
     nbd_close(h);
     if (was_ready && !p->outage) {
         p->outage = 1;
+        p->outage_since = nbd_now_ns();
         p->next_connect = 0;
         p->backoff = BACKOFF_FIRST_NS;
         if (p->timeout_ns)
@@ -285,8 +286,9 @@ static void conn_connected(struct nbd_priv *p, struct nbd_conn *c)
     p->backoff = BACKOFF_FIRST_NS;
     if (p->outage) {
         p->outage = 0;
-        uraid_log(URAID_LOG_INFO, "member %s: NBD connection open again; unanswered requests sent again",
-                  member_name(p));
+        /* at the level of the warning it ends, so that both are seen */
+        uraid_log(URAID_LOG_WARN, "member %s: NBD connection open again after %.2f s; its requests were sent again, "
+                  "the member goes on", member_name(p), (double)(nbd_now_ns() - p->outage_since) / 1e9);
     }
 }
 
