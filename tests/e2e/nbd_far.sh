@@ -88,7 +88,6 @@ status() { timeout 20 $URAID status --control "$ctl" 2>&1; }
 wait_status() {
     t0=$(date +%s%N)
     while :; do
-        [ -n "${NBD_FAR_TRACE:-}" ] && echo "trace $((($(date +%s%N) - t0) / 1000000)) ms: $(wc -l <"$t_tmp/serve.err") lines; $(status | grep -c faulty) faulty" >&2
         status | grep -q "$1" && { echo $((($(date +%s%N) - t0) / 1000000)); return 0; }
         [ $((($(date +%s%N) - t0) / 1000000000)) -lt "$2" ] || return 1
         sleep 0.1
