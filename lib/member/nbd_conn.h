@@ -36,7 +36,7 @@ struct nbd_conn {
     struct nbd_priv *p;
     struct nbd_handle *h;    /* NULL: not connected */
     int ready;               /* handshake done: requests may be sent */
-    uint64_t connect_deadline;
+    uint64_t connect_started, connect_deadline;
     int inflight;
     struct nbd_req wire;     /* sent, not answered yet (oldest first) */
 };

@@ -32,6 +32,9 @@
 /* A connection attempt without a member timeout gives up after this and
  * is tried again. */
 #define CONNECT_TRY_NS 30000000000ull
+/* Requests beyond a busy connection wait this long at most for one being
+ * opened (a handshake takes well under a millisecond on a LAN). */
+#define HOLD_NS 200000000ull
 
 int nbd_conn_start(const char *uri, struct nbd_handle **out, char *why, size_t whylen)
 {
@@ -264,6 +267,7 @@ static void want_conn(struct nbd_priv *p, uint64_t now)
         p->backoff = p->backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : p->backoff * 2;
         return;
     }
+    c->connect_started = now;
     c->connect_deadline = now + (p->timeout_ns ? p->timeout_ns : CONNECT_TRY_NS);
 }
 
@@ -315,6 +319,15 @@ static struct nbd_conn *best_conn(struct nbd_priv *p)
     return best;
 }
 
+/* A connection being opened for at most HOLD_NS. */
+static int fresh_connect(const struct nbd_priv *p, uint64_t now)
+{
+    for (int i = 0; i < NBD_MAX_CONNS; i++)
+        if (p->conn[i].h && !p->conn[i].ready && now - p->conn[i].connect_started < HOLD_NS)
+            return 1;
+    return 0;
+}
+
 static void dispatch(struct nbd_priv *p, uint64_t now)
 {
     while (!nbd_list_empty(&p->waiting)) {
@@ -322,10 +335,9 @@ static void dispatch(struct nbd_priv *p, uint64_t now)
         if (!c || c->inflight >= NBD_CONN_BUSY) {
             want_conn(p, now);
             /* A connection on its way serves these sooner than a busy
-             * one's queue at the server; without one, queue there. */
-            int connecting;
-            conns_open(p, &connecting);
-            if (!c || connecting)
+             * one's queue at the server, if it comes soon; else (or
+             * without one) they queue there. */
+            if (!c || fresh_connect(p, now))
                 return;
         }
         struct nbd_req *r = p->waiting.next;
@@ -429,6 +441,10 @@ static int sleep_ms(const struct nbd_priv *p, uint64_t now)
             connecting = 1;
             if (!until || c->connect_deadline < until)
                 until = c->connect_deadline;
+            /* requests held for it go to the busy connections then */
+            uint64_t hold = c->connect_started + HOLD_NS;
+            if (!nbd_list_empty(&p->waiting) && hold > now && hold < until)
+                until = hold;
         }
     }
     /* requests waiting for a connection that is not being made: the next attempt */
