@@ -18,7 +18,7 @@
  * (one round trip, 56 ms; tests/unit/test_nbd_far.c with
  * URAID_NBD_CONNECTIONS=1 and 4). Pipelining alone, on one connection,
  * still lifted a served RAID-6 with a 2 ms delay from 4 to 16 requests per
- * member (bench/RESULTS.md). */
+ * member (bench/RESULTS.md).
  *
  * Errors: an error the server sends back (EIO for a bad range) leaves the
  * connection usable and is a medium error (-EIO), which the array rebuilds
