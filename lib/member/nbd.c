@@ -16,9 +16,8 @@
  * reads of 64 KiB from nbdkit with a 50 ms delay had 16 at the server at
  * once on one connection (3 round trips, 153 ms) and all 48 on up to 4
  * (one round trip, 56 ms; tests/unit/test_nbd_far.c with
- * URAID_NBD_CONNECTIONS=1 and 4). Pipelining alone, on one connection,
- * still lifted a served RAID-6 with a 2 ms delay from 4 to 16 requests per
- * member (bench/RESULTS.md).
+ * URAID_NBD_CONNECTIONS=1 and 4). A connection is opened only when the
+ * ones open are that busy, so a member at a light load uses one.
  *
  * Errors: an error the server sends back (EIO for a bad range) leaves the
  * connection usable and is a medium error (-EIO), which the array rebuilds
