@@ -25,6 +25,11 @@
  * opened again and its unanswered requests sent again, so an outage
  * shorter than the timeout is not seen by the array (a write sent twice
  * lands the same bytes; the array never has two overlapping writes out).
+ * Two assumptions, the same as Linux's nbd client makes on reconnect: a
+ * server drops what a dead connection still had running (nbdkit does)
+ * rather than landing it after later writes, and writes it acknowledged
+ * before the outage survive it (a server restarted on the same host; not
+ * one whose host lost its cache, which no client can tell).
  * A request unanswered for longer than the timeout (",timeout=TIME" after
  * the URI, 30 s by default, as Linux's nbd client) fails the member: every
  * request then answers -ENXIO, the array goes on degraded, as with a disk
