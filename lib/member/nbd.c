@@ -26,8 +26,10 @@
  * shorter than the timeout is not seen by the array (a write sent twice
  * lands the same bytes; the array never has two overlapping writes out).
  * Two assumptions, the same as Linux's nbd client makes on reconnect: a
- * server drops what a dead connection still had running (nbdkit does)
- * rather than landing it after later writes, and writes it acknowledged
+ * request the server was still running when its connection died does not
+ * land after a later write to the same range sent on the new connection
+ * (nbdkit's delay filter abandons such requests; a plain write ends in
+ * microseconds, long before a reconnect), and writes it acknowledged
  * before the outage survive it (a server restarted on the same host; not
  * one whose host lost its cache, which no client can tell).
  * A request unanswered for longer than the timeout (",timeout=TIME" after
