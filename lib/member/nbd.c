@@ -304,6 +304,7 @@ static int first_connection(struct nbd_priv *p, int readonly, int64_t *size, cha
     p->conn[0].h = h;
     p->conn[0].ready = 1;
     p->maxconn = nbd_can_multi_conn(h) == 1 ? p->maxconn_wanted : 1;
+    p->maxconn_init = p->maxconn;
     p->can_flush = nbd_can_flush(h) == 1;
     p->can_zero = nbd_can_zero(h) == 1;
     p->max_request = NBD_MAX_REQUEST;

@@ -63,6 +63,7 @@ struct nbd_priv {
     pthread_t thread;
     struct nbd_conn conn[NBD_MAX_CONNS];
     int maxconn;             /* 1 without multi-conn; lowered when the server refuses more */
+    int maxconn_init;        /* what the first connection allowed */
     struct nbd_req waiting;  /* not sent yet, or to be sent again after a lost connection */
     uint64_t next_connect;   /* no connection attempt before this (backoff) */
     uint64_t backoff;

@@ -220,6 +220,8 @@ static void conn_down(struct nbd_priv *p, struct nbd_conn *c, const char *reason
     nbd_close(h);
     if (was_ready && !p->outage) {
         p->outage = 1;
+        /* limits learnt from the old server (refused connections) go with it */
+        p->maxconn = p->maxconn_init;
         p->outage_since = nbd_now_ns();
         p->next_connect = 0;
         p->backoff = BACKOFF_FIRST_NS;
@@ -286,6 +288,9 @@ static void conn_connected(struct nbd_priv *p, struct nbd_conn *c)
         fail_member(p, "the export came back read-only");
         return;
     }
+    /* a server restarted without multi-conn gets one connection from now on */
+    if (nbd_can_multi_conn(c->h) != 1)
+        p->maxconn = 1;
     c->ready = 1;
     p->backoff = BACKOFF_FIRST_NS;
     if (p->outage) {
@@ -519,6 +524,7 @@ static void check_conns(struct nbd_priv *p, uint64_t now)
 void *nbd_loop_main(void *arg)
 {
     struct nbd_priv *p = arg;
+    p->backoff = BACKOFF_FIRST_NS;
     for (;;) {
         int stop = intake(p);
         if (stop)
