@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,16 +24,21 @@
 static struct rng rng;
 static char dir[64];
 
-/* Starts `nbdkit -f --exit-with-parent --unix SOCK ARGS...` and waits (at
- * most 10 s) for its socket. Returns the pid or -1. */
+/* Starts `nbdkit -f --exit-with-parent -P SOCK.pid --unix SOCK ARGS...` and
+ * waits (at most 10 s) for its pid file, written once it accepts
+ * connections (the socket file appears before it listens). Returns the pid
+ * or -1. */
 static pid_t start_nbdkit(const char *sock, const char *const *args)
 {
-    const char *av[24] = {"nbdkit", "-f", "--exit-with-parent", "--unix", sock};
-    int n = 5;
-    for (int i = 0; args[i] && n < 23; i++)
+    char pidfile[128];
+    snprintf(pidfile, sizeof pidfile, "%s.pid", sock);
+    const char *av[26] = {"nbdkit", "-f", "--exit-with-parent", "-P", pidfile, "--unix", sock};
+    int n = 7;
+    for (int i = 0; args[i] && n < 25; i++)
         av[n++] = args[i];
     av[n] = NULL;
     unlink(sock);
+    unlink(pidfile);
     pid_t pid = fork();
     if (pid == 0) {
         execvp("nbdkit", (char **)av);
@@ -40,7 +46,7 @@ static pid_t start_nbdkit(const char *sock, const char *const *args)
     }
     for (int i = 0; pid > 0 && i < 400; i++) {
         struct stat st;
-        if (stat(sock, &st) == 0)
+        if (stat(pidfile, &st) == 0 && st.st_size > 0)
             return pid;
         if (waitpid(pid, NULL, WNOHANG) == pid)
             return -1;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,14 +36,20 @@
 static struct rng rng;
 static char dir[64];
 
+/* Starts nbdkit on sock and waits (at most 10 s) for its pid file, which
+ * it writes once it accepts connections (the socket file alone appears
+ * before it listens). */
 static pid_t start_nbdkit(const char *sock, const char *const *args)
 {
-    const char *av[24] = {"nbdkit", "-f", "--exit-with-parent", "--unix", sock};
-    int n = 5;
-    for (int i = 0; args[i] && n < 23; i++)
+    char pidfile[128];
+    snprintf(pidfile, sizeof pidfile, "%s.pid", sock);
+    const char *av[26] = {"nbdkit", "-f", "--exit-with-parent", "-P", pidfile, "--unix", sock};
+    int n = 7;
+    for (int i = 0; args[i] && n < 25; i++)
         av[n++] = args[i];
     av[n] = NULL;
     unlink(sock);
+    unlink(pidfile);
     pid_t pid = fork();
     if (pid == 0) {
         execvp("nbdkit", (char **)av);
@@ -50,7 +57,7 @@ static pid_t start_nbdkit(const char *sock, const char *const *args)
     }
     for (int i = 0; pid > 0 && i < 400; i++) {
         struct stat st;
-        if (stat(sock, &st) == 0)
+        if (stat(pidfile, &st) == 0 && st.st_size > 0)
             return pid;
         if (waitpid(pid, NULL, WNOHANG) == pid)
             return -1;
@@ -83,6 +90,15 @@ static void log_fn(void *ctx, enum uraid_log_level level, const char *msg)
     n_failed += strstr(msg, "the member is failed;") != NULL;
     printf("  log: %s\n", msg);
     pthread_mutex_unlock(&log_mu);
+}
+
+/* SIGSTOP, and wait until the whole server has stopped: kill returns
+ * before, and a thread already running could still answer. */
+static void stop_server(pid_t pid)
+{
+    int st;
+    kill(pid, SIGSTOP);
+    waitpid(pid, &st, WUNTRACED);
 }
 
 static double now_s(void)
@@ -183,7 +199,7 @@ static void test_stalled(struct io_engine *e)
     rng_fill(&rng, a, sizeof a);
     if (m) {
         CHECK(member_write(m, a, sizeof a, MiB) == 0 && member_flush(m) == 0);
-        kill(pid, SIGSTOP);
+        stop_server(pid);
         double t0 = now_s();
         int rc = member_read(m, b, sizeof b, MiB);
         double dt = now_s() - t0;
@@ -205,7 +221,7 @@ static void test_stalled(struct io_engine *e)
             member_close(m);
         }
         /* Opening a stopped server: the handshake never comes. */
-        kill(pid, SIGSTOP);
+        stop_server(pid);
         t0 = now_s();
         m = NULL;
         rc = member_open_why(uri, 0, &m, why, sizeof why);
