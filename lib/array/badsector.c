@@ -358,37 +358,6 @@ void array_correct_read_error(struct uraid_array *a, int m, const void *data, ui
 
 /* ---- a rebuild over sectors no member can give -------------------------------------- */
 
-/* One 4 KiB group of a stripe's rows rebuilt on its own. */
-struct rows_retry {
-    struct uraid_array *a;
-    const struct stripe_rows *r;
-    struct stripe_rows sub;
-    struct array_job *j;
-    const unsigned char *is_target; /* by slot: rows being filled */
-    uint8_t *zero;
-    uint64_t first;            /* member sector of the rows' first row */
-    int rc;
-};
-
-static int rows_try(void *ctx, uint64_t sector, uint32_t nsec)
-{
-    struct rows_retry *c = ctx;
-    struct uraid_array *a = c->a;
-    size_t at = (size_t)(sector - c->first) * SECTOR;
-    c->sub = *c->r;
-    c->sub.row = (uint32_t)(sector - c->r->stripe * a->geom.chunk_sectors);
-    c->sub.nrows = nsec;
-    for (int m = 0; m < a->geom.raid_disks; m++)
-        c->sub.block[m] = c->r->block[m] + at;
-    rows_mark_unavailable(a, &c->sub);
-    unsigned char failed[URAID_MAX_MEMBERS] = {0};
-    int rc = rows_read_and_rebuild(a, &c->sub, c->zero, failed, NULL);
-    for (int m = 0; m < a->geom.raid_disks && rc == 0; m++)
-        if (failed[m] && !c->is_target[m])
-            array_correct_read_error(a, m, c->sub.block[m], nsec, sector);
-    return rc ? -EIO : 0; /* whatever the cause, the group cannot be rebuilt */
-}
-
 /* The member a job fills for slot m: the replacement for a replace's
  * source, else the slot's own (new) member. */
 static struct array_slot *filled_member(struct uraid_array *a, const struct array_job *j, int m)
@@ -396,31 +365,17 @@ static struct array_slot *filled_member(struct uraid_array *a, const struct arra
     return j->kind == URAID_JOB_REPLACE && m == j->source ? &a->replacement : &a->slot[m];
 }
 
-static int rows_lost(void *ctx, uint64_t sector, uint32_t nsec)
+int array_rebuild_rows_lost(struct uraid_array *a, struct array_job *j, struct stripe_rows *r,
+                            const unsigned char *is_target)
 {
-    struct rows_retry *c = ctx;
-    for (int m = 0; m < c->a->geom.raid_disks && c->rc == 0; m++) {
-        if (!c->is_target[m])
+    uint64_t first = r->stripe * a->geom.chunk_sectors + r->row;
+    int rc = 0;
+    for (int m = 0; m < a->geom.raid_disks && rc == 0; m++) {
+        if (!is_target[m])
             continue;
         /* md writes nothing there; zeros keep stale bytes of other stripes off the member */
-        memset(c->r->block[m] + (size_t)(sector - c->first) * SECTOR, 0, (size_t)nsec * SECTOR);
-        c->rc = array_rebuild_unreadable(c->a, c->j, filled_member(c->a, c->j, m), sector, nsec);
+        memset(r->block[m], 0, (size_t)r->nrows * SECTOR);
+        rc = array_rebuild_unreadable(a, j, filled_member(a, j, m), first, r->nrows);
     }
-    return c->rc;
-}
-
-int array_rebuild_rows_unreadable(struct uraid_array *a, struct array_job *j, struct stripe_rows *r,
-                                  const unsigned char *is_target, uint8_t *zero)
-{
-    struct rows_retry *c = malloc(sizeof *c);
-    if (!c)
-        return -ENOMEM;
-    *c = (struct rows_retry){.a = a, .r = r, .j = j, .is_target = is_target, .zero = zero,
-                             .first = r->stripe * a->geom.chunk_sectors + r->row};
-    /* md's unit here is its stripe_head: 4 KiB (raid5 handle_failed_sync) */
-    static const struct narrow_ops ops = {.try = rows_try, .lost = rows_lost};
-    int rc = array_narrow(c->first, r->nrows, PAGE_SECTORS, &ops, c);
-    rc = rc ? rc : c->rc;
-    free(c);
     return rc;
 }

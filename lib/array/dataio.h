@@ -90,12 +90,12 @@ int array_narrow(uint64_t start, uint32_t nsec, uint32_t unit, const struct narr
 int array_rebuild_unreadable(struct uraid_array *a, struct array_job *j, struct array_slot *target,
                              uint64_t member_sector, uint32_t nsec);
 /* Rows r of a stripe (the slots in is_target to be filled, into
- * r->block[slot]) that could not be rebuilt as a whole: each 4 KiB group is
- * rebuilt on its own, and the groups that still cannot be are zeroed and
- * recorded on every target's member (array_rebuild_unreadable; a replace's
- * source slot stands for its replacement). Returns 0 or the error that
- * stops the job. */
-int array_rebuild_rows_unreadable(struct uraid_array *a, struct array_job *j, struct stripe_rows *r,
-                                  const unsigned char *is_target, uint8_t *zero);
+ * r->block[slot]) that no member can give (rows_gather's outcome for them
+ * was -EIO; it judges 4 KiB groups, md's stripe_head unit in raid5's
+ * handle_failed_sync): zeroed and recorded on every target's member
+ * (array_rebuild_unreadable; a replace's source slot stands for its
+ * replacement). Returns 0 or the error that stops the job. */
+int array_rebuild_rows_lost(struct uraid_array *a, struct array_job *j, struct stripe_rows *r,
+                            const unsigned char *is_target);
 
 #endif

@@ -195,20 +195,33 @@ static int rebuild_finish(struct uraid_array *a, struct array_job *j, int rc)
 
 /* ---- one batch -------------------------------------------------------------------- */
 
-/* Rebuilds stripe rows whose batch read failed somewhere: per stripe
- * (reading again only what is missing), then per 4 KiB row group when a
- * whole stripe has too many unreadable blocks (errors on different members
- * in different rows). The rows of the slots being filled end in r->block. */
-static int rebuild_stripe_rows(struct uraid_array *a, struct stripe_rows *r, const unsigned char *have,
-                               const unsigned char *is_target, uint8_t *zero)
+/* What rows_gather did with one range of a stripe's rows (the whole
+ * stripe, or a 4 KiB group of it when the whole had too many blocks
+ * unreadable): rebuilt, then the members whose reads failed there get the
+ * rows back (not a slot being filled: the rebuild writes those); or lost,
+ * then recorded on the new members. Nothing is read again to find out. */
+struct stripe_outcome {
+    struct uraid_array *a;
+    struct array_job *j;
+    const unsigned char *is_target;
+    int rc;                 /* the first error that stops the job */
+};
+
+static void stripe_outcome(void *ctx, struct stripe_rows *r, int rc, const unsigned char *failed)
 {
-    unsigned char failed[URAID_MAX_MEMBERS] = {0};
-    int rc = rows_rebuild_any(a, r, zero, failed, have);
-    if (rc == 0)
-        for (int m = 0; m < a->geom.raid_disks; m++)
-            if (failed[m] && !is_target[m])
-                array_correct_read_error(a, m, r->block[m], r->nrows, r->stripe * a->geom.chunk_sectors + r->row);
-    return rc;
+    struct stripe_outcome *o = ctx;
+    struct uraid_array *a = o->a;
+    if (o->rc)
+        return;
+    if (rc == -EIO) { /* md: what no member can give is listed bad on the new members */
+        o->rc = array_rebuild_rows_lost(a, o->j, r, o->is_target);
+        return;
+    }
+    o->rc = rc;
+    uint64_t first = r->stripe * a->geom.chunk_sectors + r->row;
+    for (int m = 0; m < a->geom.raid_disks && rc == 0; m++)
+        if (failed[m] && !o->is_target[m])
+            array_correct_read_error(a, m, r->block[m], r->nrows, first);
 }
 
 /* The batch rebuilt last: its writes to the new members go out together
@@ -282,9 +295,10 @@ static int compute_batch(struct uraid_array *a, struct array_job *j, struct rebu
         unsigned char have[URAID_MAX_MEMBERS];
         for (int m = 0; m < n; m++)
             have[m] = rb->b.readok[m] && !rb->is_target[m];
-        rc = rebuild_stripe_rows(a, r, have, rb->is_target, zero);
-        if (rc == -EIO) /* md: what no member can give is listed bad on the new members */
-            rc = array_rebuild_rows_unreadable(a, j, r, rb->is_target, zero);
+        struct stripe_outcome o = {.a = a, .j = j, .is_target = rb->is_target};
+        rc = rows_gather(a, r, zero, have, NULL, stripe_outcome, &o);
+        if (rc == -EIO) /* some rows were lost: recorded, the job goes on */
+            rc = o.rc;
         if (rc == 0 && source >= 0)
             array_correct_read_error(a, source, r->block[source], r->nrows, s * c);
         if (rc)

@@ -152,7 +152,9 @@ int rows_gather(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, con
                 unsigned char *failed, rows_outcome_fn outcome, void *ctx)
 {
     int n = a->geom.raid_disks;
-    unsigned char f[URAID_MAX_MEMBERS] = {0};
+    unsigned char f[URAID_MAX_MEMBERS] = {0}, read_ok[URAID_MAX_MEMBERS];
+    for (int m = 0; m < n; m++) /* what the first pass reads, or has */
+        read_ok[m] = (have && have[m]) || !r->unavailable[m];
     int rc = rows_read_and_rebuild(a, r, zero, f, have);
     merge_failed(failed, f, n);
     if (rc != -EIO || r->nrows <= STRIPE_PAGE_ROWS) {
@@ -160,7 +162,10 @@ int rows_gather(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, con
             outcome(ctx, r, rc, f);
         return rc;
     }
-    /* errors on several members, in different rows: page by page */
+    /* errors on several members, in different rows: page by page; the
+     * members read whole without an error are in the buffers already */
+    for (int m = 0; m < n; m++)
+        read_ok[m] &= !f[m];
     rc = 0;
     struct stripe_rows *sub = malloc(sizeof *sub);
     if (!sub)
@@ -173,7 +178,7 @@ int rows_gather(struct uraid_array *a, struct stripe_rows *r, uint8_t *zero, con
             sub->block[m] = r->block[m] + (size_t)at * SECTOR;
         rows_mark_unavailable(a, sub);
         memset(f, 0, sizeof f);
-        int g = rows_read_and_rebuild(a, sub, zero, f, NULL);
+        int g = rows_read_and_rebuild(a, sub, zero, f, read_ok);
         merge_failed(failed, f, n);
         if (outcome)
             outcome(ctx, sub, g, f);

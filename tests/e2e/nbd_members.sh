@@ -119,7 +119,12 @@ uris_e=$(echo "$uris" | sed "s|$(uri d4)|$(uri e4)|")
 # shellcheck disable=SC2086
 timeout 60 $URAID cat --member-layer throttle=10M $uris_e 2>"$t_tmp/out" | head -c 40M >"$t_tmp/back" &
 cpid=$!
-sleep 0.7
+# the trigger once data flows (every superblock has been read), however
+# long a loaded machine takes to get there
+n=0
+while [ $n -lt 300 ] && [ "$(stat -c %s "$t_tmp/back")" -eq 0 ] && kill -0 "$cpid" 2>/dev/null; do
+    sleep 0.1; n=$((n + 1))
+done
 touch "$t_tmp/trigger"
 wait "$cpid"
 rm -f "$t_tmp/trigger"
@@ -268,7 +273,12 @@ timeout 60 $URAID create --level 6 --raid-devices 6 --assume-clean $k >/dev/null
 # shellcheck disable=SC2086
 timeout 120 $URAID write --member-layer throttle=25M $k <"$t_tmp/data7" >"$t_tmp/out" 2>&1 &
 wpid=$!
-sleep 1
+# kill k2 once the write is under way (data reaching k0), not before it
+# has opened every member: a loaded machine can take seconds to get there
+n=0
+while [ $n -lt 300 ] && [ "$(stat -c %b "$t_tmp/k0")" -lt 4096 ] && kill -0 "$wpid" 2>/dev/null; do
+    sleep 0.1; n=$((n + 1))
+done
 if kill -0 "$wpid" 2>/dev/null; then
     kill -KILL "$pid_k2"
     t_ok "nbdkit of member k2 killed while uraid write runs"
