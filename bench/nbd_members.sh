@@ -11,12 +11,21 @@
 #   served  the same array served by `uraid serve` on a unix socket, DATA
 #           copied in and the whole export out by nbdcopy (4 connections,
 #           many requests in flight);
-#   each with the NBD backend's pool of 4 connections per member and again
-#   with 1 (URAID_NBD_CONNECTIONS=1).
+#   each with the NBD backend's default of up to 4 connections per member
+#   (pipelined requests on each, a connection opened when the open ones
+#   have 16 outstanding) and again with 1 (URAID_NBD_CONNECTIONS=1).
 #
 # The exports are nbdkit's file plugin on tmpfs files. ideal = raw x 4/6
-# (two of six members' bytes are parity); ratio = array / ideal. Each figure
-# is the median of RUNS runs (3). Not a test: nothing here is checked.
+# (two of six members' bytes are parity); ratio = array / ideal. For writes
+# that is exact (the members write 6/4 of the data). For reads it is
+# generous: a healthy RAID-6 read skips the parity chunks, so the members
+# move only the data and the true ceiling is raw itself; array/raw is
+# printed too. On a machine whose CPUs are the limit, raw (six nbdcopy and
+# six nbdkit) and the array compete for the same CPUs, so both move with
+# the load: compare runs made together. Each figure is the median of RUNS
+# runs (3). URAID picks the binary (build/uraid), so an old build in another
+# directory can be run alternately against a new one. Not a test: nothing
+# here is checked.
 #
 #   bench/nbd_members.sh                      (about a minute)
 #   MEMBER_SIZE=128M DATA=256M RUNS=1 bench/nbd_members.sh   (a smoke run)

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -164,7 +165,10 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int is_pool(const int *fds, int i) { return !fds || fds[i] < 0; }
+static int is_pool(const struct io_op *ops, const int *fds, int i)
+{
+    return !ops[i].async && (!fds || fds[i] < 0);
+}
 
 /* Queues up to `limit` pool ops of ops[] (in index order) for batch b.
  * Returns the index just past the last op queued: pool ops from there on
@@ -181,7 +185,7 @@ static int pool_queue(struct io_engine *e, struct batch *b, struct io_op *ops, i
     atomic_store_explicit(&b->pending, limit, memory_order_relaxed);
     b->queued = limit;
     for (; i < n && queued < limit; i++) {
-        if (!is_pool(fds, i))
+        if (!is_pool(ops, fds, i))
             continue;
         unsigned tail = (e->qhead + e->qlen) % e->qcap;
         e->q[tail].op = &ops[i];
@@ -212,8 +216,53 @@ static void pool_wait(struct batch *b)
 static void run_inline(struct io_op *ops, int n, const int *fds, int from)
 {
     for (int i = from; i < n; i++)
-        if (is_pool(fds, i))
+        if (is_pool(ops, fds, i))
             op_run(&ops[i]);
+}
+
+/* ---- members with their own asynchronous submit (NBD) ---- */
+
+static void aio_done(struct member_aio *a, int rc)
+{
+    struct io_op *op = (struct io_op *)((char *)a - offsetof(struct io_op, aio));
+    op->result = rc;
+    batch_complete(a->ctx);
+}
+
+/* Starts every op whose member takes it asynchronously, all before any is
+ * waited for: a member far away then has the whole batch in flight instead
+ * of one request per pool thread. b holds one count of the caller's own
+ * until async_wait, so early completions cannot finish it while ops are
+ * still being started. Returns how many were started. */
+static int async_start(struct batch *b, struct io_op *ops, int n)
+{
+    int started = 0;
+    atomic_store_explicit(&b->pending, 1, memory_order_relaxed);
+    b->queued = 1;
+    for (int i = 0; i < n; i++) {
+        struct io_op *op = &ops[i];
+        op->async = 0;
+        if (!op->m || !op->m->ops || !op->m->ops->submit || op_valid(op) || !op->len)
+            continue;
+        op->aio = (struct member_aio){.done = aio_done, .ctx = b};
+        atomic_fetch_add_explicit(&b->pending, 1, memory_order_relaxed);
+        op->async = 1;
+        if (op->m->ops->submit(op->m, (int)op->kind, op->buf, op->len, op->offset, &op->aio)) {
+            op->async = 0; /* not taken: the pool runs it */
+            atomic_fetch_sub_explicit(&b->pending, 1, memory_order_relaxed);
+            continue;
+        }
+        started++;
+    }
+    return started;
+}
+
+static void async_wait(struct batch *b, int started)
+{
+    if (!started)
+        return; /* nobody else ever saw b */
+    batch_complete(b); /* the caller's own count */
+    pool_wait(b);
 }
 
 /* ---- io_uring ---- */
@@ -311,7 +360,7 @@ static int ring_classify(struct tl_ring *r, struct io_op *ops, int n)
         struct io_op *op = &ops[i];
         int fd = -1;
         /* Invalid and empty ops take the pool path, which reports them. */
-        if (!op_valid(op) && op->len && op->kind != IO_ZERO)
+        if (!op->async && !op_valid(op) && op->len && op->kind != IO_ZERO)
             fd = member_direct_fd(op->m, op->buf, op->len, op->offset, op->kind == IO_WRITE);
         r->fds[i] = fd < 0 ? -1 : fd;
         direct += fd >= 0;
@@ -559,12 +608,18 @@ int io_engine_run(struct io_engine *e, struct io_op *ops, int n)
     for (int i = 0; i < n && all_inline; i++)
         all_inline = ops[i].m && ops[i].m->inline_io;
     if (all_inline) {
-        run_inline(ops, n, NULL, 0);
+        for (int i = 0; i < n; i++)
+            op_run(&ops[i]);
         for (int i = 0; i < n; i++)
             if (ops[i].result)
                 return ops[i].result;
         return 0;
     }
+
+    struct batch ab = {.done = 0};
+    pthread_mutex_init(&ab.mu, NULL);
+    pthread_cond_init(&ab.cv, NULL);
+    int nasync = async_start(&ab, ops, n);
 
     const int *fds = NULL; /* NULL: every op goes to the pool */
     int ndirect = 0;
@@ -578,7 +633,7 @@ int io_engine_run(struct io_engine *e, struct io_op *ops, int n)
             ndirect = 0;
     }
 #endif
-    int npool = n - ndirect;
+    int npool = n - ndirect - nasync;
 
     struct batch b = {.done = 0};
     atomic_init(&b.pending, 0);
@@ -607,8 +662,11 @@ int io_engine_run(struct io_engine *e, struct io_op *ops, int n)
         ring_drain(r, &rb);
 #endif
     pool_wait(&b);
+    async_wait(&ab, nasync);
     pthread_mutex_destroy(&b.mu);
     pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&ab.mu);
+    pthread_cond_destroy(&ab.cv);
 
     for (int i = 0; i < n; i++)
         if (ops[i].result)

@@ -5,6 +5,8 @@
  *   - io_uring (liburing): requests whose member exposes a file descriptor
  *     for that range (member_ops.direct_fd) are submitted together on the
  *     calling thread's ring and reaped together;
+ *   - the member's own asynchronous submit (member_ops.submit, NBD):
+ *     started from the calling thread, completed by the member's thread;
  *   - a thread pool: every other request (layered members: fault injection,
  *     throttling; or io_uring unavailable) runs on worker threads, so a
  *     batch on n members keeps n members busy at once.
@@ -28,6 +30,8 @@ struct io_op {
     size_t len;        /* bytes */
     uint64_t offset;   /* bytes */
     int result;        /* out: 0 or a negative errno */
+    struct member_aio aio; /* the engine's, while the op is in flight */
+    int async;             /* the engine's: started through member_ops.submit */
 };
 
 struct io_engine;

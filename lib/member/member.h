@@ -13,6 +13,16 @@
 
 struct member;
 
+/* A request started with member_ops.submit: done(a, rc) is called exactly
+ * once when it ends (rc 0 or a negative errno), from any thread, possibly
+ * before submit returns. ctx is the caller's. */
+struct member_aio {
+    void (*done)(struct member_aio *a, int rc);
+    void *ctx;
+};
+
+enum member_aio_kind { MEMBER_AIO_READ = 0, MEMBER_AIO_WRITE = 1, MEMBER_AIO_ZERO = 2 };
+
 struct member_ops {
     const char *kind; /* "file", "blockdev", ... */
     int (*read)(struct member *m, void *buf, size_t len, uint64_t offset);
@@ -28,6 +38,13 @@ struct member_ops {
      * (a hole punched in a file, BLKZEROOUT on a device). -EOPNOTSUPP, or
      * NULL, makes member_zero write zeros instead. */
     int (*zero)(struct member *m, size_t len, uint64_t offset);
+    /* Optional: starts a request (enum member_aio_kind; buf unused for a
+     * zero) and returns without waiting, so that one thread can have a
+     * whole batch in flight on a member with a round trip per request (NBD).
+     * 0: started, a->done will be called. A negative errno: not started
+     * (too large, not offered), a->done will not be called, and the caller
+     * runs it through read/write/zero instead. */
+    int (*submit)(struct member *m, int kind, void *buf, size_t len, uint64_t offset, struct member_aio *a);
 };
 
 struct member {
@@ -58,14 +75,34 @@ int member_is_nbd_uri(const char *name);
 
 /* Opens an NBD export (lib/member/nbd.c) named by a URI as libnbd's
  * nbd_connect_uri reads it: nbd://HOST[:PORT][/EXPORT],
- * nbd+unix:///[EXPORT]?socket=PATH, nbds:// with TLS. Up to 4 connections
- * (URAID_NBD_CONNECTIONS) when the server allows multi-conn, else one.
+ * nbd+unix:///[EXPORT]?socket=PATH, nbds:// with TLS, optionally followed
+ * by member options (member_nbd_options): "URI,timeout=5s". Many requests
+ * in flight per connection (libnbd's asynchronous calls, driven by one
+ * thread per member), on up to 4 connections (URAID_NBD_CONNECTIONS) when
+ * the server allows multi-conn, else one.
  * Returns 0; -EROFS for a read-only export opened for writing; the connect
- * errno (-ECONNREFUSED, -ENOENT, -EINVAL for a malformed URI ...);
- * -EPROTONOSUPPORT when built without libnbd. Read/write/flush/zero return
- * -EIO for an error the server reports and -ENXIO once a connection has died;
- * zero is the server's write-zeroes when it offers one. */
+ * errno (-ECONNREFUSED, -ENOENT, -EINVAL for a malformed URI or option,
+ * -ETIMEDOUT ...); -EPROTONOSUPPORT when built without libnbd.
+ * Read/write/flush/zero return -EIO for an error the server reports; a lost
+ * connection is reopened and its requests sent again as long as each is
+ * younger than the timeout; a request unanswered for longer fails the
+ * member: -ENXIO from then on, for good (md's semantics: it comes back only
+ * by being added again, which opens it anew). zero is the server's
+ * write-zeroes when it offers one. */
 int member_open_nbd(const char *uri, int readonly, struct member **out, char *why, size_t whylen);
+
+/* The options after an NBD member's URI (lib/member/spec.c):
+ *   "nbd://host/export,timeout=5s"   fail the member when a request has
+ *                                    had no answer for 5 s (0: never);
+ *                                    30 s when not given, as Linux's nbd
+ * Copies the URI without them into uri (urilen bytes). Returns 0, or
+ * -EINVAL (an unknown key, a bad value) / -E2BIG with a reason in why. */
+#define NBD_DEFAULT_TIMEOUT_MS 30000u
+struct nbd_member_opts {
+    uint32_t timeout_ms; /* 0: no timeout */
+};
+int member_nbd_options(const char *name, char *uri, size_t urilen, struct nbd_member_opts *o, char *why,
+                       size_t whylen);
 
 static inline int member_read(struct member *m, void *buf, size_t len, uint64_t off)
 {

@@ -604,3 +604,77 @@ int member_layer_add(const char *arg, const char *const *names, int n, char *tex
     }
     return 0;
 }
+
+/* ---- options after an NBD member's URI: "URI,timeout=5s" ----
+ * They ride on the member's name so that every verb (create, serve, add,
+ * the control socket) and mdadm.conf-like lists carry them without a flag
+ * of their own, and a member re-added by the same name gets the same ones.
+ * Options are taken from the end: each trailing ",KEY=VALUE" whose KEY is a
+ * lowercase word is an option (an unknown one is refused, so a typo is not
+ * sent to the server as part of the URI); the rest is the URI. */
+static int nbd_option(const char *item, struct nbd_member_opts *o, unsigned *seen, char *why, size_t whylen)
+{
+    const char *eq = strchr(item, '=');
+    size_t klen = (size_t)(eq - item);
+    const char *val = eq + 1, *msg = NULL;
+    if (klen == 7 && !strncmp(item, "timeout", 7)) {
+        uint32_t usec;
+        if (*seen & 1)
+            msg = "given twice";
+        *seen |= 1;
+        if (msg || parse_time_usec(val, &usec, &msg)) {
+            uraid_why(why, whylen, "bad NBD member option '%s': %s", item, msg);
+            return -EINVAL;
+        }
+        o->timeout_ms = usec && usec < 1000 ? 1 : usec / 1000;
+        return 0;
+    }
+    uraid_why(why, whylen, "unknown NBD member option '%.*s' (the options after a URI: timeout=TIME)", (int)klen,
+              item);
+    return -EINVAL;
+}
+
+/* "KEY=..." with KEY one or more of [a-z-]: the shape of an option. */
+static int looks_like_option(const char *s)
+{
+    const char *p = s;
+    while ((*p >= 'a' && *p <= 'z') || *p == '-')
+        p++;
+    return p > s && *p == '=';
+}
+
+int member_nbd_options(const char *name, char *uri, size_t urilen, struct nbd_member_opts *o, char *why,
+                       size_t whylen)
+{
+    uraid_why(why, whylen, "%s", "");
+    *o = (struct nbd_member_opts){.timeout_ms = NBD_DEFAULT_TIMEOUT_MS};
+    size_t end = strlen(name);
+    unsigned seen = 0;
+    for (;;) {
+        const char *comma = NULL;
+        for (const char *p = name; p < name + end; p++)
+            if (*p == ',')
+                comma = p;
+        if (!comma || !looks_like_option(comma + 1))
+            break;
+        char item[ITEM_MAX];
+        size_t n = (size_t)(name + end - comma - 1);
+        if (n >= sizeof item) {
+            uraid_why(why, whylen, "an NBD member option is too long (%zu bytes)", n);
+            return -EINVAL;
+        }
+        memcpy(item, comma + 1, n);
+        item[n] = 0;
+        int rc = nbd_option(item, o, &seen, why, whylen);
+        if (rc)
+            return rc;
+        end = (size_t)(comma - name);
+    }
+    if (end >= urilen) {
+        uraid_why(why, whylen, "the URI is too long (%zu bytes)", end);
+        return -E2BIG;
+    }
+    memcpy(uri, name, end);
+    uri[end] = 0;
+    return 0;
+}

@@ -254,14 +254,17 @@ timeout 20 $URAID stop --control "$ctl" >/dev/null 2>&1
 wait "$spid" 2>/dev/null
 
 # A member's nbdkit killed in the middle of a write (members throttled so the
-# write lasts a few seconds): that member is failed, the write completes
-# degraded, and the data reads back from the five left.
+# write lasts a few seconds): that member is failed once its requests have
+# waited out the timeout (",timeout=2s" after the URIs, instead of the
+# default 30 s), the write completes degraded, and the data reads back from
+# the five left.
+kuri() { echo "$(uri "$1"),timeout=2s"; }
 k="" kfiles=""
 for i in 0 1 2 3 4 5; do
     truncate -s 48M "$t_tmp/k$i"
     serve "k$i" file "$t_tmp/k$i" || { t_finish; exit 1; }
     eval "pid_k$i=\$last_pid"
-    k="$k $(uri "k$i")"
+    k="$k $(kuri "k$i")"
     kfiles="$kfiles $t_tmp/k$i"
 done
 head -c 160M /dev/urandom >"$t_tmp/data7"
@@ -284,12 +287,12 @@ else
 fi
 wait "$wpid"
 wrc=$?
-k5=$(echo "$k" | sed "s|$(uri k2)||")
+k5=$(echo "$k" | sed "s|$(kuri k2)||")
 # shellcheck disable=SC2086
 timeout 60 $URAID cat $k5 2>"$t_tmp/cat.err" | head -c 160M >"$t_tmp/back"
 # shellcheck disable=SC2086
 $URAID detail $k5 >"$t_tmp/detail" 2>&1
-if [ $wrc -eq 0 ] && grep -q "member $(uri k2) failed while writing .*marked faulty" "$t_tmp/out" \
+if [ $wrc -eq 0 ] && grep -q "member $(kuri k2) failed while writing .*marked faulty" "$t_tmp/out" \
     && [ "$(sha "$t_tmp/data7")" = "$(sha "$t_tmp/back")" ] && grep -q "\[6/5\]" "$t_tmp/detail"; then
     t_ok "the killed member is failed, the write completes degraded [6/5], 160 MiB read back identical"
 else

@@ -1,13 +1,14 @@
 /* The NBD member backend against real nbdkit servers (started here, each
  * with --exit-with-parent): which names are URIs, open errors (no server,
- * malformed URI, read-only export), size, round trips from 8 threads at once
- * over the connection pool, flush, write zeroes, a server's EIO (error filter) reported as
+ * malformed URI, read-only export, member options after the URI), size,
+ * round trips from 8 threads at once, flush, write zeroes, a server's EIO (error filter) reported as
  * -EIO with the member still usable, a killed server as -ENXIO for good,
  * and --member-layer target names that contain ':'.
  * nbdkit is installed by scripts/deps.sh: its absence is a failure. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,16 +24,21 @@
 static struct rng rng;
 static char dir[64];
 
-/* Starts `nbdkit -f --exit-with-parent --unix SOCK ARGS...` and waits (at
- * most 10 s) for its socket. Returns the pid or -1. */
+/* Starts `nbdkit -f --exit-with-parent -P SOCK.pid --unix SOCK ARGS...` and
+ * waits (at most 10 s) for its pid file, written once it accepts
+ * connections (the socket file appears before it listens). Returns the pid
+ * or -1. */
 static pid_t start_nbdkit(const char *sock, const char *const *args)
 {
-    const char *av[24] = {"nbdkit", "-f", "--exit-with-parent", "--unix", sock};
-    int n = 5;
-    for (int i = 0; args[i] && n < 23; i++)
+    char pidfile[128];
+    snprintf(pidfile, sizeof pidfile, "%s.pid", sock);
+    const char *av[26] = {"nbdkit", "-f", "--exit-with-parent", "-P", pidfile, "--unix", sock};
+    int n = 7;
+    for (int i = 0; args[i] && n < 25; i++)
         av[n++] = args[i];
     av[n] = NULL;
     unlink(sock);
+    unlink(pidfile);
     pid_t pid = fork();
     if (pid == 0) {
         execvp("nbdkit", (char **)av);
@@ -40,7 +46,7 @@ static pid_t start_nbdkit(const char *sock, const char *const *args)
     }
     for (int i = 0; pid > 0 && i < 400; i++) {
         struct stat st;
-        if (stat(sock, &st) == 0)
+        if (stat(pidfile, &st) == 0 && st.st_size > 0)
             return pid;
         if (waitpid(pid, NULL, WNOHANG) == pid)
             return -1;
@@ -104,6 +110,29 @@ static void test_open_errors(void)
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s", sock);
     CHECK(member_open_why(uri, 0, &m, why, sizeof why) == -EROFS, "%s", why);
     CHECK(strstr(why, "read-only") != NULL, "%s", why);
+    /* options after the URI: checked before anything is opened */
+    char bad[200];
+    snprintf(bad, sizeof bad, "%s,timout=5s", uri);
+    CHECK(member_open_why(bad, 1, &m, why, sizeof why) == -EINVAL, "%s", why);
+    CHECK(strstr(why, "unknown NBD member option 'timout'") && strstr(why, "timeout=TIME"), "%s", why);
+    snprintf(bad, sizeof bad, "%s,timeout=5", uri);
+    CHECK(member_open_why(bad, 1, &m, why, sizeof why) == -EINVAL, "%s", why);
+    CHECK(strstr(why, "'timeout=5'") && strstr(why, "unit"), "%s", why);
+    snprintf(bad, sizeof bad, "%s,timeout=1s,timeout=2s", uri);
+    CHECK(member_open_why(bad, 1, &m, why, sizeof why) == -EINVAL && strstr(why, "twice"), "%s", why);
+    struct nbd_member_opts o;
+    char plain[200];
+    CHECK(member_nbd_options("nbd://h/e,timeout=250ms", plain, sizeof plain, &o, why, sizeof why) == 0 &&
+          !strcmp(plain, "nbd://h/e") && o.timeout_ms == 250, "%s %u", plain, o.timeout_ms);
+    CHECK(member_nbd_options("nbd://h/e,timeout=0", plain, sizeof plain, &o, why, sizeof why) == 0 &&
+          o.timeout_ms == 0, "timeout=0 is no timeout");
+    CHECK(member_nbd_options("nbd://h/a,b", plain, sizeof plain, &o, why, sizeof why) == 0 &&
+          !strcmp(plain, "nbd://h/a,b") && o.timeout_ms == NBD_DEFAULT_TIMEOUT_MS, "a ',' that starts no option");
+    snprintf(bad, sizeof bad, "%s,timeout=2s", uri);
+    CHECK(member_open_why(bad, 1, &m, why, sizeof why) == 0, "%s", why);
+    if (m)
+        member_close(m);
+    m = NULL;
     CHECK(member_open(uri, 1, &m) == 0);
     if (m) {
         CHECK(m->size == 4 * MiB && !strcmp(m->ops->kind, "nbd") && !strcmp(m->path, uri));
@@ -150,12 +179,13 @@ static void test_parallel_io(void)
     const char *args[] = {"memory", "64M", NULL};
     pid_t pid = start_nbdkit(sock, args);
     CHECK(pid > 0, "nbdkit memory");
-    snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s", sock);
+    /* a short timeout: the killed server below fails the member in 1 s */
+    snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s,timeout=1s", sock);
     struct member *m = NULL;
     char why[300];
     CHECK(member_open_why(uri, 0, &m, why, sizeof why) == 0, "%s", why);
     if (m) {
-        CHECK(m->size == 64 * MiB);
+        CHECK(m->size == 64 * MiB && !strcmp(m->path, uri), "%s", m->path);
         enum { T = 8 };
         struct worker w[T];
         pthread_t th[T];
@@ -185,7 +215,8 @@ static void test_parallel_io(void)
         uint8_t b[4096];
         CHECK(member_read(m, b, sizeof b, 64 * MiB) < 0);
         CHECK(member_read(m, b, sizeof b, 0) == 0);
-        /* the server goes away: -ENXIO, and it stays gone */
+        /* the server goes away: -ENXIO once the timeout has passed (the
+         * member reconnects meanwhile), and it stays gone */
         stop_nbdkit(pid, SIGKILL);
         pid = -1;
         int rc = member_read(m, b, sizeof b, 0);
@@ -239,7 +270,7 @@ int main(int argc, char **argv)
     harness_begin("NBD names: which are URIs; layer targets containing ':'");
     test_names();
     harness_end();
-    harness_begin("NBD open errors: no server, malformed URI, read-only export");
+    harness_begin("NBD open errors: no server, malformed URI, read-only export, bad member options");
     test_open_errors();
     harness_end();
     harness_begin("NBD member: 8 threads write and read back, flush, zero, a killed server is -ENXIO");

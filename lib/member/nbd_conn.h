@@ -1,0 +1,119 @@
+/* Inside the NBD member backend (nbd.c, nbd_loop.c): the member's state,
+ * shared between the threads that submit requests and the member's own
+ * thread, which alone touches the libnbd handles. */
+#ifndef URAID_NBD_CONN_H
+#define URAID_NBD_CONN_H
+
+#ifdef HAVE_LIBNBD
+#include <libnbd.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "member/member.h"
+
+#define NBD_MAX_CONNS 16
+#define NBD_DEFAULT_CONNS 4
+#define NBD_REQ_FLUSH 3 /* after the MEMBER_AIO_* kinds */
+
+struct nbd_conn;
+
+/* One request; lists are circular with a sentinel. */
+struct nbd_req {
+    struct nbd_req *next, *prev;
+    int kind;                /* MEMBER_AIO_READ/WRITE/ZERO or NBD_REQ_FLUSH */
+    void *buf;
+    size_t len;
+    uint64_t off;
+    uint64_t deadline;       /* CLOCK_MONOTONIC ns; 0: no timeout */
+    struct member_aio *aio;
+    struct nbd_conn *conn;   /* sent on this connection and not answered, else NULL */
+};
+
+struct nbd_priv;
+
+struct nbd_conn {
+    struct nbd_priv *p;
+    struct nbd_handle *h;    /* NULL: not connected */
+    int ready;               /* handshake done: requests may be sent */
+    uint64_t connect_started, connect_deadline;
+    int inflight;
+    struct nbd_req wire;     /* sent, not answered yet (oldest first) */
+};
+
+struct nbd_priv {
+    /* Shared with the submitting threads, under mu. */
+    pthread_mutex_t mu;
+    struct nbd_req queue;    /* submitted, not yet taken by the member's thread */
+    struct nbd_req *free;    /* spare requests (singly linked by next) */
+    int failed;              /* for good: every later request is -ENXIO */
+    int stop;
+    int kicked;              /* efd already signalled since the last intake */
+    int efd;                 /* eventfd that wakes the member's thread */
+
+    /* Set at open, read-only afterwards. */
+    struct member *m;
+    char *uri;               /* for libnbd: the name without member options */
+    uint64_t timeout_ns;     /* 0: no timeout */
+    int maxconn_wanted;
+    int can_flush, can_zero;
+    size_t max_request;
+
+    /* The member's thread only. */
+    pthread_t thread;
+    struct nbd_conn conn[NBD_MAX_CONNS];
+    int maxconn;             /* 1 without multi-conn; lowered when the server refuses more */
+    int maxconn_init;        /* what the first connection allowed */
+    struct nbd_req waiting;  /* not sent yet, or to be sent again after a lost connection */
+    uint64_t next_connect;   /* no connection attempt before this (backoff) */
+    uint64_t backoff;
+    int outage;              /* a connection was lost and none has come back yet */
+    uint64_t outage_since;
+};
+
+uint64_t nbd_now_ns(void);
+
+static inline void nbd_list_init(struct nbd_req *s) { s->next = s->prev = s; }
+static inline int nbd_list_empty(const struct nbd_req *s) { return s->next == s; }
+static inline void nbd_list_del(struct nbd_req *r)
+{
+    r->prev->next = r->next;
+    r->next->prev = r->prev;
+    r->next = r->prev = r;
+}
+static inline void nbd_list_add_tail(struct nbd_req *s, struct nbd_req *r)
+{
+    r->prev = s->prev;
+    r->next = s;
+    s->prev->next = r;
+    s->prev = r;
+}
+/* Moves every request of from to the end of to (from becomes empty). */
+static inline void nbd_list_splice_tail(struct nbd_req *to, struct nbd_req *from)
+{
+    if (nbd_list_empty(from))
+        return;
+    from->next->prev = to->prev;
+    to->prev->next = from->next;
+    from->prev->next = to;
+    to->prev = from->prev;
+    nbd_list_init(from);
+}
+
+/* Creates a handle and starts connecting it without blocking. why gets
+ * libnbd's words when that fails at once. */
+int nbd_conn_start(const char *uri, struct nbd_handle **out, char *why, size_t whylen);
+/* Drives a started connection until the handshake is done, the connection
+ * fails or deadline (0: none) passes (-ETIMEDOUT). */
+int nbd_conn_wait(struct nbd_handle *h, uint64_t deadline, char *why, size_t whylen);
+/* A clean NBD_CMD_DISC when the connection is up, without waiting for a
+ * server that may have stopped answering; then the handle is freed. */
+void nbd_conn_close(struct nbd_handle *h);
+
+/* The member's thread (nbd_loop.c). */
+void *nbd_loop_main(void *arg);
+/* Hands a finished request back to its submitter and the request to the free list. */
+void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc);
+
+#endif /* HAVE_LIBNBD */
+#endif
