@@ -3,7 +3,6 @@
 #include "stripe/ppl.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +17,9 @@
 struct ppl_part;
 
 struct ppl_member {
-    pthread_mutex_t mu;         /* log writes one at a time, in order; written_seq, next_off */
-    pthread_mutex_t list_mu;    /* the list, link_seq, unflushed */
-    pthread_cond_t departed;    /* a part left the list (under list_mu) */
+    pthread_mutex_t mu;         /* log writes one at a time, in order; next_off */
+    pthread_mutex_t list_mu;    /* the list, link_seq, unflushed; written_seq (changed under both) */
+    pthread_cond_t departed;    /* a part left the list, or written_seq grew (under list_mu) */
     struct ppl_part *inflight;  /* parts of units whose member writes are in flight */
     uint64_t link_seq;          /* parts linked so far */
     uint64_t written_seq;       /* every part up to this one is in a header on disk */
@@ -360,33 +359,51 @@ static int any_written(const struct ppl_member *m)
  * leaves the previous one whole, and it lists every unit whose writes are
  * out. The chain restarts at the area's start when the area is used up;
  * a torn header there would break the chain, so it is written only once
- * no unit listed before has writes out (they are waited for: each is past
- * this log, and the logs are taken lowest slot first, so they finish). */
+ * no unit listed before has writes out. They are waited for with the log
+ * let go (a unit whose part another writer's header listed takes it only
+ * to see so); each is past this log, and the logs are taken lowest slot
+ * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
+ * part `seq` is on disk already, and the header's place and partial
+ * parity bytes. */
+static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t *pp)
+{
+    uint64_t area = (uint64_t)m->sectors * SECTOR;
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        pthread_mutex_lock(&m->list_mu);
+        if (m->written_seq >= seq)
+            return 1;
+        *pp = 0;
+        for (struct ppl_part *p = m->inflight; p; p = p->next)
+            *pp += p->pp_bytes;
+        *off = m->next_off;
+        /* md reads a header only where one more sector follows it */
+        if (*off + PPL_HEADER_BYTES + *pp < area)
+            return 0;
+        if (!any_written(m)) {
+            *off = 0;
+            return 0;
+        }
+        pthread_mutex_unlock(&m->mu);
+        while (any_written(m) && m->written_seq < seq)
+            pthread_cond_wait(&m->departed, &m->list_mu);
+        pthread_mutex_unlock(&m->list_mu);
+    }
+}
+
 static int write_header(struct uraid_array *a, int s, uint64_t seq)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
     struct member *dev = a->slot[s].dev;
-    pthread_mutex_lock(&m->mu);
-    if (m->written_seq >= seq) {
+    uint64_t off, pp;
+    if (claim_log(m, seq, &off, &pp)) {
+        pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
     struct ppl_header hs, *h = &hs;
     h->entries_count = 0;
-    pthread_mutex_lock(&m->list_mu);
-    uint64_t pp = 0, area = (uint64_t)m->sectors * SECTOR, off = m->next_off;
-    for (struct ppl_part *p = m->inflight; p; p = p->next)
-        pp += p->pp_bytes;
-    /* md reads a header only where one more sector follows it */
-    if (off + PPL_HEADER_BYTES + pp >= area) {
-        if (getenv("PPL_DEBUG")) fprintf(stderr, "DBG wrap slot %d at %llu\n", s, (unsigned long long)off);
-        while (any_written(m))
-            pthread_cond_wait(&m->departed, &m->list_mu);
-        off = pp = 0;
-        for (struct ppl_part *p = m->inflight; p; p = p->next)
-            pp += p->pp_bytes;
-    }
     uint64_t upto = m->link_seq, departed = m->unflushed;
     m->unflushed = 0;
     size_t len = PPL_HEADER_BYTES + (size_t)pp;
@@ -413,7 +430,10 @@ static int write_header(struct uraid_array *a, int s, uint64_t seq)
                       (unsigned long long)(m->start + off / SECTOR), uraid_strerror(rc));
     }
     if (rc == 0) {
-        m->written_seq = upto;
+        pthread_mutex_lock(&m->list_mu);
+        m->written_seq = upto; /* claim_log's waiters read it under list_mu */
+        pthread_cond_broadcast(&m->departed);
+        pthread_mutex_unlock(&m->list_mu);
         m->next_off = off + len;
     } else {
         pthread_mutex_lock(&m->list_mu);
