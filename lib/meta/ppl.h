@@ -10,7 +10,14 @@
  * block), pp_size and data_size (bytes), parity_disk (raid slot), checksum
  * (crc32c of the entry's partial parity). The partial parity of the
  * entries follows the header, in entry order. "crc32c" is the standard
- * CRC-32C (what the kernel writes as ~crc32c_le(~0, ...)). */
+ * CRC-32C (what the kernel writes as ~crc32c_le(~0, ...)).
+ *
+ * uraid's one extension (docs/FORMAT.md "PPL"), in the reserved bytes md
+ * fills with 0xff and never reads (its checksum covers them): when an
+ * entry's partial parity also carries the new data of a modified block
+ * whose member was missing (that block exists only in parity), bytes 0..7
+ * hold PPL_FOLD_MAGIC and byte 8 + i the raid slot folded into entry i
+ * (0xff: none). A header without a folded entry is byte for byte md's. */
 #ifndef URAID_META_PPL_H
 #define URAID_META_PPL_H
 
@@ -22,6 +29,8 @@
 #define PPL_RESERVED_BYTES 512u
 #define PPL_MAX_ENTRIES 148u
 #define PPL_ENTRY_BYTES 24u
+#define PPL_FOLD_MAGIC "uraidPF1"
+#define PPL_FOLD_AT 8u
 
 struct ppl_entry {
     uint64_t data_sector;  /* array sector (512-byte units for md's own metadata) */
@@ -37,6 +46,10 @@ struct ppl_header {
     uint32_t entries_count;
     uint32_t checksum;     /* decode: as stored (verified) */
     struct ppl_entry entry[PPL_MAX_ENTRIES];
+    /* 1 + the raid slot of a missing member whose new data entry i's
+     * partial parity carries (it was not written: parity holds it), 0:
+     * none, as md means every entry */
+    uint8_t folded[PPL_MAX_ENTRIES];
 };
 
 /* The kernel's crc32c_le(crc, p, n): no inversion at either end. */

@@ -17,11 +17,13 @@
 struct ppl_part;
 
 struct ppl_member {
-    pthread_mutex_t mu;         /* log writes one at a time, in order; written_seq */
-    pthread_mutex_t list_mu;    /* the list, link_seq, unflushed */
+    pthread_mutex_t mu;         /* log writes one at a time, in order; next_off */
+    pthread_mutex_t list_mu;    /* the list, link_seq, unflushed; written_seq (changed under both) */
+    pthread_cond_t departed;    /* a part left the list, or written_seq grew (under list_mu) */
     struct ppl_part *inflight;  /* parts of units whose member writes are in flight */
     uint64_t link_seq;          /* parts linked so far */
     uint64_t written_seq;       /* every part up to this one is in a header on disk */
+    uint64_t next_off;          /* bytes into the area where the next header goes */
     uint64_t unflushed;         /* slots written by parts that left, not flushed since */
     uint32_t entries;           /* atomic: entries reserved by units in flight */
     uint64_t pp_bytes;          /* atomic: partial parity reserved */
@@ -82,6 +84,7 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_init(&L->m[s].mu, NULL);
         pthread_mutex_init(&L->m[s].list_mu, NULL);
+        pthread_cond_init(&L->m[s].departed, NULL);
         /* each member's own area (mdadm gives them all the same one) */
         const struct md_sb *sb = s < a->geom.raid_disks && a->slot[s].dev ? &a->slot[s].sb : &a->sb;
         if (!md_sb_has_ppl(sb) || ppl_supported(sb, NULL, 0))
@@ -102,6 +105,7 @@ void ppl_close(struct uraid_array *a)
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_destroy(&L->m[s].mu);
         pthread_mutex_destroy(&L->m[s].list_mu);
+        pthread_cond_destroy(&L->m[s].departed);
     }
     pthread_mutex_destroy(&L->clear_mu);
     pthread_mutex_destroy(&L->res_mu);
@@ -112,25 +116,42 @@ void ppl_close(struct uraid_array *a)
 
 /* ---- emptying -------------------------------------------------------------------- */
 
-static int write_empty_header(struct uraid_array *a, int s, int zero_area)
+/* Slot s's area emptied as md leaves it: zeroed (no older header further
+ * on may look newer), an empty header at its start. In an order a power
+ * cut cannot make worse: the area after the first header is zeroed and
+ * flushed first, and the header at the start, which a tear would leave
+ * unreadable (the log would count as damaged), is written only when it is
+ * not an empty one of generation 0 already (as a clean close or a replay
+ * leaves it). Headers then go after it (write_header). */
+static int empty_area(struct uraid_array *a, int s)
 {
     struct ppl_log *L = a->ppl;
     struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
     if (!dev || !slot_ok(a, s))
         return 0;
     uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
-    struct ppl_header h = {.signature = L->signature};
-    ppl_header_encode(&h, hdr);
+    struct ppl_header *h = calloc(1, sizeof *h);
     uint64_t at = L->m[s].start * SECTOR;
-    /* md zeroes the whole area: no older header further on may look newer */
-    int rc = zero_area ? member_zero(dev, (size_t)L->m[s].sectors * SECTOR, at) : 0;
-    if (rc == 0)
-        rc = member_write(dev, hdr, sizeof hdr, at);
+    int rc = h ? member_zero(dev, (size_t)L->m[s].sectors * SECTOR - PPL_HEADER_BYTES, at + PPL_HEADER_BYTES)
+               : -ENOMEM;
     if (rc == 0)
         rc = member_flush(dev);
-    if (rc)
-        uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL header at sector %llu: %s", dev->path,
+    int empty = rc == 0 && member_read(dev, hdr, sizeof hdr, at) == 0 && ppl_header_decode(hdr, h, NULL, 0) == 0 &&
+                h->signature == L->signature && h->entries_count == 0 && h->generation == 0;
+    if (rc == 0 && !empty) {
+        memset(h, 0, sizeof *h);
+        h->signature = L->signature;
+        ppl_header_encode(h, hdr);
+        rc = member_write(dev, hdr, sizeof hdr, at);
+        if (rc == 0)
+            rc = member_flush(dev);
+    }
+    if (rc == 0)
+        L->m[s].next_off = PPL_HEADER_BYTES;
+    else
+        uraid_log(URAID_LOG_ERROR, "member %s: cannot empty its PPL at sector %llu: %s", dev->path,
                   (unsigned long long)L->m[s].start, uraid_strerror(rc));
+    free(h);
     return rc;
 }
 
@@ -138,7 +159,7 @@ int ppl_clear_all(struct uraid_array *a)
 {
     int rc = 0;
     for (int s = 0; a->ppl && s < a->geom.raid_disks && rc == 0; s++)
-        rc = write_empty_header(a, s, 1);
+        rc = empty_area(a, s);
     if (rc == 0 && a->ppl)
         __atomic_store_n(&a->ppl->cleared, 1, __ATOMIC_RELEASE);
     return rc;
@@ -171,7 +192,8 @@ struct ppl_part {
     uint32_t nentries;
     uint64_t pp_bytes;
     uint64_t written;            /* slots the unit's stripes write */
-    uint8_t *pp;                 /* pp_bytes, after e[] in the same allocation */
+    uint8_t *folded;             /* per entry (ppl_header.folded), after e[] in the same allocation */
+    uint8_t *pp;                 /* pp_bytes, after folded[] */
     struct ppl_entry e[];
 };
 
@@ -182,9 +204,39 @@ struct plan {
     int p;
     int nb;
     struct ppl_band b[3];
+    uint8_t fold[3];        /* per band: ppl_header.folded of its entry */
     uint64_t pp_bytes;
     uint64_t written;
 };
+
+/* 1 + the slot of the one modified block of band b that is not written
+ * because its member is out of sync (the block then lives in parity only),
+ * or 0. Partial parity alone (the blocks the write leaves alone) cannot
+ * recover such a row: replay would need the block as it is now, and a
+ * power cut can keep P and tear the other blocks, so that nothing on disk
+ * says what it was. Its new data goes into the entry's partial parity. */
+static uint8_t band_fold(struct uraid_array *a, const struct ppl_stripe *ps, const struct stripe_map *map,
+                         const struct ppl_band *b)
+{
+    uint32_t c = a->geom.chunk_sectors;
+    uint64_t upto = ps->stripe * c + (ps->r ? ps->r->row + ps->r->nrows : c);
+    int fold = -1, n = 0;
+    for (uint32_t d = b->d_lo; d <= b->d_hi; d++) {
+        int m = map->data_disk[d];
+        if ((!ps->r || ps->r->unavailable[m]) && !slot_ok_upto(a, m, upto)) {
+            fold = m;
+            n++;
+        }
+    }
+    return n == 1 ? (uint8_t)(fold + 1) : 0; /* two: RAID-5 cannot write the stripe anyway */
+}
+
+/* Band i carries partial parity: it leaves a data block alone, or (a user
+ * write; zeroing folds zeros, which need no bytes) its folded block's data. */
+static int band_has_pp(const struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int i)
+{
+    return pl->b[i].d_hi - pl->b[i].d_lo + 1 < (uint32_t)a->k || (pl->fold[i] && ps->r);
+}
 
 static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struct plan *pl)
 {
@@ -203,9 +255,11 @@ static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struc
     }
     pl->nb = ppl_bands(c, a->k, ps->r0, ps->r1, pl->b);
     pl->pp_bytes = 0;
-    for (int i = 0; i < pl->nb; i++)
-        if (pl->b[i].d_hi - pl->b[i].d_lo + 1 < (uint32_t)a->k)
+    for (int i = 0; i < pl->nb; i++) {
+        pl->fold[i] = band_fold(a, ps, &pl->map, &pl->b[i]);
+        if (band_has_pp(a, ps, pl, i))
             pl->pp_bytes += (uint64_t)pl->b[i].nrows * SECTOR;
+    }
     pl->written = 1ull << pl->p;
     for (uint64_t d = ps->r0 / c; d <= (ps->r1 - 1) / c; d++)
         pl->written |= 1ull << pl->map.data_disk[d];
@@ -213,15 +267,22 @@ static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struc
 }
 
 /* Band b's partial parity: P ^ the band's new blocks (= the XOR of the
- * blocks the write leaves alone), into dst. */
-static int band_pp(const struct stripe_rows *r, const struct plan *pl, const struct ppl_band *b, uint8_t *dst)
+ * blocks the write leaves alone), into dst; a folded block (fold = 1 +
+ * its slot) is left out of the XOR, so that its new data stays in. */
+static int band_pp(const struct stripe_rows *r, const struct plan *pl, const struct ppl_band *b, int fold,
+                   uint8_t *dst)
 {
     const void *src[PPL_MAX_SLOTS + 1];
     size_t off = (size_t)(b->row - r->row) * SECTOR, len = (size_t)b->nrows * SECTOR;
     int n = 0;
     src[n++] = r->block[pl->p] + off;
     for (uint32_t d = b->d_lo; d <= b->d_hi; d++)
-        src[n++] = r->block[pl->map.data_disk[d]] + off;
+        if (pl->map.data_disk[d] != fold - 1)
+            src[n++] = r->block[pl->map.data_disk[d]] + off;
+    if (n == 1) {
+        memcpy(dst, src[0], len);
+        return 0;
+    }
     return uraid_gen_p(n, len, src, dst);
 }
 
@@ -239,11 +300,14 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
         part->written |= pl[i].written;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
             struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k, (uint32_t)part->slot);
+            if (band_has_pp(a, &ps[i], &pl[i], j))
+                e.pp_size = pl[i].b[j].nrows * SECTOR; /* a full band with a folded block too */
             if (e.pp_size) {
-                rc = band_pp(ps[i].r, &pl[i], &pl[i].b[j], pp);
+                rc = band_pp(ps[i].r, &pl[i], &pl[i].b[j], pl[i].fold[j], pp);
                 e.checksum = ppl_crc32c(pp, e.pp_size);
                 pp += e.pp_size;
             }
+            part->folded[part->nentries] = pl[i].fold[j];
             part->e[part->nentries++] = e;
         }
     }
@@ -274,33 +338,80 @@ static void flush_departed(struct uraid_array *a, uint64_t todo)
     }
 }
 
+/* A part of the list is in a header on disk: its unit's member writes may
+ * be out. Under list_mu. */
+static int any_written(const struct ppl_member *m)
+{
+    for (const struct ppl_part *p = m->inflight; p; p = p->next)
+        if (p->seq <= m->written_seq)
+            return 1;
+    return 0;
+}
+
 /* Slot s's header listing every part in flight there, then their partial
  * parity, written and flushed; part `seq` is then on disk. Writers queue
  * on m->mu: one that finds its part already written by the writer before
  * it (which listed it) writes nothing, so under load one header write
- * serves several units (md's io_unit gathers stripes the same way). */
+ * serves several units (md's io_unit gathers stripes the same way).
+ *
+ * Each header goes after the previous one (md's chain of headers, which
+ * its recovery walks to the newest): a power cut that tears a header then
+ * leaves the previous one whole, and it lists every unit whose writes are
+ * out. The chain restarts at the area's start when the area is used up;
+ * a torn header there would break the chain, so it is written only once
+ * no unit listed before has writes out. They are waited for with the log
+ * let go (a unit whose part another writer's header listed takes it only
+ * to see so); each is past this log, and the logs are taken lowest slot
+ * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
+ * part `seq` is on disk already, and the header's place and partial
+ * parity bytes. */
+static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t *pp)
+{
+    uint64_t area = (uint64_t)m->sectors * SECTOR;
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        pthread_mutex_lock(&m->list_mu);
+        if (m->written_seq >= seq)
+            return 1;
+        *pp = 0;
+        for (struct ppl_part *p = m->inflight; p; p = p->next)
+            *pp += p->pp_bytes;
+        *off = m->next_off;
+        /* md reads a header only where one more sector follows it */
+        if (*off + PPL_HEADER_BYTES + *pp < area)
+            return 0;
+        if (!any_written(m)) {
+            *off = 0;
+            return 0;
+        }
+        pthread_mutex_unlock(&m->mu);
+        while (any_written(m) && m->written_seq < seq)
+            pthread_cond_wait(&m->departed, &m->list_mu);
+        pthread_mutex_unlock(&m->list_mu);
+    }
+}
+
 static int write_header(struct uraid_array *a, int s, uint64_t seq)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
     struct member *dev = a->slot[s].dev;
-    pthread_mutex_lock(&m->mu);
-    if (m->written_seq >= seq) {
+    uint64_t off, pp;
+    if (claim_log(m, seq, &off, &pp)) {
+        pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
     struct ppl_header hs, *h = &hs;
     h->entries_count = 0;
-    pthread_mutex_lock(&m->list_mu);
-    uint64_t pp = 0, upto = m->link_seq, departed = m->unflushed;
+    uint64_t upto = m->link_seq, departed = m->unflushed;
     m->unflushed = 0;
-    for (struct ppl_part *p = m->inflight; p; p = p->next)
-        pp += p->pp_bytes;
     size_t len = PPL_HEADER_BYTES + (size_t)pp;
     uint8_t *buf = aligned_alloc(4096, (len + 4095) / 4096 * 4096);
     uint8_t *at = buf + PPL_HEADER_BYTES;
     for (struct ppl_part *p = m->inflight; p && buf; p = p->next) {
         memcpy(&h->entry[h->entries_count], p->e, p->nentries * sizeof p->e[0]);
+        memcpy(&h->folded[h->entries_count], p->folded, p->nentries);
         h->entries_count += p->nentries;
         memcpy(at, p->pp, p->pp_bytes);
         at += p->pp_bytes;
@@ -311,15 +422,19 @@ static int write_header(struct uraid_array *a, int s, uint64_t seq)
     int rc = buf ? ppl_header_encode(h, buf) : -ENOMEM;
     if (rc == 0) {
         flush_departed(a, departed);
-        struct io_op op = {.m = dev, .kind = IO_WRITE, .buf = buf, .len = len, .offset = m->start * SECTOR};
+        struct io_op op = {.m = dev, .kind = IO_WRITE, .buf = buf, .len = len, .offset = m->start * SECTOR + off};
         io_engine_run(a->io, &op, 1);
         rc = op.result ? op.result : flush_member(dev);
         if (rc)
             uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", dev->path,
-                      (unsigned long long)m->start, uraid_strerror(rc));
+                      (unsigned long long)(m->start + off / SECTOR), uraid_strerror(rc));
     }
     if (rc == 0) {
-        m->written_seq = upto;
+        pthread_mutex_lock(&m->list_mu);
+        m->written_seq = upto; /* claim_log's waiters read it under list_mu */
+        pthread_cond_broadcast(&m->departed);
+        pthread_mutex_unlock(&m->list_mu);
+        m->next_off = off + len;
     } else {
         pthread_mutex_lock(&m->list_mu);
         m->unflushed |= departed;
@@ -395,14 +510,15 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
     for (int s = 0; rc == 0 && s < PPL_MAX_SLOTS; s++) {
         if (!(u->held >> s & 1))
             continue;
-        struct ppl_part *part = calloc(1, sizeof *part + entries[s] * sizeof part->e[0] + pp_bytes[s]);
+        struct ppl_part *part = calloc(1, sizeof *part + entries[s] * (sizeof part->e[0] + 1) + pp_bytes[s]);
         if (!part) {
             rc = -ENOMEM;
             break;
         }
         part->slot = s;
         part->pp_bytes = pp_bytes[s];
-        part->pp = (uint8_t *)&part->e[entries[s]];
+        part->folded = (uint8_t *)&part->e[entries[s]];
+        part->pp = part->folded + entries[s];
         part->unit_next = u->parts;
         u->parts = part;
         rc = fill_part(a, ps, pl, take, part);
@@ -446,6 +562,7 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
             if (*pp_ == part) {
                 *pp_ = part->next;
                 m->unflushed |= part->written;
+                pthread_cond_broadcast(&m->departed);
                 break;
             }
         pthread_mutex_unlock(&m->list_mu);
@@ -471,18 +588,22 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
 /* The newest header of one area as md's ppl_load_distributed finds it:
  * headers chained from the start (each followed by its partial parity),
  * while their checksums, signatures and generations hold. Returns its
- * offset in bytes, or -1 when the first is not valid. */
-static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signature, struct ppl_header *out)
+ * offset in bytes, or -1 when the first is not valid; chain[0..*n) gets
+ * the offsets of the chain's headers, oldest first. */
+static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signature, struct ppl_header *out,
+                             int64_t *chain, int *n)
 {
     struct ppl_header *h = malloc(sizeof *h);
     int64_t best = -1;
     uint64_t off = 0;
+    *n = 0;
     while (h && off + PPL_HEADER_BYTES <= bytes) {
         if (ppl_header_decode(area + off, h, NULL, 0) || h->signature != signature ||
             (best >= 0 && out->generation > h->generation))
             break;
         *out = *h;
         best = (int64_t)off;
+        chain[(*n)++] = best;
         uint64_t next = off + PPL_HEADER_BYTES;
         for (uint32_t i = 0; i < h->entries_count; i++)
             next += h->entry[i].pp_size;
@@ -494,14 +615,46 @@ static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signa
     return best;
 }
 
+/* Entry i of the newest header h, whose partial parity did not land whole
+ * (a kill or a power cut in that log write): a unit in flight is listed
+ * again by every header written on its member while its writes are out,
+ * so if its writes started, an earlier header of the chain, written whole
+ * before they went out, holds the same entry with its partial parity
+ * whole. Returns that copy, or NULL: the entry is new in this header, so
+ * none of its writes was issued and its stripe is as it was. */
+static const uint8_t *earlier_pp(const uint8_t *area, uint64_t bytes, const int64_t *chain, int n,
+                                 const struct ppl_header *h, uint32_t i)
+{
+    const struct ppl_entry *e = &h->entry[i];
+    struct ppl_header *o = malloc(sizeof *o);
+    const uint8_t *found = NULL;
+    for (int c = n - 2; c >= 0 && o && !found; c--) {
+        if (ppl_header_decode(area + chain[c], o, NULL, 0))
+            continue;
+        uint64_t pp = (uint64_t)chain[c] + PPL_HEADER_BYTES;
+        for (uint32_t j = 0; j < o->entries_count && !found && pp + o->entry[j].pp_size <= bytes; j++) {
+            const struct ppl_entry *x = &o->entry[j];
+            if (x->data_sector == e->data_sector && x->pp_size == e->pp_size && x->data_size == e->data_size &&
+                x->parity_disk == e->parity_disk && x->checksum == e->checksum && o->folded[j] == h->folded[i] &&
+                ppl_crc32c(area + pp, x->pp_size) == e->checksum)
+                found = area + pp;
+            pp += x->pp_size;
+        }
+    }
+    free(o);
+    return found;
+}
+
 /* md's ppl_recover_entry for entry e of the log on slot s: for every row
  * the entry covers whose modified blocks can all be read, parity = the
  * partial parity (if any) ^ those blocks as they are now. A row with a
- * modified block on a missing member is skipped, as md skips it: that
- * block's rows were being written, so no data depends on them. Returns 0,
- * or 1 when a read or the parity write failed. */
+ * modified block on a missing member is skipped, as md skips it, unless
+ * that block is the entry's folded one (slot fold - 1): its new data is in
+ * the partial parity, so the row's parity then makes it read back new,
+ * whichever of the other blocks and of P reached the disks. Returns 0, or
+ * 1 when a read or the parity write failed. */
 static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e, const struct ppl_entry_geom *g,
-                         const uint8_t *pp)
+                         const uint8_t *pp, int fold)
 {
     uint32_t c = a->geom.chunk_sectors, k = (uint32_t)a->k;
     uint64_t stripe = g->first / ((uint64_t)k * c), msec = stripe * c + g->first % c;
@@ -527,7 +680,7 @@ static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e
         uint64_t at = g->first + (uint64_t)d * c;
         lim[d] = at >= g->last ? 0 : g->last - at < rows ? (uint32_t)(g->last - at) : rows;
         int m = map.data_disk[d0 + d];
-        if (!lim[d])
+        if (!lim[d] || m == fold - 1)
             continue;
         if (!slot_ok_upto(a, m, msec + lim[d])) {
             memset(ok, 0, lim[d]);
@@ -575,13 +728,15 @@ static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch,
     uint64_t bytes = (uint64_t)L->m[s].sectors * SECTOR;
     uint8_t *area = aligned_alloc(4096, bytes);
     struct ppl_header *h = malloc(sizeof *h);
-    int rc = area && h ? member_read(dev, area, bytes, L->m[s].start * SECTOR) : -ENOMEM;
+    int64_t *chain = malloc((bytes / PPL_HEADER_BYTES + 1) * sizeof *chain);
+    int nchain = 0;
+    int rc = area && h && chain ? member_read(dev, area, bytes, L->m[s].start * SECTOR) : -ENOMEM;
     if (rc) {
         uraid_log(URAID_LOG_ERROR, "member %s: cannot read its PPL at sector %llu: %s", dev->path,
                   (unsigned long long)L->m[s].start, uraid_strerror(rc));
         goto out;
     }
-    int64_t at = newest_header(area, bytes, L->signature, h);
+    int64_t at = newest_header(area, bytes, L->signature, h, chain, &nchain);
     if (at < 0) {
         uraid_log(URAID_LOG_WARN, "member %s: no valid PPL header at sector %llu", dev->path,
                   (unsigned long long)L->m[s].start);
@@ -594,10 +749,10 @@ static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch,
         struct ppl_entry_geom g;
         int bad = pp + e->pp_size > bytes || e->parity_disk != (uint32_t)s ||
                   ppl_entry_geom(e, a->geom.chunk_sectors, a->k, &g) || g.first >= a->size_sectors;
-        if (!bad && ppl_crc32c(area + pp, e->pp_size) != e->checksum) {
-            /* its partial parity did not land whole (a kill or a power cut in
-             * the log write): the entry's data and parity writes wait for the
-             * log, so none of them was issued and the stripe is as it was */
+        const uint8_t *ppd = area + pp;
+        if (!bad && ppl_crc32c(ppd, e->pp_size) != e->checksum)
+            ppd = earlier_pp(area, bytes, chain, nchain, h, i);
+        if (!bad && !ppd) {
             uraid_log(URAID_LOG_INFO, "member %s: PPL entry %u (array sector %llu): partial parity not written "
                       "whole, so its write never started; nothing to replay", dev->path, i,
                       (unsigned long long)e->data_sector);
@@ -606,7 +761,7 @@ static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch,
                       "array; not replayed", dev->path, i, (unsigned long long)e->data_sector);
             (*mismatch)++;
         } else if (apply) {
-            rc = recover_entry(a, s, e, &g, area + pp);
+            rc = recover_entry(a, s, e, &g, ppd, h->folded[i]);
             *mismatch += rc > 0;
             *recovered += rc == 0;
         } else {
@@ -621,6 +776,7 @@ static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch,
 out:
     free(area);
     free(h);
+    free(chain);
     return rc;
 }
 

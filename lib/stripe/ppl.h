@@ -15,11 +15,14 @@
  *              before a header that no longer lists it goes out (a power
  *              cut must not leave an unflushed write that no log covers)
  *
- * One header at the start of each area (md's single-PPL form, which md
- * replays as it replays its own): md replays only a log's newest header,
- * so each header lists every unit in flight on its member. At open, a dirty array's logs are
- * replayed the way md's ppl_recover does: each entry's parity rewritten as
- * partial parity ^ the modified blocks as they are now. */
+ * Each log write goes after the previous one in the area (md's chain of
+ * headers; a torn one leaves the one before it whole): md replays only a
+ * log's newest header, so each header lists every unit in flight on its
+ * member. On a degraded array a modified block of the missing member
+ * lives in parity only; its new data goes into the entry's partial parity
+ * ("folded", lib/meta/ppl.h). At open, a dirty array's logs are replayed
+ * the way md's ppl_recover does: each entry's parity rewritten as partial
+ * parity ^ the modified blocks as they are now (a folded block left out). */
 #ifndef URAID_STRIPE_PPL_H
 #define URAID_STRIPE_PPL_H
 

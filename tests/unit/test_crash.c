@@ -73,18 +73,12 @@ struct policy {
     const char *policy_arg;    /* given too when --consistency-policy exists */
     int needs_policy_option;   /* not available without --consistency-policy */
     int closes_hole;           /* promises no damage on a degraded array either */
-    /* Not yet kept on a degraded array, said in the row instead of asserted
-     * (an open defect, with how to replay it), or NULL. */
-    const char *degraded_open;
 };
 
 static const struct policy policies[] = {
-    {"resync", "--bitmap none", "--consistency-policy resync", 0, 0, NULL},
-    {"bitmap", "--bitmap internal --bitmap-chunk 64K", "--consistency-policy bitmap", 0, 0, NULL},
-    {"ppl", "", "--consistency-policy ppl", 1, 1,
-     "OPEN DEFECT (issue 11): on a degraded RAID-5 some trials still end with flushed data lost or sectors "
-     "holding neither value after the ppl replay (e.g. URAID_TEST_SEED=7907191517940564695 "
-     "URAID_CRASH_ONLY=raid5/degraded-1/ppl/powercut); counted in the table, not asserted yet"},
+    {"resync", "--bitmap none", "--consistency-policy resync", 0, 0},
+    {"bitmap", "--bitmap internal --bitmap-chunk 64K", "--consistency-policy bitmap", 0, 0},
+    {"ppl", "", "--consistency-policy ppl", 1, 1},
 };
 #define NPOL (int)(sizeof policies / sizeof policies[0])
 
@@ -592,11 +586,10 @@ static void print_table(const struct row *rows, int nrows, int trials)
 
 static void run_row(struct row *r, int idx, int trials, const char *only)
 {
-    int promise = r->sh->missing == 0 || (r->pol->closes_hole && !r->pol->degraded_open);
+    int promise = r->sh->missing == 0 || r->pol->closes_hole;
     harness_beginf("%s: %d trials, %s", r->label, trials,
                    promise ? "nothing acknowledged lost, nothing untouched damaged, check clean"
-                   : r->pol->closes_hole ? r->pol->degraded_open
-                                         : "reported only (this policy leaves the write hole on a degraded array)");
+                           : "reported only (this policy leaves the write hole on a degraded array)");
     for (int i = 0; i < trials; i++)
         run_trial(r, only && i == 0 ? harness_seed() : mix(harness_seed() ^ mix((uint64_t)idx * 1000003u + (uint64_t)i)));
     CHECK(r->errors == 0, "%s: %d trials could not be run to the end", r->label, r->errors);
@@ -655,14 +648,15 @@ static int journaled_writes(struct uraid_array *a, struct rng *r, const struct c
  * everything not flushed loses none of it. On a healthy array more writes
  * follow the flush before the cut (they may survive, since the array flushes
  * members on its own too, e.g. for the bitmap, but must be whole sectors of
- * old or new data); on a degraded one such writes would open the write hole
- * the policy leaves, so the cut follows the flush at once and the array must
- * read back exactly as flushed. */
+ * old or new data); on a degraded one too under a policy that closes the
+ * write hole (ppl), while under the others such writes would open it, so
+ * there the cut follows the flush at once and the array must read back
+ * exactly as flushed. */
 static void test_flush(const struct shape *sh, const struct policy *pol)
 {
     struct row row = {.sh = sh, .pol = pol, .crash = POWERCUT, .available = 1};
     snprintf(row.label, sizeof row.label, "flush/raid%d/%s/%s", sh->level, state_name(sh->missing), pol->name);
-    int more = sh->missing == 0 || (pol->closes_hole && !pol->degraded_open); /* see degraded_open */
+    int more = sh->missing == 0 || pol->closes_hole;
     harness_beginf("%s: nothing unflushed on any member after uraid_flush, nothing flushed lost at a cut%s", row.label,
                    more ? " (with unflushed writes after it)" : "");
     struct trial t = {.row = &row, .seed = rng_next(&rng)};
