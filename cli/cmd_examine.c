@@ -3,7 +3,6 @@
  * `mdadm --examine-bitmap` (-X) does. Reads only. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "uraid_admin.h"
@@ -120,15 +119,11 @@ static const char *level_text(int level)
     return level == 10 ? "raid10" : level == -1 ? "linear" : level == -4 ? "multipath" : "-unknown-";
 }
 
-/* mdadm's device name: /dev/md/NAME, the homehost left out when it is this machine's. */
+/* mdadm's device name: /dev/md/NAME, without the "homehost:" part. */
 static void print_devname(const char *name)
 {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
     const char *colon = strchr(name, ':');
-    if (colon && (size_t)(colon - name) == strlen(host) && !strncmp(name, host, strlen(host)))
-        name = colon + 1;
-    printf("ARRAY /dev/md/%s ", name);
+    printf("ARRAY /dev/md/%s ", colon ? colon + 1 : name);
 }
 
 /* One array: the members of f[] sharing f[first]'s UUID. */
@@ -164,8 +159,8 @@ static void print_array(const struct cli_found *f, int n, int first)
     printf("\n");
 }
 
-/* Every array whose members are among the patterns, in the order their
- * first member was found; what carries no superblock is said with -v. */
+/* Every array whose members are among the patterns, the one found last
+ * first (as mdadm lists them); what carries no superblock is said with -v. */
 static int examine_scan(const char *const *pattern, int npattern)
 {
     static const char *const partitions[] = {"partitions"};
@@ -174,13 +169,13 @@ static int examine_scan(const char *const *pattern, int npattern)
     if (n < 0)
         return 1;
     int arrays = 0;
-    for (int i = 0; i < n; i++) {
-        if (!f[i].ok) {
-            if (cli.verbose || f[i].named)
-                fprintf(stderr, "uraid examine: %s: %s\n", f[i].path, f[i].why);
+    for (int i = 0; i < n; i++)
+        if (!f[i].ok && (cli.verbose || f[i].named))
+            fprintf(stderr, "uraid examine: %s: %s\n", f[i].path, f[i].why);
+    for (int i = n - 1; i >= 0; i--) {
+        if (!f[i].ok)
             continue;
-        }
-        int seen = 0;
+        int seen = 0; /* printed where its first member is */
         for (int j = 0; j < i && !seen; j++)
             seen = f[j].ok && !memcmp(f[j].uuid, f[i].uuid, 16);
         if (!seen) {
