@@ -111,7 +111,8 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
                 cli_error(verb, "--uuid '%s' is not an array UUID (32 hex digits, as 'uraid examine' prints it)", v);
                 return 2;
             }
-            if (a[2] == 'u')
+            /* a UUID given as the name (uraid@UUID.service) names the array by UUID */
+            if (a[2] == 'u' || (a[2] == 'n' && uraid_conf_parse_uuid(v, mem->id.uuid) == 0))
                 mem->id.has_uuid = 1;
             else if (a[2] == 'n')
                 mem->id.name = v;

@@ -92,6 +92,9 @@ $T $URAID assemble --name "$(hostname):data" --list "$dir/*.img" >"$t_tmp/list" 
 cmp -s "$t_tmp/list" "$t_tmp/want" && [ "$(grep -c 'another array' "$t_tmp/list.err")" -eq 4 ] \
     && t_ok "assemble --name HOST:data over a glob: the same five; four other members said" \
     || t_fail "--name over a glob" "$(cat "$t_tmp/list" "$t_tmp/list.err")"
+$T $URAID assemble --name "$uuid" --list "$dir/*.img" >"$t_tmp/list" 2>/dev/null
+cmp -s "$t_tmp/list" "$t_tmp/want" && t_ok "--name UUID names the array by UUID (uraid@UUID.service)" \
+    || t_fail "--name UUID" "$(cat "$t_tmp/list")"
 refused "a name two arrays carry (data, elsewhere:data)" 2 "name 'data' is two arrays: UUID" \
     $T $URAID assemble --name data --list "$dir/*.img"
 refused "an array none of the devices belongs to" 1 "no member of the array with name 'nosuch' among 1 device looked at" \
@@ -166,6 +169,29 @@ $T $URAID status --control "$ctl" >"$t_tmp/status" 2>&1 && grep -q "\[4/4\] \[UU
 $T $URAID stop --control "$ctl" >/dev/null 2>&1
 wait "$server_pid"; rc=$?; server_pid=""
 [ "$rc" -eq 0 ] && t_ok "stopped: exit 0" || t_fail "serve exit $rc" "$(tail -3 "$t_tmp/serve.err")"
+
+# ---- assemble --scan --check (the monthly timer): a check on every serving array of the config ----
+# A served array's control socket is /run/uraid/<uuid>.sock by default; the
+# server gets that path explicitly so that no other test's socket is used.
+hex=$(echo "$uuid" | tr -d :)
+rctl=/run/uraid/$hex.sock
+if mkdir -p /run/uraid 2>/dev/null && [ -w /run/uraid ]; then
+    $URAID serve "$dir/a0.img" "$dir/a1.img" "$dir/a2.img" "$dir/a3.img" "$dir/a4.img" --socket "$sock" --control "$rctl" \
+        --speed-limit 1M 2>"$t_tmp/serve.err" &
+    server_pid=$!
+    n=0; while ! nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    $T $URAID assemble --scan --config "$conf" --check >"$t_tmp/check.out" 2>&1; rc=$?
+    $T $URAID status --control "$rctl" 2>&1 | tail -n 1 >"$t_tmp/bg"
+    grep -q "^uraid assemble: $(hostname):data: check started" "$t_tmp/check.out" \
+        && grep -q "^uraid assemble: scratch (line 6): not serving, not checked" "$t_tmp/check.out" && [ "$rc" -eq 0 ] \
+        && grep -q "check = " "$t_tmp/bg" \
+        && t_ok "assemble --scan --check: the serving array checks, the other is said not serving" \
+        || t_fail "--check (exit $rc)" "$(cat "$t_tmp/check.out" "$t_tmp/bg")"
+    $T $URAID stop --control "$rctl" >/dev/null 2>&1
+    wait "$server_pid"; server_pid=""
+else
+    t_fail "assemble --scan --check: /run/uraid is not writable here (needs root): not tested"
+fi
 
 # ---- a stale member: left out, the array served degraded ----
 $T $URAID write "$dir/a0.img" "$dir/a2.img" "$dir/a3.img" "$dir/a4.img" <"$t_tmp/pattern" >"$t_tmp/out" 2>&1 \
