@@ -209,6 +209,36 @@ if command -v systemd-analyze >/dev/null 2>&1; then
 else
     t_fail "systemd-analyze is not installed: the units are not verified (apt-get install systemd)"
 fi
+# The units' commands, as systemd would run them (no systemd runs here):
+# uraid@UUID.service's ExecStart with %i/%I filled in serves the array of a
+# config written for the test, uraid-check.service's starts its check, and
+# uraid-monitor.service's (with --oneshot --test) sees it.
+if [ -e /etc/uraid.conf ]; then
+    t_fail "the units' commands: /etc/uraid.conf exists and is not this test's to replace; not run"
+else
+    u=$(mdadm --examine "$t_tmp/m0" | sed -n 's/^ *Array UUID : //p')
+    printf 'DEVICE %s/m*\nARRAY UUID=%s\n' "$t_tmp" "$u" >/etc/uraid.conf
+    made_run=""; [ -d /run/uraid/nbd ] || { mkdir -p /run/uraid/nbd && made_run=1; }
+    cmd=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/uraid@.service | sed "s/%[iI]/$u/g")
+    # shellcheck disable=SC2086
+    $cmd 2>"$t_tmp/unit.err" &
+    unit_pid=$!
+    n=0; while ! nbdinfo --size "nbd+unix:///?socket=/run/uraid/nbd/$u.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    nbdcopy "nbd+unix:///?socket=/run/uraid/nbd/$u.sock" - 2>/dev/null | head -c 65536 | cmp -s - "$t_tmp/pattern" \
+        && t_ok "uraid@UUID.service's command ($cmd) serves the array of /etc/uraid.conf" \
+        || t_fail "uraid@.service's command" "$cmd: $(tail -n 3 "$t_tmp/unit.err")"
+    check=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/uraid-check.service)
+    $check >"$t_tmp/check.out" 2>&1 && grep -q "check started" "$t_tmp/check.out" \
+        && t_ok "uraid-check.service's command ($check) starts the check" || t_fail "uraid-check's command" "$(cat "$t_tmp/check.out")"
+    mon=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/uraid-monitor.service)
+    $mon --oneshot --test >"$t_tmp/mon.out" 2>&1 && grep -q "^uraid monitor: TestMessage " "$t_tmp/mon.out" \
+        && t_ok "uraid-monitor.service's command ($mon, with --oneshot --test) watches it" \
+        || t_fail "uraid-monitor's command" "$(cat "$t_tmp/mon.out")"
+    kill "$unit_pid"; wait "$unit_pid"; rc=$?
+    [ "$rc" -eq 0 ] && t_ok "SIGTERM (systemctl stop) ends the served array: exit 0" || t_fail "unit stop: exit $rc" "$(tail -n 3 "$t_tmp/unit.err")"
+    rm -f /etc/uraid.conf
+    [ -n "$made_run" ] && rmdir /run/uraid/nbd 2>/dev/null
+fi
 [ -L /etc/systemd/system/multi-user.target.wants/uraid-monitor.service ] \
     && [ -L /etc/systemd/system/timers.target.wants/uraid-check.timer ] \
     && t_ok "the package enables uraid-monitor.service and uraid-check.timer (as mdadm's does its monitor and check)" \
