@@ -109,6 +109,22 @@ $T $URAID detail --name "$(hostname):data" "$dir/a*.img" >"$t_tmp/detail" 2>&1 \
 $T $URAID cat --uuid "$uuid" "$dir/*.img" 2>/dev/null | head -c 3145728 | cmp -s - "$t_tmp/pattern" \
     && t_ok "cat --uuid over a glob reads what was written" || t_fail "cat --uuid"
 
+# mount's last argument stays its directory
+mkdir -p "$t_tmp/mnt"
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1; then
+    $URAID mount --foreground --uuid "$uuid" "$dir/*.img" "$t_tmp/mnt" >"$t_tmp/out" 2>&1 &
+    mount_pid=$!
+    n=0; while [ ! -e "$t_tmp/mnt/array" ] && [ $n -lt 40 ]; do sleep 0.25; n=$((n + 1)); done
+    head -c 3145728 "$t_tmp/mnt/array" 2>/dev/null | cmp -s - "$t_tmp/pattern" \
+        && grep -q "\[4/4\] \[UUUU\]" "$t_tmp/mnt/status" \
+        && t_ok "mount --uuid GLOB DIR: the members found, DIR mounted, the data read" \
+        || t_fail "mount --uuid" "$(cat "$t_tmp/out"; head -1 "$t_tmp/mnt/status" 2>&1)"
+    timeout 20 fusermount3 -u "$t_tmp/mnt" 2>/dev/null
+    wait "$mount_pid" # the array closed clean
+else
+    t_fail "mount --uuid: needs /dev/fuse and fusermount3 (not tested)"
+fi
+
 # ---- NBD URIs among the candidates ----
 nbdkit -f --exit-with-parent --unix "$t_tmp/a1.sock" file "$dir/a1.img" 2>"$t_tmp/nbdkit.err" &
 nbd_pid=$!
