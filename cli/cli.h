@@ -67,9 +67,25 @@ void cli_progress_init(struct cli_progress *p);
 void cli_progress_show(struct cli_progress *p, const char *verb, const char *line);
 void cli_progress_end(struct cli_progress *p);
 int cmd_bench(int argc, char **argv);
+/* An array named by who it is rather than by its members (--uuid, --name,
+ * --scan): the members are then found among devices, globs and URIs by
+ * their superblocks (cli_discover). Filled by cli_parse_members. */
+struct cli_identity {
+    int has_uuid;
+    uint8_t uuid[16];
+    const char *name;
+    int scan;             /* --scan: the array and its devices come from the config file */
+    const char *config;   /* --config FILE (NULL: URAID_CONF_DEFAULT) */
+    int level;            /* from the config's level=; -100 when not known */
+    int raid_devices;     /* from its num-devices=; 0 when not known */
+    int conf_line;        /* the config line these came from, 0 for none */
+};
+
 struct cli_members {
     int n;
     const char *path[URAID_MAX_MEMBERS];
+    struct cli_identity id;
+    int by_identity;      /* the paths were found by cli_discover */
     /* --member-layer SPEC (every member) or --member-layer MEMBER:SPEC */
     const char *layer_all;
     int nlayers;
@@ -91,6 +107,36 @@ struct cli_extra {
  * printed (exit 0), or an exit status after a one-line error. */
 int cli_parse_members(const char *verb, int argc, char **argv, struct cli_members *mem,
                       struct uraid_open_params *op, const struct cli_extra *extra);
+
+/* Candidates for members: every path a glob matches, "partitions" (each
+ * device of /proc/partitions), NBD URIs and paths as given, each file or
+ * device once, each examined (read-only). */
+struct cli_found {
+    char *path;
+    int named;            /* given as such, not found by a glob or "partitions" */
+    int ok;               /* carries an md superblock (why says otherwise) */
+    char why[320];
+    uint8_t uuid[16];
+    char name[33];
+    int level, raid_devices, role;
+    uint64_t events;
+};
+/* Returns how many (in *out, cli_found_free them), or -1 after a one-line error. */
+int cli_scan_candidates(const char *verb, const char *const *pattern, int npattern, struct cli_found **out);
+void cli_found_free(struct cli_found *f, int n);
+
+/* Reads and parses a config file (include/uraid_conf.h); *out is malloc'd.
+ * Returns 0 or 1 after a one-line error naming the file (and line). */
+struct uraid_conf;
+int cli_load_conf(const char *verb, const char *path, struct uraid_conf **out);
+
+/* Finds the members of the array id names among the patterns (none: the
+ * config file's devices= or DEVICE lines for it), leaving out with one
+ * line each the members of other arrays and the stale ones (events
+ * behind), and puts them in mem->path in slot order, spares last.
+ * Returns 0 or an exit status after a one-line error. */
+int cli_discover(const char *verb, struct cli_identity *id, const char *const *pattern, int npattern,
+                 struct cli_members *mem);
 
 /* Runs the parity selection and opens the array; prints the one-line reason
  * on failure and returns non-zero. */
@@ -116,6 +162,10 @@ int cmd_stop(int argc, char **argv);
 int cmd_idle(int argc, char **argv);
 int cmd_frozen(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+/* cmd_assemble.c: find an array's members by UUID, name or config, then serve it */
+int cmd_assemble(int argc, char **argv);
+/* cmd_monitor.c: mdadm --monitor over the control sockets of serving arrays */
+int cmd_monitor(int argc, char **argv);
 /* cmd_check.c: check and repair (exit 3 when mismatches are found/left) */
 int cmd_check(int argc, char **argv);
 int cmd_repair(int argc, char **argv);

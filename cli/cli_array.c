@@ -5,19 +5,91 @@
 
 #include "cli.h"
 #include "uraid_admin.h"
+#include "uraid_conf.h"
+
+/* The config's ARRAY line for the array id names, or its only one. */
+static int conf_array(const char *verb, const char *file, const struct uraid_conf *c, struct cli_identity *id,
+                      const struct uraid_conf_array **out)
+{
+    *out = NULL;
+    if (!id->has_uuid && !id->name) {
+        if (c->narrays != 1) {
+            cli_error(verb, "%s has %d ARRAY lines: name the array with --name or --uuid", file, c->narrays);
+            return 2;
+        }
+        *out = &c->array[0];
+    } else {
+        *out = uraid_conf_find(c, id->name, id->has_uuid ? id->uuid : NULL);
+    }
+    const struct uraid_conf_array *a = *out;
+    if (!a)
+        return 0;
+    if (!id->has_uuid && a->has_uuid) {
+        memcpy(id->uuid, a->uuid, 16);
+        id->has_uuid = 1;
+    }
+    if (!id->name)
+        id->name = a->name;
+    id->level = a->level;
+    id->raid_devices = a->raid_devices;
+    id->conf_line = a->line;
+    return 0;
+}
+
+/* --uuid/--name/--scan: the plain arguments are where to look, not the
+ * members; with none, the config file says where. */
+static int identify(const char *verb, struct cli_members *mem, int keep_last)
+{
+    struct cli_identity *id = &mem->id;
+    const char *last = keep_last && mem->n ? mem->path[--mem->n] : NULL;
+    static const char *pattern[URAID_MAX_MEMBERS];
+    int npat = mem->n;
+    memcpy(pattern, mem->path, sizeof pattern[0] * (size_t)npat);
+    if (id->scan || id->config || npat == 0) {
+        const char *file = id->config ? id->config : URAID_CONF_DEFAULT;
+        /* kept to the end: the identity and the patterns point into it */
+        struct uraid_conf *c;
+        if (cli_load_conf(verb, file, &c))
+            return 1;
+        const struct uraid_conf_array *a;
+        int rc = conf_array(verb, file, c, id, &a);
+        if (rc)
+            return rc;
+        const char *const *from = a && a->ndevices ? a->devices : c->devices;
+        int nfrom = a && a->ndevices ? a->ndevices : c->ndevices;
+        for (int i = 0; npat == 0 && i < nfrom && i < URAID_MAX_MEMBERS; i++)
+            pattern[i] = from[i];
+        if (npat == 0)
+            npat = nfrom < URAID_MAX_MEMBERS ? nfrom : URAID_MAX_MEMBERS;
+        if (npat == 0)
+            pattern[npat++] = "partitions"; /* mdadm's DEVICE default */
+    }
+    int rc = cli_discover(verb, id, pattern, npat, mem);
+    if (!rc && last)
+        mem->path[mem->n++] = last;
+    return rc;
+}
 
 int cli_parse_members(const char *verb, int argc, char **argv, struct cli_members *mem,
                       struct uraid_open_params *op, const struct cli_extra *extra)
 {
     memset(mem, 0, sizeof *mem);
+    mem->id.level = -100;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid %s [--force] [--member-layer [MEMBER:]SPEC] %s MEMBER...\n"
+                   "       uraid %s [options] --uuid UUID | --name NAME [--config FILE] [DEVICE-OR-GLOB...]\n"
+                   "       uraid %s [options] --scan [--config FILE] [--uuid UUID | --name NAME]\n"
+                   "  --uuid, --name  the array's members are found among the devices, globs and NBD URIs given\n"
+                   "                  (none: the config's devices= or DEVICE lines) by their superblocks;\n"
+                   "                  stale members and other arrays' are left out with one line each\n"
+                   "  --scan          the array (if the config has one only) and where to look come from\n"
+                   "                  the config file (--config FILE, default " URAID_CONF_DEFAULT ")\n"
                    "  --member-layer simulates disks and faults: throttle=60M[,latency=100us], latency=2ms,\n"
                    "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, badmap=MAPFILE,\n"
                    "                 vanish (';' joins)\n",
-                   verb, extra ? extra->usage : "");
+                   verb, extra ? extra->usage : "", verb, verb);
             return -1; /* help printed: the verb exits 0 */
         }
         if (extra) {
@@ -29,6 +101,25 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
         }
         if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
             op->force = 1;
+        } else if (!strcmp(a, "--uuid") || !strcmp(a, "--name") || !strcmp(a, "--config")) {
+            if (i + 1 >= argc) {
+                cli_error(verb, "%s needs a value", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (a[2] == 'u' && uraid_conf_parse_uuid(v, mem->id.uuid)) {
+                cli_error(verb, "--uuid '%s' is not an array UUID (32 hex digits, as 'uraid examine' prints it)", v);
+                return 2;
+            }
+            /* a UUID given as the name (uraid@UUID.service) names the array by UUID */
+            if (a[2] == 'u' || (a[2] == 'n' && uraid_conf_parse_uuid(v, mem->id.uuid) == 0))
+                mem->id.has_uuid = 1;
+            else if (a[2] == 'n')
+                mem->id.name = v;
+            else
+                mem->id.config = v;
+        } else if (!strcmp(a, "--scan") || !strcmp(a, "-s")) {
+            mem->id.scan = 1;
         } else if (!strcmp(a, "--member-layer")) {
             if (i + 1 >= argc) {
                 cli_error(verb, "--member-layer needs a spec, e.g. 'throttle=60M' or 'MEMBER:read-eio=1M+64K'");
@@ -50,6 +141,13 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
             }
             mem->path[mem->n++] = a;
         }
+    }
+    struct cli_identity *id = &mem->id;
+    if (id->has_uuid || id->name || id->scan || id->config) {
+        /* mount's last argument is its directory, not where to look */
+        int rc = identify(verb, mem, !strcmp(verb, "mount"));
+        if (rc)
+            return rc;
     }
     if (mem->n == 0) {
         cli_error(verb, "no members given (usage: uraid %s %s MEMBER...)", verb, extra ? extra->usage : "");

@@ -7,6 +7,10 @@
 #include "cli.h"
 #include "uraid_admin.h"
 
+/* The metadata= of --scan: uraid_examine reads md v1.2 (as "Version"
+ * below); a member of another format is not examined at all. */
+#define SCAN_METADATA "1.2"
+
 /* mdadm's human_chunksize: whole B, KB, MB or GB */
 static void chunk_text(uint32_t bytes, char *out, size_t len)
 {
@@ -105,12 +109,106 @@ static int examine_one(const char *path)
     return e.has_bitmap ? print_bitmap(&e) : 0;
 }
 
+/* ---- --scan: mdadm --examine --scan's ARRAY lines ----------------------- */
+
+static const char *level_text(int level)
+{
+    static const char *const raid[] = {"raid0", "raid1", NULL, NULL, "raid4", "raid5", "raid6"};
+    if (level >= 0 && level <= 6 && raid[level])
+        return raid[level];
+    return level == 10 ? "raid10" : level == -1 ? "linear" : level == -4 ? "multipath" : "-unknown-";
+}
+
+/* mdadm's device name: /dev/md/NAME, without the "homehost:" part. */
+static void print_devname(const char *name)
+{
+    const char *colon = strchr(name, ':');
+    printf("ARRAY /dev/md/%s ", colon ? colon + 1 : name);
+}
+
+/* One array: the members of f[] sharing f[first]'s UUID. */
+static void print_array(const struct cli_found *f, int n, int first)
+{
+    const struct cli_found *a = &f[first];
+    char u[URAID_UUID_TEXT];
+    uraid_uuid_text(a->uuid, u);
+    int spares = 0;
+    for (int i = first; i < n; i++)
+        spares += f[i].ok && !memcmp(f[i].uuid, a->uuid, 16) && f[i].role == URAID_ROLE_SPARE;
+    print_devname(a->name);
+    if (cli.verbose)
+        printf(" level=%s", level_text(a->level));
+    printf(" metadata=%s", SCAN_METADATA);
+    if (cli.verbose)
+        printf(" num-devices=%d", a->raid_devices);
+    printf(" UUID=%s name=%s\n", u, a->name);
+    if (!spares && !cli.verbose)
+        return;
+    printf("  ");
+    if (spares)
+        printf(" spares=%d", spares);
+    if (cli.verbose) {
+        printf("%s devices=", spares ? "  " : "");
+        const char *sep = "";
+        for (int i = first; i < n; i++)
+            if (f[i].ok && !memcmp(f[i].uuid, a->uuid, 16)) {
+                printf("%s%s", sep, f[i].path);
+                sep = ",";
+            }
+    }
+    printf("\n");
+}
+
+/* Every array whose members are among the patterns, the one found last
+ * first (as mdadm lists them); what carries no superblock is said with -v. */
+static int examine_scan(const char *const *pattern, int npattern)
+{
+    static const char *const partitions[] = {"partitions"};
+    struct cli_found *f;
+    int n = cli_scan_candidates("examine", npattern ? pattern : partitions, npattern ? npattern : 1, &f);
+    if (n < 0)
+        return 1;
+    int arrays = 0;
+    for (int i = 0; i < n; i++)
+        if (!f[i].ok && (cli.verbose || f[i].named))
+            fprintf(stderr, "uraid examine: %s: %s\n", f[i].path, f[i].why);
+    for (int i = n - 1; i >= 0; i--) {
+        if (!f[i].ok)
+            continue;
+        int seen = 0; /* printed where its first member is */
+        for (int j = 0; j < i && !seen; j++)
+            seen = f[j].ok && !memcmp(f[j].uuid, f[i].uuid, 16);
+        if (!seen) {
+            print_array(f, n, i);
+            arrays++;
+        }
+    }
+    cli_found_free(f, n);
+    if (!arrays)
+        cli_error("examine", "no md superblock on any of the %d devices looked at", n);
+    return arrays ? 0 : 1;
+}
+
 int cmd_examine(int argc, char **argv)
 {
     int status = 0, any = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--scan") || !strcmp(argv[i], "-s")) {
+            for (int j = i; j + 1 < argc; j++)
+                argv[j] = argv[j + 1];
+            argc--;
+            for (int j = 1; j < argc; j++)
+                if (argv[j][0] == '-' && argv[j][1]) {
+                    cli_error("examine", "unknown option '%s' with --scan", argv[j]);
+                    return 2;
+                }
+            return examine_scan((const char *const *)argv + 1, argc - 1);
+        }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: uraid examine MEMBER...\n");
+            printf("usage: uraid examine MEMBER...\n"
+                   "       uraid [-v] examine --scan [DEVICE-OR-GLOB...]   mdadm.conf ARRAY lines of the arrays\n"
+                   "                                                     found (default: /proc/partitions)\n");
             return 0;
         }
         if (argv[i][0] == '-' && argv[i][1]) {

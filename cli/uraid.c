@@ -22,6 +22,8 @@ static const struct verb verbs[] = {
     {"write", cmd_write, "write stdin into the array [--offset BYTES] (works degraded)"},
     {"salvage", cmd_salvage, "copy an array of failing disks' images to IMAGE, listing lost sectors: [--map MEMBER=MAPFILE]... -o IMAGE"},
     {"serve", cmd_serve, "serve the array over NBD with nbdkit: [--socket PATH | --port N] [--control PATH] MEMBERS..."},
+    {"assemble", cmd_assemble, "find an array's members by --uuid, --name or --scan (/etc/uraid.conf) and serve it, or --list them"},
+    {"monitor", cmd_monitor, "watch serving arrays and report mdadm --monitor's events: [--scan] [--program PROG] [--mail ADDR] [--oneshot] [--test] [SOCKETS...]"},
     {"mount", cmd_mount, "serve the array as DIR/array and DIR/status over FUSE: MEMBERS... DIR [--foreground]"},
     {"status", cmd_status, "a serving array's state, members and counters: [--control PATH]"},
     {"fail", cmd_fail, "mark a member of a serving array faulty: [--control PATH] MEMBER"},

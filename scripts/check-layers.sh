@@ -36,6 +36,7 @@ lib/array/             array   6  -
 lib/io/                io      3  -
 lib/member/            member  2  -
 lib/parity/            math    1  -
+lib/conf/              math    1  -
 lib/meta/              math    1  -
 lib/layout.            math    1  -
 lib/raid0.             math    1  -

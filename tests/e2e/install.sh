@@ -1,14 +1,15 @@
 #!/bin/sh
 # Installed like a package (issue 14 item 2). `make install` into a scratch
 # root puts down every file (program, liburaid.so with its soname links,
-# liburaid.a, headers, liburaid.pc, man page, bash completion, nbdkit
-# plugin); pkg-config's flags build a program against the installed headers
+# liburaid.a, headers, liburaid.pc, man pages uraid.1 and uraid.conf.5,
+# bash completion, nbdkit plugin, systemd units); pkg-config's flags build a program against the installed headers
 # and .so that opens an array `uraid create` made; the man page renders; the
 # installed plugin loads; `make uninstall` leaves no file. Then `make deb`
 # builds the packages, which are installed into this machine with dpkg -i
 # (not --root: only a real install shows that the package's Depends resolve,
 # that `man uraid` finds the page and that `nbdkit uraid member=...` finds
-# the plugin in nbdkit's own directory), run, and purged leaving nothing.
+# the plugin in nbdkit's own directory), run, its systemd units checked by
+# `systemd-analyze verify`, and purged leaving nothing.
 # Needs root for dpkg -i; concurrent runs are serialized with flock.
 set -u
 cd "$(dirname "$0")/../.."
@@ -25,8 +26,10 @@ else
     t_fail "make install" "$(tail -n 5 "$t_tmp/install.log")"; t_finish; exit 1
 fi
 missing=""
+units="uraid@.service uraid-monitor.service uraid-check.service uraid-check.timer"
 for f in usr/bin/uraid usr/lib/liburaid.so.0.1.0 usr/lib/liburaid.a usr/lib/pkgconfig/liburaid.pc \
-    usr/share/man/man1/uraid.1 usr/share/bash-completion/completions/uraid \
+    usr/share/man/man1/uraid.1 usr/share/man/man5/uraid.conf.5 usr/share/bash-completion/completions/uraid \
+    $(for u in $units; do echo "usr/lib/systemd/system/$u"; done) \
     "${plugindir#/}/nbdkit-uraid-plugin.so" $(cd include && ls *.h | sed 's|^|usr/include/|') \
     $(cd docs && ls *.[1-8] | sed 's|^\(.*\.\)\([1-8]\)$|usr/share/man/man\2/\1\2|'); do
     [ -f "$root/$f" ] && [ -s "$root/$f" ] || missing="$missing $f"
@@ -123,6 +126,15 @@ MANWIDTH=80 man -l "$root/usr/share/man/man1/uraid.1" >"$t_tmp/man.out" 2>"$t_tm
 grep -q "^NAME" "$t_tmp/man.out" && grep -q "^SYNOPSIS" "$t_tmp/man.out" && grep -q "uraid create" "$t_tmp/man.out" \
     && [ ! -s "$t_tmp/man.err" ] && t_ok "man -l renders the installed uraid.1 ($(wc -l <"$t_tmp/man.out") lines, no warnings)" \
     || t_fail "man -l renders uraid.1" "$(head -n 3 "$t_tmp/man.err")"
+MANWIDTH=80 man -l "$root/usr/share/man/man5/uraid.conf.5" >"$t_tmp/man5.out" 2>"$t_tmp/man5.err"
+grep -q "^NAME" "$t_tmp/man5.out" && grep -q "ARRAY" "$t_tmp/man5.out" && [ ! -s "$t_tmp/man5.err" ] \
+    && t_ok "man -l renders the installed uraid.conf.5 ($(wc -l <"$t_tmp/man5.out") lines, no warnings)" \
+    || t_fail "man -l renders uraid.conf.5" "$(head -n 3 "$t_tmp/man5.err")"
+bad=""
+for u in $units; do
+    grep -q "^ExecStart=/usr/bin/uraid " "$root/usr/lib/systemd/system/$u" 2>/dev/null || case $u in *.timer) ;; *) bad="$bad $u" ;; esac
+done
+[ -z "$bad" ] && t_ok "the installed units run BINDIR's uraid (/usr/bin/uraid)" || t_fail "units' ExecStart" "$bad"
 nbdkit --dump-plugin "$root/${plugindir#/}/nbdkit-uraid-plugin.so" >"$t_tmp/dump" 2>&1 \
     && grep -q '^name=uraid$' "$t_tmp/dump" && t_ok "nbdkit --dump-plugin loads the installed plugin" \
     || t_fail "installed plugin loads" "$(tail -n 3 "$t_tmp/dump")"
@@ -149,10 +161,11 @@ missing=""
 for f in ./usr/bin/uraid ./usr/lib/x86_64-linux-gnu/liburaid.so.0.1.0 ./usr/lib/x86_64-linux-gnu/liburaid.so.0 \
     ./usr/lib/x86_64-linux-gnu/liburaid.so ./usr/lib/x86_64-linux-gnu/liburaid.a ./usr/include/uraid.h \
     ./usr/lib/x86_64-linux-gnu/pkgconfig/liburaid.pc ./usr/share/man/man1/uraid.1.gz \
-    ./usr/share/bash-completion/completions/uraid "./${plugindir#/}/nbdkit-uraid-plugin.so"; do
+    ./usr/share/bash-completion/completions/uraid "./${plugindir#/}/nbdkit-uraid-plugin.so" \
+    ./usr/share/man/man5/uraid.conf.5.gz $(for u in $units; do echo "./lib/systemd/system/$u"; done); do
     grep -q " $f\( ->.*\)\?$" "$t_tmp/c" || missing="$missing $f"
 done
-[ -z "$missing" ] && t_ok "dpkg-deb -c lists program, library, headers, man page, completion and plugin" \
+[ -z "$missing" ] && t_ok "dpkg-deb -c lists program, library, headers, man pages, completion, plugin and systemd units" \
     || t_fail "dpkg-deb -c" "missing:$missing"
 
 exec 9>/tmp/uraid-install-test.lock
@@ -180,6 +193,56 @@ cmp -s "$t_tmp/nbd.out" "$t_tmp/pattern" && t_ok "nbdkit uraid member=... serves
     || t_fail "nbdkit uraid member=..." "$(tail -n 3 "$t_tmp/nbdkit.err")"
 pkg-config --libs liburaid 2>&1 | grep -q -- '-luraid' && t_ok "pkg-config finds the installed liburaid.pc" \
     || t_fail "pkg-config liburaid (installed)" "$(pkg-config --libs liburaid 2>&1)"
+# the units, installed where systemd looks, verified by systemd itself
+# (man: references included, now that the pages are installed)
+if command -v systemd-analyze >/dev/null 2>&1; then
+    systemd-analyze verify uraid@data.service uraid-monitor.service uraid-check.service uraid-check.timer \
+        >"$t_tmp/verify.out" 2>&1; rc=$?
+    [ "$rc" -eq 0 ] && [ ! -s "$t_tmp/verify.out" ] \
+        && t_ok "systemd-analyze verify: uraid@data.service, uraid-monitor.service, uraid-check.service and .timer, no complaint" \
+        || t_fail "systemd-analyze verify (exit $rc)" "$(head -n 5 "$t_tmp/verify.out")"
+    cal=$(sed -n 's/^OnCalendar=//p' /lib/systemd/system/uraid-check.timer)
+    next=$(systemd-analyze calendar --iterations=12 "$cal" 2>&1 | sed -n 's/^ *\(Next elapse\|Iter\. #[0-9]*\): \(...\) [0-9]*-[0-9]*-\([0-9]*\) .*/\2 \3/p')
+    [ "$(echo "$next" | wc -l)" -eq 12 ] && ! echo "$next" | grep -qv '^Sun 0[1-7]$' \
+        && t_ok "uraid-check.timer: the first Sunday of each month ($cal; next 12: $(echo $next | tr '\n' ' '))" \
+        || t_fail "timer calendar" "$cal: $next"
+else
+    t_fail "systemd-analyze is not installed: the units are not verified (apt-get install systemd)"
+fi
+# The units' commands, as systemd would run them (no systemd runs here):
+# uraid@UUID.service's ExecStart with %i/%I filled in serves the array of a
+# config written for the test, uraid-check.service's starts its check, and
+# uraid-monitor.service's (with --oneshot --test) sees it.
+if [ -e /etc/uraid.conf ]; then
+    t_fail "the units' commands: /etc/uraid.conf exists and is not this test's to replace; not run"
+else
+    u=$(mdadm --examine "$t_tmp/m0" | sed -n 's/^ *Array UUID : //p')
+    printf 'DEVICE %s/m*\nARRAY UUID=%s\n' "$t_tmp" "$u" >/etc/uraid.conf
+    made_run=""; [ -d /run/uraid/nbd ] || { mkdir -p /run/uraid/nbd && made_run=1; }
+    cmd=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/uraid@.service | sed "s/%[iI]/$u/g")
+    # shellcheck disable=SC2086
+    $cmd 2>"$t_tmp/unit.err" &
+    unit_pid=$!
+    n=0; while ! nbdinfo --size "nbd+unix:///?socket=/run/uraid/nbd/$u.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    nbdcopy "nbd+unix:///?socket=/run/uraid/nbd/$u.sock" - 2>/dev/null | head -c 65536 | cmp -s - "$t_tmp/pattern" \
+        && t_ok "uraid@UUID.service's command ($cmd) serves the array of /etc/uraid.conf" \
+        || t_fail "uraid@.service's command" "$cmd: $(tail -n 3 "$t_tmp/unit.err")"
+    check=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/uraid-check.service)
+    $check >"$t_tmp/check.out" 2>&1 && grep -q "check started" "$t_tmp/check.out" \
+        && t_ok "uraid-check.service's command ($check) starts the check" || t_fail "uraid-check's command" "$(cat "$t_tmp/check.out")"
+    mon=$(sed -n 's/^ExecStart=//p' /lib/systemd/system/uraid-monitor.service)
+    $mon --oneshot --test >"$t_tmp/mon.out" 2>&1 && grep -q "^uraid monitor: TestMessage " "$t_tmp/mon.out" \
+        && t_ok "uraid-monitor.service's command ($mon, with --oneshot --test) watches it" \
+        || t_fail "uraid-monitor's command" "$(cat "$t_tmp/mon.out")"
+    kill "$unit_pid"; wait "$unit_pid"; rc=$?
+    [ "$rc" -eq 0 ] && t_ok "SIGTERM (systemctl stop) ends the served array: exit 0" || t_fail "unit stop: exit $rc" "$(tail -n 3 "$t_tmp/unit.err")"
+    rm -f /etc/uraid.conf
+    [ -n "$made_run" ] && rmdir /run/uraid/nbd 2>/dev/null
+fi
+[ -L /etc/systemd/system/multi-user.target.wants/uraid-monitor.service ] \
+    && [ -L /etc/systemd/system/timers.target.wants/uraid-check.timer ] \
+    && t_ok "the package enables uraid-monitor.service and uraid-check.timer (as mdadm's does its monitor and check)" \
+    || t_fail "units enabled" "$(ls /etc/systemd/system/*.wants/ 2>&1 | grep uraid)"
 if dpkg -P liburaid-dev uraid >"$t_tmp/purge.log" 2>&1; then
     t_ok "dpkg -P removes both packages"
 else
@@ -189,4 +252,6 @@ left=""
 while read -r f; do [ -e "$f" ] || [ -L "$f" ] && left="$left $f"; done <"$t_tmp/files"
 [ -s "$t_tmp/files" ] && [ -z "$left" ] && t_ok "purge leaves none of the package's $(wc -l <"$t_tmp/files") files" \
     || t_fail "purge leaves nothing" "left:$left"
+left=$(find /etc/systemd/system -name 'uraid*' 2>/dev/null)
+[ -z "$left" ] && t_ok "purge removes the units' enablement links" || t_fail "enablement links left" "$left"
 t_finish
