@@ -75,10 +75,13 @@ int cmd_detail(int argc, char **argv)
     }
     printf("           Version : 1.2\n");
     printf("     Creation Time : %s\n", cli_time(info.ctime, t, sizeof t));
-    printf("        Raid Level : raid%d\n", info.level);
+    if (info.level == -1)
+        printf("        Raid Level : linear\n");
+    else
+        printf("        Raid Level : raid%d\n", info.level);
     printf("        Array Size : %llu%s\n", (unsigned long long)(info.size_bytes / 1024),
            cli_human_size(info.size_bytes, h, sizeof h));
-    if (info.level != 0)
+    if (info.level > 0)
         printf("     Used Dev Size : %llu%s\n", (unsigned long long)(info.member_data_sectors / 2),
                cli_human_size(info.member_data_sectors * 512, h, sizeof h));
     printf("      Raid Devices : %d\n", info.raid_devices);
@@ -93,9 +96,11 @@ int cmd_detail(int argc, char **argv)
     printf("   Working Devices : %d\n", active + spare);
     printf("    Failed Devices : %d\n", failed);
     printf("     Spare Devices : %d\n\n", spare);
-    if (info.level == 4 || info.level == 5 || info.level == 6 || (info.level == 0 && info.layout))
+    if (info.level == 4 || info.level == 5 || info.level == 6 || info.level == 10 || (info.level == 0 && info.layout))
         printf("            Layout : %s\n", uraid_layout_name(info.level, info.layout));
-    if (info.level != 1)
+    if (info.level == -1)
+        printf("          Rounding : %uK\n\n", (unsigned)(info.chunk_bytes / 1024));
+    else if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
     printf("Consistency Policy : %s\n\n", uraid_policy_name(info.consistency_policy));
     if (rebuilt_pct >= 0)

@@ -63,7 +63,10 @@ static int examine_one(const char *path)
     cli_print_uuid(e.array_uuid);
     printf("\n           Name : %s\n", e.name);
     printf("  Creation Time : %s\n", cli_time(e.ctime, t, sizeof t));
-    printf("     Raid Level : raid%d\n", e.level);
+    if (e.level == -1)
+        printf("     Raid Level : linear\n");
+    else
+        printf("     Raid Level : raid%d\n", e.level);
     printf("   Raid Devices : %d\n\n", e.raid_devices);
     printf(" Avail Dev Size : %llu sectors%s\n", (unsigned long long)e.avail_dev_sectors,
            cli_human_size(e.avail_dev_sectors * 512, h, sizeof h));
@@ -93,7 +96,9 @@ static int examine_one(const char *path)
     printf("         Events : %llu\n\n", (unsigned long long)e.events);
     if (e.layout_name)
         printf("         Layout : %s\n", e.layout_name);
-    if (e.level != 1)
+    if (e.level == -1) /* mdadm: a linear array's chunk only rounds each member */
+        printf("       Rounding : %uK\n\n", e.chunk_bytes / 1024);
+    else if (e.level != 1)
         printf("     Chunk Size : %s\n\n", cli_format_size(e.chunk_bytes, cs, sizeof cs));
     if (e.role == URAID_ROLE_SPARE)
         printf("   Device Role : spare\n");
