@@ -74,7 +74,8 @@ static int examine_one(const char *path)
         printf("     Array Size : %llu KiB%s\n", (unsigned long long)(e.array_sectors / 2),
                cli_human_size(e.array_sectors * 512, h, sizeof h));
     if (e.used_dev_sectors != e.avail_dev_sectors)
-        printf("  Used Dev Size : %llu sectors\n", (unsigned long long)e.used_dev_sectors);
+        printf("  Used Dev Size : %llu sectors%s\n", (unsigned long long)e.used_dev_sectors,
+               cli_human_size(e.used_dev_sectors * 512, h, sizeof h));
     printf("    Data Offset : %llu sectors\n", (unsigned long long)e.data_offset_sectors);
     printf("   Super Offset : %llu sectors\n", (unsigned long long)e.super_offset_sectors);
     if (e.has_recovery_offset)
