@@ -15,24 +15,22 @@ void cli_print_uuid(const uint8_t *u)
 
 const char *cli_human_size(uint64_t bytes, char *buf, size_t len)
 {
-    /* mdadm style: " (9.00 MiB 9.44 MB)", and nothing below 5000 KiB */
-    static const char *bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-    static const char *dec[] = {"KB", "MB", "GB", "TB", "PB"};
+    /* mdadm's human_size: " (9.00 MiB 9.44 MB)", nothing below 5000 KiB,
+     * MiB up to 2 GiB, GiB up to 2 TiB, then TiB; hundredths rounded half
+     * up from integers (printf's %.2f would round 6.125 down) */
     if (bytes < 5000 * 1024) {
         buf[0] = 0;
         return buf;
     }
-    double b = (double)bytes / 1024, d = (double)bytes / 1000;
-    int i = 0, j = 0;
-    while (b >= 1024 && i < 4) {
-        b /= 1024;
-        i++;
-    }
-    while (d >= 1000 && j < 4) {
-        d /= 1000;
-        j++;
-    }
-    snprintf(buf, len, " (%.2f %s %.2f %s)", b, bin[i], d, dec[j]);
+    static const char *bin[] = {"MiB", "GiB", "TiB"}, *dec[] = {"MB", "GB", "TB"};
+    int u = bytes < (2ull << 30) ? 0 : bytes < (2ull << 40) ? 1 : 2;
+    unsigned __int128 b = bytes;
+    uint64_t cbin = (uint64_t)((b * 200 / ((unsigned __int128)1 << (20 + 10 * u)) + 1) / 2);
+    uint64_t step = u == 0 ? 1000000ull / 200 : u == 1 ? 1000000000ull / 200 : 1000000000000ull / 200;
+    uint64_t cdec = (bytes / step + 1) / 2;
+    snprintf(buf, len, " (%llu.%02llu %s %llu.%02llu %s)", (unsigned long long)(cbin / 100),
+             (unsigned long long)(cbin % 100), bin[u], (unsigned long long)(cdec / 100), (unsigned long long)(cdec % 100),
+             dec[u]);
     return buf;
 }
 
