@@ -219,8 +219,10 @@ static int fill_piece(struct uraid_array *a, struct array_job *j, int t, struct 
 {
     uint64_t as;
     int rc = raid10_unmap(a->r10, t, ms, &as);
-    if (rc == -ENOENT)
-        return 0; /* this place holds no chunk */
+    if (rc == -ENOENT) {
+        __atomic_store_n(&to->recovered, ms + nsec, __ATOMIC_RELEASE);
+        return 0; /* this place holds no chunk: no write can come here either */
+    }
     if (rc)
         return rc;
     struct raid10_copy all[RAID10_MAX_COPIES];
@@ -246,6 +248,11 @@ static int fill_piece(struct uraid_array *a, struct array_job *j, int t, struct 
         array_run_ops(a, &w, 1);
         rc = w.result;
     }
+    /* still under the chunk's locks: a write that follows sees the target
+     * in sync here and writes its copy too (the checkpoint moves up piece
+     * by piece, in member order) */
+    if (rc == 0)
+        __atomic_store_n(&to->recovered, ms + nsec, __ATOMIC_RELEASE);
     stripe_unlock_set(&a->locks, held, nheld);
     return rc;
 }
@@ -273,8 +280,6 @@ int raid10_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start,
             rc = fill_piece(a, j, t, to, buf, ms, n);
             ms += n;
         }
-        if (rc == 0)
-            __atomic_store_n(&to->recovered, start + nsec, __ATOMIC_RELEASE);
     }
     if (rc < 0)
         job_fail(j, "member sectors %llu-%llu: %s failed: %s", (unsigned long long)start,
