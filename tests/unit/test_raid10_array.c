@@ -49,7 +49,7 @@ struct worker {
     uint64_t lo, hi;
     struct rng r;
     int writes, rc;
-    volatile int *stop;
+    int *stop; /* atomic */
 };
 
 static int make_member(const char *path)
@@ -97,7 +97,7 @@ static void rand_write(struct ctx *c, struct rng *r, uint64_t lo, uint64_t hi, i
 static void *writer(void *arg)
 {
     struct worker *w = arg;
-    while (!*w->stop && w->rc == 0) {
+    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE) && w->rc == 0) {
         rand_write(w->c, &w->r, w->lo, w->hi, &w->rc);
         w->writes++;
     }
@@ -108,7 +108,7 @@ static void *reader(void *arg)
 {
     struct worker *w = arg;
     static __thread uint8_t buf[1 << 20];
-    while (!*w->stop && w->rc == 0) {
+    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE) && w->rc == 0) {
         uint64_t off = w->lo + rng_next(&w->r) % ((w->hi - w->lo) / 4096) * 4096;
         uint64_t len = w->hi - off < sizeof buf ? w->hi - off : sizeof buf;
         int rc = uraid_read(w->c->a, buf, len, off);
@@ -143,8 +143,10 @@ static void run_shape(const struct shape *sh, struct rng *r)
     snprintf(c.dir, sizeof c.dir, "/tmp/uraid-r10a-XXXXXX");
     harness_beginf("%s: writes, read errors, a lost member, a rebuild under writers, check", sh->name);
     CHECK(mkdtemp(c.dir) != NULL);
+    char dir[sizeof c.dir]; /* a copy: gcc -O1 cannot tell c.dir and c.path[] apart (-Wrestrict) */
+    memcpy(dir, c.dir, sizeof dir);
     for (int s = 0; s <= sh->n; s++) {
-        snprintf(c.path[s], sizeof c.path[s], "%s/m%d.img", c.dir, s);
+        snprintf(c.path[s], sizeof c.path[s], "%s/m%d.img", dir, s);
         c.paths[s] = c.path[s];
         CHECK(make_member(c.path[s]) == 0);
     }
@@ -194,7 +196,7 @@ static void run_shape(const struct shape *sh, struct rng *r)
     struct uraid_job_params jp = {.slot = -1, .speed_min_kib = 1u << 30};
     rc = uraid_job_start(c.a, URAID_JOB_RECOVER, &jp, why, sizeof why);
     CHECK(rc == 0, "recover: %s", why);
-    volatile int stop = 0;
+    int stop = 0;
     uint64_t third = c.size / 3 / 4096 * 4096;
     struct worker w[3] = {
         {.c = &c, .lo = 0, .hi = third, .r = {rng_next(r) | 1}, .stop = &stop},
@@ -208,7 +210,7 @@ static void run_shape(const struct shape *sh, struct rng *r)
     struct uraid_job_status st;
     if (rc == 0)
         wait_job(&c, "recovery", &st);
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
     CHECK(w[0].rc == 0 && w[1].rc == 0 && w[2].rc == 0, "workers: %d %d %d", w[0].rc, w[1].rc, w[2].rc);
