@@ -50,14 +50,26 @@ int raid10_geom_init(struct raid10_geom *g, int raid_disks, int layout, uint32_t
     g->offset = !!(layout & RAID10_OFFSET_BIT);
     g->copies = g->near * g->far;
     g->chunk_sectors = chunk_sectors;
-    uint64_t n = (uint64_t)raid_disks, chunks = member_sectors / chunk_sectors / (uint64_t)g->far * n / (uint64_t)g->near;
+    uint64_t n = (uint64_t)raid_disks, per_region = member_sectors / chunk_sectors / (uint64_t)g->far;
+    if (per_region > UINT64_MAX / n) {
+        uraid_why(why, whylen, "RAID-10 members of %llu sectors: the array would pass 2^64 sectors",
+                  (unsigned long long)member_sectors);
+        return -EOVERFLOW;
+    }
+    uint64_t chunks = per_region * n / (uint64_t)g->near;
     if (chunks == 0) {
         uraid_why(why, whylen, "RAID-10 members of %llu sectors hold no whole chunk of every copy",
                   (unsigned long long)member_sectors);
         return -EINVAL;
     }
-    g->array_sectors = chunks * chunk_sectors;
-    uint64_t used = (chunks * (uint64_t)g->copies + n - 1) / n;
+    uint64_t copies_total;
+    if (__builtin_mul_overflow(chunks, (uint64_t)g->copies, &copies_total) ||
+        __builtin_mul_overflow(chunks, (uint64_t)chunk_sectors, &g->array_sectors) || copies_total > UINT64_MAX - n) {
+        uraid_why(why, whylen, "RAID-10 members of %llu sectors: the array would pass 2^64 sectors",
+                  (unsigned long long)member_sectors);
+        return -EOVERFLOW;
+    }
+    uint64_t used = (copies_total + n - 1) / n;
     g->dev_sectors = used * chunk_sectors;
     g->stride = g->offset ? chunk_sectors : used / (uint64_t)g->far * chunk_sectors;
     return 0;

@@ -219,6 +219,10 @@ static void check_rules(void)
     CHECK(raid10_layout_check(3, 0x103, NULL, 0) == 0 && raid10_layout_check(3, 0x104, NULL, 0) == -EINVAL);
     CHECK(raid10_layout_check(4, 0x20201, NULL, 0) == -EINVAL, "far sets refused");
     CHECK(raid10_layout_check(4, 0x101, NULL, 0) == -EINVAL, "one copy refused");
+    struct raid10_geom big;
+    CHECK(raid10_geom_init(&big, 4, 0x102, 8, UINT64_MAX, NULL, 0) == -EOVERFLOW, "2^64 sectors refused");
+    CHECK(raid10_geom_init(&big, 200, 0x201, 8, UINT64_MAX, NULL, 0) == -EOVERFLOW);
+    CHECK(raid10_geom_init(&big, 4, 0x102, 6, 1 << 20, NULL, 0) == -EINVAL, "a chunk not a power of two");
     harness_end();
 }
 
