@@ -41,7 +41,8 @@ sha() { sha256sum | cut -c1-64; }
 size_of() { $URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4 * 1024; exit}'; }
 examine_agrees() { # examine_agrees NAME MEMBER: the fields both print, equal
     mdadm --examine "$2" >"$d/ex" 2>&1
-    $URAID examine "$2" >"$d/ux" 2>&1
+    # uraid examine appends the bitmap as mdadm --examine-bitmap shows it (its own Events, State)
+    $URAID examine "$2" 2>&1 | sed '/Write-intent bitmap/,$d' >"$d/ux"
     _bad=""
     for _f in "Raid Level" "Raid Devices" "Avail Dev Size" "Array Size" "Used Dev Size" "Data Offset" \
         "Super Offset" "Layout" "Chunk Size" "Rounding" "Device Role" "Array State" "Events" "State"; do
