@@ -14,6 +14,8 @@
 #include "cli.h"
 #include "uraid_admin.h"
 
+#define LEVEL_UNSET (-100)
+
 static int parse_level(const char *s)
 {
     if (!strncmp(s, "raid", 4))
@@ -28,7 +30,20 @@ static int parse_level(const char *s)
         return 5;
     if (!strcmp(s, "6"))
         return 6;
-    return -1;
+    if (!strcmp(s, "10"))
+        return 10;
+    if (!strcmp(s, "linear"))
+        return -1; /* md's number for linear */
+    return LEVEL_UNSET;
+}
+
+/* "RAID-5" or "linear", for messages. */
+static const char *level_text(int level, char *buf, size_t len)
+{
+    if (level == -1)
+        return "linear";
+    snprintf(buf, len, "RAID-%d", level);
+    return buf;
 }
 
 /* A size with a suffix, or a plain number of KiB (mdadm's unit for --chunk
@@ -99,7 +114,7 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 
 int cmd_create(int argc, char **argv)
 {
-    struct uraid_create_params p = {.level = -1, .layout = -1};
+    struct uraid_create_params p = {.level = LEVEL_UNSET, .layout = -1};
     int force = 0;
     const char *members[URAID_MAX_MEMBERS];
     int n = 0;
@@ -124,8 +139,8 @@ int cmd_create(int argc, char **argv)
         if (!strcmp(a, "--level") || !strcmp(a, "-l")) {
             TAKE();
             p.level = parse_level(val);
-            if (p.level < 0) {
-                cli_error("create", "unknown level '%s' (use 0, 1, 4, 5 or 6)", val);
+            if (p.level == LEVEL_UNSET) {
+                cli_error("create", "unknown level '%s' (use linear, 0, 1, 4, 5, 6 or 10)", val);
                 return 2;
             }
         } else if (!strcmp(a, "--raid-devices") || !strcmp(a, "-n")) {
@@ -166,13 +181,15 @@ int cmd_create(int argc, char **argv)
             p.chunk_bytes = (uint32_t)bytes;
         } else if (!strcmp(a, "--layout") || !strcmp(a, "-p")) {
             TAKE();
-            if (p.level < 0) {
+            if (p.level == LEVEL_UNSET) {
                 cli_error("create", "give --level before --layout");
                 return 2;
             }
             p.layout = uraid_layout_from_name(p.level, val);
             if (p.layout < 0) {
-                cli_error("create", "unknown layout '%s' for RAID-%d", val, p.level);
+                char lt[16];
+                cli_error("create", "unknown layout '%s' for %s%s", val, level_text(p.level, lt, sizeof lt),
+                          p.level == 10 ? " (mdadm's names: n2, n3, f2, f3, o2, o3)" : "");
                 return 2;
             }
         } else if (!strcmp(a, "--bitmap") || !strcmp(a, "-b")) {
@@ -226,8 +243,8 @@ int cmd_create(int argc, char **argv)
         }
 #undef TAKE
     }
-    if (p.level < 0) {
-        cli_error("create", "--level is required (0, 1, 4, 5 or 6)");
+    if (p.level == LEVEL_UNSET) {
+        cli_error("create", "--level is required (linear, 0, 1, 4, 5, 6 or 10)");
         return 2;
     }
     if (p.raid_devices == 0) {
@@ -245,7 +262,8 @@ int cmd_create(int argc, char **argv)
         cli_error("create", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
-    printf("uraid: array created (RAID-%d, %d members%s", p.level, n - p.spare_devices,
+    char lt[16];
+    printf("uraid: array created (%s, %d members%s", level_text(p.level, lt, sizeof lt), n - p.spare_devices,
            p.assume_clean ? ", parity not synced: --assume-clean" : "");
     if (p.spare_devices)
         printf(", %d spare%s", p.spare_devices, p.spare_devices > 1 ? "s" : "");

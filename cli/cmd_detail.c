@@ -15,24 +15,22 @@ void cli_print_uuid(const uint8_t *u)
 
 const char *cli_human_size(uint64_t bytes, char *buf, size_t len)
 {
-    /* mdadm style: " (9.00 MiB 9.44 MB)", and nothing below 5000 KiB */
-    static const char *bin[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-    static const char *dec[] = {"KB", "MB", "GB", "TB", "PB"};
+    /* mdadm's human_size: " (9.00 MiB 9.44 MB)", nothing below 5000 KiB,
+     * MiB up to 2 GiB, GiB up to 2 TiB, then TiB; hundredths rounded half
+     * up from integers (printf's %.2f would round 6.125 down) */
     if (bytes < 5000 * 1024) {
         buf[0] = 0;
         return buf;
     }
-    double b = (double)bytes / 1024, d = (double)bytes / 1000;
-    int i = 0, j = 0;
-    while (b >= 1024 && i < 4) {
-        b /= 1024;
-        i++;
-    }
-    while (d >= 1000 && j < 4) {
-        d /= 1000;
-        j++;
-    }
-    snprintf(buf, len, " (%.2f %s %.2f %s)", b, bin[i], d, dec[j]);
+    static const char *bin[] = {"MiB", "GiB", "TiB"}, *dec[] = {"MB", "GB", "TB"};
+    int u = bytes < (2ull << 30) ? 0 : bytes < (2ull << 40) ? 1 : 2;
+    unsigned __int128 b = bytes;
+    uint64_t cbin = (uint64_t)((b * 200 / ((unsigned __int128)1 << (20 + 10 * u)) + 1) / 2);
+    uint64_t step = u == 0 ? 1000000ull / 200 : u == 1 ? 1000000000ull / 200 : 1000000000000ull / 200;
+    uint64_t cdec = (bytes / step + 1) / 2;
+    snprintf(buf, len, " (%llu.%02llu %s %llu.%02llu %s)", (unsigned long long)(cbin / 100),
+             (unsigned long long)(cbin % 100), bin[u], (unsigned long long)(cdec / 100), (unsigned long long)(cdec % 100),
+             dec[u]);
     return buf;
 }
 
@@ -75,10 +73,13 @@ int cmd_detail(int argc, char **argv)
     }
     printf("           Version : 1.2\n");
     printf("     Creation Time : %s\n", cli_time(info.ctime, t, sizeof t));
-    printf("        Raid Level : raid%d\n", info.level);
+    if (info.level == -1)
+        printf("        Raid Level : linear\n");
+    else
+        printf("        Raid Level : raid%d\n", info.level);
     printf("        Array Size : %llu%s\n", (unsigned long long)(info.size_bytes / 1024),
            cli_human_size(info.size_bytes, h, sizeof h));
-    if (info.level != 0)
+    if (info.level > 0)
         printf("     Used Dev Size : %llu%s\n", (unsigned long long)(info.member_data_sectors / 2),
                cli_human_size(info.member_data_sectors * 512, h, sizeof h));
     printf("      Raid Devices : %d\n", info.raid_devices);
@@ -93,9 +94,11 @@ int cmd_detail(int argc, char **argv)
     printf("   Working Devices : %d\n", active + spare);
     printf("    Failed Devices : %d\n", failed);
     printf("     Spare Devices : %d\n\n", spare);
-    if (info.level == 4 || info.level == 5 || info.level == 6 || (info.level == 0 && info.layout))
+    if (info.level == 4 || info.level == 5 || info.level == 6 || info.level == 10 || (info.level == 0 && info.layout))
         printf("            Layout : %s\n", uraid_layout_name(info.level, info.layout));
-    if (info.level != 1)
+    if (info.level == -1)
+        printf("          Rounding : %uK\n\n", (unsigned)(info.chunk_bytes / 1024));
+    else if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
     printf("Consistency Policy : %s\n\n", uraid_policy_name(info.consistency_policy));
     if (rebuilt_pct >= 0)

@@ -67,7 +67,10 @@ static int examine_one(const char *path)
     cli_print_uuid(e.array_uuid);
     printf("\n           Name : %s\n", e.name);
     printf("  Creation Time : %s\n", cli_time(e.ctime, t, sizeof t));
-    printf("     Raid Level : raid%d\n", e.level);
+    if (e.level == -1)
+        printf("     Raid Level : linear\n");
+    else
+        printf("     Raid Level : raid%d\n", e.level);
     printf("   Raid Devices : %d\n\n", e.raid_devices);
     printf(" Avail Dev Size : %llu sectors%s\n", (unsigned long long)e.avail_dev_sectors,
            cli_human_size(e.avail_dev_sectors * 512, h, sizeof h));
@@ -75,7 +78,8 @@ static int examine_one(const char *path)
         printf("     Array Size : %llu KiB%s\n", (unsigned long long)(e.array_sectors / 2),
                cli_human_size(e.array_sectors * 512, h, sizeof h));
     if (e.used_dev_sectors != e.avail_dev_sectors)
-        printf("  Used Dev Size : %llu sectors\n", (unsigned long long)e.used_dev_sectors);
+        printf("  Used Dev Size : %llu sectors%s\n", (unsigned long long)e.used_dev_sectors,
+               cli_human_size(e.used_dev_sectors * 512, h, sizeof h));
     printf("    Data Offset : %llu sectors\n", (unsigned long long)e.data_offset_sectors);
     printf("   Super Offset : %llu sectors\n", (unsigned long long)e.super_offset_sectors);
     if (e.has_recovery_offset)
@@ -97,7 +101,9 @@ static int examine_one(const char *path)
     printf("         Events : %llu\n\n", (unsigned long long)e.events);
     if (e.layout_name)
         printf("         Layout : %s\n", e.layout_name);
-    if (e.level != 1)
+    if (e.level == -1) /* mdadm: a linear array's chunk only rounds each member */
+        printf("       Rounding : %uK\n\n", e.chunk_bytes / 1024);
+    else if (e.level != 1)
         printf("     Chunk Size : %s\n\n", cli_format_size(e.chunk_bytes, cs, sizeof cs));
     if (e.role == URAID_ROLE_SPARE)
         printf("   Device Role : spare\n");

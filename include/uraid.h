@@ -84,10 +84,10 @@ URAID_API const char *uraid_policy_name(int policy);
 URAID_API int uraid_policy_parse(const char *name);
 
 struct uraid_create_params {
-    int level;              /* 0, 1, 4, 5 or 6 */
+    int level;              /* -1 (linear), 0, 1, 4, 5, 6 or 10 */
     int raid_devices;       /* n: member slots, including "missing" ones */
     uint32_t chunk_bytes;   /* power of two >= 4096; 0 = 512 KiB (mdadm's default) */
-    int layout;             /* md layout number; -1 = left-symmetric (RAID-5/6) */
+    int layout;             /* md layout number; -1 = left-symmetric (RAID-5/6), n2 = 0x102 (RAID-10) */
     const char *name;       /* array name; NULL = "0" like mdadm's /dev/md0 */
     const char *homehost;   /* NULL = this machine's hostname */
     const uint8_t *uuid;    /* 16 bytes, NULL = random */

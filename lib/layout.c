@@ -10,6 +10,8 @@
  * with arrays written by the real md. */
 #include "layout.h"
 
+#include "raid10.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +35,8 @@ int layout_valid(int level, int layout)
     switch (level) {
     case 4:
         return 1; /* md ignores the field; mdadm writes 0 */
+    case 10:
+        return raid10_layout_check(LAYOUT_MAX_DISKS, layout, NULL, 0) == 0;
     case 5:
         return layout >= 0 && layout <= 5;
     case 6:
@@ -68,6 +72,19 @@ int layout_check(const struct layout_geom *g, char *why, size_t whylen)
      * in disguise, which mdadm allows), RAID-6 on four. */
     int min, max;
     switch (g->level) {
+    case LAYOUT_LEVEL_LINEAR:
+        /* no chunks: each member's whole data area in turn (linear.h) */
+        if (n < 1 || n > LAYOUT_MAX_DISKS)
+            return fail(why, whylen, "linear needs 1 to %d members, raid_disks is %d", LAYOUT_MAX_DISKS, n);
+        return 0;
+    case 10:
+        if (n < 2 || n > LAYOUT_MAX_DISKS)
+            return fail(why, whylen, "RAID-10 needs 2 to %d members, raid_disks is %d", LAYOUT_MAX_DISKS, n);
+        if (raid10_layout_check(n, g->layout, why, whylen))
+            return -EINVAL;
+        min = 2;
+        max = LAYOUT_MAX_DISKS;
+        break;
     case 0:
     case 1:
         min = 1;
@@ -84,7 +101,7 @@ int layout_check(const struct layout_geom *g, char *why, size_t whylen)
         max = (g->layout >= 8 && g->layout <= 10) ? MAX_SLOTS : MAX_SLOTS + 2;
         break;
     default:
-        return fail(why, whylen, "unsupported RAID level %d (0, 1, 4, 5 or 6)", g->level);
+        return fail(why, whylen, "unsupported RAID level %d (linear, 0, 1, 4, 5, 6 or 10)", g->level);
     }
     if (n < min)
         return fail(why, whylen, "RAID-%d needs at least %d members, raid_disks is %d", g->level,
@@ -112,9 +129,11 @@ int layout_data_disks(const struct layout_geom *g)
     if (rc)
         return rc;
     switch (g->level) {
+    case LAYOUT_LEVEL_LINEAR:
     case 0:
         return g->raid_disks;
     case 1:
+    case 10: /* a RAID-10 "stripe" is one chunk with its copies (raid10.h) */
         return 1;
     case 6:
         return g->raid_disks - 2;
@@ -128,12 +147,16 @@ int layout_parity_count(const struct layout_geom *g)
     int rc = layout_check(g, NULL, 0);
     if (rc)
         return rc;
-    return g->level == 6 ? 2 : (g->level == 0 || g->level == 1) ? 0 : 1;
+    if (g->level == 10)
+        return (g->layout & 0xff) * (g->layout >> 8 & 0xff) - 1; /* any copies - 1 members may go */
+    return g->level == 6 ? 2 : (g->level <= 1) ? 0 : 1;
 }
 
 int layout_array_sectors(const struct layout_geom *g, uint64_t member_sectors,
                          uint64_t *array_sectors)
 {
+    if (g && (g->level == 10 || g->level == LAYOUT_LEVEL_LINEAR))
+        return -EINVAL; /* raid10.h and linear.h map these */
     int k = layout_data_disks(g);
     if (k < 0)
         return k;
@@ -356,6 +379,8 @@ static int q_slot_of_disk(const struct layout_geom *g, int p, int q, int disk)
 
 int layout_stripe(const struct layout_geom *g, uint64_t stripe, struct stripe_map *out)
 {
+    if (g && (g->level == 10 || g->level == LAYOUT_LEVEL_LINEAR))
+        return -EINVAL; /* raid10.h and linear.h map these */
     int k = layout_data_disks(g);
     if (k < 0)
         return k;
@@ -406,6 +431,8 @@ static unsigned chunk_shift(uint32_t c)
 
 int layout_map(const struct layout_geom *g, uint64_t array_sector, struct layout_addr *out)
 {
+    if (g && (g->level == 10 || g->level == LAYOUT_LEVEL_LINEAR))
+        return -EINVAL; /* raid10.h and linear.h map these */
     int k = layout_data_disks(g);
     if (k < 0)
         return k;
@@ -444,6 +471,8 @@ int layout_map(const struct layout_geom *g, uint64_t array_sector, struct layout
 int layout_unmap(const struct layout_geom *g, int disk, uint64_t member_sector,
                  struct layout_addr *out)
 {
+    if (g && (g->level == 10 || g->level == LAYOUT_LEVEL_LINEAR))
+        return -EINVAL; /* raid10.h and linear.h map these */
     int k = layout_data_disks(g);
     if (k < 0)
         return k;
@@ -525,10 +554,24 @@ static const struct {
     {"alternate", 2, L0},
 };
 
+/* mdadm --examine's words for RAID-10 layouts (print_r10_layout), which
+ * --detail prints too; names are given to create as n2, f2, o2 ... */
+static const struct {
+    const char *name;
+    int layout;
+} r10_names[] = {
+    {"near=2", 0x102}, {"near=3", 0x103}, {"near=4", 0x104}, {"near=5", 0x105}, {"near=6", 0x106},
+    {"far=2", 0x201}, {"far=3", 0x301}, {"far=4", 0x401}, {"far=5", 0x501}, {"far=6", 0x601},
+    {"offset=2", 0x10201}, {"offset=3", 0x10301}, {"offset=4", 0x10401}, {"offset=5", 0x10501},
+    {"offset=6", 0x10601}, {"near=2, far=2", 0x202}, {"near=2, offset=2", 0x10202},
+};
+
 int layout_from_name(int level, const char *name)
 {
     if (!name)
         return -EINVAL;
+    if (level == 10)
+        return raid10_layout_from_name(name);
     if (level == 4)
         return (!strcasecmp(name, "parity-last") || !strcasecmp(name, "default")) ? 0 : -EINVAL;
     if (level != 0 && level != 5 && level != 6)
@@ -541,6 +584,12 @@ int layout_from_name(int level, const char *name)
 
 const char *layout_name(int level, int layout)
 {
+    if (level == 10) {
+        for (size_t i = 0; i < sizeof r10_names / sizeof r10_names[0]; i++)
+            if (r10_names[i].layout == layout)
+                return r10_names[i].name;
+        return NULL;
+    }
     if (level == 4)
         return "parity-last";
     if (level != 0 && level != 5 && level != 6)

@@ -38,6 +38,9 @@
  * RAID-6 md layouts n <= 255, DDF layouts n <= 253. */
 #define LAYOUT_MAX_DISKS 256
 
+/* md's level number of linear (the superblock's level field is signed). */
+#define LAYOUT_LEVEL_LINEAR (-1)
+
 /* Smallest chunk: one 4 KiB page, md's stripe_head unit. */
 #define LAYOUT_MIN_CHUNK_SECTORS 8u
 
@@ -60,7 +63,10 @@ enum layout_alg {
 };
 
 /* Array geometry as the superblock states it.
- *   level: 0, 1, 4, 5 or 6.
+ *   level: LAYOUT_LEVEL_LINEAR, 0, 1, 4, 5, 6 or 10. layout_check takes
+ *     all of them; the stripe functions below (layout_stripe, layout_map,
+ *     layout_unmap, layout_array_sectors) refuse linear and 10, which
+ *     linear.h and raid10.h map (copies on different member sectors).
  *   layout: md layout number; only read for levels 5 and 6. RAID-4's
  *     superblock says 0 (mdadm 4.2) and md ignores it: RAID-4 is always
  *     "parity-last". RAID-0's field (1 or 2 on newer kernels) only matters
@@ -140,7 +146,10 @@ int layout_unmap(const struct layout_geom *g, int disk, uint64_t member_sector,
  * Accepts mdadm's long names, "la"/"ra"/"ls"/"rs" and "default", ignoring
  * case. For level 4 only "parity-last" and "default" are accepted and the
  * result is 0, what mdadm stores. Level 0 has "original" (1) and
- * "alternate" (2), its multi-zone layouts (raid0.h); level 1 has none. */
+ * "alternate" (2), its multi-zone layouts (raid0.h); level 1 has none.
+ * Level 10 takes mdadm's n2, f2, o2 ... (raid10_layout_from_name) and
+ * layout_name gives mdadm --examine's words ("near=2", "far=2",
+ * "offset=2"). */
 int layout_from_name(int level, const char *name);
 
 /* mdadm's long name of a layout, or NULL if the level has no such layout

@@ -40,6 +40,8 @@ lib/conf/              math    1  -
 lib/meta/              math    1  -
 lib/layout.            math    1  -
 lib/raid0.             math    1  -
+lib/raid10.            math    1  -
+lib/linear.            math    1  -
 lib/log.               base    0  -
 include/               base    0  -
 '

@@ -42,7 +42,7 @@ static void fill_sb(const struct md_sb *sb, struct uraid_examine *e)
     e->level = sb->level;
     e->layout = (int)sb->layout;
     e->raid_devices = (int)sb->raid_disks;
-    if (sb->level == 4 || sb->level == 5 || sb->level == 6)
+    if (sb->level == 4 || sb->level == 5 || sb->level == 6 || sb->level == 10)
         e->layout_name = layout_name(sb->level, (int)sb->layout);
     else if (sb->level == 0 && (sb->feature_map & MD_FEATURE_RAID0_LAYOUT))
         e->layout_name = layout_name(0, (int)sb->layout);
@@ -51,7 +51,11 @@ static void fill_sb(const struct md_sb *sb, struct uraid_examine *e)
     e->used_dev_sectors = sb->size;
     struct layout_geom g = {sb->level, (int)sb->layout, (int)sb->raid_disks, sb->chunksize};
     /* like mdadm, no array size when the superblock records none (RAID-0) */
-    if (!sb->size || layout_array_sectors(&g, sb->size, &e->array_sectors))
+    if (sb->level == 10) {
+        /* mdadm's figure: size * members / copies, not md's whole-chunk size */
+        uint64_t copies = (sb->layout & 0xff) * (sb->layout >> 8 & 0xff);
+        e->array_sectors = copies ? sb->size * sb->raid_disks / copies : 0;
+    } else if (!sb->size || layout_array_sectors(&g, sb->size, &e->array_sectors))
         e->array_sectors = 0;
     e->data_offset_sectors = sb->data_offset;
     e->super_offset_sectors = sb->super_offset;

@@ -205,6 +205,8 @@ static const char *level_name(int level)
     case 4: return "RAID-4";
     case 5: return "RAID-5";
     case 6: return "RAID-6";
+    case 10: return "RAID-10";
+    case LAYOUT_LEVEL_LINEAR: return "linear";
     default: return "this level";
     }
 }
@@ -285,6 +287,8 @@ static void free_array(struct uraid_array *a)
     }
     free(a->degraded_written);
     free(a->r0);
+    free(a->r10);
+    free(a->lin);
     while (a->bb_retired) {
         struct bb_retired *r = a->bb_retired;
         a->bb_retired = r->next;
@@ -460,12 +464,15 @@ static int set_geometry(struct uraid_array *a, struct open_ctx *o)
     a->geom.raid_disks = (int)R->raid_disks;
     a->geom.chunk_sectors = R->chunksize;
     char gwhy[160];
+    int rc;
     if (layout_check(&a->geom, gwhy, sizeof gwhy)) {
         uraid_why(o->why, o->whylen, "member %s: %s", o->paths[o->ref], gwhy);
         return -EINVAL;
     }
     a->k = layout_data_disks(&a->geom);
     a->nparity = a->geom.level == 1 ? a->geom.raid_disks - 1 : layout_parity_count(&a->geom);
+    if (a->geom.level == 10 && (rc = array_open_raid10(a, o->sb[o->ref].size, o->paths[o->ref], o->why, o->whylen)))
+        return rc;
     uint64_t smallest_data = UINT64_MAX;
     for (int i = 0; i < o->n; i++)
         if (o->sb[i].data_size < smallest_data)
@@ -473,6 +480,10 @@ static int set_geometry(struct uraid_array *a, struct open_ctx *o)
     a->member_sectors = array_member_sectors(R, smallest_data + R->data_offset);
     if (a->geom.level == 1)
         a->size_sectors = R->size;
+    else if (a->r10)
+        a->size_sectors = a->r10->array_sectors;
+    else if (a->geom.level == LAYOUT_LEVEL_LINEAR)
+        a->size_sectors = 0; /* open_linear, once the members are placed */
     else
         a->size_sectors = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors * (uint64_t)a->k;
     a->readonly = o->p->readonly;
@@ -544,7 +555,7 @@ static int place_members(struct uraid_array *a, struct open_ctx *o)
         sl->fault = o->fault[i];
         o->dev[i] = NULL;
         /* RAID-0 members may differ: each needs its own data area (md's check) */
-        uint64_t need = sl->data_offset + (a->geom.level == 0 ? sl->sb.data_size : a->member_sectors);
+        uint64_t need = sl->data_offset + (a->geom.level <= 0 ? sl->sb.data_size : a->member_sectors);
         if ((sl->state == URAID_MEMBER_IN_SYNC || sl->state == URAID_MEMBER_REBUILDING) &&
             sl->dev->size / SECTOR < need) {
             uraid_why(o->why, o->whylen, "member %s is smaller than the array needs (%llu sectors, needs %llu)",
@@ -571,13 +582,22 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
     for (int s = 0; s < a->geom.raid_disks; s++)
         o->missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
     describe_missing(a, o->gone, sizeof o->gone);
+    if (a->r10 && !array_survives_without(a, -1)) {
+        uraid_why(o->why, o->whylen,
+                  "cannot start the RAID-10 array: members missing or out of date (%s) held every copy of some "
+                  "chunks (md's RAID-10 needs one copy of each); add back the members listed",
+                  o->gone);
+        return -ENODEV;
+    }
     if (o->missing > a->nparity) {
         uraid_why(o->why, o->whylen,
                   "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
                   level_name(a->geom.level), o->missing, a->geom.raid_disks, o->gone, a->nparity);
         return -ENODEV;
     }
-    int rc = a->geom.level == 0 ? open_zones(a, o->paths[o->ref], o->why, o->whylen) : 0;
+    int rc = a->geom.level == 0 ? open_zones(a, o->paths[o->ref], o->why, o->whylen)
+             : a->geom.level == LAYOUT_LEVEL_LINEAR ? array_open_linear(a, o->paths[o->ref], o->why, o->whylen)
+                                                    : 0;
     if (rc)
         return rc;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;

@@ -62,7 +62,9 @@
 #include "member/member.h"
 #include "meta/badblocks.h"
 #include "meta/superblock.h"
+#include "linear.h"
 #include "raid0.h"
+#include "raid10.h"
 #include "uraid.h"
 
 struct array_slot {
@@ -89,6 +91,8 @@ struct bb_retired {
 struct uraid_array {
     struct layout_geom geom;
     struct raid0_zones *r0;    /* RAID-0: its zones (members may differ in size); NULL otherwise */
+    struct raid10_geom *r10;   /* RAID-10: where the copies lie; NULL otherwise */
+    struct linear_geom *lin;   /* linear: where each member's data area starts; NULL otherwise */
     int k;                     /* data blocks per stripe */
     int nparity;               /* 0, 1 or 2 */
     uint64_t member_sectors;   /* superblock "size": data sectors used per member
@@ -253,6 +257,18 @@ static inline uint64_t slot_writes_end(const struct uraid_array *a, int s, uint6
     uint64_t done = __atomic_load_n(&a->slot[s].recovered, __ATOMIC_ACQUIRE);
     return done > start ? done : start;
 }
+
+/* Set-up at open (raid10io.c): RAID-10's copies from the superblock's
+ * size (nparity becomes raid_disks - 1: which sets of members it survives
+ * array_survives_without says); linear's member table once the slots are
+ * placed. ref names the member in messages. */
+int array_open_raid10(struct uraid_array *a, uint64_t sb_size, const char *ref, char *why, size_t whylen);
+int array_open_linear(struct uraid_array *a, const char *ref, char *why, size_t whylen);
+
+/* 1 when the array keeps all its data with the slots not in sync and
+ * slot `also` (-1: none) gone: at most nparity of them, and for RAID-10
+ * md's enough() (raid10_survives). (raid10io.c) */
+int array_survives_without(const struct uraid_array *a, int also);
 
 /* With auto_rebuild: starts a recovery when a spare can fill a hole, or a
  * resync when the array was found dirty and is whole; quiet when there is

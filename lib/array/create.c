@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "array/array.h"
+#include "array/dataio.h"
 #include "log.h"
 #include "meta/bitmap.h"
 #include "meta/ppl.h"
@@ -46,7 +46,7 @@ static int is_missing(const char *path) { return !strcmp(path, "missing"); }
 static int initial_sync(struct uraid_array *a, const struct uraid_create_params *p)
 {
     int n = a->geom.raid_disks;
-    uint64_t total = a->member_sectors, done = 0;
+    uint64_t total = a->r10 ? a->size_sectors : a->member_sectors, done = 0;
     uint32_t step = SYNC_BYTES / SECTOR;
     if (a->geom.level != 1)
         step -= step % a->geom.chunk_sectors ? step % a->geom.chunk_sectors : 0;
@@ -69,6 +69,13 @@ static int initial_sync(struct uraid_array *a, const struct uraid_create_params 
                 if (m != src && slot_ok(a, m))
                     rc = member_write(a->slot[m].dev, mem, (size_t)nsec * SECTOR,
                                       (a->slot[m].data_offset + done) * SECTOR);
+        } else if (a->r10) {
+            /* md's RAID-10 resync: each chunk's first copy onto the others */
+            struct array_job j = {.kind = URAID_JOB_RESYNC};
+            pthread_mutex_init(&j.found_lock, NULL);
+            rc = raid10_scrub_step(a, &j, done, nsec);
+            pthread_mutex_destroy(&j.found_lock);
+            free(j.found);
         } else {
             rc = array_resync_range(a, done, nsec);
         }
@@ -90,7 +97,7 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
 {
     const uint64_t big = 100ull << 21; /* 100 GiB in sectors */
     *with = mode == URAID_BITMAP_INTERNAL ||
-            (mode == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->member_sectors > big);
+            (mode == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->geom.level != 10 && a->member_sectors > big);
     if (!*with) {
         if (p->bitmap_chunk_bytes) {
             uraid_why(why, whylen, "--bitmap-chunk needs --bitmap internal%s",
@@ -220,11 +227,13 @@ static int check_geometry(struct create_plan *c)
     uint32_t chunk_bytes = p->chunk_bytes ? p->chunk_bytes : 512u * 1024;
     if (chunk_bytes < 4096 || (chunk_bytes & (chunk_bytes - 1)))
         return refuse(c, -EINVAL, "chunk size must be a power of two of at least 4K, got %u bytes", chunk_bytes);
+    int dflt = p->level == 5 || p->level == 6 ? LAYOUT_LEFT_SYMMETRIC : p->level == 10 ? 0x102 : 0; /* mdadm's n2 */
     c->g = (struct layout_geom){
         .level = p->level,
-        .layout = p->layout >= 0 ? p->layout : (p->level == 5 || p->level == 6 ? LAYOUT_LEFT_SYMMETRIC : 0),
+        .layout = p->layout >= 0 ? p->layout : dflt,
         .raid_disks = c->n,
-        .chunk_sectors = chunk_bytes / SECTOR,
+        /* mdadm gives linear no chunk ("Rounding : 0K"): whole data areas */
+        .chunk_sectors = p->level == LAYOUT_LEVEL_LINEAR ? 0 : chunk_bytes / SECTOR,
     };
     if (c->g.level == 4)
         c->g.layout = 0; /* what mdadm writes; md ignores it for RAID-4 */
@@ -232,7 +241,20 @@ static int check_geometry(struct create_plan *c)
     if (layout_check(&c->g, gwhy, sizeof gwhy))
         return refuse(c, -EINVAL, "%s", gwhy);
     c->nparity = c->g.level == 1 ? c->n - 1 : layout_parity_count(&c->g);
+    if (c->g.level == 10 && p->bitmap == URAID_BITMAP_INTERNAL)
+        return refuse(c, -EINVAL, "a write-intent bitmap on a new RAID-10 is not yet supported (uraid runs md's "
+                      "RAID-10 bitmaps it finds); create it with --bitmap none");
     return 0;
+}
+
+/* RAID-10 with 'missing' slots: md's enough() must hold for them. */
+static int raid10_missing_ok(const struct create_plan *c)
+{
+    if (c->g.level != 10)
+        return 1;
+    struct raid10_geom g = {.raid_disks = c->n, .near = c->g.layout & 0xff,
+                            .copies = (c->g.layout & 0xff) * (c->g.layout >> 8 & 0xff)};
+    return raid10_survives(&g, c->missing);
 }
 
 /* The largest chunk whose partial parity fits mdadm's 1 MiB log with its
@@ -319,9 +341,14 @@ static int check_args(struct create_plan *c)
     }
     if (c->nmissing == c->n)
         return refuse(c, -EINVAL, "every member is 'missing'");
-    if (c->nmissing > c->nparity)
+    if (c->nmissing > c->nparity && c->g.level != 10)
         return refuse(c, -EINVAL, "%d members are 'missing' but RAID-%d survives only %d", c->nmissing, c->g.level,
                       c->nparity);
+    if (!raid10_missing_ok(c))
+        return refuse(c, -EINVAL, "the 'missing' slots would hold every copy of some chunks: md's RAID-10 needs one "
+                      "copy of each (leave out members that are not neighbours)");
+    if (c->g.level == LAYOUT_LEVEL_LINEAR && (p->bitmap == URAID_BITMAP_INTERNAL || c->nspares))
+        return refuse(c, -EINVAL, "linear cannot have a write-intent bitmap or spares (md: no redundancy)");
     if (c->g.level == 0 && p->bitmap == URAID_BITMAP_INTERNAL)
         return refuse(c, -EINVAL,
                       "RAID-0 cannot have a write-intent bitmap (md refuses one: there is no redundancy to resync)");
@@ -451,14 +478,31 @@ static int plan_superblocks(struct create_plan *c)
     a->geom = c->g;
     a->k = layout_data_disks(&c->g);
     a->nparity = c->nparity;
+    if (c->g.level == 10) {
+        /* mdadm 4.2 gives RAID-10 members a size in whole chunks times the far copies */
+        uint64_t unit = (uint64_t)c->g.chunk_sectors * (uint64_t)(c->g.layout >> 8 & 0xff);
+        for (int i = 0; i < c->n; i++)
+            a->slot[i].sb.size -= a->slot[i].sb.size % unit;
+        for (int e = 0; e < a->nextra; e++)
+            a->extra[e].sb.size -= a->extra[e].sb.size % unit;
+    }
     a->sb = a->slot[first].sb;
     a->member_sectors = array_member_sectors(&a->sb, c->smallest);
+    if (c->g.level == LAYOUT_LEVEL_LINEAR)
+        return array_open_linear(a, a->slot[first].dev->path, c->why, c->whylen);
     if (a->member_sectors < 2ull * (c->g.level == 1 ? 8 : c->g.chunk_sectors))
         return refuse(c, -ENOSPC,
                       "members are too small: the smallest has %llu sectors, which leaves no room for two chunks "
                       "after the %llu-sector data offset",
                       (unsigned long long)c->smallest, (unsigned long long)a->sb.data_offset);
     a->size_sectors = c->g.level == 1 ? a->member_sectors : a->member_sectors * (uint64_t)a->k;
+    if (c->g.level == 10 && (rc = array_open_raid10(a, a->member_sectors, a->slot[first].dev->path, c->why,
+                                                    c->whylen)) != 0)
+        return rc;
+    if (a->r10) {
+        a->size_sectors = a->r10->array_sectors;
+        a->nparity = c->nparity;
+    }
     if (c->g.level == 0 && (rc = raid0_create_zones(a, p->layout, c->why, c->whylen)) != 0)
         return rc;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
@@ -536,6 +580,8 @@ static void plan_free(struct create_plan *c)
             member_close(c->a->extra[e].dev);
         if (c->runtime)
             array_runtime_fini(c->a);
+        free(c->a->r10);
+        free(c->a->lin);
         free(c->a);
     }
     free(c);

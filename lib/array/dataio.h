@@ -32,6 +32,31 @@ static inline struct array_slot *job_target(struct uraid_array *a, const struct 
  * (stripe is then the row on the member: member_sector / chunk). (dataio.c) */
 int array_map(const struct uraid_array *a, uint64_t sector, struct layout_addr *ad);
 
+/* Copies of one range (RAID-1 mirrors, RAID-10 copies), mirror.c: a slot
+ * serves member sectors [sector, +nsec) when in sync there and none is
+ * listed bad; one read from it (-EAGAIN when the slot changed members);
+ * the range from the first copy that reads, else page by page from any
+ * (array_read_copies: *trouble set when a copy failed; with `correct`
+ * under the units' locks, the failed copies rewritten). */
+int array_copy_usable(const struct uraid_array *a, int m, uint64_t sector, uint32_t nsec);
+int array_read_slot(struct uraid_array *a, int m, uint8_t *buf, uint32_t nsec, uint64_t sector);
+int array_read_copies(struct uraid_array *a, const struct raid10_copy *cp, int n, uint8_t *buf, uint32_t nsec,
+                      int correct, int *trouble);
+
+/* RAID-10 (raid10io.c): requests split at chunks, each chunk's copies
+ * from raid10_map read and written as RAID-1's mirrors are, under locks
+ * of RAID1_UNIT array sectors. Its jobs: recovery and replace walk the
+ * targets' member sectors (each chunk found by raid10_unmap and copied
+ * from another copy); check, repair and resync walk array sectors and
+ * compare each chunk's copies with the first readable one (md's order). */
+int array_read_raid10(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint64_t nsec);
+int array_write_raid10(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint64_t end);
+int raid10_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
+int raid10_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
+/* linear (raid10io.c): each piece on its member, no redundancy (RAID-0's rules). */
+int array_read_linear(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint64_t end);
+int array_write_linear(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint64_t end);
+
 /* RAID-1 and RAID-0 requests (mirror.c). */
 int array_read_mirror(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint32_t nsec);
 /* RAID-4/5/6: whole stripes zeroed without reads (zero.c); callers have

@@ -109,6 +109,11 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
             a->geom.level, missing + 1, a->geom.raid_disks, a->nparity);
         return -EBUSY;
     }
+    if (!array_survives_without(a, slot)) {
+        uraid_why(why, whylen, "failing %s would leave RAID-10 without any copy of some chunks (md's RAID-10 keeps "
+                  "one of each); rebuild the other missing members first", name);
+        return -EBUSY;
+    }
     rc = array_member_failed(a, slot, 0, "failed on an administrator's request");
     job_members_changed(a);
     if (rc == -EIO) {

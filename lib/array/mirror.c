@@ -14,13 +14,13 @@
 
 /* Slot m can serve member sectors [sector, +nsec): in sync there and none
  * of them on its bad-block list (listed sectors hold stale data). */
-static int mirror_usable(const struct uraid_array *a, int m, uint64_t sector, uint32_t nsec)
+int array_copy_usable(const struct uraid_array *a, int m, uint64_t sector, uint32_t nsec)
 {
     return slot_ok_upto(a, m, sector + nsec) && !slot_has_bad(&a->slot[m], sector, nsec);
 }
 
 /* One read from slot m; -EAGAIN when the slot changed members meanwhile. */
-static int read_slot(struct uraid_array *a, int m, uint8_t *buf, uint32_t nsec, uint64_t sector)
+int array_read_slot(struct uraid_array *a, int m, uint8_t *buf, uint32_t nsec, uint64_t sector)
 {
     uint32_t gen = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
     if (gen & 1)
@@ -35,58 +35,70 @@ static int read_slot(struct uraid_array *a, int m, uint8_t *buf, uint32_t nsec, 
     return op.result;
 }
 
-/* Reads member sectors [sector, +nsec) into buf from the mirrors in
- * order[]: whole from the first that can, else page by page from any
- * mirror whose page is readable and not listed bad, so errors on
- * different mirrors in different places lose nothing. *trouble is set when
- * some mirror failed a read; with `correct`, each mirror that failed gets
- * the range rewritten (the caller holds the units' locks then, so the
- * rewrite cannot overwrite a newer write). */
-static int read_mirrors(struct uraid_array *a, const int *order, int n, uint8_t *buf, uint64_t sector, uint32_t nsec,
-                        int correct, int *trouble)
+/* Reads nsec sectors into buf from the copies cp[0..n) (a copy: a slot
+ * and the member sector where it holds them; RAID-1's copies all sit at
+ * the same sector, RAID-10's anywhere): whole from the first that can,
+ * else page by page from any copy whose page is readable and not listed
+ * bad, so errors on different copies in different places lose nothing.
+ * *trouble is set when some copy failed a read; with `correct`, each copy
+ * that failed gets the range rewritten (the caller holds the units' locks
+ * then, so the rewrite cannot overwrite a newer write). */
+int array_read_copies(struct uraid_array *a, const struct raid10_copy *cp, int n, uint8_t *buf, uint32_t nsec,
+                      int correct, int *trouble)
 {
     unsigned char failed[URAID_MAX_MEMBERS] = {0};
     int done = 0;
     for (int i = 0; i < n && !done; i++) {
-        if (!mirror_usable(a, order[i], sector, nsec))
+        if (!array_copy_usable(a, cp[i].disk, cp[i].sector, nsec))
             continue;
-        int rc = read_slot(a, order[i], buf, nsec, sector);
+        int rc = array_read_slot(a, cp[i].disk, buf, nsec, cp[i].sector);
         if (rc == -EAGAIN) {
             i--; /* the slot changed members: read it again */
             sched_yield();
             continue;
         }
         done = rc == 0;
-        failed[order[i]] = rc != 0;
+        failed[i] = rc != 0;
     }
     for (uint32_t at = 0; at < nsec && !done; at += 8) {
         uint32_t len = nsec - at < 8 ? nsec - at : 8;
         int got = 0;
         for (int i = 0; i < n && !got; i++) {
-            if (!mirror_usable(a, order[i], sector + at, len))
+            if (!array_copy_usable(a, cp[i].disk, cp[i].sector + at, len))
                 continue;
-            int rc = read_slot(a, order[i], buf + (size_t)at * SECTOR, len, sector + at);
+            int rc = array_read_slot(a, cp[i].disk, buf + (size_t)at * SECTOR, len, cp[i].sector + at);
             if (rc == -EAGAIN) {
                 i--;
                 sched_yield();
                 continue;
             }
             got = rc == 0;
-            failed[order[i]] |= rc != 0;
+            failed[i] |= rc != 0;
         }
         if (!got) {
-            uraid_log(URAID_LOG_ERROR, "member sectors %llu-%llu: no mirror could be read", (unsigned long long)(sector + at),
-                      (unsigned long long)(sector + at + len - 1));
+            uraid_log(URAID_LOG_ERROR, "member sectors %llu-%llu of slot %d: no copy could be read",
+                      (unsigned long long)(cp[0].sector + at), (unsigned long long)(cp[0].sector + at + len - 1),
+                      cp[0].disk);
             *trouble = 1;
             return -EIO;
         }
     }
-    for (int m = 0; m < a->geom.raid_disks; m++) {
-        *trouble |= failed[m];
-        if (failed[m] && correct)
-            array_correct_read_error(a, m, buf, nsec, sector);
+    for (int i = 0; i < n; i++) {
+        *trouble |= failed[i];
+        if (failed[i] && correct)
+            array_correct_read_error(a, cp[i].disk, buf, nsec, cp[i].sector);
     }
     return 0;
+}
+
+/* RAID-1: the mirrors in order[], all at member sector `sector`. */
+static int read_mirrors(struct uraid_array *a, const int *order, int n, uint8_t *buf, uint64_t sector, uint32_t nsec,
+                        int correct, int *trouble)
+{
+    struct raid10_copy cp[URAID_MAX_MEMBERS];
+    for (int i = 0; i < n; i++)
+        cp[i] = (struct raid10_copy){.disk = order[i], .sector = sector};
+    return array_read_copies(a, cp, n, buf, nsec, correct, trouble);
 }
 
 /* Locks the mirror units covering [sector, sector + nsec) (at most

@@ -639,10 +639,10 @@ int rebuild_prepare(struct uraid_array *a, struct array_job *j, const struct ura
                 if (a->slot[j->target[i]].recovered / unit * unit < j->start)
                     j->start = a->slot[j->target[i]].recovered / unit * unit;
         }
-        if (a->geom.level != 1 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR, j->ntargets)) != 0)
+        if (a->geom.level != 1 && !a->r10 && (rc = pipe_alloc(j, (size_t)job_batch_sectors(a) * SECTOR, j->ntargets)) != 0)
             uraid_why(why, whylen, "out of memory");
     }
-    j->step = a->geom.level == 1 ? raid1_copy_step : rebuild_step;
+    j->step = a->geom.level == 1 ? raid1_copy_step : a->r10 ? raid10_copy_step : rebuild_step;
     j->finish = j->kind == URAID_JOB_REPLACE ? replace_finish : rebuild_finish;
     j->checkpoint = j->kind == URAID_JOB_REPLACE ? NULL : rebuild_checkpoint;
     pthread_mutex_unlock(&a->meta_lock);

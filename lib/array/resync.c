@@ -41,7 +41,9 @@ int resync_prepare(struct uraid_array *a, struct array_job *j, const struct urai
         uraid_why(why, whylen, "nothing to resync: the array was shut down cleanly");
         return -EINVAL;
     }
-    j->step = a->geom.level == 1 ? raid1_copy_step : resync_step;
+    j->step = a->geom.level == 1 ? raid1_copy_step : a->r10 ? raid10_scrub_step : resync_step;
+    if (a->r10)
+        j->end = a->size_sectors; /* md's RAID-10 resync walks array sectors (so does resync_offset) */
     j->finish = resync_finish;
     if (a->bitmap)
         j->next = wib_next_needed;

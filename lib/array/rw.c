@@ -129,6 +129,10 @@ int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
         /* one mirror per request, round robin, so parallel readers share members */
         return array_read_mirror(a, p, sector, (uint32_t)(end - sector));
     }
+    if (a->r10)
+        return array_read_raid10(a, p, sector, end - sector);
+    if (a->lin)
+        return array_read_linear(a, p, sector, end);
     struct piece pieces[READ_BATCH];
     struct io_op ops[READ_BATCH];
     while (sector < end && rc == 0) {
@@ -188,7 +192,7 @@ static void write_span(const struct uraid_array *a, uint64_t sector, uint64_t en
 {
     *ms = sector;
     *me = end;
-    if (a->geom.level != 1) {
+    if (a->geom.level != 1 && a->geom.level != 10) { /* RAID-1/10: md's bitmap counts array sectors */
         uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
         *ms = sector / ss * a->geom.chunk_sectors;
         *me = ((end - 1) / ss + 1) * a->geom.chunk_sectors;
@@ -212,6 +216,8 @@ static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, 
     uint64_t sector = offset / SECTOR, end = sector + len / SECTOR;
     if (a->geom.level == 0)
         return array_write_raid0(a, buf, sector, end);
+    if (a->lin)
+        return array_write_linear(a, buf, sector, end);
     uint64_t ms, me;
     write_span(a, sector, end, &ms, &me);
     rc = wib_start_write(a, ms, me);
@@ -219,6 +225,8 @@ static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, 
         return rc;
     if (a->geom.level == 1)
         rc = array_write_mirror(a, buf, sector, end - sector);
+    else if (a->r10)
+        rc = array_write_raid10(a, buf, sector, end);
     else
         rc = buf ? array_write_striped(a, buf, sector, end) : array_zero_striped(a, sector, end);
     wib_end_write(a, ms, me);

@@ -389,8 +389,8 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
                   size_t whylen)
 {
     (void)p;
-    if (a->geom.level != 1 && a->geom.level != 4 && a->geom.level != 5 && a->geom.level != 6) {
-        uraid_why(why, whylen, "%s is only for RAID-1/4/5/6 (this array is RAID-%d)", uraid_job_name(j->kind),
+    if (a->geom.level != 1 && a->geom.level != 4 && a->geom.level != 5 && a->geom.level != 6 && !a->r10) {
+        uraid_why(why, whylen, "%s is only for RAID-1/4/5/6/10 (this array is RAID-%d)", uraid_job_name(j->kind),
                   a->geom.level);
         return -EOPNOTSUPP;
     }
@@ -399,6 +399,12 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
     for (int s = 0; s < a->geom.raid_disks; s++)
         missing += !slot_ok(a, s);
     pthread_mutex_unlock(&a->meta_lock);
+    if (a->r10 && missing) {
+        /* uraid compares RAID-10 copies on a whole array only */
+        uraid_why(why, whylen, "%s of RAID-10 needs every member in sync (%d %s not); rebuild first (add a spare)",
+                  uraid_job_name(j->kind), missing, missing == 1 ? "is" : "are");
+        return -EINVAL;
+    }
     if (missing >= a->nparity) {
         uraid_why(why, whylen,
                   "nothing can be checked: RAID-%d with %d member%s not in sync has no redundancy left to compare; "
@@ -413,13 +419,15 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
                   missing);
         return -EINVAL;
     }
-    j->step = a->geom.level == 1 ? raid1_scrub_step : scrub_step;
+    j->step = a->geom.level == 1 ? raid1_scrub_step : a->r10 ? raid10_scrub_step : scrub_step;
+    if (a->r10)
+        j->end = a->size_sectors; /* md's RAID-10 check walks array sectors */
     j->finish = scrub_finish;
     /* checking costs CPU as well as the reads: each batch is shared by the
      * array's workers (each part's reads run on its own thread too, which
      * is where page-cache and tmpfs members do their copying); without
      * workers the job thread checks alone */
-    j->priv = a->geom.level == 1 ? NULL : array_stripe_pool(a);
+    j->priv = a->geom.level == 1 || a->r10 ? NULL : array_stripe_pool(a);
     j->checkpoint = NULL;
     return 0;
 }

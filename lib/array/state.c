@@ -77,7 +77,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     for (int s = 0; s < a->geom.raid_disks; s++)
         missing += !slot_ok(a, s);
     const char *path = a->slot[m].dev->path;
-    if (missing + 1 > a->nparity) {
+    if (missing + 1 > a->nparity || !array_survives_without(a, m)) {
         pthread_mutex_unlock(&a->meta_lock);
         uraid_log(URAID_LOG_ERROR,
                   "member %s %s and RAID-%d has no redundancy left for it: the request fails; "

@@ -402,7 +402,7 @@ static int read_copy(struct member *m, uint64_t base, struct md_bitmap_sb *hdr, 
 
 int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why, size_t whylen)
 {
-    if (!(a->sb.feature_map & MD_FEATURE_BITMAP_OFFSET) || a->geom.level == 0)
+    if (!(a->sb.feature_map & MD_FEATURE_BITMAP_OFFSET) || a->geom.level <= 0)
         return 0;
     uint64_t base = (a->sb.super_offset + (uint64_t)(int64_t)a->sb.bitmap_offset) * 512;
     struct md_bitmap_sb hdr, h;
@@ -437,14 +437,16 @@ int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why
     if (have < 0)
         return 0; /* no member in sync: nothing to trust, nothing to write */
     uint64_t chunk_sectors = hdr.chunksize / 512;
-    uint64_t nbits = (a->member_sectors + chunk_sectors - 1) / chunk_sectors;
+    /* md's RAID-10 bitmap counts array sectors (resync_max_sectors), the others member sectors */
+    uint64_t span = a->r10 ? a->size_sectors : a->member_sectors;
+    uint64_t nbits = (span + chunk_sectors - 1) / chunk_sectors;
     struct wibitmap *wb = wib_alloc(nbits ? nbits : 1);
     if (!wb) {
         uraid_why(why, whylen, "out of memory for the write-intent bitmap");
         return -ENOMEM;
     }
     wb->hdr = hdr;
-    wb->hdr.sync_size = a->member_sectors; /* md keeps it in step with the array on load */
+    wb->hdr.sync_size = span; /* md keeps it in step with the array on load */
     wb->chunk_sectors = chunk_sectors;
     wb->base = base;
     /* every in-sync copy's bits: a bit set on any member is a write that may not have finished */

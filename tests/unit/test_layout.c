@@ -532,8 +532,12 @@ static void test_validation(void)
     expect_check(0, 0, 256, 8, 1);
     expect_check(0, 0, 257, 8, 0);
     expect_check(2, 0, 4, 8, 0);
-    expect_check(10, 0, 4, 8, 0);
-    expect_check(-1, 0, 4, 8, 0);
+    expect_check(10, 0, 4, 8, 0);     /* no copies */
+    expect_check(10, 0x102, 4, 8, 1); /* n2 */
+    expect_check(10, 0x103, 2, 8, 0); /* n3 on 2 members */
+    expect_check(10, 0x10201, 3, 4, 0); /* o2, chunk below 4 KiB */
+    expect_check(-1, 0, 4, 0, 1);     /* linear: no chunk needed */
+    expect_check(-2, 0, 4, 8, 0);
     expect_check(5, 2, 4, 4, 0);    /* below 4 KiB */
     expect_check(5, 2, 4, 0, 0);
     expect_check(5, 2, 4, 24, 0);   /* not a power of two */
