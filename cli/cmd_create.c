@@ -1,6 +1,6 @@
 /* uraid create --level L --raid-devices N [--chunk SIZE] [--layout NAME]
  *              [--bitmap internal|none] [--bitmap-chunk SIZE]
- *              [--consistency-policy resync|bitmap|ppl]
+ *              [--consistency-policy resync|bitmap|ppl] [--metadata 0.90|1.0|1.1|1.2]
  *              [--name NAME] [--assume-clean] [--force] MEMBERS...
  * Options follow mdadm: a plain --chunk number is KiB; 'missing' leaves a
  * slot empty. Without --assume-clean, parity is made consistent before the
@@ -199,6 +199,9 @@ int cmd_create(int argc, char **argv)
                 cli_error("create", "bad bitmap chunk '%s' (examples: 64M, 128K; a plain number is KiB)", val);
                 return 2;
             }
+        } else if (!strcmp(a, "--metadata") || !strcmp(a, "-e")) {
+            TAKE();
+            p.metadata = val; /* checked by uraid_create, with md's limits of the format */
         } else if (!strcmp(a, "--name") || !strcmp(a, "-N")) {
             TAKE();
             p.name = val;
@@ -210,6 +213,7 @@ int cmd_create(int argc, char **argv)
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
                    "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
                    "                    [--consistency-policy resync|bitmap|ppl] (default: ppl for RAID-5)\n"
+                   "                    [--metadata 0.90|1.0|1.1|1.2] (default 1.2, as mdadm)\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
                    "                    slot; the last M members become spares; RAID-0 members of different sizes\n"
                    "                    make md's zones: --layout original (default) or alternate)\n");
@@ -245,8 +249,8 @@ int cmd_create(int argc, char **argv)
         cli_error("create", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
-    printf("uraid: array created (RAID-%d, %d members%s", p.level, n - p.spare_devices,
-           p.assume_clean ? ", parity not synced: --assume-clean" : "");
+    printf("uraid: array created (RAID-%d, %d members, metadata %s%s", p.level, n - p.spare_devices,
+           uraid_metadata_name(p.metadata), p.assume_clean ? ", parity not synced: --assume-clean" : "");
     if (p.spare_devices)
         printf(", %d spare%s", p.spare_devices, p.spare_devices > 1 ? "s" : "");
     printf(")\n");

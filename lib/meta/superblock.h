@@ -147,6 +147,16 @@ static inline void md_uuid_text(const uint8_t u[16], char out[MD_UUID_TEXT])
     *p = 0;
 }
 
+/* The array UUID as md's write-intent bitmap header stores it: 1.x's
+ * bytes; for 0.90 the four host-endian words as they lie on disk (md
+ * copies the superblock's words), so each word's bytes reversed from
+ * md_sb.set_uuid (which keeps them big-endian for md_uuid_text). */
+static inline void md_sb_bitmap_uuid(const struct md_sb *sb, uint8_t out[16])
+{
+    for (int i = 0; i < 16; i++)
+        out[i] = sb->format == MD_FMT_0_90 ? sb->set_uuid[(i & ~3) + 3 - (i & 3)] : sb->set_uuid[i];
+}
+
 /* Where the bad-block log starts: sectors from the member's start (<= 0 when
  * the fields make no sense). */
 static inline int64_t md_sb_bblog_sector(const struct md_sb *sb) { return (int64_t)sb->super_offset + sb->bblog_offset; }
