@@ -563,6 +563,8 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
     uint64_t usable = pl.usable;
     if (p->level > 0 && p->chunk_sectors && p->level != 1)
         usable -= usable % p->chunk_sectors;
+    if (p->level == 1)
+        usable -= usable % 128; /* mdadm rounds a mirror down to 64 KiB (the oracle's 1.0 and 1.2 members) */
     if (v090)
         usable &= ~(uint64_t)1; /* 0.90 records KiB */
     sb->size = p->level <= 0 ? 0 : usable;
