@@ -349,8 +349,8 @@ int md_sb0_to_sb(const struct md_sb0 *in, uint64_t sb_sector, struct md_sb *out,
             role = MD_ROLE_FAULTY;
         else if ((d->state & (1u << MD_DISK0_SYNC)) && d->raid_disk < in->raid_disks)
             role = (uint16_t)d->raid_disk;
-        else if (d->number == i && (d->number || d->raid_disk || d->major || d->minor))
-            out->v090_spares |= 1u << i; /* a present spare (state 0) */
+        else if (i > 0 && d->number == i)
+            out->v090_spares |= 1u << i; /* a present spare; number 0 is also an empty entry's */
         out->dev_roles[i] = role;
     }
     if (in->this_disk.state & (1u << MD_DISK0_WRITEMOSTLY))
@@ -374,7 +374,10 @@ static void fill_desc(const struct md_sb *sb, uint32_t i, struct md_sb0_desc *d,
         *d = (struct md_sb0_desc){.number = i, .raid_disk = role,
                                   .state = 1u << MD_DISK0_ACTIVE | 1u << MD_DISK0_SYNC};
         c->nr++, c->active++, c->working++;
-    } else if (role == MD_ROLE_FAULTY) {
+    } else if (role == MD_ROLE_FAULTY && i >= sb->raid_disks) {
+        /* a faulty slot's descriptor is left empty: the caller marks it
+         * removed + faulty, as md does for a slot whose member is gone,
+         * which reads back as faulty again (a fixed point) */
         *d = (struct md_sb0_desc){.number = i, .raid_disk = i, .state = 1u << MD_DISK0_FAULTY};
         c->nr++, c->failed++;
     } else if (spare) {

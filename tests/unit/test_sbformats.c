@@ -219,11 +219,11 @@ static void test_descriptor_table(void)
     CHECK(s.disks[0].state == 6 && s.disks[0].raid_disk == 0, "in sync: active sync");
     CHECK(s.disks[1].state == (1u << 3 | 1u) && s.disks[1].number == 1 && s.disks[1].raid_disk == 1,
           "empty slot: removed faulty (state 0x%x)", s.disks[1].state);
-    CHECK(s.disks[2].state == 1u && s.disks[2].number == 2, "faulty: faulty");
+    CHECK(s.disks[2].state == (1u << 3 | 1u) && s.disks[2].number == 2, "faulty slot: removed faulty");
     CHECK(s.disks[3].state == 0 && s.disks[3].number == 3 && s.disks[3].raid_disk == 3, "rebuilding: a spare");
     CHECK(s.disks[4].state == 0 && s.disks[4].number == 4 && s.disks[4].raid_disk == 4, "spare: state 0");
     CHECK(s.disks[5].state == 0 && s.disks[5].number == 0, "unused: zero");
-    CHECK(s.nr_disks == 4 && s.active_disks == 1 && s.working_disks == 3 && s.failed_disks == 2 &&
+    CHECK(s.nr_disks == 3 && s.active_disks == 1 && s.working_disks == 3 && s.failed_disks == 2 &&
               s.spare_disks == 2,
           "counts nr %u active %u working %u failed %u spare %u", s.nr_disks, s.active_disks, s.working_disks,
           s.failed_disks, s.spare_disks);
