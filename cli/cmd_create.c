@@ -61,6 +61,8 @@ static void print_policy(const char *const *members, int n, const struct uraid_c
         because = " (as asked)";
     else if (e.has_ppl)
         because = " (the default for RAID-5: writes are logged so that a crash cannot leave parity stale)";
+    else if (p->level == 5 && strcmp(e.version, "1.2"))
+        because = " (not ppl: uraid keeps md's partial parity log with metadata 1.2 only)";
     else if (p->level == 5)
         because = " (not ppl: the members have no room for its 1 MiB log, the chunk is too large, or a bitmap "
                   "was asked for)";

@@ -73,7 +73,7 @@ int cmd_detail(int argc, char **argv)
         if (m->path[0])
             total++;
     }
-    printf("           Version : 1.2\n");
+    printf("           Version : %s\n", info.metadata);
     printf("     Creation Time : %s\n", cli_time(info.ctime, t, sizeof t));
     printf("        Raid Level : raid%d\n", info.level);
     printf("        Array Size : %llu%s\n", (unsigned long long)(info.size_bytes / 1024),

@@ -3,6 +3,7 @@
  * `mdadm --examine-bitmap` (-X) does. Reads only. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "uraid_admin.h"
@@ -44,6 +45,18 @@ static int print_bitmap(const struct uraid_examine *e)
     printf("          Bitmap : %llu bits (chunks), %llu dirty (%.1f%%)\n", (unsigned long long)bm->bits,
            (unsigned long long)bm->dirty_bits, bm->bits ? 100.0 * (double)bm->dirty_bits / (double)bm->bits : 0.0);
     return 0;
+}
+
+/* mdadm's "  (local to host H)" after a name "H:..." of this machine. */
+static const char *local_host(const char *name, char *buf, size_t len)
+{
+    char host[256] = "";
+    const char *colon = strchr(name, ':');
+    buf[0] = 0;
+    if (colon && gethostname(host, sizeof host) == 0 && strlen(host) == (size_t)(colon - name) &&
+        !strncmp(name, host, (size_t)(colon - name)))
+        snprintf(buf, len, "  (local to host %s)", host);
+    return buf;
 }
 
 /* One row of 0.90's descriptor table, in mdadm's columns and words (the
@@ -103,8 +116,8 @@ static int print_v090(const char *path, const struct uraid_examine *e)
     if (e->layout_name)
         printf("         Layout : %s\n", e->layout_name);
     if (e->level != 1)
-        printf("     Chunk Size : %s\n\n", cli_format_size(e->chunk_bytes, cs, sizeof cs));
-    printf("      Number   Major   Minor   RaidDevice State\n");
+        printf("     Chunk Size : %s\n", cli_format_size(e->chunk_bytes, cs, sizeof cs));
+    printf("\n      Number   Major   Minor   RaidDevice State\n");
     print_desc("this", &v->this_disk);
     printf("\n");
     for (int d = 0; d < v->ndisks; d++) {
@@ -131,7 +144,8 @@ static int examine_one(const char *path, const char *metadata)
     printf("    Feature Map : 0x%x\n", e.feature_map);
     printf("     Array UUID : ");
     cli_print_uuid(e.array_uuid);
-    printf("\n           Name : %s\n", e.name);
+    char lh[300];
+    printf("\n           Name : %s%s\n", e.name, local_host(e.name, lh, sizeof lh));
     printf("  Creation Time : %s\n", cli_time(e.ctime, t, sizeof t));
     printf("     Raid Level : raid%d\n", e.level);
     printf("   Raid Devices : %d\n\n", e.raid_devices);

@@ -236,6 +236,7 @@ struct uraid_array_info {
     uint64_t member_data_sectors;    /* "Used Dev Size" per member, sectors */
     uint8_t uuid[16];
     char name[33];
+    char metadata[8];                /* md's superblock format: "1.2", "1.1", "1.0", "0.90" */
     uint64_t ctime, utime, events;
     int clean;                       /* 1 = resync_offset says fully in sync */
     int bitmap;                      /* 1 = md's internal write-intent bitmap is kept */

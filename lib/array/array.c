@@ -707,6 +707,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->size_bytes = a->size_sectors * SECTOR;
     info->member_data_sectors = a->member_sectors;
     memcpy(info->uuid, R->set_uuid, 16);
+    snprintf(info->metadata, sizeof info->metadata, "%s", md_format_name(R->format));
     memcpy(info->name, R->set_name, 32);
     info->ctime = R->ctime;
     info->utime = R->utime;
