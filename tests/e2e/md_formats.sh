@@ -5,7 +5,7 @@
 #     --examine reads each member as that version and agrees with uraid
 #     (t_mdadm_agrees) and `uraid examine` prints what mdadm prints; then
 #     write, cat, check, repair, resync after a kill -9, rebuild onto a
-#     spare, add, replace, serve (NBD) and the write-intent bitmap on every
+#     spare, add, replace, serve (NBD), mount (FUSE) and the write-intent bitmap on every
 #     format (0.90's included), the bad-block log on 1.x only;
 #  2. refusals, one line each and every member byte unchanged: 0.90 with
 #     more than 27 members or members over 2 TiB, a PPL on 1.0, a member
@@ -207,6 +207,21 @@ for F in 1.0 1.1 0.90; do
         agrees $F "$F: after serving" $R
     else
         t_fail "$F: serve" "nbdkit/nbdcopy not installed (scripts/deps.sh)"
+    fi
+    # mount: DIR/array over FUSE reads the same bytes
+    if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1 && ! $URAID mount a b 2>&1 | grep -q "without FUSE"; then
+        mnt=$t_tmp/mnt$F; mkdir -p "$mnt"
+        # shellcheck disable=SC2086
+        $URAID mount --foreground $R "$mnt" >"$t_tmp/mount.log" 2>&1 &
+        mpid=$!
+        n=0
+        while [ ! -f "$mnt/array" ] && [ $n -lt 100 ] && kill -0 $mpid 2>/dev/null; do sleep 0.1; n=$((n + 1)); done
+        got=$(timeout 60 sha256sum <"$mnt/array" 2>/dev/null | cut -c1-64)
+        timeout 10 fusermount3 -u "$mnt"; wait $mpid
+        [ "$got" = "$want" ] && t_ok "$F: mount: DIR/array reads what was written" ||
+            t_fail "$F: mount: DIR/array reads what was written" "$(tail -3 "$t_tmp/mount.log")"
+    else
+        t_fail "$F: mount" "needs /dev/fuse, fusermount3 and a FUSE build"
     fi
     # the write-intent bitmap where md keeps it for this format
     B="$d/m0.img $d/lost.img $d/m6.img"
