@@ -115,6 +115,14 @@ agrees() {
         t_fail "$ag_name: mdadm --examine agrees with uraid" "$ag_bad"
 }
 
+# reads NAME FILE: FILE (what a verb read back) is the whole of $d/want,
+# which is never empty (a failed read gives an empty FILE: no pass).
+reads() {
+    if [ -s "$d/want" ] && [ -s "$2" ] && cmp -s "$2" "$d/want"; then t_ok "$1"; else
+        t_fail "$1" "$(wc -c <"$2") bytes read, $(wc -c <"$d/want") written$(cmp "$2" "$d/want" 2>&1 | head -c 200)"
+    fi
+}
+
 array_bytes() { echo $(($($URAID detail "$@" | awk '/Array Size/ {print $4; exit}') * 1024)); }
 
 # ---- 1. every verb on each format ------------------------------------------------------------
@@ -134,7 +142,8 @@ for F in 1.0 1.1 0.90; do
     examine_same "$F: uraid examine prints what mdadm --examine prints (active member)" "$d/m2.img"
     examine_same "$F: uraid examine prints what mdadm --examine prints (spare)" "$d/m4.img"
     if [ "$F" = 0.90 ]; then
-        expect "$F: no bad-block log (0.90 has none)" 1 "" sh -c "mdadm --examine '$d/m0.img' | grep -q 'Bad Block'"
+        expect "$F: no bad-block log (0.90 has none)" 0 "" \
+            sh -c "mdadm --examine '$d/m0.img' >'$t_tmp/bb' && grep -q 'Version : 0.90.00' '$t_tmp/bb' && ! grep -q 'Bad Block' '$t_tmp/bb'"
     else
         expect "$F: a bad-block log, as mdadm writes one" 0 "512 entries available" mdadm --examine "$d/m0.img"
     fi
@@ -142,12 +151,11 @@ for F in 1.0 1.1 0.90; do
     # shellcheck disable=SC2086
     size=$(array_bytes $M "$d/m4.img")
     head -c "$size" "$d/data" >"$d/want"
-    want=$(sha256sum <"$d/want" | cut -c1-64)
     # shellcheck disable=SC2086
     expect "$F: write" 0 "" $URAID write $M "$d/m4.img" <"$d/want"
     # shellcheck disable=SC2086
-    got=$($URAID cat $M "$d/m4.img" | sha256sum | cut -c1-64)
-    [ "$got" = "$want" ] && t_ok "$F: cat reads what was written" || t_fail "$F: cat reads what was written"
+    $URAID cat $M "$d/m4.img" >"$d/got" 2>/dev/null
+    reads "$F: cat reads what was written" "$d/got"
     # shellcheck disable=SC2086
     expect "$F: check finds nothing" 0 "mismatch_cnt 0" $URAID check $M "$d/m4.img"
     # shellcheck disable=SC2086
@@ -172,8 +180,8 @@ for F in 1.0 1.1 0.90; do
     # shellcheck disable=SC2086
     expect "$F: rebuild onto the spare" 0 "rebuilt" $URAID rebuild $L
     # shellcheck disable=SC2086
-    got=$($URAID cat $L | sha256sum | cut -c1-64)
-    [ "$got" = "$want" ] && t_ok "$F: identical after the rebuild" || t_fail "$F: identical after the rebuild"
+    $URAID cat $L >"$d/got" 2>/dev/null
+    reads "$F: identical after the rebuild" "$d/got"
     # shellcheck disable=SC2086
     agrees $F "$F: rebuilt" $L
     examine_same "$F: examine after the rebuild" "$d/m4.img"
@@ -185,8 +193,8 @@ for F in 1.0 1.1 0.90; do
     expect "$F: replace member 0 with the spare" 0 "" $URAID replace $L "$d/m5.img" --old "$d/m0.img" --with "$d/m5.img"
     R="$d/m1.img $d/m3.img $d/m4.img $d/m5.img"
     # shellcheck disable=SC2086
-    got=$($URAID cat $R | sha256sum | cut -c1-64)
-    [ "$got" = "$want" ] && t_ok "$F: identical after the replace" || t_fail "$F: identical after the replace"
+    $URAID cat $R >"$d/got" 2>/dev/null
+    reads "$F: identical after the replace" "$d/got"
     # shellcheck disable=SC2086
     agrees $F "$F: replaced" $R
     # serve over NBD and read it back
@@ -199,10 +207,10 @@ for F in 1.0 1.1 0.90; do
         while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
             sleep 0.25; n=$((n + 1))
         done
-        got=$(timeout 60 nbdcopy "nbd+unix:///?socket=$sock" - 2>/dev/null | sha256sum | cut -c1-64)
+        rm -f "$d/got"
+        timeout 60 nbdcopy "nbd+unix:///?socket=$sock" "$d/got" 2>/dev/null
         kill -TERM $spid 2>/dev/null; wait $spid
-        [ "$got" = "$want" ] && t_ok "$F: serve: NBD reads what was written" ||
-            t_fail "$F: serve: NBD reads what was written" "$(tail -3 "$t_tmp/serve.log")"
+        reads "$F: serve: NBD reads what was written" "$d/got"
         # shellcheck disable=SC2086
         agrees $F "$F: after serving" $R
     else
@@ -216,10 +224,10 @@ for F in 1.0 1.1 0.90; do
         mpid=$!
         n=0
         while [ ! -f "$mnt/array" ] && [ $n -lt 100 ] && kill -0 $mpid 2>/dev/null; do sleep 0.1; n=$((n + 1)); done
-        got=$(timeout 60 sha256sum <"$mnt/array" 2>/dev/null | cut -c1-64)
+        rm -f "$d/got"
+        timeout 60 cat "$mnt/array" >"$d/got" 2>/dev/null
         timeout 10 fusermount3 -u "$mnt"; wait $mpid
-        [ "$got" = "$want" ] && t_ok "$F: mount: DIR/array reads what was written" ||
-            t_fail "$F: mount: DIR/array reads what was written" "$(tail -3 "$t_tmp/mount.log")"
+        reads "$F: mount: DIR/array reads what was written" "$d/got"
     else
         t_fail "$F: mount" "needs /dev/fuse, fusermount3 and a FUSE build"
     fi
@@ -364,7 +372,7 @@ while read -r name meta level n chunk uuid seed size sha; do
     got=$($URAID cat $P 2>/dev/null | sha256sum | cut -c1-64)
     [ "$got" = "${sha#sha256=}" ] && t_ok "fixture $name: read as md wrote it" ||
         t_fail "fixture $name: read as md wrote it" "sha $got, MANIFEST ${sha#sha256=}"
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086,SC2046
     got=$($URAID cat $(echo $P | cut -d' ' -f2-) 2>/dev/null | sha256sum | cut -c1-64)
     [ "$got" = "${sha#sha256=}" ] && t_ok "fixture $name: read with slot 0 missing" ||
         t_fail "fixture $name: read with slot 0 missing"
@@ -404,7 +412,7 @@ GUEST
         got=$($URAID cat $P 2>"$o/err" | sha256sum | cut -c1-64)
         [ "$got" = "$want" ] && t_ok "$F RAID-$lv: md wrote it, uraid reads it identically" ||
             t_fail "$F RAID-$lv: md wrote it, uraid reads it identically" "$(tail -2 "$o/err")"
-        # shellcheck disable=SC2086
+        # shellcheck disable=SC2086,SC2046
         got=$($URAID cat $(echo $P | cut -d' ' -f2-) 2>"$o/err" | sha256sum | cut -c1-64)
         [ "$got" = "$want" ] && t_ok "$F RAID-$lv: ... and with a member missing" ||
             t_fail "$F RAID-$lv: ... and with a member missing" "$(tail -2 "$o/err")"
@@ -446,6 +454,7 @@ done
 GUEST
     for lv in 1 5 6; do
         size=$(cat "$u/size$lv")
+        [ "$size" -gt 0 ] 2>/dev/null || size=1 # never the empty stream's sha
         want=$("$PATTERN" -s "2$lv" -n "$size" | sha256sum | cut -c1-64)
         mm=$(sed -n "s/^MISMATCH$lv=//p" "$u/md.out"); deg=$(sed -n "s/^DEGRADED$lv=//p" "$u/md.out")
         msize=$(sed -n "s/^SIZE$lv=//p" "$u/md.out"); msha=$(sed -n "s/^SHA$lv=//p" "$u/md.out")
