@@ -16,8 +16,9 @@
 #     (healthy and with a member left out) and examined as mdadm does;
 #  4. the oracle, for 0.90, 1.0 and 1.1 x RAID-1/5/6: md creates and writes,
 #     uraid reads it identically, healthy and degraded; uraid creates and
-#     writes, md assembles it, its check finds mismatch_cnt 0, and it reads
-#     the same bytes. Without the oracle, part 4 fails (it is not skipped).
+#     writes (a RAID-5 with a bitmap too), md assembles it, its check finds
+#     mismatch_cnt 0, and it reads the same bytes. Without the oracle, part 4
+#     fails (it is not skipped).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
@@ -422,27 +423,31 @@ GUEST
     # uraid creates and writes; md assembles, checks and reads
     u=$t_tmp/ur$F; mkdir -p "$u"
     disks=""
-    for i in 0 1 2 3 4 5 6 7 8 9 10; do truncate -s 20M "$u/d$i.img"; disks="$disks --disk $u/d$i.img"; done
+    for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13; do truncate -s 20M "$u/d$i.img"; disks="$disks --disk $u/d$i.img"; done
     ok=1
-    for spec in "1:0 1" "5:2 3 4 5" "6:6 7 8 9 10"; do
+    # md7: a RAID-5 with the internal write-intent bitmap where this format keeps it
+    for spec in "1:0 1" "5:2 3 4 5" "6:6 7 8 9 10" "7:11 12 13"; do
         lv=${spec%%:*}; idx=${spec#*:}
         P=""; n=0; for i in $idx; do P="$P $u/d$i.img"; n=$((n + 1)); done
+        bm=""; level=$lv; [ "$lv" = 7 ] && bm="--bitmap internal" level=5
         # shellcheck disable=SC2086
-        $URAID create --metadata $F --level $lv --raid-devices $n --chunk 64K $P >"$u/c.out" 2>&1 || ok=0
+        $URAID create --metadata $F --level $level --raid-devices $n --chunk 64K $bm $P >"$u/c.out" 2>&1 || ok=0
         # shellcheck disable=SC2086
         size=$(array_bytes $P)
         # shellcheck disable=SC2086
         "$PATTERN" -s "2$lv" -n "$size" | $URAID write $P 2>>"$u/c.out" || ok=0
         echo "$size" >"$u/size$lv"
     done
-    [ $ok = 1 ] && t_ok "$F: uraid created and wrote RAID-1/5/6" || t_fail "$F: uraid created and wrote RAID-1/5/6" "$(tail -3 "$u/c.out")"
+    [ $ok = 1 ] && t_ok "$F: uraid created and wrote RAID-1/5/6 and a RAID-5 with a bitmap" || t_fail "$F: uraid created and wrote RAID-1/5/6 and a RAID-5 with a bitmap" "$(tail -3 "$u/c.out")"
     # shellcheck disable=SC2086
     "$ORACLE" --snapshot --timeout 400 $disks -- - >"$u/md.out" 2>&1 <<'GUEST'
 S() { cat /sys/block/md$1/md/$2; }
 mdadm --assemble /dev/md1 --run /dev/vda /dev/vdb || echo "ASSEMBLE1=fail"
 mdadm --assemble /dev/md5 --run /dev/vd[c-f] || echo "ASSEMBLE5=fail"
 mdadm --assemble /dev/md6 --run /dev/vd[g-k] || echo "ASSEMBLE6=fail"
-for a in 1 5 6; do
+mdadm --assemble /dev/md7 --run /dev/vd[l-n] || echo "ASSEMBLE7=fail"
+echo "BITMAP7=$(cat /sys/block/md7/md/bitmap/location)"
+for a in 1 5 6 7; do
     echo "DEGRADED$a=$(S $a degraded)"
     echo check > /sys/block/md$a/md/sync_action
     sleep 0.2
@@ -452,16 +457,21 @@ for a in 1 5 6; do
     echo "SHA$a=$(sha256sum < /dev/md$a | cut -c1-64)"
 done
 GUEST
-    for lv in 1 5 6; do
+    bml=$(sed -n 's/^BITMAP7=//p' "$u/md.out")
+    case $F in 1.0) bmw=-16 ;; *) bmw=+8 ;; esac
+    [ "$bml" = "$bmw" ] && t_ok "$F: md runs uraid's bitmap where the format keeps it ($bml)" ||
+        t_fail "$F: md runs uraid's bitmap where the format keeps it" "md says '$bml', want $bmw"
+    for lv in 1 5 6 7; do
+        label=RAID-$lv; [ "$lv" = 7 ] && label="RAID-5 with a bitmap"
         size=$(cat "$u/size$lv")
         [ "$size" -gt 0 ] 2>/dev/null || size=1 # never the empty stream's sha
         want=$("$PATTERN" -s "2$lv" -n "$size" | sha256sum | cut -c1-64)
         mm=$(sed -n "s/^MISMATCH$lv=//p" "$u/md.out"); deg=$(sed -n "s/^DEGRADED$lv=//p" "$u/md.out")
         msize=$(sed -n "s/^SIZE$lv=//p" "$u/md.out"); msha=$(sed -n "s/^SHA$lv=//p" "$u/md.out")
         if [ "$deg" = 0 ] && [ "$mm" = 0 ] && [ "$msize" = "$size" ] && [ "$msha" = "$want" ]; then
-            t_ok "$F RAID-$lv: uraid wrote it; md assembles it whole, check finds 0, reads it identically"
+            t_ok "$F $label: uraid wrote it; md assembles it whole, check finds 0, reads it identically"
         else
-            t_fail "$F RAID-$lv: uraid wrote it; md assembles it whole, check finds 0, reads it identically" \
+            t_fail "$F $label: uraid wrote it; md assembles it whole, check finds 0, reads it identically" \
                 "degraded=$deg mismatch=$mm size md $msize uraid $size sha $([ "$msha" = "$want" ] && echo same || echo differs): $(grep -i "mdadm:\|ASSEMBLE" "$u/md.out" | head -3)"
         fi
     done
