@@ -1,4 +1,4 @@
-/* md v1.2 superblock encode/decode, written from md-format.md section 1
+/* md v1.x superblock encode/decode, written from md-format.md section 1
  * (the field table, the checksum and the kernel's acceptance rules) and
  * checked against superblocks written by Linux md and read by mdadm 4.2.
  *

@@ -1,11 +1,12 @@
-/* md v1.2 superblock: one encoder, one decoder, and mdadm 4.2's rules for
- * laying out a new member. Pure functions: no I/O, no state, no printing.
+/* md v1.x superblock (1.0, 1.1, 1.2: one codec, three places), where each
+ * md format keeps its superblock (0.90's codec is super0.h), and mdadm
+ * 4.2's rules for laying out a new member in each format. Pure functions: no I/O, no state, no printing.
  * The on-disk format and the values uraid chooses are described in
  * docs/FORMAT.md (source: ../shared/reference/md-format.md section 1).
  *
  * Units: every offset and size field is in 512-byte sectors, as on disk.
  * Offsets named "from the superblock" are signed and relative to
- * super_offset (sector 8 for v1.2). */
+ * super_offset (sector 8 for v1.2, 0 for v1.1, near the end for v1.0). */
 #ifndef URAID_META_SUPERBLOCK_H
 #define URAID_META_SUPERBLOCK_H
 
