@@ -165,7 +165,13 @@ for F in 1.0 1.1 0.90; do
     # shellcheck disable=SC2086
     $URAID write $M "$d/m4.img" --member-layer throttle=8M <"$d/want" >/dev/null 2>&1 &
     pid=$!
-    sleep 1.5
+    # killed once the array is marked dirty on disk (the first write does it)
+    n=0
+    while ! mdadm --examine "$d/m0.img" 2>/dev/null | grep -q "State : active" && [ $n -lt 200 ] &&
+        kill -0 $pid 2>/dev/null; do
+        sleep 0.1; n=$((n + 1))
+    done
+    sleep 0.3
     kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
     if mdadm --examine "$d/m0.img" | grep -q "State : active"; then
         t_ok "$F: a writer killed mid-way leaves it dirty (mdadm: active)"
