@@ -78,9 +78,10 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid %s [--force] [--member-layer [MEMBER:]SPEC] %s MEMBER...\n"
+            printf("usage: uraid %s [--force] [--metadata 0.90|1.0|1.1|1.2] [--member-layer [MEMBER:]SPEC] %s MEMBER...\n"
                    "       uraid %s [options] --uuid UUID | --name NAME [--config FILE] [DEVICE-OR-GLOB...]\n"
                    "       uraid %s [options] --scan [--config FILE] [--uuid UUID | --name NAME]\n"
+                   "  --metadata      opens only superblocks of that md format (needed when a member holds two)\n"
                    "  --uuid, --name  the array's members are found among the devices, globs and NBD URIs given\n"
                    "                  (none: the config's devices= or DEVICE lines) by their superblocks;\n"
                    "                  stale members and other arrays' are left out with one line each\n"
@@ -120,6 +121,13 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
                 mem->id.config = v;
         } else if (!strcmp(a, "--scan") || !strcmp(a, "-s")) {
             mem->id.scan = 1;
+        } else if (!strcmp(a, "--metadata") || !strcmp(a, "-e")) {
+            if (i + 1 >= argc || !strcmp(uraid_metadata_name(argv[i + 1]), "?")) {
+                cli_error(verb, "--metadata needs one of 0.90, 1.0, 1.1, 1.2 (or mdadm's 0.9, 1, default)%s%s",
+                          i + 1 < argc ? ", got " : "", i + 1 < argc ? argv[i + 1] : "");
+                return 2;
+            }
+            op->metadata = argv[++i];
         } else if (!strcmp(a, "--member-layer")) {
             if (i + 1 >= argc) {
                 cli_error(verb, "--member-layer needs a spec, e.g. 'throttle=60M' or 'MEMBER:read-eio=1M+64K'");

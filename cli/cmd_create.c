@@ -1,6 +1,6 @@
 /* uraid create --level L --raid-devices N [--chunk SIZE] [--layout NAME]
  *              [--bitmap internal|none] [--bitmap-chunk SIZE]
- *              [--consistency-policy resync|bitmap|ppl]
+ *              [--consistency-policy resync|bitmap|ppl] [--metadata 0.90|1.0|1.1|1.2]
  *              [--name NAME] [--assume-clean] [--force] MEMBERS...
  * Options follow mdadm: a plain --chunk number is KiB; 'missing' leaves a
  * slot empty. Without --assume-clean, parity is made consistent before the
@@ -76,6 +76,8 @@ static void print_policy(const char *const *members, int n, const struct uraid_c
         because = " (as asked)";
     else if (e.has_ppl)
         because = " (the default for RAID-5: writes are logged so that a crash cannot leave parity stale)";
+    else if (p->level == 5 && strcmp(e.version, "1.2"))
+        because = " (not ppl: uraid keeps md's partial parity log with metadata 1.2 only)";
     else if (p->level == 5)
         because = " (not ppl: the members have no room for its 1 MiB log, the chunk is too large, or a bitmap "
                   "was asked for)";
@@ -216,6 +218,9 @@ int cmd_create(int argc, char **argv)
                 cli_error("create", "bad bitmap chunk '%s' (examples: 64M, 128K; a plain number is KiB)", val);
                 return 2;
             }
+        } else if (!strcmp(a, "--metadata") || !strcmp(a, "-e")) {
+            TAKE();
+            p.metadata = val; /* checked by uraid_create, with md's limits of the format */
         } else if (!strcmp(a, "--name") || !strcmp(a, "-N")) {
             TAKE();
             p.name = val;
@@ -227,6 +232,7 @@ int cmd_create(int argc, char **argv)
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
                    "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
                    "                    [--consistency-policy resync|bitmap|ppl] (default: ppl for RAID-5)\n"
+                   "                    [--metadata 0.90|1.0|1.1|1.2] (default 1.2, as mdadm)\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
                    "                    slot; the last M members become spares; RAID-0 members of different sizes\n"
                    "                    make md's zones: --layout original (default) or alternate)\n");
@@ -263,8 +269,8 @@ int cmd_create(int argc, char **argv)
         return 1;
     }
     char lt[16];
-    printf("uraid: array created (%s, %d members%s", level_text(p.level, lt, sizeof lt), n - p.spare_devices,
-           p.assume_clean ? ", parity not synced: --assume-clean" : "");
+    printf("uraid: array created (%s, %d members, metadata %s%s", level_text(p.level, lt, sizeof lt),
+           n - p.spare_devices, uraid_metadata_name(p.metadata), p.assume_clean ? ", parity not synced: --assume-clean" : "");
     if (p.spare_devices)
         printf(", %d spare%s", p.spare_devices, p.spare_devices > 1 ? "s" : "");
     printf(")\n");

@@ -71,7 +71,7 @@ int cmd_detail(int argc, char **argv)
         if (m->path[0])
             total++;
     }
-    printf("           Version : 1.2\n");
+    printf("           Version : %s\n", info.metadata);
     printf("     Creation Time : %s\n", cli_time(info.ctime, t, sizeof t));
     if (info.level == -1)
         printf("        Raid Level : linear\n");

@@ -3,6 +3,7 @@
  * `mdadm --examine-bitmap` (-X) does. Reads only. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "uraid_admin.h"
@@ -50,22 +51,105 @@ static int print_bitmap(const struct uraid_examine *e)
     return 0;
 }
 
-static int examine_one(const char *path)
+/* mdadm's "  (local to host H)" after a name "H:..." of this machine. */
+static const char *local_host(const char *name, char *buf, size_t len)
+{
+    char host[256] = "";
+    const char *colon = strchr(name, ':');
+    buf[0] = 0;
+    if (colon && gethostname(host, sizeof host) == 0 && strlen(host) == (size_t)(colon - name) &&
+        !strncmp(name, host, (size_t)(colon - name)))
+        snprintf(buf, len, "  (local to host %s)", host);
+    return buf;
+}
+
+/* One row of 0.90's descriptor table, in mdadm's columns and words (the
+ * device name mdadm looks up by major:minor is left out). */
+static void print_desc(const char *label, const struct uraid_examine_desc *d)
+{
+    printf("%4s %5u   %5u    %5u    %5d     ", label, d->number, d->major, d->minor, (int)d->raid_disk);
+    uint32_t st = d->state & ~((1u << 9) | (1u << 10));
+    if (st & 1u)
+        printf(" faulty");
+    if (st & 2u)
+        printf(" active");
+    if (st & 4u)
+        printf(" sync");
+    if (st & 8u)
+        printf(" removed");
+    if (d->state & (1u << 9))
+        printf(" write-mostly");
+    if (d->state & (1u << 10))
+        printf(" failfast");
+    if (st == 0)
+        printf(" spare");
+    printf("\n");
+}
+
+/* What mdadm --examine prints for a 0.90 superblock (super0.c). */
+static int print_v090(const char *path, const struct uraid_examine *e)
+{
+    const struct uraid_examine0 *v = &e->v0;
+    char t[64], h[64], cs[16], nb[16];
+    printf("%s:\n", path);
+    printf("          Magic : a92b4efc\n");
+    printf("        Version : %s\n", e->version);
+    printf("           UUID : ");
+    cli_print_uuid(e->array_uuid);
+    printf("\n  Creation Time : %s\n", cli_time(e->ctime, t, sizeof t));
+    printf("     Raid Level : raid%d\n", e->level);
+    if (e->used_dev_sectors)
+        printf("  Used Dev Size : %llu%s\n", (unsigned long long)(e->used_dev_sectors / 2),
+               cli_human_size(e->used_dev_sectors * 512, h, sizeof h));
+    if (e->array_sectors)
+        printf("     Array Size : %llu%s\n", (unsigned long long)(e->array_sectors / 2),
+               cli_human_size(e->array_sectors * 512, h, sizeof h));
+    printf("   Raid Devices : %d\n", e->raid_devices);
+    printf("  Total Devices : %u\n", v->total);
+    printf("Preferred Minor : %u\n\n", v->preferred_minor);
+    printf("    Update Time : %s\n", cli_time(e->utime, t, sizeof t));
+    printf("          State : %s%s\n", e->clean ? "clean" : "active", v->errors ? ", errors" : "");
+    if (e->has_bitmap)
+        printf("Internal Bitmap : present\n");
+    printf(" Active Devices : %u\n", v->active);
+    printf("Working Devices : %u\n", v->working);
+    printf(" Failed Devices : %u\n", v->failed);
+    printf("  Spare Devices : %u\n", v->spare);
+    printf("       Checksum : %x - correct\n", e->checksum);
+    printf("         Events : %llu\n\n", (unsigned long long)e->events);
+    if (e->layout_name)
+        printf("         Layout : %s\n", e->layout_name);
+    if (e->level != 1)
+        printf("     Chunk Size : %s\n", cli_format_size(e->chunk_bytes, cs, sizeof cs));
+    printf("\n      Number   Major   Minor   RaidDevice State\n");
+    print_desc("this", &v->this_disk);
+    printf("\n");
+    for (int d = 0; d < v->ndisks; d++) {
+        snprintf(nb, sizeof nb, "%4d", d);
+        print_desc(nb, &v->disks[d]);
+    }
+    return e->has_bitmap ? print_bitmap(e) : 0;
+}
+
+static int examine_one(const char *path, const char *metadata)
 {
     static struct uraid_examine e;
     char why[512];
-    if (uraid_examine(path, &e, why, sizeof why)) {
+    if (uraid_examine_as(path, metadata, &e, why, sizeof why)) {
         cli_error("examine", "%s", why);
         return 1;
     }
+    if (e.v090)
+        return print_v090(path, &e);
     char t[64], h[64], cs[16];
     printf("%s:\n", path);
     printf("          Magic : a92b4efc\n");
-    printf("        Version : 1.2\n");
+    printf("        Version : %s\n", e.version);
     printf("    Feature Map : 0x%x\n", e.feature_map);
     printf("     Array UUID : ");
     cli_print_uuid(e.array_uuid);
-    printf("\n           Name : %s\n", e.name);
+    char lh[300];
+    printf("\n           Name : %s%s\n", e.name, local_host(e.name, lh, sizeof lh));
     printf("  Creation Time : %s\n", cli_time(e.ctime, t, sizeof t));
     if (e.level == -1)
         printf("     Raid Level : linear\n");
@@ -77,13 +161,16 @@ static int examine_one(const char *path)
     if (e.array_sectors)
         printf("     Array Size : %llu KiB%s\n", (unsigned long long)(e.array_sectors / 2),
                cli_human_size(e.array_sectors * 512, h, sizeof h));
-    if (e.used_dev_sectors != e.avail_dev_sectors)
+    if (e.used_dev_sectors && e.used_dev_sectors != e.avail_dev_sectors) /* RAID-0 records none */
         printf("  Used Dev Size : %llu sectors%s\n", (unsigned long long)e.used_dev_sectors,
                cli_human_size(e.used_dev_sectors * 512, h, sizeof h));
-    printf("    Data Offset : %llu sectors\n", (unsigned long long)e.data_offset_sectors);
+    if (e.data_offset_sectors || strcmp(e.version, "1.0")) /* mdadm leaves 1.0's offset 0 out */
+        printf("    Data Offset : %llu sectors\n", (unsigned long long)e.data_offset_sectors);
     printf("   Super Offset : %llu sectors\n", (unsigned long long)e.super_offset_sectors);
     if (e.has_recovery_offset)
         printf("Recovery Offset : %llu sectors\n", (unsigned long long)e.recovery_offset_sectors);
+    printf("   Unused Space : before=%llu sectors, after=%llu sectors\n", (unsigned long long)e.space_before,
+           (unsigned long long)e.space_after);
     printf("          State : %s\n", e.clean ? "clean" : "active");
     printf("    Device UUID : ");
     cli_print_uuid(e.device_uuid);
@@ -102,9 +189,10 @@ static int examine_one(const char *path)
     if (e.layout_name)
         printf("         Layout : %s\n", e.layout_name);
     if (e.level == -1) /* mdadm: a linear array's chunk only rounds each member */
-        printf("       Rounding : %uK\n\n", e.chunk_bytes / 1024);
+        printf("       Rounding : %uK\n", e.chunk_bytes / 1024);
     else if (e.level != 1)
-        printf("     Chunk Size : %s\n\n", cli_format_size(e.chunk_bytes, cs, sizeof cs));
+        printf("     Chunk Size : %s\n", cli_format_size(e.chunk_bytes, cs, sizeof cs));
+    printf("\n"); /* mdadm ends the block with a blank line, RAID-1's too */
     if (e.role == URAID_ROLE_SPARE)
         printf("   Device Role : spare\n");
     else if (e.role == URAID_ROLE_FAULTY)
@@ -198,6 +286,7 @@ static int examine_scan(const char *const *pattern, int npattern)
 int cmd_examine(int argc, char **argv)
 {
     int status = 0, any = 0;
+    const char *metadata = NULL;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--scan") || !strcmp(argv[i], "-s")) {
             for (int j = i; j + 1 < argc; j++)
@@ -212,17 +301,21 @@ int cmd_examine(int argc, char **argv)
         }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: uraid examine MEMBER...\n"
+            printf("usage: uraid examine [--metadata 0.90|1.0|1.1|1.2] MEMBER...\n"
                    "       uraid [-v] examine --scan [DEVICE-OR-GLOB...]   mdadm.conf ARRAY lines of the arrays\n"
                    "                                                     found (default: /proc/partitions)\n");
             return 0;
+        }
+        if ((!strcmp(argv[i], "--metadata") || !strcmp(argv[i], "-e")) && i + 1 < argc) {
+            metadata = argv[++i];
+            continue;
         }
         if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("examine", "unknown option '%s'", argv[i]);
             return 2;
         }
         any = 1;
-        status |= examine_one(argv[i]);
+        status |= examine_one(argv[i], metadata);
     }
     if (!any) {
         cli_error("examine", "no members given (usage: uraid examine MEMBER...)");

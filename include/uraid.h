@@ -80,6 +80,9 @@ enum uraid_policy {
 
 /* "resync", "bitmap", "ppl", "journal" (mdadm's words); "default" for 0. */
 URAID_API const char *uraid_policy_name(int policy);
+/* The md format uraid_create writes for a --metadata spelling: "1.2" for
+ * NULL, "default" and "1"; "0.90" for "0.9" and "0"; ... "?" when unknown. */
+URAID_API const char *uraid_metadata_name(const char *metadata);
 /* The policy named (mdadm's words), or -1. */
 URAID_API int uraid_policy_parse(const char *name);
 
@@ -102,6 +105,10 @@ struct uraid_create_params {
      * for mdadm's 1 MiB log and bitmap is not INTERNAL), else the bitmap
      * rule above. BITMAP and PPL exclude each other, as in mdadm. */
     int consistency_policy;
+    /* md's superblock format, in mdadm's spellings: "1.2" (NULL, "default",
+     * "1"), "1.1", "1.0", "0.90" ("0.9", "0"). 0.90 allows 27 members of at
+     * most 2 TiB (RAID-1/4/5/6) and has no bad-block log. */
+    const char *metadata;
     /* Called during the initial sync with sectors done and total (may be NULL). */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *progress_ctx;
@@ -127,6 +134,10 @@ struct uraid_open_params {
      * image: reads of every byte it does not list as rescued fail with EIO;
      * PATH without ',' or ';'), joined with ';' (offsets in member bytes). */
     const char *const *member_sim;
+    /* Open only superblocks of this md format (mdadm's spellings, "1" = any
+     * 1.x); NULL finds it. A member holding two (an old 0.90 superblock in
+     * a 1.x array's data) is refused until this names one. */
+    const char *metadata;
     int io_threads;    /* I/O engine worker threads; 0 = default */
     int no_uring;      /* 1 = thread pool only (io_uring is used when available) */
     /* 1 = md's background maintenance of a running array: rebuild a spare
@@ -225,6 +236,7 @@ struct uraid_array_info {
     uint64_t member_data_sectors;    /* "Used Dev Size" per member, sectors */
     uint8_t uuid[16];
     char name[33];
+    char metadata[8];                /* md's superblock format: "1.2", "1.1", "1.0", "0.90" */
     uint64_t ctime, utime, events;
     int clean;                       /* 1 = resync_offset says fully in sync */
     int bitmap;                      /* 1 = md's internal write-intent bitmap is kept */

@@ -35,7 +35,7 @@ struct uraid_examine_bitmap {
     uint64_t bits, dirty_bits;
 };
 
-/* The md v1.2 superblock of one member, the fields mdadm --examine prints. */
+/* The md superblock (0.90 or 1.x) of one member, the fields mdadm --examine prints. */
 struct uraid_examine {
     uint32_t feature_map;
     uint8_t array_uuid[16], device_uuid[16];
@@ -68,12 +68,28 @@ struct uraid_examine {
     int bitmap_err;
     char bitmap_why[320];
     struct uraid_examine_bitmap bitmap;
+    char version[10];             /* as mdadm prints it: "1.2", "1.1", "1.0", "0.90.00" */
+    uint64_t space_before, space_after; /* 1.x: mdadm's "Unused Space" around the data, sectors */
+    /* metadata 0.90 (v090 set): what mdadm prints instead of the 1.x fields */
+    int v090;
+    struct uraid_examine0 {
+        uint32_t total, preferred_minor, active, working, failed, spare;
+        int errors;               /* state bit "errors" */
+        struct uraid_examine_desc {
+            uint32_t number, major, minor, raid_disk, state; /* md_p.h MD_DISK_* bits */
+        } this_disk, disks[27];
+        int ndisks;               /* table rows mdadm prints: raid_disks + spare_disks (at most 27) */
+    } v0;
 };
 
 /* Reads the superblock (and bitmap) of one member, never writing. Returns
  * 0, or a negative errno with one line naming the member in why (cannot
  * open, no md superblock, bad checksum ...). */
 URAID_API int uraid_examine(const char *member, struct uraid_examine *out, char *why, size_t whylen);
+/* The same, looking only for md format `metadata` (mdadm's spellings; NULL
+ * finds it): a member holding two superblocks is refused until it is named. */
+URAID_API int uraid_examine_as(const char *member, const char *metadata, struct uraid_examine *out, char *why,
+                               size_t whylen);
 
 /* ---- Names ---------------------------------------------------------------- */
 

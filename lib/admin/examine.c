@@ -2,6 +2,7 @@
  * --examine (the CLI formats it). Opens the member read-only and reads the
  * superblock and, when there is one, the write-intent bitmap. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "log.h"
 #include "member/member.h"
 #include "meta/bitmap.h"
+#include "meta/super0.h"
 #include "meta/superblock.h"
 #include "uraid_admin.h"
 
@@ -76,6 +78,34 @@ static void fill_sb(const struct md_sb *sb, struct uraid_examine *e)
     fill_state(sb, e);
 }
 
+/* mdadm's getinfo_super1 space_before/space_after: between the metadata
+ * (superblock + 72 sectors as the kernel reserves, bitmap, log) and the
+ * data, and between the used data and what follows it. bitmap_sectors is
+ * the bitmap's length when known (0 before it is read). */
+static void fill_space(const struct md_sb *sb, uint64_t bitmap_sectors, struct uraid_examine *e)
+{
+    uint64_t used = sb->level <= 0 ? sb->data_size : sb->size;
+    int has_bb = sb->bblog_offset && sb->bblog_size, has_bm = !!(sb->feature_map & MD_FEATURE_BITMAP_OFFSET);
+    if (sb->data_offset < sb->super_offset) { /* 1.0: the metadata follows the data */
+        int64_t end = (int64_t)sb->super_offset;
+        if (has_bb && md_sb_bblog_sector(sb) < end)
+            end = md_sb_bblog_sector(sb);
+        if (has_bm && (int64_t)sb->super_offset + sb->bitmap_offset < end)
+            end = (int64_t)sb->super_offset + sb->bitmap_offset;
+        int64_t data_end = (int64_t)(sb->data_offset + used);
+        e->space_before = sb->data_offset;
+        e->space_after = end > data_end ? (uint64_t)(end - data_end) : 0;
+        return;
+    }
+    int64_t earliest = (int64_t)sb->super_offset + 72;
+    if (has_bm && sb->bitmap_offset > 0 && (int64_t)sb->super_offset + sb->bitmap_offset + (int64_t)bitmap_sectors > earliest)
+        earliest = (int64_t)sb->super_offset + sb->bitmap_offset + (int64_t)bitmap_sectors;
+    if (has_bb && md_sb_bblog_sector(sb) + sb->bblog_size > earliest)
+        earliest = md_sb_bblog_sector(sb) + sb->bblog_size;
+    e->space_before = (int64_t)sb->data_offset > earliest ? sb->data_offset - (uint64_t)earliest : 0;
+    e->space_after = sb->data_size > used ? sb->data_size - used : 0;
+}
+
 /* The bitmap at sb + bitmap_offset: header decoded, dirty bits counted. */
 static int read_bitmap(struct member *m, const struct md_sb *sb, struct uraid_examine *e)
 {
@@ -119,7 +149,47 @@ static int read_bitmap(struct member *m, const struct md_sb *sb, struct uraid_ex
     return 0;
 }
 
+/* 0.90: the descriptor table and counts, from the superblock itself. */
+static int fill_v090(struct member *m, const struct md_sb *sb, struct uraid_examine *e, char *why, size_t whylen)
+{
+    uint8_t raw[MD_SB0_BYTES] __attribute__((aligned(4096)));
+    struct md_sb0 s0;
+    char reason[240];
+    int rc = member_read(m, raw, sizeof raw, sb->super_offset * SECTOR);
+    if (rc == 0 && (rc = md_sb0_decode(raw, &s0, reason, sizeof reason)) != 0)
+        uraid_why(why, whylen, "member %s: %s", m->path, reason);
+    else if (rc)
+        uraid_why(why, whylen, "member %s: cannot read the 0.90 superblock: %s", m->path, uraid_strerror(rc));
+    if (rc)
+        return rc;
+    struct uraid_examine0 *v = &e->v0;
+    e->v090 = 1;
+    snprintf(e->version, sizeof e->version, "0.%02u.%02u", MD_SB0_MINOR, s0.patch_version % 100);
+    v->total = s0.nr_disks;
+    v->preferred_minor = s0.md_minor;
+    v->active = s0.active_disks;
+    v->working = s0.working_disks;
+    v->failed = s0.failed_disks;
+    v->spare = s0.spare_disks;
+    v->errors = !!(s0.state & (1u << MD_SB0_ERRORS));
+    const struct md_sb0_desc *d = &s0.this_disk;
+    v->this_disk = (struct uraid_examine_desc){d->number, d->major, d->minor, d->raid_disk, d->state};
+    uint64_t rows = (uint64_t)s0.raid_disks + s0.spare_disks;
+    v->ndisks = rows > MD_SB0_DISKS ? (int)MD_SB0_DISKS : (int)rows;
+    for (int i = 0; i < v->ndisks; i++) {
+        d = &s0.disks[i];
+        v->disks[i] = (struct uraid_examine_desc){d->number, d->major, d->minor, d->raid_disk, d->state};
+    }
+    return 0;
+}
+
 int uraid_examine(const char *member, struct uraid_examine *out, char *why, size_t whylen)
+{
+    return uraid_examine_as(member, NULL, out, why, whylen);
+}
+
+int uraid_examine_as(const char *member, const char *metadata, struct uraid_examine *out, char *why,
+                     size_t whylen)
 {
     if (!member || !out) {
         uraid_why(why, whylen, "no member given");
@@ -134,11 +204,21 @@ int uraid_examine(const char *member, struct uraid_examine *out, char *why, size
         return rc;
     }
     struct md_sb sb;
-    rc = array_read_superblock(m, &sb, why, whylen);
+    int want;
+    rc = array_parse_metadata(metadata, &want, why, whylen);
+    if (rc == 0)
+        rc = array_read_superblock_as(m, want, &sb, why, whylen);
     if (rc == 0) {
         fill_sb(&sb, out);
+        snprintf(out->version, sizeof out->version, "%s", md_format_name(sb.format));
+        if (sb.format == MD_FMT_0_90)
+            rc = fill_v090(m, &sb, out, why, whylen);
+    }
+    if (rc == 0) {
         if (out->has_bitmap)
             out->bitmap_err = read_bitmap(m, &sb, out);
+        uint64_t bm_bytes = out->has_bitmap && !out->bitmap_err ? md_bitmap_area_bytes(out->bitmap.bits) : 0;
+        fill_space(&sb, (bm_bytes + SECTOR - 1) / SECTOR, out);
     }
     member_close(m);
     return rc;

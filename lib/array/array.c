@@ -17,52 +17,6 @@
 #include "log.h"
 #include "stripe/ppl.h"
 
-int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
-{
-    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
-    if (m->size < MD_SB_V12_BYTES + MD_SB_BYTES) {
-        uraid_why(why, whylen, "member %s: too small to hold an md superblock (%llu bytes)", m->path,
-            (unsigned long long)m->size);
-        return -EINVAL;
-    }
-    int rc = member_read(m, buf, MD_SB_BYTES, MD_SB_V12_BYTES);
-    if (rc) {
-        uraid_why(why, whylen, "member %s: cannot read the superblock: %s", m->path, uraid_strerror(rc));
-        return rc;
-    }
-    char reason[200];
-    rc = md_sb_decode(buf, MD_SB_V12_SECTOR, sb, reason, sizeof reason);
-    if (rc)
-        uraid_why(why, whylen, "member %s: %s", m->path, reason);
-    return rc;
-}
-
-static int write_superblock(struct member *m, const struct md_sb *sb)
-{
-    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
-    int rc = md_sb_encode(sb, buf);
-    if (rc)
-        return rc;
-    return member_write(m, buf, MD_SB_BYTES, MD_SB_V12_BYTES);
-}
-
-int array_write_new_member(struct member *m, const struct md_sb *sb)
-{
-    int rc = write_superblock(m, sb);
-    int64_t at = md_sb_bblog_sector(sb);
-    if (rc == 0 && sb->bblog_size && sb->bblog_offset) {
-        /* an empty log is all 0xff: every entry unused, as mdadm writes it */
-        size_t len = (size_t)sb->bblog_size * SECTOR;
-        uint8_t *log = malloc(len);
-        if (!log)
-            return -ENOMEM;
-        memset(log, 0xff, len);
-        rc = at > 0 ? member_write(m, log, len, (uint64_t)at * SECTOR) : -EINVAL;
-        free(log);
-    }
-    return rc;
-}
-
 static uint64_t now_seconds(void) { return (uint64_t)time(NULL); }
 
 /* The array-wide fields of the template go into each member's own
@@ -75,6 +29,22 @@ static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
     dst->resync_offset = tmpl->resync_offset;
     dst->max_dev = tmpl->max_dev;
     memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
+    dst->v090_spares = tmpl->v090_spares;
+}
+
+/* 0.90 has no role for "spare" apart from "nobody": the members present
+ * as spares (a rebuilding one too: 0.90 records no recovery offset) are
+ * named by device number for md_sb0_from_sb's descriptor table. */
+static void note_spares(struct uraid_array *a)
+{
+    uint32_t bits = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING && a->slot[s].sb.dev_number < 32)
+            bits |= 1u << a->slot[s].sb.dev_number;
+    for (int e = 0; e < a->nextra; e++)
+        if (a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE && a->extra[e].sb.dev_number < 32)
+            bits |= 1u << a->extra[e].sb.dev_number;
+    a->sb.v090_spares = bits;
 }
 
 uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_sectors)
@@ -112,6 +82,7 @@ int array_write_superblocks(struct uraid_array *a)
         return -EROFS;
     pthread_mutex_lock(&a->meta_lock);
     drop_absent_roles(a);
+    note_spares(a);
     array_check_invariants(a);
     a->sb.events++;
     a->sb.utime = now_seconds();
@@ -124,7 +95,7 @@ int array_write_superblocks(struct uraid_array *a)
         if (!sl->dev || (sl->state != URAID_MEMBER_IN_SYNC && sl->state != URAID_MEMBER_REBUILDING))
             continue;
         merge_array_fields(&sl->sb, &a->sb);
-        int r = write_superblock(sl->dev, &sl->sb);
+        int r = array_write_superblock(sl->dev, &sl->sb);
         if (r == 0)
             r = member_flush(sl->dev);
         if (r) {
@@ -140,7 +111,7 @@ int array_write_superblocks(struct uraid_array *a)
         if (!sl->dev || sl->state != URAID_MEMBER_SPARE)
             continue;
         merge_array_fields(&sl->sb, &a->sb);
-        if (write_superblock(sl->dev, &sl->sb) == 0)
+        if (array_write_superblock(sl->dev, &sl->sb) == 0)
             member_flush(sl->dev);
     }
     if (written) {
@@ -372,6 +343,7 @@ struct open_ctx {
     const struct uraid_open_params *p;
     struct member **dev, **fault; /* by position in paths; NULL once placed */
     struct md_sb *sb;
+    int format;                   /* enum md_format the user named, or MD_FMT_ANY */
     int ref;                      /* the member with the highest events */
     int missing;                  /* slots without an in-sync member */
     char gone[512];               /* which, for the messages */
@@ -406,7 +378,7 @@ static int read_superblocks(struct open_ctx *o)
         if (o->p->member_sim &&
             (rc = open_sim_layers(&o->dev[i], &o->fault[i], o->p->member_sim[i], o->why, o->whylen)) != 0)
             return rc;
-        if ((rc = array_read_superblock(o->dev[i], &o->sb[i], o->why, o->whylen)) != 0)
+        if ((rc = array_read_superblock_as(o->dev[i], o->format, &o->sb[i], o->why, o->whylen)) != 0)
             return rc;
         if (o->sb[i].feature_map & UNSUPPORTED_FEATURES) {
             uraid_why(o->why, o->whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)",
@@ -432,6 +404,12 @@ static int pick_reference(struct open_ctx *o)
             md_uuid_text(sb[i].set_uuid, ui);
             uraid_why(o->why, o->whylen, "member %s belongs to a different array (UUID %s) than %s (UUID %s)",
                       o->paths[i], ui, o->paths[0], u0);
+            return -EINVAL;
+        }
+        if (sb[i].format != sb[0].format) {
+            uraid_why(o->why, o->whylen,
+                      "member %s has metadata %s but %s has %s: md keeps one format per array (nothing was written)",
+                      o->paths[i], md_format_name(sb[i].format), o->paths[0], md_format_name(sb[0].format));
             return -EINVAL;
         }
         if (!same_geometry(&sb[i], &sb[0])) {
@@ -679,6 +657,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         uraid_why(o.why, o.whylen, "cannot start the I/O engine: %s", uraid_strerror(rc));
     }
     if (rc == 0)
+        rc = array_parse_metadata(o.p->metadata, &o.format, o.why, o.whylen);
+    if (rc == 0)
         rc = read_superblocks(&o);
     if (rc == 0)
         rc = pick_reference(&o);
@@ -747,6 +727,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->size_bytes = a->size_sectors * SECTOR;
     info->member_data_sectors = a->member_sectors;
     memcpy(info->uuid, R->set_uuid, 16);
+    snprintf(info->metadata, sizeof info->metadata, "%s", md_format_name(R->format));
     memcpy(info->name, R->set_name, 32);
     info->ctime = R->ctime;
     info->utime = R->utime;

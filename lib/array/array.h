@@ -199,7 +199,7 @@ int array_write_superblocks(struct uraid_array *a);
 /* uraid_get_info for a caller that holds meta_lock. (array.c) */
 void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);
 
-/* A new member's superblock and an empty bad-block log (create, add). (array.c) */
+/* A new member's superblock and an empty bad-block log (create, add). (sbio.c) */
 int array_write_new_member(struct member *m, const struct md_sb *sb);
 
 /* At open, for a PPL array opened for writing: the log opened and, when
@@ -216,8 +216,20 @@ int array_mark_dirty(struct uraid_array *a);
  * device number). (array.c) */
 int array_same_file(const char *x, const char *y);
 
-/* Reads one member's superblock; `why` names the member on failure. (array.c) */
+/* Reads one member's superblock in any md format; `why` names the member
+ * on failure. _as looks only where `want` (enum md_format, MD_FMT_ANY or
+ * MD_FMT_ANY1) keeps it. Two valid superblocks at two places: -ENOTUNIQ
+ * with both named. (sbio.c) */
 int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen);
+int array_read_superblock_as(struct member *m, int want, struct md_sb *sb, char *why, size_t whylen);
+
+/* Writes sb where and as its format says (super_offset, 1.x or 0.90);
+ * -EINVAL when that is not where md looks on this member. (sbio.c) */
+int array_write_superblock(struct member *m, const struct md_sb *sb);
+
+/* mdadm's --metadata spellings into enum md_format; NULL -> MD_FMT_ANY.
+ * 0 or -EINVAL with one line. (sbio.c) */
+int array_parse_metadata(const char *text, int *format, char *why, size_t whylen);
 
 /* Data sectors per member the array uses: sb->size, except RAID-0 where
  * mdadm writes 0 and the smallest member's data area (in whole chunks)

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "meta/bitmap.h"
 #include "meta/ppl.h"
+#include "meta/super0.h"
 #include "stripe/ppl.h"
 
 #define SYNC_BYTES (8u << 20) /* per member per sync step */
@@ -107,11 +108,20 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
         return 0;
     }
     const struct md_sb *sb = &a->sb;
-    int64_t room = md_choose_bm_space(smallest);
-    if (sb->bblog_offset > 8 && sb->bblog_offset - 8 < room)
-        room = sb->bblog_offset - 8;
-    if ((int64_t)(sb->data_offset - sb->super_offset) - 8 < room)
-        room = (int64_t)(sb->data_offset - sb->super_offset) - 8;
+    int64_t room = md_choose_bm_space(smallest), at = 8;
+    if (sb->format == MD_FMT_1_0) {
+        /* 1.0: the bitmap ends where the log starts, before the superblock */
+        room = (int64_t)(sb->super_offset + (uint64_t)(int64_t)sb->bblog_offset - sb->data_offset - sb->data_size);
+        at = sb->bblog_offset - room;
+    } else if (sb->format == MD_FMT_0_90) {
+        room = MD_SB0_BITMAP_SECTORS; /* 0.90: the rest of its 64 KiB */
+        at = MD_SB0_BITMAP_OFFSET;
+    } else {
+        if (sb->bblog_offset > 8 && sb->bblog_offset - 8 < room)
+            room = sb->bblog_offset - 8;
+        if ((int64_t)(sb->data_offset - sb->super_offset) - 8 < room)
+            room = (int64_t)(sb->data_offset - sb->super_offset) - 8;
+    }
     uint32_t chunk;
     char cwhy[200];
     int rc = md_bitmap_choose_chunk(a->member_sectors, room > 0 ? (uint32_t)room : 0, p->bitmap_chunk_bytes, &chunk,
@@ -120,14 +130,18 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
         uraid_why(why, whylen, "%s", cwhy);
         return rc;
     }
-    md_bitmap_init(bm, sb->set_uuid, sb->events, a->member_sectors, chunk);
+    uint8_t bm_uuid[16];
+    md_sb_bitmap_uuid(sb, bm_uuid);
+    md_bitmap_init(bm, bm_uuid, sb->events, a->member_sectors, chunk);
+    /* mdadm: right after the 4 KiB superblock (1.1, 1.2, 0.90), right
+     * before the bad-block log (1.0); the same offset on every member */
     for (int i = 0; i < a->geom.raid_disks; i++)
         if (a->slot[i].dev) {
             a->slot[i].sb.feature_map |= MD_FEATURE_BITMAP_OFFSET;
-            a->slot[i].sb.bitmap_offset = 8; /* mdadm: right after the 4 KiB superblock */
+            a->slot[i].sb.bitmap_offset = (int32_t)at;
         }
     a->sb.feature_map |= MD_FEATURE_BITMAP_OFFSET;
-    a->sb.bitmap_offset = 8;
+    a->sb.bitmap_offset = (int32_t)at;
     return 0;
 }
 
@@ -195,6 +209,7 @@ struct create_plan {
     int with_bitmap;
     int bitmap_mode;            /* URAID_BITMAP_*: the bitmap argument as the policy settles it */
     int policy;                 /* URAID_POLICY_*: DEFAULT until open_members settles it */
+    int format;                 /* enum md_format of --metadata */
     int runtime;                /* array_runtime_init ran: fini must too */
     char *why;
     size_t whylen;
@@ -311,11 +326,45 @@ static void settle_policy(struct create_plan *c)
         return;
     uint64_t need = md_choose_data_offset_space(c->smallest, c->g.chunk_sectors, MD_PPL_SECTORS) +
                     2ull * c->g.chunk_sectors + 10;
-    if (c->g.level == 5 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
+    if (c->g.level == 5 && c->format == MD_FMT_1_2 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
         c->g.chunk_sectors <= PPL_MAX_CHUNK_SECTORS && c->smallest >= need) {
         c->policy = URAID_POLICY_PPL;
         c->bitmap_mode = URAID_BITMAP_NONE;
     }
+}
+
+/* --metadata: mdadm's spellings ("1" and none mean 1.2, as mdadm
+ * creates), and what 0.90 cannot hold: more than 27 device numbers, a PPL
+ * (uraid keeps md's PPL area after a 1.2 superblock only). */
+static int check_format(struct create_plan *c)
+{
+    const struct uraid_create_params *p = c->p;
+    int rc = array_parse_metadata(p->metadata, &c->format, c->why, c->whylen);
+    if (rc)
+        return rc;
+    if (c->format == MD_FMT_ANY || c->format == MD_FMT_ANY1)
+        c->format = MD_FMT_1_2;
+    if (c->format == MD_FMT_0_90 && c->n + c->nspares > (int)MD_SB0_DISKS)
+        return refuse(c, -EINVAL, "metadata 0.90 holds at most %u members, spares included (%d given); use "
+                                  "metadata 1.x", MD_SB0_DISKS, c->n + c->nspares);
+    if (c->format != MD_FMT_1_2 && p->consistency_policy == URAID_POLICY_PPL)
+        return refuse(c, -EINVAL, "--consistency-policy=ppl needs --metadata 1.2 (uraid keeps md's PPL area after "
+                                  "a 1.2 superblock only)");
+    return 0;
+}
+
+/* 0.90 records each member's used size in 32-bit KiB: md refuses members
+ * over 2 TiB for the levels that use the size (all but RAID-0). */
+static int check_format_size(struct create_plan *c)
+{
+    if (c->format != MD_FMT_0_90 || c->g.level <= 0)
+        return 0;
+    uint64_t used = md_format_sb_sector(MD_FMT_0_90, c->smallest);
+    if (used != UINT64_MAX && used > MD_SB0_MAX_MEMBER_SECTORS)
+        return refuse(c, -EINVAL, "metadata 0.90 allows members of at most 2 TiB for RAID-%d (md's limit), but "
+                                  "each member would use %llu sectors (%llu GiB); use metadata 1.x", c->g.level,
+                      (unsigned long long)used, (unsigned long long)(used >> 21));
+    return 0;
 }
 
 /* Every argument, before any member is opened. */
@@ -333,6 +382,8 @@ static int check_args(struct create_plan *c)
     int rc = check_names(c);
     if (rc == 0)
         rc = check_geometry(c);
+    if (rc == 0)
+        rc = check_format(c);
     if (rc)
         return rc;
     for (int i = 0; i < c->n; i++) {
@@ -366,7 +417,10 @@ static int open_one(struct create_plan *c, const char *path, const char *what, s
         return refuse(c, rc, "%s %s: cannot open: %s", what, path, mwhy);
     struct md_sb old;
     char owhy[200];
-    if (!c->force && array_read_superblock(sl->dev, &old, owhy, sizeof owhy) == 0) {
+    int found = c->force ? -ENOENT : array_read_superblock(sl->dev, &old, owhy, sizeof owhy);
+    if (found == -ENOTUNIQ)
+        return refuse(c, -EEXIST, "%s; use --force to overwrite both", owhy);
+    if (found == 0) {
         char name[33] = {0};
         memcpy(name, old.set_name, 32);
         return refuse(c, -EEXIST,
@@ -466,6 +520,7 @@ static int plan_superblocks(struct create_plan *c)
         .missing = c->missing,
         .assume_clean = p->assume_clean || c->nmissing,
         .ppl = c->policy == URAID_POLICY_PPL,
+        .format = c->format,
     };
     int rc = make_uuid(c, cp.uuid), first = -1;
     for (int i = 0; i < c->n && rc == 0; i++)
@@ -611,6 +666,8 @@ int uraid_create(const char *const *paths, int n, const struct uraid_create_para
     }
     if (rc == 0)
         rc = open_members(c);
+    if (rc == 0)
+        rc = check_format_size(c);
     if (rc == 0) {
         settle_policy(c);
         rc = plan_superblocks(c);

@@ -176,7 +176,10 @@ int array_manage_remove(struct uraid_array *a, const char *name, char *why, size
 /* The lowest device number no member uses (md's choice for a new disk). */
 static int free_dev_number(const struct uraid_array *a)
 {
-    for (uint32_t i = 0; i < a->sb.max_dev && i < MD_SB_MAX_DEV; i++) {
+    /* md numbers a 0.90 spare from raid_disks up: the numbers below are
+     * the slots' descriptors (super_90_sync marks an empty one removed) */
+    uint32_t first = a->sb.format == MD_FMT_0_90 ? (uint32_t)a->geom.raid_disks : 0;
+    for (uint32_t i = first; i < a->sb.max_dev && i < MD_SB_MAX_DEV; i++) {
         if (a->sb.dev_roles[i] != MD_ROLE_SPARE)
             continue;
         int used = 0;
@@ -358,8 +361,24 @@ static int spare_superblock(struct uraid_array *a, struct member *m, char *why, 
     }
     sb.dev_number = (uint32_t)dn;
     sb.dev_roles[dn] = MD_ROLE_SPARE;
-    sb.data_size = m->size / 512 - sb.data_offset;
-    sb.super_offset = MD_SB_V12_SECTOR;
+    /* where this member's superblock goes: 1.0 and 0.90 keep it at the
+     * end, after the data and the same tail the others have (bitmap, log) */
+    uint64_t at = md_format_sb_sector(sb.format, m->size / 512);
+    if (sb.format == MD_FMT_1_0 || sb.format == MD_FMT_0_90) {
+        uint64_t tail = a->sb.super_offset - a->sb.data_offset - a->sb.data_size;
+        sb.data_size = at != UINT64_MAX && at > tail ? at - tail : 0;
+        if (sb.data_size < a->member_sectors) {
+            pthread_mutex_unlock(&a->meta_lock);
+            uraid_why(why, whylen, "%s is too small: %llu sectors leave %llu for data before a metadata %s "
+                      "superblock, the array needs %llu", path, (unsigned long long)(m->size / 512),
+                      (unsigned long long)sb.data_size, md_format_name(sb.format),
+                      (unsigned long long)a->member_sectors);
+            return -ENOSPC;
+        }
+    } else {
+        sb.data_size = m->size / 512 - sb.data_offset;
+    }
+    sb.super_offset = at;
     sb.recovery_offset = 0;
     sb.feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
     sb.cnt_corrected_read = 0;

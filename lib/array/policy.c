@@ -122,6 +122,9 @@ static int plan_all(struct grow *g, int policy)
     if (policy == URAID_POLICY_PPL && s0->level != 5)
         return refuse(g, -EINVAL, "consistency policy ppl needs RAID-5: md keeps a partial parity log for RAID-5 "
                                   "only (this is RAID-%d)", s0->level);
+    if (policy == URAID_POLICY_PPL && s0->format != MD_FMT_1_2)
+        return refuse(g, -EOPNOTSUPP, "consistency policy ppl needs metadata 1.2 here (this array has %s): uraid "
+                                      "keeps md's PPL area after a 1.2 superblock only", md_format_name(s0->format));
     uint64_t events = 0;
     for (int i = 0; i < g->n; i++)
         events = g->sb[i].events > events ? g->sb[i].events : events;
@@ -155,11 +158,8 @@ static int write_all(struct grow *g)
             if (rc == 0)
                 rc = member_write(g->dev[i], hdr, sizeof hdr, at);
         }
-        uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
         if (rc == 0)
-            rc = md_sb_encode(nsb, buf);
-        if (rc == 0)
-            rc = member_write(g->dev[i], buf, MD_SB_BYTES, MD_SB_V12_BYTES);
+            rc = array_write_superblock(g->dev[i], nsb);
         if (rc == 0)
             rc = member_flush(g->dev[i]);
         if (rc)

@@ -424,7 +424,9 @@ int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why
                       (unsigned long long)(base / 512), reason);
             return rc;
         }
-        if (memcmp(h.uuid, a->sb.set_uuid, 16)) {
+        uint8_t want[16];
+        md_sb_bitmap_uuid(&a->sb, want);
+        if (memcmp(h.uuid, want, 16)) {
             uraid_why(why, whylen, "member %s: its write-intent bitmap belongs to another array (UUID differs)",
                       a->slot[s].dev->path);
             return -EINVAL;

@@ -1,4 +1,4 @@
-/* md v1.2 superblock encode/decode, written from md-format.md section 1
+/* md v1.x superblock encode/decode, written from md-format.md section 1
  * (the field table, the checksum and the kernel's acceptance rules) and
  * checked against superblocks written by Linux md and read by mdadm 4.2.
  *
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "meta/le.h"
+#include "meta/super0.h"
 
 struct md_sb_disk {
     uint8_t magic[4];
@@ -272,6 +273,7 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
     sb->events = le64_get(in + OFF(events));
     sb->resync_offset = le64_get(in + OFF(resync_offset));
     sb->sb_csum = stored;
+    sb->format = md_format_of_v1_sector(read_at_sector);
     sb->max_dev = max_dev;
     for (uint32_t i = 0; i < max_dev; i++)
         sb->dev_roles[i] = le16_get(in + MD_SB_FIXED_BYTES + 2 * i);
@@ -309,6 +311,50 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
     }
     int rc = md_sb_check_bblog(sb, why, whylen);
     return rc ? rc : md_sb_check_ppl(sb, why, whylen);
+}
+
+/* ---- Formats ---------------------------------------------------------- */
+
+const char *md_format_name(int format)
+{
+    static const char *const names[MD_FMT_COUNT] = {"1.2", "1.1", "1.0", "0.90"};
+    return format >= 0 && format < MD_FMT_COUNT ? names[format] : "?";
+}
+
+int md_format_parse(const char *text, int *format)
+{
+    static const struct {
+        const char *text;
+        int format;
+    } spell[] = {
+        {"0.90", MD_FMT_0_90}, {"0.9", MD_FMT_0_90}, {"0", MD_FMT_0_90},  {"1.0", MD_FMT_1_0},
+        {"1.00", MD_FMT_1_0},  {"1.1", MD_FMT_1_1},  {"1.01", MD_FMT_1_1}, {"1.2", MD_FMT_1_2},
+        {"1.02", MD_FMT_1_2},  {"default", MD_FMT_1_2}, {"1", MD_FMT_ANY1},
+    };
+    for (size_t i = 0; text && i < sizeof spell / sizeof spell[0]; i++)
+        if (!strcmp(text, spell[i].text)) {
+            *format = spell[i].format;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+uint64_t md_format_sb_sector(int format, uint64_t member_sectors)
+{
+    switch (format) {
+    case MD_FMT_1_2:
+        return member_sectors >= MD_SB_V12_SECTOR + 8 ? MD_SB_V12_SECTOR : UINT64_MAX;
+    case MD_FMT_1_1:
+        return member_sectors >= 8 ? 0 : UINT64_MAX;
+    case MD_FMT_1_0:
+        /* md's super_1_load: 8 KiB back from the end, down to 4 KiB */
+        return member_sectors >= 24 ? (member_sectors - 16) & ~(uint64_t)7 : UINT64_MAX;
+    case MD_FMT_0_90:
+        /* md_p.h MD_NEW_SIZE_SECTORS: the last whole 64 KiB below the end */
+        return member_sectors >= 256 ? (member_sectors & ~(uint64_t)127) - 128 : UINT64_MAX;
+    default:
+        return UINT64_MAX;
+    }
 }
 
 /* ---- Creating members -------------------------------------------------- */
@@ -407,11 +453,80 @@ int md_sb_make_name(const char *name, const char *homehost, char out[32])
     return 0;
 }
 
+/* Where a new member's superblock, data and bad-block log go, by format
+ * (mdadm 4.2's init_super1 and init_super0, as the oracle's members show):
+ *   1.1, 1.2  sb at 0 / 8, data at round_up(sb + 16 + space + headroom,
+ *             1 MiB), the log after the bitmap space (or before the data);
+ *   1.0       sb 8-12 KiB from this member's end, data from 0 up to
+ *             sb - space - 8, the log in the 8 sectors before the sb;
+ *   0.90      sb in the last 64 KiB-aligned 64 KiB, data from 0 up to it,
+ *             no log (0.90 has none), 27 device slots.
+ * `usable` is the common room (the smallest member's); `space` is the
+ * bitmap's room before the log, `off_space` what the data offset (or 1.0's
+ * tail) reserves: mdadm reserves bitmap space there even for RAID-0. */
+struct placement {
+    uint64_t super_offset, data_offset, data_size, usable;
+    int32_t bblog_offset;
+    uint16_t bblog_size;
+};
+
+static int place_new_member(const struct md_sb_create_params *p, uint64_t member_sectors, uint32_t max_dev,
+                            uint32_t space, uint32_t off_space, struct placement *pl, char *why, size_t whylen)
+{
+    memset(pl, 0, sizeof *pl);
+    int f = p->format;
+    uint64_t at = md_format_sb_sector(f, member_sectors), small_at = md_format_sb_sector(f, p->dev_sectors);
+    if (at == UINT64_MAX || small_at == UINT64_MAX || member_sectors < p->dev_sectors) {
+        say(why, whylen, "member of %llu sectors too small for metadata %s", (unsigned long long)member_sectors,
+            md_format_name(f));
+        return -EINVAL;
+    }
+    pl->super_offset = at;
+    if (f == MD_FMT_1_0 || f == MD_FMT_0_90) {
+        uint32_t tail = f == MD_FMT_0_90 ? 0 : off_space + 8;
+        if (small_at < tail + 10) {
+            say(why, whylen, "member of %llu sectors too small for metadata %s", (unsigned long long)member_sectors,
+                md_format_name(f));
+            return -EINVAL;
+        }
+        pl->data_size = at - tail;
+        pl->usable = small_at - tail;
+        if (f == MD_FMT_1_0) {
+            pl->bblog_offset = -8;
+            pl->bblog_size = 8;
+        }
+        return 0;
+    }
+    uint64_t off = p->data_offset ? p->data_offset
+                                  : (at + 16 + off_space + headroom_sectors(p->dev_sectors, p->chunk_sectors) + 2047) /
+                                        2048 * 2048;
+    if (off < at + md_sb_sectors(max_dev) + 8 || p->dev_sectors < off + 10) {
+        say(why, whylen, "member of %llu sectors too small for data offset %llu", (unsigned long long)member_sectors,
+            (unsigned long long)off);
+        return -EINVAL;
+    }
+    pl->data_offset = off;
+    pl->data_size = member_sectors - off;
+    pl->usable = p->dev_sectors - off;
+    /* Bad-block log: 8 sectors (512 entries, md's one-page cap) after the
+     * bitmap space, or just before the data when that does not fit. The
+     * md fixtures show RAID-0 reserving no bitmap space (log at sb+8). */
+    pl->bblog_size = 8;
+    pl->bblog_offset = at + 8 + space + 8 <= off ? (int32_t)(8 + space) : (int32_t)(off - 8 - at);
+    return 0;
+}
+
 int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t dev_number,
                const uint8_t device_uuid[16], uint64_t member_sectors, char *why, size_t whylen)
 {
     memset(sb, 0, sizeof(*sb));
-    if (p->raid_disks == 0 || p->raid_disks > MD_SB_MAX_DEV || dev_number >= p->raid_disks) {
+    int v090 = p->format == MD_FMT_0_90;
+    uint32_t limit = v090 ? MD_SB0_DISKS : MD_SB_MAX_DEV;
+    if (p->format < 0 || p->format >= MD_FMT_COUNT) {
+        say(why, whylen, "unknown metadata format %d", p->format);
+        return -EINVAL;
+    }
+    if (p->raid_disks == 0 || p->raid_disks + (v090 ? p->spares : 0) > limit || dev_number >= p->raid_disks) {
         say(why, whylen, "raid_disks %u / device %u out of range", p->raid_disks, dev_number);
         return -EINVAL;
     }
@@ -423,48 +538,45 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
         say(why, whylen, "array name must be 1 to 31 bytes");
         return -EINVAL;
     }
-    /* mdadm reserves the PPL's 1 MiB where the bitmap's space would be */
-    uint32_t bm_space = p->level <= 0 ? 0 : p->ppl ? MD_PPL_SECTORS : md_choose_bm_space(p->dev_sectors);
-    uint64_t data_offset = p->data_offset ? p->data_offset
-                                          : md_choose_data_offset_space(p->dev_sectors, p->chunk_sectors,
-                                                                        p->ppl ? MD_PPL_SECTORS
-                                                                               : md_choose_bm_space(p->dev_sectors));
-    uint32_t max_dev = md_choose_max_dev(p->raid_disks + p->spares);
-    if (data_offset < MD_SB_V12_SECTOR + md_sb_sectors(max_dev) + 8 ||
-        p->dev_sectors < data_offset + 10 || member_sectors < p->dev_sectors) {
-        say(why, whylen, "member of %llu sectors too small for data offset %llu",
-            (unsigned long long)member_sectors, (unsigned long long)data_offset);
+    if (p->ppl && p->format != MD_FMT_1_2) {
+        say(why, whylen, "a PPL needs metadata 1.2 here (uraid keeps md's PPL area after a 1.2 superblock only)");
         return -EINVAL;
     }
+    /* mdadm reserves the PPL's 1 MiB where the bitmap's space would be */
+    uint32_t bm_space = p->level <= 0 ? 0 : p->ppl ? MD_PPL_SECTORS : md_choose_bm_space(p->dev_sectors);
+    uint32_t max_dev = v090 ? MD_SB0_DISKS : md_choose_max_dev(p->raid_disks + p->spares);
+    struct placement pl;
+    uint32_t off_space = v090 ? 0 : p->ppl ? MD_PPL_SECTORS : md_choose_bm_space(p->dev_sectors);
+    int rc = place_new_member(p, member_sectors, max_dev, bm_space, off_space, &pl, why, whylen);
+    if (rc)
+        return rc;
 
     memcpy(sb->set_uuid, p->uuid, 16);
-    sb->ctime = p->ctime;
-    sb->utime = p->ctime;
+    sb->ctime = v090 ? (uint32_t)p->ctime : p->ctime;
+    sb->utime = sb->ctime;
     sb->level = p->level;
     sb->layout = p->layout;
     sb->chunksize = p->chunk_sectors;
     sb->raid_disks = p->raid_disks;
     /* mdadm records 0 for RAID-0 (each member's length is data_size);
      * otherwise the common usable length, whole chunks only. */
-    uint64_t usable = p->dev_sectors - data_offset;
+    uint64_t usable = pl.usable;
     if (p->level > 0 && p->chunk_sectors && p->level != 1)
         usable -= usable % p->chunk_sectors;
+    if (p->level == 1)
+        usable -= usable % 128; /* mdadm rounds a mirror down to 64 KiB (the oracle's 1.0 and 1.2 members) */
+    if (v090)
+        usable &= ~(uint64_t)1; /* 0.90 records KiB */
     sb->size = p->level <= 0 ? 0 : usable;
-    sb->data_offset = data_offset;
-    sb->data_size = member_sectors - data_offset;
-    sb->super_offset = MD_SB_V12_SECTOR;
+    sb->data_offset = pl.data_offset;
+    sb->data_size = pl.data_size;
+    sb->super_offset = pl.super_offset;
+    sb->format = p->format;
     sb->dev_number = dev_number;
     memcpy(sb->device_uuid, device_uuid, 16);
-
-    /* Bad-block log: 8 sectors (512 entries, md's one-page cap) after the
-     * bitmap space, or just before the data when that does not fit. The
-     * md fixtures show RAID-0 reserving no bitmap space (log at sb+8). */
-    sb->bblog_size = 8;
+    sb->bblog_size = pl.bblog_size;
     sb->bblog_shift = 0;
-    if (MD_SB_V12_SECTOR + 8 + bm_space + 8 <= data_offset)
-        sb->bblog_offset = (int32_t)(8 + bm_space);
-    else
-        sb->bblog_offset = (int32_t)(data_offset - 8 - MD_SB_V12_SECTOR);
+    sb->bblog_offset = pl.bblog_offset;
 
     if (p->ppl) {
         sb->feature_map |= MD_FEATURE_PPL;

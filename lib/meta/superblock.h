@@ -1,11 +1,12 @@
-/* md v1.2 superblock: one encoder, one decoder, and mdadm 4.2's rules for
- * laying out a new member. Pure functions: no I/O, no state, no printing.
+/* md v1.x superblock (1.0, 1.1, 1.2: one codec, three places), where each
+ * md format keeps its superblock (0.90's codec is super0.h), and mdadm
+ * 4.2's rules for laying out a new member in each format. Pure functions: no I/O, no state, no printing.
  * The on-disk format and the values uraid chooses are described in
  * docs/FORMAT.md (source: ../shared/reference/md-format.md section 1).
  *
  * Units: every offset and size field is in 512-byte sectors, as on disk.
  * Offsets named "from the superblock" are signed and relative to
- * super_offset (sector 8 for v1.2). */
+ * super_offset (sector 8 for v1.2, 0 for v1.1, near the end for v1.0). */
 #ifndef URAID_META_SUPERBLOCK_H
 #define URAID_META_SUPERBLOCK_H
 
@@ -50,6 +51,36 @@
 
 #define MD_RESYNC_CLEAN UINT64_MAX  /* resync_offset of a clean array ("MaxSector") */
 
+/* md's superblock formats. 1.x share one codec (this file) and differ only
+ * in where the superblock sits; 0.90 has its own (super0.h), translated to
+ * and from struct md_sb so the array code handles every format alike. */
+enum md_format {
+    MD_FMT_1_2 = 0,  /* 4 KiB from the start (mdadm's default); zero so a zeroed md_sb is 1.2 */
+    MD_FMT_1_1,      /* sector 0 */
+    MD_FMT_1_0,      /* 8 to 12 KiB from the end, 4 KiB aligned */
+    MD_FMT_0_90,     /* the last 64 KiB-aligned 64 KiB of the member */
+    MD_FMT_COUNT,
+    MD_FMT_ANY = -1, /* probe every format */
+    MD_FMT_ANY1 = -2 /* mdadm's "1": any 1.x (1.2 when creating) */
+};
+
+/* "1.2", "1.1", "1.0", "0.90" ("?" for anything else). */
+const char *md_format_name(int format);
+
+/* mdadm's --metadata spellings: 0.90, 0.9, 0; 1.0, 1.00; 1.1, 1.01; 1.2,
+ * 1.02, default; 1 (any 1.x). 0 or -EINVAL. */
+int md_format_parse(const char *text, int *format);
+
+/* The sector a superblock of `format` sits at on a member of
+ * member_sectors; UINT64_MAX when the member is too small to hold one. */
+uint64_t md_format_sb_sector(int format, uint64_t member_sectors);
+
+/* The format a v1 superblock read at `sector` has (0: 1.1, 8: 1.2, else 1.0). */
+static inline int md_format_of_v1_sector(uint64_t sector)
+{
+    return sector == 0 ? MD_FMT_1_1 : sector == MD_SB_V12_SECTOR ? MD_FMT_1_2 : MD_FMT_1_0;
+}
+
 /* Every v1.2 field in host form. The pads (pad0, pad3) are not kept: the
  * decoder rejects non-zero pads and the encoder writes zeros. */
 struct md_sb {
@@ -87,6 +118,13 @@ struct md_sb {
     uint32_t sb_csum;           /* decode: as stored (and verified) */
     uint32_t max_dev;           /* dev_roles[] entries on disk */
     uint16_t dev_roles[MD_SB_MAX_DEV]; /* entries >= max_dev are zero */
+    /* Not v1 fields: how this superblock is stored (md_sb_decode sets it
+     * from the sector it was read at; md_sb_encode ignores it), and what
+     * 0.90 keeps that v1 has no field for (md_sb0_to_sb, md_sb_from_sb0). */
+    int32_t format;             /* enum md_format */
+    uint32_t v090_minor;        /* 0.90 md_minor (mdadm's "Preferred Minor") */
+    uint32_t v090_spares;       /* 0.90: device numbers (bits) of members present as spares,
+                                 * those being rebuilt included (descriptor state 0) */
 };
 
 /* Bytes of an encoded superblock that carry information: 256 + 2*max_dev. */
@@ -108,6 +146,16 @@ static inline void md_uuid_text(const uint8_t u[16], char out[MD_UUID_TEXT])
         *p++ = hex[u[i] & 15];
     }
     *p = 0;
+}
+
+/* The array UUID as md's write-intent bitmap header stores it: 1.x's
+ * bytes; for 0.90 the four host-endian words as they lie on disk (md
+ * copies the superblock's words), so each word's bytes reversed from
+ * md_sb.set_uuid (which keeps them big-endian for md_uuid_text). */
+static inline void md_sb_bitmap_uuid(const struct md_sb *sb, uint8_t out[16])
+{
+    for (int i = 0; i < 16; i++)
+        out[i] = sb->format == MD_FMT_0_90 ? sb->set_uuid[(i & ~3) + 3 - (i & 3)] : sb->set_uuid[i];
 }
 
 /* Where the bad-block log starts: sectors from the member's start (<= 0 when
@@ -210,6 +258,8 @@ struct md_sb_create_params {
     int assume_clean;           /* resync_offset = MD_RESYNC_CLEAN instead of 0 */
     int ppl;                    /* mdadm --consistency-policy=ppl: feature bit PPL, a 1 MiB
                                  * area at sb + 8, data_offset and bad-block log after it */
+    int format;                 /* enum md_format (0: 1.2). 1.0 puts the superblock near each
+                                 * member's end (data from 0, log before it); 0.90 as md_sb0_init */
 };
 
 /* Fills sb for the member in raid slot dev_number (mdadm gives member i of

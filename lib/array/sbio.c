@@ -1,0 +1,178 @@
+/* Reading and writing a member's superblock in whichever md format it has.
+ *
+ * The format is a property of each superblock (md_sb.format): a read finds
+ * it by looking at every place md puts one (1.2 at 4 KiB, 1.1 at 0, 1.0
+ * near the end, 0.90 in the last 64 KiB), a write puts it back where it
+ * was found (super_offset) in its own encoding. A member that holds valid
+ * superblocks at two places -- md's classic case is an old 0.90 superblock
+ * left at the end of a disk reused for a 1.2 array, inside the new array's
+ * data -- is refused with both named until the user says which format to
+ * open (--metadata): guessing could write one array's metadata over the
+ * other's data. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/array.h"
+#include "log.h"
+#include "meta/super0.h"
+
+/* One candidate: 0, -ENOENT when nothing md-like is there (no magic, or
+ * the member is too small for the place), another negative errno with a
+ * reason when an md superblock is there but cannot be used. */
+static int read_one(struct member *m, int format, struct md_sb *sb, char *reason, size_t len)
+{
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
+    uint64_t at = md_format_sb_sector(format, m->size / SECTOR);
+    if (at == UINT64_MAX || (at + MD_SB_BYTES / SECTOR) * SECTOR > m->size)
+        return -ENOENT;
+    int rc = member_read(m, buf, MD_SB_BYTES, at * SECTOR);
+    if (rc) {
+        snprintf(reason, len, "cannot read the superblock at sector %llu: %s", (unsigned long long)at,
+                 uraid_strerror(rc));
+        return rc;
+    }
+    uint32_t magic = (uint32_t)buf[0] | (uint32_t)buf[1] << 8 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 24;
+    if (magic != MD_SB_MAGIC && magic != __builtin_bswap32(MD_SB_MAGIC))
+        return -ENOENT;
+    char why[240];
+    if (format == MD_FMT_0_90) {
+        struct md_sb0 s0;
+        rc = md_sb0_decode(buf, &s0, why, sizeof why);
+        if (rc == 0)
+            rc = md_sb0_to_sb(&s0, at, sb, why, sizeof why);
+    } else {
+        rc = md_sb_decode(buf, at, sb, why, sizeof why);
+        sb->format = format;
+    }
+    if (rc)
+        snprintf(reason, len, "%s (metadata %s at sector %llu)", why, md_format_name(format),
+                 (unsigned long long)at);
+    return rc;
+}
+
+static int wanted(int want, int format)
+{
+    return want == MD_FMT_ANY || want == format || (want == MD_FMT_ANY1 && format != MD_FMT_0_90);
+}
+
+int array_read_superblock_as(struct member *m, int want, struct md_sb *sb, char *why, size_t whylen)
+{
+    static const int order[MD_FMT_COUNT] = {MD_FMT_1_2, MD_FMT_1_1, MD_FMT_1_0, MD_FMT_0_90};
+    struct md_sb *found = calloc(MD_FMT_COUNT, sizeof *found);
+    if (!found) {
+        uraid_why(why, whylen, "out of memory");
+        return -ENOMEM;
+    }
+    int nfound = 0, first_err = 0, which[MD_FMT_COUNT];
+    char reason[300] = "", err_reason[300] = "";
+    for (int k = 0; k < MD_FMT_COUNT; k++) {
+        int f = order[k];
+        if (!wanted(want, f))
+            continue;
+        int rc = read_one(m, f, &found[nfound], reason, sizeof reason);
+        if (rc == 0)
+            which[nfound++] = f;
+        else if (rc != -ENOENT && !first_err) {
+            first_err = rc;
+            snprintf(err_reason, sizeof err_reason, "%s", reason);
+        }
+    }
+    int rc = 0;
+    if (nfound == 1) {
+        *sb = found[0];
+    } else if (nfound > 1) {
+        char u0[MD_UUID_TEXT], u1[MD_UUID_TEXT];
+        md_uuid_text(found[0].set_uuid, u0);
+        md_uuid_text(found[1].set_uuid, u1);
+        uraid_why(why, whylen,
+                  "member %s holds two md superblocks: metadata %s at sector %llu (array %s, events %llu) and "
+                  "metadata %s at sector %llu (array %s, events %llu); one is a leftover in the other's space: "
+                  "say which with --metadata %s or --metadata %s (nothing was written)",
+                  m->path, md_format_name(which[0]), (unsigned long long)found[0].super_offset, u0,
+                  (unsigned long long)found[0].events, md_format_name(which[1]),
+                  (unsigned long long)found[1].super_offset, u1, (unsigned long long)found[1].events,
+                  md_format_name(which[0]), md_format_name(which[1]));
+        rc = -ENOTUNIQ;
+    } else if (first_err) {
+        uraid_why(why, whylen, "member %s: %s", m->path, err_reason);
+        rc = first_err;
+    } else if (m->size < MD_SB_V12_BYTES + MD_SB_BYTES) {
+        uraid_why(why, whylen, "member %s: too small to hold an md superblock (%llu bytes)", m->path,
+                  (unsigned long long)m->size);
+        rc = -EINVAL;
+    } else {
+        uraid_why(why, whylen, "member %s: no md superblock (no md magic where metadata %s keeps it)", m->path,
+                  want == MD_FMT_ANY    ? "0.90, 1.0, 1.1 or 1.2"
+                  : want == MD_FMT_ANY1 ? "1.0, 1.1 or 1.2"
+                                        : md_format_name(want));
+        rc = -EINVAL;
+    }
+    free(found);
+    return rc;
+}
+
+int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t whylen)
+{
+    return array_read_superblock_as(m, MD_FMT_ANY, sb, why, whylen);
+}
+
+int array_write_superblock(struct member *m, const struct md_sb *sb)
+{
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
+    int rc = 0;
+    if (sb->format == MD_FMT_0_90) {
+        struct md_sb0 s0;
+        char why[200];
+        rc = md_sb0_from_sb(sb, &s0, why, sizeof why);
+        if (rc)
+            uraid_log(URAID_LOG_ERROR, "member %s: cannot write a 0.90 superblock: %s", m->path, why);
+        else
+            md_sb0_encode(&s0, buf);
+    } else {
+        rc = md_sb_encode(sb, buf);
+    }
+    if (rc)
+        return rc;
+    if (sb->super_offset != md_format_sb_sector(sb->format, m->size / SECTOR))
+        return -EINVAL; /* the superblock belongs elsewhere on this member: never write it there */
+    return member_write(m, buf, MD_SB_BYTES, sb->super_offset * SECTOR);
+}
+
+int array_write_new_member(struct member *m, const struct md_sb *sb)
+{
+    int rc = array_write_superblock(m, sb);
+    int64_t at = md_sb_bblog_sector(sb);
+    if (rc == 0 && sb->bblog_size && sb->bblog_offset) {
+        /* an empty log is all 0xff: every entry unused, as mdadm writes it */
+        size_t len = (size_t)sb->bblog_size * SECTOR;
+        uint8_t *log = malloc(len);
+        if (!log)
+            return -ENOMEM;
+        memset(log, 0xff, len);
+        rc = at > 0 ? member_write(m, log, len, (uint64_t)at * SECTOR) : -EINVAL;
+        free(log);
+    }
+    return rc;
+}
+
+int array_parse_metadata(const char *text, int *format, char *why, size_t whylen)
+{
+    *format = MD_FMT_ANY;
+    if (!text)
+        return 0;
+    if (md_format_parse(text, format) == 0)
+        return 0;
+    uraid_why(why, whylen, "unknown metadata '%s' (md's are 0.90, 1.0, 1.1 and 1.2; mdadm's 0.9, 1 and default "
+                           "are accepted too)", text);
+    return -EINVAL;
+}
+
+const char *uraid_metadata_name(const char *metadata)
+{
+    int f = MD_FMT_1_2;
+    if (metadata && md_format_parse(metadata, &f))
+        return "?";
+    return md_format_name(f == MD_FMT_ANY1 ? MD_FMT_1_2 : f);
+}
