@@ -9,10 +9,13 @@
  * cut off at random points and resumed from the position on disk; the end
  * state is the new layout with zeros past the old data. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
+#include "meta/superblock.h"
 #include "reshape_geom.h"
 
 #define MAXM 12
@@ -262,8 +265,38 @@ static void fixed_cases(void)
     harness_end();
 }
 
+/* For tests/e2e/grow.sh: `--data-offset SECTORS MEMBER...` rewrites each
+ * member's superblock with that data_offset (data_size following), as
+ * mdadm --create --data-offset would have made it: an array with too
+ * little head room for a grow. Only the superblock changes. */
+static int set_data_offset_main(int argc, char **argv)
+{
+    uint64_t off = strtoull(argv[0], NULL, 0);
+    for (int i = 1; i < argc; i++) {
+        uint8_t buf[MD_SB_BYTES];
+        struct md_sb sb;
+        char why[200];
+        int fd = open(argv[i], O_RDWR);
+        if (fd < 0 || pread(fd, buf, sizeof buf, MD_SB_V12_BYTES) != (ssize_t)sizeof buf ||
+            md_sb_decode(buf, MD_SB_V12_SECTOR, &sb, why, sizeof why)) {
+            fprintf(stderr, "%s: cannot read its superblock\n", argv[i]);
+            return 1;
+        }
+        sb.data_size = sb.data_size + sb.data_offset - off;
+        sb.data_offset = off;
+        if (md_sb_encode(&sb, buf) || pwrite(fd, buf, sizeof buf, MD_SB_V12_BYTES) != (ssize_t)sizeof buf) {
+            fprintf(stderr, "%s: cannot write its superblock\n", argv[i]);
+            return 1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 3 && !strcmp(argv[1], "--data-offset"))
+        return set_data_offset_main(argc - 2, argv + 2);
     harness_init(argc, argv, "reshape_geom");
     fixed_cases();
     struct rng r;
