@@ -179,6 +179,11 @@ int grow_copy(struct grow *gr)
         enum reshape_move mv = reshape_next(&gr->g, gr->pos, gr->ckpt, b.max_stripes, &w);
         if (mv == RESHAPE_DONE)
             break;
+        if (mv == RESHAPE_CHECKPOINT && gr->pos == gr->ckpt) {
+            rc = -EINVAL; /* reshape_geom_init keeps shift >= one chunk, so this cannot happen */
+            uraid_why(gr->why, gr->whylen, "the reshape cannot move past array sector %llu", (unsigned long long)gr->pos);
+            break;
+        }
         if (mv == RESHAPE_CHECKPOINT || (now_ms() - last >= every && gr->pos > gr->ckpt)) {
             rc = grow_checkpoint(gr, gr->pos);
             last = now_ms();
