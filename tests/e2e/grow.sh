@@ -34,7 +34,8 @@ new_array() {
     $URAID create --level "$lvl" --raid-devices "$n" --chunk 64K --assume-clean --consistency-policy resync "$@" $M \
         >/dev/null 2>&1 || { t_fail "create RAID-$lvl in $dir"; return 1; }
     # shellcheck disable=SC2086
-    SZ=$(($($URAID detail $M | awk '/Array Size/ {print $4; exit}') * 1024))
+    kib=$($URAID detail $M 2>&1 | awk '/Array Size/ {print $4; exit}')
+    SZ=$((${kib:-0} * 1024))
     head -c "$SZ" /dev/urandom >"$dir/data"
     # shellcheck disable=SC2086
     $URAID write $M <"$dir/data" || t_fail "write the data in $dir"
@@ -42,7 +43,9 @@ new_array() {
 # same_data NAME DIR MEMBERS...: the first SZ bytes are the data, the rest zeros
 same_data() {
     name=$1 dir=$2; shift 2
-    total=$(($($URAID detail "$@" | awk '/Array Size/ {print $4; exit}') * 1024))
+    kib=$($URAID detail "$@" 2>&1 | awk '/Array Size/ {print $4; exit}')
+    [ -n "$kib" ] || { t_fail "$name: every byte as before, the new space zeros" "detail: no array size"; return; }
+    total=$((kib * 1024))
     got=$($URAID cat "$@" | sha256sum | cut -d' ' -f1)
     want=$({ cat "$dir/data"; head -c $((total - SZ)) /dev/zero; } | sha256sum | cut -d' ' -f1)
     [ "$got" = "$want" ] && t_ok "$name: every byte as before, the new space zeros" ||
