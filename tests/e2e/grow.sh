@@ -14,6 +14,9 @@
 #      pos'n, Delta Devices) when it was recorded, other uraid commands
 #      refuse the array with a pointer to --continue, and the same grow
 #      again (or --continue) finishes it with every byte intact;
+#   3b. SIGTERM stops a grow at a recorded position (--continue finishes
+#      it); simulated power cuts at random member writes (unflushed writes
+#      kept, torn or dropped), then the same grow again: every byte intact;
 #   4. RAID-6 5 -> 6 with a kill in the middle.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -202,6 +205,45 @@ for tr in 1 2 3; do
     checks_clean "kill trial $tr" $M5
     # shellcheck disable=SC2086
     examine_done "kill trial $tr" 5 1536 $M5
+done
+
+# ---- 3b. SIGTERM records the position; power cuts at random member writes ----------------
+d=$t_tmp/term
+new_array "$d" 5 4
+truncate -s 16M "$d/m4.img"
+M5="$M $d/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$d/m4.img" --member-layer throttle=6M >/dev/null 2>"$d/grow.err" &
+pid=$!
+sleep 1.5
+kill -TERM $pid; wait $pid; rc=$?
+at=$(sed -n 's/.*stopped at array sector \([0-9]*\) of.*/\1/p' "$d/grow.err")
+shown=$(mdadm --examine "$d/m0.img" 2>/dev/null | sed -n "s/^ *Reshape pos'n : \([0-9]*\).*/\1/p")
+if [ "$rc" = 1 ] && [ -n "$at" ] && [ "$((at / 2))" = "$shown" ]; then
+    t_ok "SIGTERM: the grow stops and records where (array sector $at, mdadm's Reshape pos'n ${shown}K)"
+else t_fail "SIGTERM: the grow stops and records where" "rc $rc, '$(cat "$d/grow.err")', examine '$shown'"; fi
+# shellcheck disable=SC2086
+$URAID grow --continue $M5 >/dev/null 2>&1 || t_fail "SIGTERM: --continue"
+# shellcheck disable=SC2086
+same_data "SIGTERM, then --continue" "$d" $M5
+for tr in 1 2 3; do
+    d=$t_tmp/pc$tr
+    new_array "$d" 5 4
+    truncate -s 16M "$d/m4.img"
+    M5="$M $d/m4.img"
+    after=$(awk -v s="$seed" -v t="$tr" 'BEGIN { srand(s + 1000 + t); print 8 + int(rand() * 70) }')
+    # shellcheck disable=SC2086
+    out=$($URAID grow $M --raid-devices 5 --add "$d/m4.img" \
+        --member-layer "powercut=pd,seed=$((seed + tr)),after=$after,keep=33,tear=33" 2>&1)
+    case "$out" in *"complete"*) t_fail "power cut trial $tr (at member write $after): the grow was cut" "$out"; continue ;; esac
+    # shellcheck disable=SC2086
+    out=$($URAID grow $M --raid-devices 5 --add "$d/m4.img" 2>&1)
+    case "$out" in *"complete: 5 members"*) t_ok "power cut trial $tr (at member write $after): the same grow again completes" ;;
+        *) t_fail "power cut trial $tr (at member write $after): the same grow again completes" "$out" ;; esac
+    # shellcheck disable=SC2086
+    same_data "power cut trial $tr" "$d" $M5
+    # shellcheck disable=SC2086
+    checks_clean "power cut trial $tr" $M5
 done
 
 # ---- 4. RAID-6 5 -> 6 ----------------------------------------------------------------------
