@@ -157,6 +157,10 @@ static int run_reshape(struct grow_args *g)
     char why[512];
     int rc = uraid_grow_members(g->members, g->n, g->added, g->nadd, &p, &res, why, sizeof why);
     cli_progress_end(&v.pr);
+    if (rc == -EALREADY) {
+        printf("uraid: %s\n", why);
+        return 0;
+    }
     if (rc) {
         cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;

@@ -43,7 +43,9 @@ struct uraid_grow_result {
  * members to p->raid_devices, or carries on the reshape recorded on the
  * members (the same command again: members and added as before, or
  * p->resume_only with every member in `members`). Returns 0 when the
- * reshape is complete; -EINTR when stopped (its position is recorded: run
+ * reshape is complete; -EALREADY when the array already has the added
+ * members in its p->raid_devices slots (the same grow run again after it
+ * ended); -EINTR when stopped (its position is recorded: run
  * again to continue); -EINVAL, -ENOSPC, -EOPNOTSUPP, -EBUSY, ... with one
  * line in why for a refusal, which writes nothing: a level other than 5/6,
  * N not larger, too few or too many new members, a new member too small,

@@ -75,27 +75,28 @@ static void merge(struct md_sb *dst, const struct md_sb *t)
     memcpy(dst->dev_roles, t->dev_roles, sizeof dst->dev_roles);
 }
 
-static int write_all(struct grow *gr, int added_first)
+/* Every member's superblock from the template, events + 1: the fresh (new)
+ * members first with an empty bad-block log, flushed, then the others, so
+ * no old member names a reshape whose new members have no superblock. */
+static int write_all(struct grow *gr)
 {
     gr->tmpl.events++;
     gr->tmpl.utime = (uint64_t)time(NULL);
     for (int pass = 0; pass < 2; pass++)
         for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
-            int i = gr->at[s];
-            if (added_first && gr->is_added[i] != (pass == 0))
-                continue;
-            if (!added_first && pass)
+            int i = gr->at[s], rc;
+            if (gr->fresh[i] != (pass == 0))
                 continue;
             merge(&gr->sb[i], &gr->tmpl);
-            int rc = gr->is_added[i] && added_first ? array_write_new_member(gr->dev[i], &gr->sb[i]) : 0;
-            if (rc == 0 && gr->is_added[i] && added_first)
+            if (gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
                 rc = member_flush(gr->dev[i]);
-            else if (rc == 0)
+            else if (!gr->fresh[i])
                 rc = write_sb(gr->dev[i], &gr->sb[i]);
             if (rc)
                 return say(gr, rc, "member %s: cannot write its superblock: %s (the members keep the last "
                            "recorded position; run the same grow again)", gr->name[i], uraid_strerror(rc));
         }
+    memset(gr->fresh, 0, sizeof gr->fresh);
     return 0;
 }
 
@@ -108,7 +109,7 @@ int grow_checkpoint(struct grow *gr, uint64_t ckpt)
             return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
     }
     gr->tmpl.reshape_position = ckpt;
-    int rc = write_all(gr, 0);
+    int rc = write_all(gr);
     if (rc == 0)
         gr->ckpt = ckpt;
     return rc;
@@ -246,6 +247,29 @@ static int check_added(struct grow *gr, int nold, int N)
     return 0;
 }
 
+/* Member i's superblock as a new member in slot `slot` with device number
+ * dn: the reference's, with its own identity and an empty bad-block log. */
+static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    struct md_sb *sb = &gr->sb[i];
+    *sb = *R;
+    sb->dev_number = dn;
+    sb->feature_map &= ~(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
+    sb->recovery_offset = 0;
+    sb->cnt_corrected_read = 0;
+    sb->devflags = 0;
+    sb->data_size = gr->dev[i]->size / SECTOR - R->data_offset;
+    int rc = array_random_bytes(sb->device_uuid, 16);
+    if (rc)
+        return say(gr, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
+    gr->tmpl.dev_roles[dn] = (uint16_t)slot;
+    gr->at[slot] = i;
+    gr->sb_ok[i] = 1;
+    gr->fresh[i] = 1;
+    return 0;
+}
+
 /* The new members' superblocks, the template's reshape fields, the geometry. */
 static int plan_start(struct grow *gr, int nold, int N)
 {
@@ -277,21 +301,10 @@ static int plan_start(struct grow *gr, int nold, int N)
     for (int i = nold; i < gr->n; i++) {
         uint32_t dn = 0;
         int rc = new_dev_number(gr, &dn);
+        if (rc == 0)
+            rc = new_member_sb(gr, i, dn, i); /* the added members take slots nold.. in order */
         if (rc)
             return rc;
-        struct md_sb *sb = &gr->sb[i];
-        *sb = *R;
-        sb->dev_number = dn;
-        sb->feature_map &= ~(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
-        sb->recovery_offset = 0;
-        sb->cnt_corrected_read = 0;
-        sb->devflags = 0;
-        sb->data_size = gr->dev[i]->size / SECTOR - R->data_offset;
-        if ((rc = array_random_bytes(sb->device_uuid, 16)) != 0)
-            return say(gr, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
-        gr->tmpl.dev_roles[dn] = (uint16_t)i; /* the added members take slots nold.. in order */
-        gr->at[i] = i;
-        gr->sb_ok[i] = 1;
     }
     gr->old_off = R->data_offset;
     return 0;
@@ -317,9 +330,17 @@ static int plan_resume(struct grow *gr, int N)
     if (gr->n != (int)R->raid_disks)
         return say(gr, -EINVAL, "a reshape to %u members is in progress: give all %u members (%d given)",
                    R->raid_disks, R->raid_disks, gr->n);
-    int seen[URAID_MAX_MEMBERS] = {0};
+    gr->tmpl = *R;
+    int seen[URAID_MAX_MEMBERS] = {0}, fill[URAID_MAX_MEMBERS], nfill = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
+        /* a new member whose superblock a kill cut off at the very start
+         * (nothing has moved yet): it gets one now */
+        if (!same_array(gr, i) && gr->is_added[i] && R->reshape_position == 0 &&
+            gr->dev[i]->size / SECTOR >= R->data_offset + R->size) {
+            fill[nfill++] = i;
+            continue;
+        }
         if (!same_array(gr, i))
             return say(gr, -EBUSY, "member %s is not part of the reshape in progress (to %u members): give the same "
                        "members again or use --continue", gr->name[i], R->raid_disks);
@@ -332,16 +353,76 @@ static int plan_resume(struct grow *gr, int N)
         seen[role] = 1;
         gr->at[role] = i;
     }
+    for (int s = nold, f = 0; s < (int)R->raid_disks && f < nfill; s++)
+        for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
+            if (R->dev_roles[dn] == s) {
+                int rc = new_member_sb(gr, fill[f++], dn, s);
+                if (rc)
+                    return rc;
+                seen[s] = 1;
+            }
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        if (!seen[s])
+            return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
+                       "every member, old and new", s, R->raid_disks);
     struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize}, to = from;
     to.raid_disks = (int)R->raid_disks;
     char gwhy[200];
     if (reshape_geom_init(&gr->g, &from, &to, R->size, (uint64_t)-(int64_t)R->new_offset, gwhy, sizeof gwhy) ||
         reshape_position_ok(&gr->g, R->reshape_position, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "the reshape on the members: %s", gwhy);
-    gr->tmpl = *R;
     gr->old_off = R->data_offset;
     gr->pos = gr->ckpt = R->reshape_position;
     return 0;
+}
+
+/* A kill while the end's superblocks went out leaves some members done
+ * (the reference) and others one event behind, still reshaping. The end is
+ * written only after the last window and a flush, so all the data is in the
+ * new geometry: those members get the end's superblock too. *found = 0 when
+ * the members show no such state. */
+static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_result *res)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int lag = -1, seen[URAID_MAX_MEMBERS] = {0};
+    for (int i = 0; i < gr->n; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        if (same_array(gr, i) && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
+            sb->raid_disks == R->raid_disks && sb->new_offset < 0 &&
+            sb->data_offset - (uint64_t)-(int64_t)sb->new_offset == R->data_offset)
+            lag = i;
+    }
+    *found = lag >= 0;
+    if (!*found)
+        return 0;
+    for (int i = 0; i < gr->n; i++) {
+        struct md_sb *sb = &gr->sb[i];
+        uint16_t role = same_array(gr, i) && sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        int reshaping = !!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+        uint64_t off = reshaping ? sb->data_offset - (uint64_t)-(int64_t)sb->new_offset : sb->data_offset;
+        if (role >= R->raid_disks || seen[role] || sb->events + 1 < R->events || off != R->data_offset)
+            return say(gr, -EINVAL, "the reshape's end was cut off, and member %s is not one of its members "
+                       "(events %llu, the array's %llu): give every member, old and new", gr->name[i],
+                       (unsigned long long)sb->events, (unsigned long long)R->events);
+        if (reshaping) {
+            sb->data_size += sb->data_offset - off;
+            sb->data_offset = off;
+        }
+        seen[role] = 1;
+        gr->at[role] = i;
+    }
+    if (gr->n != (int)R->raid_disks)
+        return say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
+    const struct md_sb *L = &gr->sb[lag];
+    int np = R->level == 6 ? 2 : 1;
+    res->resumed = 1;
+    res->raid_devices = (int)R->raid_disks;
+    res->from_sectors = R->size * (uint64_t)((int)R->raid_disks - L->delta_disks - np);
+    res->to_sectors = R->size * (uint64_t)((int)R->raid_disks - np);
+    res->start_position = res->to_sectors;
+    res->shift = (uint64_t)-(int64_t)L->new_offset;
+    gr->tmpl = *R;
+    return write_all(gr);
 }
 
 static int finish(struct grow *gr)
@@ -360,7 +441,30 @@ static int finish(struct grow *gr)
         sb->data_offset = gr->old_off - gr->g.shift;
         sb->data_size += gr->g.shift;
     }
-    return write_all(gr, 0);
+    return write_all(gr);
+}
+
+/* A new grow: the checks, then the start's superblocks. */
+static int start(struct grow *gr, int nmembers)
+{
+    int N = gr->p->raid_devices;
+    if (gr->p->resume_only)
+        return say(gr, -EINVAL, "no reshape is in progress on these members: nothing to continue");
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int done = N == (int)R->raid_disks && gr->n > nmembers;
+    for (int i = nmembers; i < gr->n && done; i++)
+        done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev && R->dev_roles[gr->sb[i].dev_number] < N;
+    if (done) /* the same grow again after it ended (a kill after its last write) */
+        return say(gr, -EALREADY, "the array already has %d members, the new ones among them: nothing to do", N);
+    if (N <= (int)gr->sb[gr->ref].raid_disks)
+        return say(gr, -EINVAL, "--raid-devices %d is not larger than the array's %u members (shrinking is not "
+                   "supported yet)", N, gr->sb[gr->ref].raid_disks);
+    int rc = check_old(gr, nmembers);
+    if (rc == 0)
+        rc = check_added(gr, nmembers, N);
+    if (rc == 0)
+        rc = plan_start(gr, nmembers, N);
+    return rc ? rc : write_all(gr);
 }
 
 int uraid_grow_members(const char *const *members, int nmembers, const char *const *added, int nadded,
@@ -383,39 +487,31 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     }
     if (rc == 0)
         rc = open_all(gr);
+    struct uraid_grow_result r = {0};
+    int active = 0, ended = 0;
     if (rc == 0) {
         pick_ref(gr);
-        int active = !!(gr->sb[gr->ref].feature_map & MD_FEATURE_RESHAPE_ACTIVE);
-        int N = gr->p->raid_devices;
-        if (active) {
-            for (int i = 0; i < gr->n; i++)
-                gr->is_added[i] = 0; /* every member has its superblock now */
-            rc = plan_resume(gr, N);
-        } else if (gr->p->resume_only) {
-            rc = say(gr, -EINVAL, "no reshape is in progress on these members: nothing to continue");
-        } else if (N <= (int)gr->sb[gr->ref].raid_disks) {
-            rc = say(gr, -EINVAL, "--raid-devices %d is not larger than the array's %u members (shrinking is not "
-                     "supported yet)", N, gr->sb[gr->ref].raid_disks);
-        } else if ((rc = check_old(gr, nmembers)) == 0 && (rc = check_added(gr, nmembers, N)) == 0 &&
-                   (rc = plan_start(gr, nmembers, N)) == 0) {
-            rc = write_all(gr, 1);
-        }
-        if (res) {
-            memset(res, 0, sizeof *res);
-            res->resumed = active;
-        }
+        active = !!(gr->sb[gr->ref].feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+        rc = active ? plan_resume(gr, gr->p->raid_devices) : finish_interrupted(gr, &ended, &r);
+        /* carrying on: every member records the same position before anything moves */
+        if (rc == 0 && active)
+            rc = grow_checkpoint(gr, gr->pos);
     }
-    if (rc == 0 && res) {
-        res->from_sectors = reshape_from_sectors(&gr->g);
-        res->to_sectors = reshape_to_sectors(&gr->g);
-        res->start_position = gr->pos;
-        res->shift = gr->g.shift;
-        res->raid_devices = gr->g.to.raid_disks;
-    }
-    if (rc == 0)
+    if (rc == 0 && !active && !ended)
+        rc = start(gr, nmembers);
+    if (rc == 0 && !ended) {
+        r.resumed = active;
+        r.from_sectors = reshape_from_sectors(&gr->g);
+        r.to_sectors = reshape_to_sectors(&gr->g);
+        r.start_position = gr->pos;
+        r.shift = gr->g.shift;
+        r.raid_devices = gr->g.to.raid_disks;
         rc = grow_copy(gr);
-    if (rc == 0)
-        rc = finish(gr);
+        if (rc == 0)
+            rc = finish(gr);
+    }
+    if (res)
+        *res = r;
     for (int i = 0; i < gr->n; i++)
         member_close(gr->dev[i]);
     free(gr);

@@ -13,7 +13,8 @@ struct grow {
     struct member *dev[URAID_MAX_MEMBERS];
     struct md_sb sb[URAID_MAX_MEMBERS];
     int sb_ok[URAID_MAX_MEMBERS];   /* a superblock of this array was read */
-    int is_added[URAID_MAX_MEMBERS];
+    int is_added[URAID_MAX_MEMBERS];  /* given after --add */
+    int fresh[URAID_MAX_MEMBERS];     /* gets a new member's superblock at the next write */
     int ref;                        /* the highest events */
     int at[URAID_MAX_MEMBERS];      /* new raid slot -> index of its member */
     struct md_sb tmpl;              /* the array-wide fields every member gets */

@@ -152,6 +152,14 @@ checks_clean "RAID-5 4 -> 5" $M5
 examine_done "RAID-5 4 -> 5" 5 1536 $M5
 # shellcheck disable=SC2086
 t_mdadm_agrees "RAID-5 4 -> 5" $M5
+# shellcheck disable=SC2086
+before=$(sums $M5)
+# shellcheck disable=SC2086
+out=$($URAID grow $M --raid-devices 5 --add "$d/m4.img" 2>&1); rc=$?
+# shellcheck disable=SC2086
+if [ $rc = 0 ] && [ "$(sums $M5)" = "$before" ] && echo "$out" | grep -q "already has 5 members.*nothing to do"; then
+    t_ok "the same grow again: nothing to do, nothing written"
+else t_fail "the same grow again: nothing to do, nothing written" "rc $rc: $out"; fi
 
 # ---- 3. kill -9 in the middle, then the same grow again -----------------------------------
 # kill_grow NAME DIR EXTRA...: a slow grow killed after a random moment
