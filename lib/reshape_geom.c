@@ -109,7 +109,8 @@ int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, s
 
 uint64_t reshape_choose_shift(uint64_t headroom, uint32_t chunk_sectors)
 {
+    /* whole chunks, as mdadm's choices are (md itself needs only sectors) */
     uint64_t want = 4ull * chunk_sectors;
-    uint64_t s = (want < headroom ? want : headroom) & ~7ull;
+    uint64_t s = want < headroom ? want : headroom / chunk_sectors * chunk_sectors;
     return s >= reshape_min_shift(chunk_sectors) ? s : 0;
 }

@@ -80,8 +80,8 @@ enum reshape_move reshape_next(const struct reshape_geom *g, uint64_t pos, uint6
  * ones by less than the shift), else -EINVAL with one line in why. */
 int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, size_t whylen);
 
-/* The shift chosen for a grow: 4 chunks, or all the head room when that is
- * less (rounded down to 8 sectors); 0 when the head room is below one
+/* The shift chosen for a grow: 4 chunks, or as many whole chunks as the
+ * head room holds when that is less; 0 when the head room is below one
  * chunk. reshape_min_shift() is that one chunk. */
 uint64_t reshape_choose_shift(uint64_t headroom, uint32_t chunk_sectors);
 static inline uint64_t reshape_min_shift(uint32_t chunk_sectors) { return chunk_sectors; }

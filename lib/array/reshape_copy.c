@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "array/reshape.h"
+#include "io/engine.h"
 #include "log.h"
 #include "uraid_parity.h"
 
@@ -41,6 +42,7 @@
 struct bufs {
     uint8_t *old[URAID_MAX_MEMBERS], *new[URAID_MAX_MEMBERS], *zero;
     uint64_t max_stripes;
+    struct io_engine *io; /* every member's part of a window runs at once */
 };
 
 static uint64_t now_ms(void)
@@ -57,6 +59,8 @@ static void bufs_free(struct bufs *b)
         free(b->new[m]);
     }
     free(b->zero);
+    if (b->io)
+        io_engine_destroy(b->io);
 }
 
 static int bufs_alloc(const struct reshape_geom *g, struct bufs *b)
@@ -76,22 +80,37 @@ static int bufs_alloc(const struct reshape_geom *g, struct bufs *b)
     if (!(b->zero = aligned_alloc(4096, cb)))
         return -ENOMEM;
     memset(b->zero, 0, cb);
-    return 0;
+    struct io_engine_params ep = {.workers = 2 * g->to.raid_disks, .use_uring = 1};
+    return io_engine_create(&ep, &b->io);
+}
+
+/* One I/O on every member of a window at once (engine: threads or io_uring);
+ * the first that failed in *bad. */
+static int run_all(struct bufs *b, struct io_op *ops, int n, int *bad)
+{
+    int rc = io_engine_run(b->io, ops, n);
+    for (int i = 0; rc && i < n; i++)
+        if (ops[i].result) {
+            *bad = i;
+            return ops[i].result;
+        }
+    return rc;
 }
 
 /* Reads old rows [r0, r1) of every old member into b->old. */
 static int read_old(struct grow *gr, struct bufs *b, uint64_t r0, uint64_t r1)
 {
-    for (int m = 0; m < gr->g.from.raid_disks; m++) {
-        int i = gr->at[m];
-        int rc = member_read(gr->dev[i], b->old[m], (size_t)(r1 - r0) * SECTOR, (gr->old_off + r0) * SECTOR);
-        if (rc)
-            return uraid_why(gr->why, gr->whylen, "member %s: read error at sector %llu: %s (nothing past the last "
-                             "recorded position was lost; fix the member and run the grow again)",
-                             gr->name[i], (unsigned long long)(gr->old_off + r0), uraid_strerror(rc)),
-                   rc;
-    }
-    return 0;
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int n = gr->g.from.raid_disks, bad = 0;
+    for (int m = 0; m < n; m++)
+        ops[m] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = b->old[m],
+                                .len = (size_t)(r1 - r0) * SECTOR, .offset = (gr->old_off + r0) * SECTOR};
+    int rc = run_all(b, ops, n, &bad);
+    if (rc)
+        uraid_why(gr->why, gr->whylen, "member %s: read error at sector %llu: %s (nothing past the last recorded "
+                  "position was lost; fix the member and run the grow again)", gr->name[gr->at[bad]],
+                  (unsigned long long)(gr->old_off + r0), uraid_strerror(rc));
+    return rc;
 }
 
 /* New stripe t (at byte off of the window's buffers): data from the old rows
@@ -145,17 +164,17 @@ static int copy_window(struct grow *gr, struct bufs *b, uint64_t pos, uint64_t w
             return uraid_why(gr->why, gr->whylen, "stripe %llu: %s", (unsigned long long)t, uraid_strerror(rc)), rc;
     }
     uint64_t at = gr->old_off - g->shift + t0 * c; /* the new data offset + the new row */
-    for (int s = 0; s < g->to.raid_disks; s++) {
-        int i = gr->at[s];
-        int rc = member_write(gr->dev[i], b->new[s], (size_t)w * cb, at * SECTOR);
-        if (rc)
-            return uraid_why(gr->why, gr->whylen, "member %s: write error at sector %llu: %s (the reshape stopped at "
-                             "array sector %llu, recorded %llu; fix the member and run the grow again)",
-                             gr->name[i], (unsigned long long)at, uraid_strerror(rc), (unsigned long long)pos,
-                             (unsigned long long)gr->ckpt),
-                   rc;
-    }
-    return 0;
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int n = g->to.raid_disks, bad = 0;
+    for (int s = 0; s < n; s++)
+        ops[s] = (struct io_op){.m = gr->dev[gr->at[s]], .kind = IO_WRITE, .buf = b->new[s], .len = (size_t)w * cb,
+                                .offset = at * SECTOR};
+    int rc = run_all(b, ops, n, &bad);
+    if (rc)
+        uraid_why(gr->why, gr->whylen, "member %s: write error at sector %llu: %s (the reshape stopped at array "
+                  "sector %llu, recorded %llu; fix the member and run the grow again)", gr->name[gr->at[bad]],
+                  (unsigned long long)at, uraid_strerror(rc), (unsigned long long)pos, (unsigned long long)gr->ckpt);
+    return rc;
 }
 
 int grow_copy(struct grow *gr)
@@ -163,7 +182,7 @@ int grow_copy(struct grow *gr)
     struct bufs b = {0};
     int rc = bufs_alloc(&gr->g, &b);
     if (rc)
-        uraid_why(gr->why, gr->whylen, "out of memory for the reshape's buffers");
+        uraid_why(gr->why, gr->whylen, "cannot set up the reshape's buffers and I/O: %s", uraid_strerror(rc));
     uint64_t every = gr->p->checkpoint_ms ? gr->p->checkpoint_ms : 1000, last = now_ms();
     uint64_t sd = reshape_stripe_data(&gr->g), total = reshape_to_sectors(&gr->g);
     while (rc == 0) {

@@ -19,27 +19,30 @@ if ! oracle_ready; then
     t_finish
     exit 1
 fi
-OLD=47185920 NEW=62914560 # bytes: 3 x 15 MiB of data before, 4 x 15 MiB after
+OLD=47185920 NEW=62914560 # bytes of the 64K-chunk arrays: 3 x 15 MiB of data before, 4 x 15 MiB after
 
-# make DIR LEVEL N SEED: N members of 16 MiB with pattern SEED written; sets M
+size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
+# make DIR LEVEL N SEED [CHUNK]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
 make_array() {
-    dir=$1 lvl=$2 n=$3 s=$4
+    dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K}
     mkdir -p "$dir"
     M="" i=0
     while [ $i -lt "$n" ]; do truncate -s 16M "$dir/m$i.img"; M="$M $dir/m$i.img"; i=$((i + 1)); done
     truncate -s 16M "$dir/m$n.img"
     # shellcheck disable=SC2086
-    $URAID create --level "$lvl" --raid-devices "$n" --chunk 64K --assume-clean --consistency-policy resync \
+    $URAID create --level "$lvl" --raid-devices "$n" --chunk "$chunk" --assume-clean --consistency-policy resync \
         --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
     # shellcheck disable=SC2086
-    "$PATTERN" -s "$s" -n "$OLD" | $URAID write $M || t_fail "write pattern $s in $dir"
+    SZ=$(size_of $M)
+    # shellcheck disable=SC2086
+    "$PATTERN" -s "$s" -n "$SZ" | $URAID write $M || t_fail "write pattern $s in $dir"
 }
 disks() { for f in "$@"; do printf ' --disk %s' "$f"; done; }
 # The guest's verdict lines for an array: "NAME pattern OK", "NAME zeros OK", "NAME mismatch_cnt=N"
-GUEST_VERIFY='verify() { # MD SEED
-    mdpattern -s $2 -n '$OLD' -c < /dev/$1 >/dev/null && echo "$1 pattern OK"
-    z=$(dd if=/dev/$1 bs=65536 skip='$((OLD / 65536))' 2>/dev/null | tr -d "\000" | wc -c)
-    [ "$(blockdev --getsize64 /dev/$1)" = '$NEW' ] && [ "$z" = 0 ] && echo "$1 zeros OK"
+GUEST_VERIFY='verify() { # MD SEED OLD NEW (bytes)
+    mdpattern -s $2 -n $3 -c < /dev/$1 >/dev/null && echo "$1 pattern OK"
+    z=$(dd if=/dev/$1 bs=4096 skip=$(($3 / 4096)) 2>/dev/null | tr -d "\000" | wc -c)
+    [ "$(blockdev --getsize64 /dev/$1)" = "$4" ] && [ "$z" = 0 ] && echo "$1 zeros OK"
     echo check > /sys/block/$1/md/sync_action; sleep 1
     while [ "$(cat /sys/block/$1/md/sync_action)" != idle ]; do sleep 1; done
     echo "$1 mismatch_cnt=$(cat /sys/block/$1/md/mismatch_cnt)"
@@ -62,24 +65,27 @@ uraid_reads() { # NAME SEED MEMBERS...
 }
 
 # ---- a. md reads what uraid grew -----------------------------------------------------------
-make_array "$t_tmp/a5" 5 4 51; A5="$M $t_tmp/a5/m4.img"
-make_array "$t_tmp/a6" 6 5 52; A6="$M $t_tmp/a6/m5.img"
+# RAID-5 with 64K chunks, RAID-6 with mdadm's default 512K chunk (its data moves 4 chunks)
+make_array "$t_tmp/a5" 5 4 51; A5="$M $t_tmp/a5/m4.img"; OLD5=$SZ
+make_array "$t_tmp/a6" 6 5 52 512K; A6="$M $t_tmp/a6/m5.img"; OLD6=$SZ
 # shellcheck disable=SC2086
 $URAID grow $M --raid-devices 6 --add "$t_tmp/a6/m5.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-6 5 -> 6"
 # shellcheck disable=SC2086
 $URAID grow $t_tmp/a5/m0.img $t_tmp/a5/m1.img $t_tmp/a5/m2.img $t_tmp/a5/m3.img --raid-devices 5 \
     --add "$t_tmp/a5/m4.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-5 4 -> 5"
 # shellcheck disable=SC2086
+NEW5=$(size_of $A5) NEW6=$(size_of $A6)
+# shellcheck disable=SC2086
 "$ORACLE" --snapshot --timeout 500 $(disks $A5 $A6) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
 exec 2>&1
 $GUEST_VERIFY
 mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
 mdadm --assemble /dev/md1 /dev/vd[f-k] || exit 1
-verify md0 51
-verify md1 52
+verify md0 51 $OLD5 $NEW5
+verify md1 52 $OLD6 $NEW6
 GUEST
 judge "a: RAID-5 grown 4 -> 5 by uraid" md0 "$t_tmp/a.log"
-judge "a: RAID-6 grown 5 -> 6 by uraid" md1 "$t_tmp/a.log"
+judge "a: RAID-6 (512K chunk) grown 5 -> 6 by uraid" md1 "$t_tmp/a.log"
 
 # ---- b. uraid killed mid-reshape, md carries it on ---------------------------------------
 d=$t_tmp/b
@@ -98,7 +104,7 @@ $GUEST_VERIFY
 mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
 grep -q reshape /proc/mdstat && echo "md0 reshaping"
 wait_idle md0
-verify md0 53
+verify md0 53 $OLD $NEW
 GUEST
 grep -q "^md0 reshaping$" "$t_tmp/b.log" && t_ok "b: md carries the reshape on" || t_fail "b: md carries the reshape on" "$(tail -3 "$t_tmp/b.log")"
 judge "b: uraid's interrupted grow finished by md" md0 "$t_tmp/b.log"

@@ -226,13 +226,15 @@ static void one_trial(struct rng *r)
 
 static void fixed_cases(void)
 {
-    harness_begin("choose_shift: 4 chunks, all the room when less, 0 below one chunk");
+    harness_begin("choose_shift: 4 chunks, the whole chunks the room holds when less, 0 below one chunk");
     CHECK(reshape_choose_shift(1968, 128) == 512);
-    CHECK(reshape_choose_shift(1968, 1024) == 1968);
+    CHECK(reshape_choose_shift(1968, 1024) == 1024);
+    CHECK(reshape_choose_shift(4016, 1024) == 3072);
     CHECK(reshape_choose_shift(1000, 1024) == 0);
     CHECK(reshape_choose_shift(1029, 1024) == 1024);
     CHECK(reshape_choose_shift(1030, 128) == 512);
-    CHECK(reshape_choose_shift(300, 128) == 296);
+    CHECK(reshape_choose_shift(300, 128) == 256);
+    CHECK(reshape_choose_shift(127, 128) == 0);
     harness_end();
 
     harness_begin("RAID-5 4->5, chunk 128, shift 512: windows and safe rows");
