@@ -39,6 +39,7 @@ lib/parity/            math    1  -
 lib/meta/              math    1  -
 lib/layout.            math    1  -
 lib/raid0.             math    1  -
+lib/reshape_geom.      math    1  -
 lib/log.               base    0  -
 include/               base    0  -
 '
