@@ -183,11 +183,12 @@ static int check_old(struct grow *gr, int nold_given)
     if (R->level != 5 && R->level != 6)
         return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-5 and RAID-6 can gain members "
                    "(--raid-devices N --add NEW...)", level_text(R->level));
-    if (md_sb_has_ppl(R) || (R->feature_map & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)))
-        return say(gr, -EOPNOTSUPP, "the array has a %s: md reshapes none with one and uraid does not yet; switch to "
-                   "resync first (uraid grow --consistency-policy=resync)",
-                   md_sb_has_ppl(R) ? "partial parity log (ppl)" : R->feature_map & MD_FEATURE_JOURNAL ? "journal"
-                                                                                                      : "write-intent bitmap");
+    if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
+        return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
+                   "(uraid grow --consistency-policy=resync)",
+                   md_sb_has_ppl(R) ? "partial parity log (ppl)" : "write journal");
+    if (R->feature_map & MD_FEATURE_BITMAP_OFFSET)
+        return say(gr, -EOPNOTSUPP, "growing an array with a write-intent bitmap is not supported yet");
     if (R->resync_offset != MD_RESYNC_CLEAN)
         return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
     if (nold_given != (int)R->raid_disks)

@@ -134,6 +134,16 @@ all="$dp/m0.img $dp/m1.img $dp/m2.img $dp/m3.img $dp/m4.img"
 before=$(sums $all)
 refuse "a PPL array" "partial parity log (ppl)" $URAID grow "$dp/m0.img" "$dp/m1.img" "$dp/m2.img" "$dp/m3.img" \
     --raid-devices 5 --add "$dp/m4.img"
+db=$t_tmp/b
+rm -rf "$db"; mkdir -p "$db"
+for i in 0 1 2 3 4; do truncate -s 16M "$db/m$i.img"; done
+$URAID create --level 5 --raid-devices 4 --chunk 64K --assume-clean --bitmap internal "$db/m0.img" "$db/m1.img" \
+    "$db/m2.img" "$db/m3.img" >/dev/null 2>&1
+all="$db/m0.img $db/m1.img $db/m2.img $db/m3.img $db/m4.img"
+# shellcheck disable=SC2086
+before=$(sums $all)
+refuse "a write-intent bitmap" "with a write-intent bitmap is not supported yet" $URAID grow "$db/m0.img" \
+    "$db/m1.img" "$db/m2.img" "$db/m3.img" --raid-devices 5 --add "$db/m4.img"
 
 # ---- 2. a grow ----------------------------------------------------------------------------
 d=$t_tmp/g
