@@ -1,18 +1,26 @@
-/* uraid grow --consistency-policy=resync|ppl MEMBERS...
- * mdadm --grow --consistency-policy for an array that is not running:
- * every member's superblock switched (uraid_set_consistency_policy). An
- * array being served (its control socket answers) is refused: the server
+/* uraid grow for an array that is not running (mdadm --grow's options):
+ *   --consistency-policy=resync|ppl MEMBERS...: every member's superblock
+ *     switched (uraid_set_consistency_policy);
+ *   MEMBERS... --raid-devices N --add NEW...: RAID-5/6 restriped onto more
+ *     members in the foreground (uraid_grow_members), recorded as md records
+ *     a reshape; the same command again, or --continue MEMBERS..., carries
+ *     on one that was stopped or killed (by uraid or md).
+ * An array being served (its control socket answers) is refused: the server
  * keeps its own copy of the superblocks. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "uraid_admin.h"
 #include "uraid_ctl.h"
+#include "uraid_grow.h"
 
 /* 1 when a uraid server answers on the array's default control socket. */
 static int being_served(const char *member)
@@ -34,33 +42,180 @@ static int being_served(const char *member)
     return up;
 }
 
+static volatile int grow_stop;
+static void on_signal(int sig)
+{
+    (void)sig;
+    grow_stop = 1;
+}
+
+struct grow_view {
+    struct cli_progress pr;
+    struct timespec t0;
+    uint64_t first;
+};
+
+/* md's /proc/mdstat line: "reshape = 12.6% (x/y) finish=1.2min speed=...K/sec" */
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct grow_view *v = ctx;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double secs = (double)(now.tv_sec - v->t0.tv_sec) + (double)(now.tv_nsec - v->t0.tv_nsec) / 1e9;
+    if (!v->first)
+        v->first = done;
+    double kib_s = secs > 0 ? (double)(done - v->first) / 2.0 / secs : 0;
+    double left = kib_s > 0 ? (double)(total - done) / 2.0 / kib_s / 60.0 : 0;
+    char line[200];
+    snprintf(line, sizeof line, "reshape = %.1f%% (%llu/%lluK) finish=%.1fmin speed=%.0fK/sec",
+             total ? 100.0 * (double)done / (double)total : 100.0, (unsigned long long)(done / 2),
+             (unsigned long long)(total / 2), left, kib_s);
+    cli_progress_show(&v->pr, "grow", line);
+}
+
+struct grow_args {
+    const char *members[URAID_MAX_MEMBERS], *added[URAID_MAX_MEMBERS], *layer[URAID_MAX_MEMBERS];
+    int n, nadd, nlayer, raid_devices, resume, policy;
+};
+
+/* 1 consumed, 0 not a reshape option, -1 error printed */
+static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--continue")) {
+        g->resume = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--add") || !strcmp(a, "-a")) {
+        while (*i + 1 < argc && argv[*i + 1][0] != '-' && g->n + g->nadd < URAID_MAX_MEMBERS)
+            g->added[g->nadd++] = argv[++*i];
+        return 1;
+    }
+    if (!strcmp(a, "--member-layer")) {
+        if (*i + 1 >= argc) {
+            cli_error("grow", "--member-layer needs a spec, e.g. 'throttle=60M' or 'MEMBER:latency=2ms'");
+            return -1;
+        }
+        if (g->nlayer < URAID_MAX_MEMBERS)
+            g->layer[g->nlayer++] = argv[++*i];
+        return 1;
+    }
+    if (!strncmp(a, "--raid-devices=", 15) || !strcmp(a, "--raid-devices") || !strcmp(a, "-n")) {
+        const char *val = strchr(a, '=') ? strchr(a, '=') + 1 : *i + 1 < argc ? argv[++*i] : "";
+        char *end;
+        long v = strtol(val, &end, 10);
+        if (!*val || *end || v < 1 || v > URAID_MAX_MEMBERS) {
+            cli_error("grow", "--raid-devices must be a member count from 1 to %d, got '%s'", URAID_MAX_MEMBERS, val);
+            return -1;
+        }
+        g->raid_devices = (int)v;
+        return 1;
+    }
+    return 0;
+}
+
+static int run_reshape(struct grow_args *g)
+{
+    if (!g->resume && (!g->raid_devices || !g->nadd)) {
+        cli_error("grow", "give --raid-devices N and the new members (--add NEW...), or --continue");
+        return 2;
+    }
+    const char *names[2 * URAID_MAX_MEMBERS];
+    int nn = 0;
+    for (int i = 0; i < g->n; i++)
+        names[nn++] = g->members[i];
+    for (int i = 0; i < g->nadd; i++)
+        names[nn++] = g->added[i];
+    static char texts[2 * URAID_MAX_MEMBERS][256];
+    const char *sim[2 * URAID_MAX_MEMBERS];
+    for (int l = 0; l < g->nlayer; l++) {
+        char why[300];
+        if (uraid_member_layer_add(g->layer[l], names, nn, texts[0], sizeof texts[0], why, sizeof why)) {
+            cli_error("grow", "--member-layer '%s': %s", g->layer[l], why);
+            return 2;
+        }
+    }
+    for (int i = 0; i < nn; i++)
+        sim[i] = texts[i];
+    if (being_served(g->members[0])) {
+        cli_error("grow", "the array of %s is being served (its control socket answers): stop it first ('uraid stop')",
+                  g->members[0]);
+        return 1;
+    }
+    if (cli_setup_parity("grow"))
+        return 1;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct grow_view v = {0};
+    cli_progress_init(&v.pr);
+    clock_gettime(CLOCK_MONOTONIC, &v.t0);
+    struct uraid_grow_params p = {.raid_devices = g->raid_devices, .resume_only = g->resume,
+                                  .member_sim = g->nlayer ? sim : NULL, .progress = show_progress, .ctx = &v,
+                                  .stop = &grow_stop};
+    struct uraid_grow_result res;
+    char why[512];
+    int rc = uraid_grow_members(g->members, g->n, g->added, g->nadd, &p, &res, why, sizeof why);
+    cli_progress_end(&v.pr);
+    if (rc == -EALREADY) {
+        printf("uraid: %s\n", why);
+        return 0;
+    }
+    if (rc) {
+        cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
+        return 1;
+    }
+    printf("uraid: reshape %s: %d members, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
+           res.resumed ? "carried on and complete" : "complete", res.raid_devices,
+           (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2),
+           (unsigned long long)res.shift);
+    return 0;
+}
+
 int cmd_grow(int argc, char **argv)
 {
-    const char *members[URAID_MAX_MEMBERS];
-    int n = 0, policy = 0;
+    struct grow_args g = {0};
+    int reshape = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int r = parse_reshape_opt(&g, argc, argv, &i);
+        if (r < 0)
+            return 2;
+        if (r > 0) {
+            reshape = 1;
+            continue;
+        }
         if (!strncmp(a, "--consistency-policy=", 21) || !strcmp(a, "--consistency-policy") || !strcmp(a, "-k")) {
             const char *val = strchr(a, '=') ? strchr(a, '=') + 1 : i + 1 < argc ? argv[++i] : NULL;
-            policy = val ? uraid_policy_parse(val) : -1;
-            if (policy < 0) {
+            g.policy = val ? uraid_policy_parse(val) : -1;
+            if (g.policy < 0) {
                 cli_error("grow", "--consistency-policy must be resync, bitmap, ppl or journal, got '%s'",
                           val ? val : "");
                 return 2;
             }
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid grow --consistency-policy resync|ppl MEMBER...   (the array must not be running;\n"
-                   "       every member is needed; mdadm --grow --consistency-policy)\n");
+            printf("usage: uraid grow --consistency-policy resync|ppl MEMBER...\n"
+                   "       uraid grow MEMBER... --raid-devices N --add NEW... [--member-layer [MEMBER:]SPEC]\n"
+                   "       uraid grow --continue MEMBER...\n"
+                   "  (the array must not be running; every member is needed; mdadm --grow)\n");
             return 0;
         } else if (a[0] == '-' && a[1]) {
-            cli_error("grow", "unknown option '%s' (uraid grow changes the consistency policy only: try --help)", a);
+            cli_error("grow", "unknown option '%s' (try 'uraid grow --help')", a);
             return 2;
-        } else if (n < URAID_MAX_MEMBERS) {
-            members[n++] = a;
+        } else if (g.n < URAID_MAX_MEMBERS) {
+            g.members[g.n++] = a;
         }
     }
+    if (reshape && g.policy) {
+        cli_error("grow", "change the consistency policy and the member count in two runs");
+        return 2;
+    }
+    if (reshape && g.n)
+        return run_reshape(&g);
+    int policy = g.policy, n = g.n;
+    const char **members = g.members;
     if (!policy || !n) {
-        cli_error("grow", "give --consistency-policy and the array's members (try 'uraid grow --help')");
+        cli_error("grow", "give --consistency-policy or --raid-devices and the array's members (try 'uraid grow --help')");
         return 2;
     }
     if (being_served(members[0])) {

@@ -15,7 +15,8 @@ struct verb {
 
 static const struct verb verbs[] = {
     {"create", cmd_create, "create an array: --level L --raid-devices N [--spare-devices M] [--chunk SIZE] MEMBERS..."},
-    {"grow", cmd_grow, "change the consistency policy of an array that is not running: --consistency-policy resync|ppl MEMBERS..."},
+    {"grow", cmd_grow, "grow an array that is not running: MEMBERS... --raid-devices N --add NEW... (RAID-5/6), --continue "
+                         "MEMBERS..., or --consistency-policy resync|ppl MEMBERS..."},
     {"examine", cmd_examine, "print each member's md superblock like mdadm --examine"},
     {"detail", cmd_detail, "print the array like mdadm --detail, with its [UU_U] state"},
     {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},

@@ -42,6 +42,7 @@ lib/layout.            math    1  -
 lib/raid0.             math    1  -
 lib/raid10.            math    1  -
 lib/linear.            math    1  -
+lib/reshape_geom.      math    1  -
 lib/log.               base    0  -
 include/               base    0  -
 '

@@ -380,6 +380,13 @@ static int read_superblocks(struct open_ctx *o)
             return rc;
         if ((rc = array_read_superblock_as(o->dev[i], o->format, &o->sb[i], o->why, o->whylen)) != 0)
             return rc;
+        if (o->sb[i].feature_map & MD_FEATURE_RESHAPE_ACTIVE) {
+            /* reads and writes during a reshape need both geometries: not yet (lib/array/reshape.c) */
+            uraid_why(o->why, o->whylen, "member %s: a reshape to %u members is in progress (feature RESHAPE_ACTIVE, "
+                      "at array sector %llu): finish it first with 'uraid grow --continue MEMBERS...'", o->paths[i],
+                      o->sb[i].raid_disks, (unsigned long long)o->sb[i].reshape_position);
+            return -EOPNOTSUPP;
+        }
         if (o->sb[i].feature_map & UNSUPPORTED_FEATURES) {
             uraid_why(o->why, o->whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)",
                       o->paths[i], o->sb[i].feature_map);

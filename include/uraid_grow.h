@@ -1,0 +1,63 @@
+/* Growing an array that is not running: RAID-5 and RAID-6 gain members
+ * (mdadm --grow --raid-devices N --add NEW...), restriped to the new width
+ * in the foreground, recorded in every member's superblock exactly as md
+ * records a reshape (RESHAPE_ACTIVE, NEW_OFFSET, reshape_position, ...), so
+ * either uraid or md can carry on a reshape the other started. No backup
+ * file: the data moves down into the head room before data_offset, as
+ * mdadm 3.3+ does. docs/FORMAT.md says what is written when. */
+#ifndef URAID_GROW_H
+#define URAID_GROW_H
+
+#include <stdint.h>
+
+#include "uraid.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct uraid_grow_params {
+    int raid_devices;        /* the new member count; 0 with resume_only */
+    int resume_only;         /* --continue: carry on the reshape recorded on the members */
+    /* Simulation layers (NULL or one spec per name: members first, then the
+     * added ones; the syntax of uraid_open_params.member_sim). */
+    const char *const *member_sim;
+    /* Called after every window (may be NULL): array sectors of the new
+     * geometry done and in all. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *ctx;
+    const volatile int *stop; /* non-zero: checkpoint and return -EINTR */
+    uint32_t checkpoint_ms;  /* the position goes to the superblocks at least this often; 0 = 1000 */
+};
+
+struct uraid_grow_result {
+    int resumed;             /* a reshape already on the members was carried on */
+    uint64_t from_sectors;   /* the array's size before and after */
+    uint64_t to_sectors;
+    uint64_t start_position; /* array sector the run started at */
+    uint64_t shift;          /* sectors data_offset moved down */
+    int raid_devices;
+};
+
+/* Grows the array of `members` (every member, any order) by the `added`
+ * members to p->raid_devices, or carries on the reshape recorded on the
+ * members (the same command again: members and added as before, or
+ * p->resume_only with every member in `members`). Returns 0 when the
+ * reshape is complete; -EALREADY when the array already has the added
+ * members in its p->raid_devices slots (the same grow run again after it
+ * ended); -EINTR when stopped (its position is recorded: run
+ * again to continue); -EINVAL, -ENOSPC, -EOPNOTSUPP, -EBUSY, ... with one
+ * line in why for a refusal, which writes nothing: a level other than 5/6,
+ * N not larger, too few or too many new members, a new member too small,
+ * too little head room before data_offset (the line says how much is
+ * missing), a reshape in progress with other parameters, an array that is
+ * degraded, dirty, or has a bitmap or a PPL. */
+URAID_API int uraid_grow_members(const char *const *members, int nmembers, const char *const *added, int nadded,
+                                 const struct uraid_grow_params *p, struct uraid_grow_result *res, char *why,
+                                 size_t whylen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

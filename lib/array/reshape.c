@@ -1,0 +1,520 @@
+/* uraid_grow_members: RAID-5/6 gain members offline, recorded as md records
+ * a reshape, so md and uraid can each carry on the other's.
+ *
+ * What is written when (docs/FORMAT.md has the same in prose):
+ *   1. start: every check first, nothing written on a refusal. Then the new
+ *      members' superblocks (their slots, data_offset = the old members',
+ *      new_offset = -shift, RESHAPE_ACTIVE at position 0), flushed; then
+ *      the old members' (raid_disks = N, delta_disks, new_level/layout/
+ *      chunk, RESHAPE_ACTIVE | NEW_OFFSET, reshape_position 0), events + 1.
+ *      A kill between the two leaves members at position 0 and members not
+ *      reshaping one event behind: both read the old layout everywhere, and
+ *      the next run (the reference is the newest) carries on from 0.
+ *   2. windows of new stripes (reshape_copy.c), each read whole from the
+ *      old layout and written whole in the new one; reshape_position goes to
+ *      every superblock after a flush of the data below it, when the next
+ *      window would need it (reshape_geom.h's safety rule) and every
+ *      checkpoint_ms.
+ *   3. end: raid_disks = N, data_offset = old - shift, data_size + shift,
+ *      RESHAPE_ACTIVE and NEW_OFFSET cleared, events + 1. */
+#include "array/reshape.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+#define RESHAPE_BITS (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
+/* md's super_1_allow_new_offset: new data must start 36 KiB past the superblock */
+#define MD_NEW_OFFSET_MIN_FROM_SB 72u
+
+static int say(struct grow *gr, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int say(struct grow *gr, int rc, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    uraid_why(gr->why, gr->whylen, "%s", line);
+    return rc;
+}
+
+static int write_sb(struct member *m, const struct md_sb *sb)
+{
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
+    int rc = md_sb_encode(sb, buf);
+    if (rc == 0)
+        rc = member_write(m, buf, MD_SB_BYTES, MD_SB_V12_BYTES);
+    return rc ? rc : member_flush(m);
+}
+
+/* The array-wide fields of the template into a member's own superblock. */
+static void merge(struct md_sb *dst, const struct md_sb *t)
+{
+    dst->feature_map = (dst->feature_map & ~RESHAPE_BITS) | (t->feature_map & RESHAPE_BITS);
+    dst->level = t->level;
+    dst->layout = t->layout;
+    dst->chunksize = t->chunksize;
+    dst->size = t->size;
+    dst->raid_disks = t->raid_disks;
+    dst->new_level = t->new_level;
+    dst->reshape_position = t->reshape_position;
+    dst->delta_disks = t->delta_disks;
+    dst->new_layout = t->new_layout;
+    dst->new_chunk = t->new_chunk;
+    dst->new_offset = t->new_offset;
+    dst->events = t->events;
+    dst->utime = t->utime;
+    dst->resync_offset = t->resync_offset;
+    dst->max_dev = t->max_dev;
+    memcpy(dst->dev_roles, t->dev_roles, sizeof dst->dev_roles);
+}
+
+/* Every member's superblock from the template, events + 1: the fresh (new)
+ * members first with an empty bad-block log, flushed, then the others, so
+ * no old member names a reshape whose new members have no superblock. */
+static int write_all(struct grow *gr)
+{
+    gr->tmpl.events++;
+    gr->tmpl.utime = (uint64_t)time(NULL);
+    for (int pass = 0; pass < 2; pass++)
+        for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+            int i = gr->at[s], rc;
+            if (gr->fresh[i] != (pass == 0))
+                continue;
+            merge(&gr->sb[i], &gr->tmpl);
+            if (gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
+                rc = member_flush(gr->dev[i]);
+            else if (!gr->fresh[i])
+                rc = write_sb(gr->dev[i], &gr->sb[i]);
+            if (rc)
+                return say(gr, rc, "member %s: cannot write its superblock: %s (the members keep the last "
+                           "recorded position; run the same grow again)", gr->name[i], uraid_strerror(rc));
+        }
+    memset(gr->fresh, 0, sizeof gr->fresh);
+    return 0;
+}
+
+int grow_checkpoint(struct grow *gr, uint64_t ckpt)
+{
+    /* the data below ckpt must be on every disk before any superblock says so */
+    for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+        int rc = member_flush(gr->dev[gr->at[s]]);
+        if (rc)
+            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
+    }
+    gr->tmpl.reshape_position = ckpt;
+    int rc = write_all(gr);
+    if (rc == 0)
+        gr->ckpt = ckpt;
+    return rc;
+}
+
+/* ---- reading the members ---------------------------------------------------- */
+
+static int open_all(struct grow *gr)
+{
+    for (int i = 0; i < gr->n; i++) {
+        char mwhy[300];
+        int rc = member_open_why(gr->name[i], 0, &gr->dev[i], mwhy, sizeof mwhy);
+        if (rc)
+            return say(gr, rc, "member %s: cannot open: %s", gr->name[i], mwhy);
+        const char *spec = gr->p->member_sim ? gr->p->member_sim[i] : NULL;
+        if (spec && *spec && (rc = member_apply_spec(&gr->dev[i], spec, mwhy, sizeof mwhy)) != 0)
+            return say(gr, rc, "member %s: %s", gr->name[i], mwhy);
+        for (int j = 0; j < i; j++)
+            if (array_same_file(gr->name[i], gr->name[j]))
+                return say(gr, -EINVAL, "%s and %s are the same member: give each once", gr->name[j], gr->name[i]);
+        char swhy[400];
+        rc = array_read_superblock(gr->dev[i], &gr->sb[i], swhy, sizeof swhy);
+        if (rc && !gr->is_added[i])
+            return say(gr, rc, "%s", swhy);
+        gr->sb_ok[i] = rc == 0;
+    }
+    return 0;
+}
+
+/* The reference: the member with the highest events among those of the
+ * first member's array. */
+static void pick_ref(struct grow *gr)
+{
+    gr->ref = 0;
+    for (int i = 0; i < gr->n; i++)
+        if (gr->sb_ok[i] && !memcmp(gr->sb[i].set_uuid, gr->sb[0].set_uuid, 16) &&
+            gr->sb[i].events > gr->sb[gr->ref].events)
+            gr->ref = i;
+}
+
+static int same_array(const struct grow *gr, int i)
+{
+    return gr->sb_ok[i] && !memcmp(gr->sb[i].set_uuid, gr->sb[gr->ref].set_uuid, 16);
+}
+
+/* Head room on member i: sectors between what md's metadata occupies
+ * (superblock + 36 KiB, the bad-block log) and data_offset. */
+static uint64_t headroom(const struct md_sb *sb)
+{
+    uint64_t floor = sb->super_offset + MD_NEW_OFFSET_MIN_FROM_SB;
+    if (sb->bblog_offset && sb->bblog_size) {
+        int64_t end = md_sb_bblog_sector(sb) + sb->bblog_size;
+        if (end > 0 && (uint64_t)end > floor)
+            floor = (uint64_t)end;
+    }
+    floor = (floor + 7) & ~7ull;
+    return sb->data_offset > floor ? sb->data_offset - floor : 0;
+}
+
+static const char *level_text(int level)
+{
+    static const char *names[] = {"RAID-0", "RAID-1", "", "", "RAID-4", "RAID-5", "RAID-6"};
+    return level >= 0 && level <= 6 ? names[level] : "this level";
+}
+
+/* The array as it is now: one clean, in-sync member per old slot, none of
+ * the features a grow does not handle yet. */
+static int check_old(struct grow *gr, int nold_given)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    if (R->level != 5 && R->level != 6)
+        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-5 and RAID-6 can gain members "
+                   "(--raid-devices N --add NEW...)", level_text(R->level));
+    if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
+        return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
+                   "(uraid grow --consistency-policy=resync)",
+                   md_sb_has_ppl(R) ? "partial parity log (ppl)" : "write journal");
+    if (R->feature_map & MD_FEATURE_BITMAP_OFFSET)
+        return say(gr, -EOPNOTSUPP, "growing an array with a write-intent bitmap is not supported yet");
+    if (R->resync_offset != MD_RESYNC_CLEAN)
+        return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
+    if (nold_given != (int)R->raid_disks)
+        return say(gr, -EINVAL, "give all %u members of the array (%d given), then --add the new ones", R->raid_disks,
+                   nold_given);
+    int seen[URAID_MAX_MEMBERS] = {0};
+    for (int i = 0; i < nold_given; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        if (!same_array(gr, i))
+            return say(gr, -EINVAL, "member %s belongs to another array than %s", gr->name[i], gr->name[gr->ref]);
+        if (sb->events != R->events || role >= R->raid_disks || seen[role] ||
+            (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
+            return say(gr, -EINVAL, "member %s is not an in-sync member of the array (events %llu, the array's %llu): "
+                       "a grow needs every member in sync; rebuild first", gr->name[i],
+                       (unsigned long long)sb->events, (unsigned long long)R->events);
+        if ((sb->feature_map & MD_FEATURE_BAD_BLOCKS) || sb->data_offset != R->data_offset)
+            return say(gr, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", gr->name[i],
+                       sb->feature_map & MD_FEATURE_BAD_BLOCKS ? "a non-empty bad-block list" : "a data offset unlike the others'");
+        seen[role] = 1;
+        gr->at[role] = i;
+    }
+    return 0;
+}
+
+/* A device number for each new member: unused in dev_roles and by the members. */
+static int new_dev_number(struct grow *gr, uint32_t *dn)
+{
+    for (uint32_t d = 0; d < gr->tmpl.max_dev; d++) {
+        int used = gr->tmpl.dev_roles[d] != MD_ROLE_SPARE;
+        for (int i = 0; i < gr->n && !used; i++)
+            used = !gr->is_added[i] && gr->sb[i].dev_number == d;
+        if (!used) {
+            *dn = d;
+            return 0;
+        }
+    }
+    return say(gr, -EOPNOTSUPP, "the superblocks have no free device number for another member (max_dev %u)",
+               gr->tmpl.max_dev);
+}
+
+static int check_added(struct grow *gr, int nold, int N)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    uint64_t need = R->data_offset + R->size;
+    if (gr->n - nold != N - nold || N > URAID_MAX_MEMBERS)
+        return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - nold,
+                   N - nold == 1 ? "" : "s", gr->n - nold);
+    for (int i = nold; i < gr->n; i++) {
+        if (same_array(gr, i))
+            return say(gr, -EEXIST, "new member %s is already a member of this array", gr->name[i]);
+        if (gr->dev[i]->size / SECTOR < need)
+            return say(gr, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset %llu "
+                       "+ %llu per member)", gr->name[i], (unsigned long long)(gr->dev[i]->size / SECTOR),
+                       (unsigned long long)need, (unsigned long long)R->data_offset, (unsigned long long)R->size);
+    }
+    return 0;
+}
+
+/* Member i's superblock as a new member in slot `slot` with device number
+ * dn: the reference's, with its own identity and an empty bad-block log. */
+static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    struct md_sb *sb = &gr->sb[i];
+    *sb = *R;
+    sb->dev_number = dn;
+    sb->feature_map &= ~(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
+    sb->recovery_offset = 0;
+    sb->cnt_corrected_read = 0;
+    sb->devflags = 0;
+    sb->data_size = gr->dev[i]->size / SECTOR - R->data_offset;
+    int rc = array_random_bytes(sb->device_uuid, 16);
+    if (rc)
+        return say(gr, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
+    gr->tmpl.dev_roles[dn] = (uint16_t)slot;
+    gr->at[slot] = i;
+    gr->sb_ok[i] = 1;
+    gr->fresh[i] = 1;
+    return 0;
+}
+
+/* The new members' superblocks, the template's reshape fields, the geometry. */
+static int plan_start(struct grow *gr, int nold, int N)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    uint64_t room = UINT64_MAX;
+    for (int i = 0; i < nold; i++)
+        if (headroom(&gr->sb[i]) < room)
+            room = headroom(&gr->sb[i]);
+    uint64_t shift = reshape_choose_shift(room, R->chunksize);
+    if (!shift)
+        return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors "
+                   "free before data_offset %llu, %u needed (one chunk): %llu sectors missing",
+                   (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(R->chunksize),
+                   (unsigned long long)(reshape_min_shift(R->chunksize) - room));
+    struct layout_geom from = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize}, to = from;
+    to.raid_disks = N;
+    char gwhy[200];
+    if (reshape_geom_init(&gr->g, &from, &to, R->size, shift, gwhy, sizeof gwhy))
+        return say(gr, -EINVAL, "%s", gwhy);
+    gr->tmpl = *R;
+    gr->tmpl.raid_disks = (uint32_t)N;
+    gr->tmpl.delta_disks = N - nold;
+    gr->tmpl.new_level = (uint32_t)R->level;
+    gr->tmpl.new_layout = R->layout;
+    gr->tmpl.new_chunk = R->chunksize;
+    gr->tmpl.new_offset = -(int32_t)shift;
+    gr->tmpl.reshape_position = 0;
+    gr->tmpl.feature_map = (R->feature_map & ~RESHAPE_BITS) | MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+    for (int i = nold; i < gr->n; i++) {
+        uint32_t dn = 0;
+        int rc = new_dev_number(gr, &dn);
+        if (rc == 0)
+            rc = new_member_sb(gr, i, dn, i); /* the added members take slots nold.. in order */
+        if (rc)
+            return rc;
+    }
+    gr->old_off = R->data_offset;
+    return 0;
+}
+
+/* ---- carrying on a reshape already on the members --------------------------- */
+
+static int plan_resume(struct grow *gr, int N)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int nold = (int)R->raid_disks - R->delta_disks;
+    if (R->delta_disks <= 0 || R->new_level != (uint32_t)R->level || R->new_layout != R->layout ||
+        R->new_chunk != R->chunksize || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
+        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u) is not one uraid "
+                   "can carry on yet: it carries on growing RAID-5/6 to more members", nold, R->raid_disks, R->level,
+                   R->new_level);
+    if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
+        return say(gr, -EOPNOTSUPP, "the reshape on the members uses a backup file (no data offset change): not "
+                   "supported yet; carry it on with mdadm --grow --continue");
+    if (N && N != (int)R->raid_disks)
+        return say(gr, -EBUSY, "a reshape to %u members is already in progress (at array sector %llu): give the same "
+                   "members again or use --continue", R->raid_disks, (unsigned long long)R->reshape_position);
+    if (gr->n != (int)R->raid_disks)
+        return say(gr, -EINVAL, "a reshape to %u members is in progress: give all %u members (%d given)",
+                   R->raid_disks, R->raid_disks, gr->n);
+    gr->tmpl = *R;
+    int seen[URAID_MAX_MEMBERS] = {0}, fill[URAID_MAX_MEMBERS], nfill = 0;
+    for (int i = 0; i < gr->n; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        /* a new member whose superblock a kill cut off at the very start
+         * (nothing has moved yet): it gets one now */
+        if (!same_array(gr, i) && gr->is_added[i] && R->reshape_position == 0 &&
+            gr->dev[i]->size / SECTOR >= R->data_offset + R->size) {
+            fill[nfill++] = i;
+            continue;
+        }
+        if (!same_array(gr, i))
+            return say(gr, -EBUSY, "member %s is not part of the reshape in progress (to %u members): give the same "
+                       "members again or use --continue", gr->name[i], R->raid_disks);
+        uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        int behind = sb->events + 1 < R->events ||
+                     (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->reshape_position != 0);
+        if (role >= R->raid_disks || seen[role] || behind || sb->data_offset != R->data_offset)
+            return say(gr, -EINVAL, "member %s is not an up-to-date member of the reshape (events %llu, the array's "
+                       "%llu)", gr->name[i], (unsigned long long)sb->events, (unsigned long long)R->events);
+        seen[role] = 1;
+        gr->at[role] = i;
+    }
+    for (int s = nold, f = 0; s < (int)R->raid_disks && f < nfill; s++)
+        for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
+            if (R->dev_roles[dn] == s) {
+                int rc = new_member_sb(gr, fill[f++], dn, s);
+                if (rc)
+                    return rc;
+                seen[s] = 1;
+            }
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        if (!seen[s])
+            return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
+                       "every member, old and new", s, R->raid_disks);
+    struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize}, to = from;
+    to.raid_disks = (int)R->raid_disks;
+    char gwhy[200];
+    if (reshape_geom_init(&gr->g, &from, &to, R->size, (uint64_t)-(int64_t)R->new_offset, gwhy, sizeof gwhy) ||
+        reshape_position_ok(&gr->g, R->reshape_position, gwhy, sizeof gwhy))
+        return say(gr, -EINVAL, "the reshape on the members: %s", gwhy);
+    gr->old_off = R->data_offset;
+    gr->pos = gr->ckpt = R->reshape_position;
+    return 0;
+}
+
+/* A kill while the end's superblocks went out leaves some members done
+ * (the reference) and others one event behind, still reshaping. The end is
+ * written only after the last window and a flush, so all the data is in the
+ * new geometry: those members get the end's superblock too. *found = 0 when
+ * the members show no such state. */
+static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_result *res)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int lag = -1, seen[URAID_MAX_MEMBERS] = {0};
+    for (int i = 0; i < gr->n; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        if (same_array(gr, i) && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
+            sb->raid_disks == R->raid_disks && sb->new_offset < 0 &&
+            sb->data_offset - (uint64_t)-(int64_t)sb->new_offset == R->data_offset)
+            lag = i;
+    }
+    *found = lag >= 0;
+    if (!*found)
+        return 0;
+    for (int i = 0; i < gr->n; i++) {
+        struct md_sb *sb = &gr->sb[i];
+        uint16_t role = same_array(gr, i) && sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        int reshaping = !!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+        uint64_t off = reshaping ? sb->data_offset - (uint64_t)-(int64_t)sb->new_offset : sb->data_offset;
+        if (role >= R->raid_disks || seen[role] || sb->events + 1 < R->events || off != R->data_offset)
+            return say(gr, -EINVAL, "the reshape's end was cut off, and member %s is not one of its members "
+                       "(events %llu, the array's %llu): give every member, old and new", gr->name[i],
+                       (unsigned long long)sb->events, (unsigned long long)R->events);
+        if (reshaping) {
+            sb->data_size += sb->data_offset - off;
+            sb->data_offset = off;
+        }
+        seen[role] = 1;
+        gr->at[role] = i;
+    }
+    if (gr->n != (int)R->raid_disks)
+        return say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
+    const struct md_sb *L = &gr->sb[lag];
+    int np = R->level == 6 ? 2 : 1;
+    res->resumed = 1;
+    res->raid_devices = (int)R->raid_disks;
+    res->from_sectors = R->size * (uint64_t)((int)R->raid_disks - L->delta_disks - np);
+    res->to_sectors = R->size * (uint64_t)((int)R->raid_disks - np);
+    res->start_position = res->to_sectors;
+    res->shift = (uint64_t)-(int64_t)L->new_offset;
+    gr->tmpl = *R;
+    return write_all(gr);
+}
+
+static int finish(struct grow *gr)
+{
+    for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+        int rc = member_flush(gr->dev[gr->at[s]]);
+        if (rc)
+            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
+    }
+    gr->tmpl.feature_map &= ~RESHAPE_BITS;
+    gr->tmpl.reshape_position = 0;
+    gr->tmpl.delta_disks = 0;
+    gr->tmpl.new_offset = 0;
+    for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+        struct md_sb *sb = &gr->sb[gr->at[s]];
+        sb->data_offset = gr->old_off - gr->g.shift;
+        sb->data_size += gr->g.shift;
+    }
+    return write_all(gr);
+}
+
+/* A new grow: the checks, then the start's superblocks. */
+static int start(struct grow *gr, int nmembers)
+{
+    int N = gr->p->raid_devices;
+    if (gr->p->resume_only)
+        return say(gr, -EINVAL, "no reshape is in progress on these members: nothing to continue");
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int done = N == (int)R->raid_disks && gr->n > nmembers;
+    for (int i = nmembers; i < gr->n && done; i++)
+        done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev && R->dev_roles[gr->sb[i].dev_number] < N;
+    if (done) /* the same grow again after it ended (a kill after its last write) */
+        return say(gr, -EALREADY, "the array already has %d members, the new ones among them: nothing to do", N);
+    if (N <= (int)gr->sb[gr->ref].raid_disks)
+        return say(gr, -EINVAL, "--raid-devices %d is not larger than the array's %u members (shrinking is not "
+                   "supported yet)", N, gr->sb[gr->ref].raid_disks);
+    int rc = check_old(gr, nmembers);
+    if (rc == 0)
+        rc = check_added(gr, nmembers, N);
+    if (rc == 0)
+        rc = plan_start(gr, nmembers, N);
+    return rc ? rc : write_all(gr);
+}
+
+int uraid_grow_members(const char *const *members, int nmembers, const char *const *added, int nadded,
+                       const struct uraid_grow_params *p, struct uraid_grow_result *res, char *why, size_t whylen)
+{
+    static const struct uraid_grow_params defaults;
+    struct grow *gr = calloc(1, sizeof *gr);
+    if (!gr)
+        return -ENOMEM;
+    uraid_why(why, whylen, "%s", "");
+    gr->p = p ? p : &defaults;
+    gr->why = why;
+    gr->whylen = whylen;
+    int rc = 0;
+    if (nmembers < 1 || nadded < 0 || nmembers + nadded > URAID_MAX_MEMBERS)
+        rc = say(gr, -EINVAL, "give the array's members (at most %d names in all)", URAID_MAX_MEMBERS);
+    for (int i = 0; rc == 0 && i < nmembers + nadded; i++) {
+        gr->name[gr->n] = i < nmembers ? members[i] : added[i - nmembers];
+        gr->is_added[gr->n++] = i >= nmembers;
+    }
+    if (rc == 0)
+        rc = open_all(gr);
+    struct uraid_grow_result r = {0};
+    int active = 0, ended = 0;
+    if (rc == 0) {
+        pick_ref(gr);
+        active = !!(gr->sb[gr->ref].feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+        rc = active ? plan_resume(gr, gr->p->raid_devices) : finish_interrupted(gr, &ended, &r);
+        /* carrying on: every member records the same position before anything moves */
+        if (rc == 0 && active)
+            rc = grow_checkpoint(gr, gr->pos);
+    }
+    if (rc == 0 && !active && !ended)
+        rc = start(gr, nmembers);
+    if (rc == 0 && !ended) {
+        r.resumed = active;
+        r.from_sectors = reshape_from_sectors(&gr->g);
+        r.to_sectors = reshape_to_sectors(&gr->g);
+        r.start_position = gr->pos;
+        r.shift = gr->g.shift;
+        r.raid_devices = gr->g.to.raid_disks;
+        rc = grow_copy(gr);
+        if (rc == 0)
+            rc = finish(gr);
+    }
+    if (res)
+        *res = r;
+    for (int i = 0; i < gr->n; i++)
+        member_close(gr->dev[i]);
+    free(gr);
+    return rc;
+}

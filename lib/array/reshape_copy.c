@@ -1,0 +1,220 @@
+/* The copy of an offline grow: windows of whole new stripes, each read
+ * from the old geometry (the old rows it spans, on every old member) and
+ * written whole in the new one (data, then P and Q computed from it), with
+ * the position recorded as reshape_next() says.
+ *
+ * Why a kill -9 (or a power cut) at any instant loses nothing. Let P be the
+ * position in the superblocks on disk (during a superblock update some
+ * members may say the previous P' < P: both satisfy what follows).
+ *   - A restart (uraid or md) reads the array below P in the new geometry
+ *     and from P on in the old one, and redoes the windows from P.
+ *   - The new geometry below P was written and flushed before any
+ *     superblock said P (grow_checkpoint flushes every member first), and
+ *     the windows after P write only new stripes at or past P: new rows
+ *     from row(P) on, never below.
+ *   - The old geometry from P on lives in old rows >= safe(P) =
+ *     reshape_old_safe_row(P). A window is only issued when its new rows end
+ *     at or below safe(P) + shift (reshape_window), and new row x is disk
+ *     sector new_off + x = old_off + x - shift: so every write since P
+ *     lands below old_off + safe(P), on old rows that hold only array
+ *     sectors below P (and parity of stripes below P), which no restart
+ *     reads. Writes may land in any order and any subset: none of them
+ *     touches a sector a restart from P or P' reads.
+ *   - A window reads all its old rows before writing, and its old rows are
+ *     >= safe(pos) >= safe(P): not yet overwritten by this run either.
+ *   - The tail past the old array's end is written as zeros with their
+ *     parity, as md does, so the new space checks clean.
+ * tests/unit/test_reshape_geom.c replays this order on a model and checks
+ * every write against what a restart would read. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "array/reshape.h"
+#include "io/engine.h"
+#include "log.h"
+#include "uraid_parity.h"
+
+#define WINDOW_BYTES (4u << 20) /* per member and window */
+#define WINDOW_MAX_STRIPES 256
+
+struct bufs {
+    uint8_t *old[URAID_MAX_MEMBERS], *new[URAID_MAX_MEMBERS], *zero;
+    uint64_t max_stripes;
+    struct io_engine *io; /* every member's part of a window runs at once */
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void bufs_free(struct bufs *b)
+{
+    for (int m = 0; m < URAID_MAX_MEMBERS; m++) {
+        free(b->old[m]);
+        free(b->new[m]);
+    }
+    free(b->zero);
+    if (b->io)
+        io_engine_destroy(b->io);
+}
+
+static int bufs_alloc(const struct reshape_geom *g, struct bufs *b)
+{
+    size_t cb = (size_t)g->to.chunk_sectors * SECTOR;
+    b->max_stripes = WINDOW_BYTES / cb ? WINDOW_BYTES / cb : 1;
+    if (b->max_stripes > WINDOW_MAX_STRIPES)
+        b->max_stripes = WINDOW_MAX_STRIPES;
+    /* old rows a window spans: its data over from_k per row, plus the partial old stripes at both ends */
+    size_t old_rows = (size_t)(b->max_stripes * (uint64_t)g->to_k / (uint64_t)g->from_k + 2);
+    for (int m = 0; m < g->from.raid_disks; m++)
+        if (!(b->old[m] = aligned_alloc(4096, old_rows * cb)))
+            return -ENOMEM;
+    for (int m = 0; m < g->to.raid_disks; m++)
+        if (!(b->new[m] = aligned_alloc(4096, (size_t)b->max_stripes * cb)))
+            return -ENOMEM;
+    if (!(b->zero = aligned_alloc(4096, cb)))
+        return -ENOMEM;
+    memset(b->zero, 0, cb);
+    struct io_engine_params ep = {.workers = 2 * g->to.raid_disks, .use_uring = 1};
+    return io_engine_create(&ep, &b->io);
+}
+
+/* One I/O on every member of a window at once (engine: threads or io_uring);
+ * the first that failed in *bad. */
+static int run_all(struct bufs *b, struct io_op *ops, int n, int *bad)
+{
+    int rc = io_engine_run(b->io, ops, n);
+    for (int i = 0; rc && i < n; i++)
+        if (ops[i].result) {
+            *bad = i;
+            return ops[i].result;
+        }
+    return rc;
+}
+
+/* Reads old rows [r0, r1) of every old member into b->old. */
+static int read_old(struct grow *gr, struct bufs *b, uint64_t r0, uint64_t r1)
+{
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int n = gr->g.from.raid_disks, bad = 0;
+    for (int m = 0; m < n; m++)
+        ops[m] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = b->old[m],
+                                .len = (size_t)(r1 - r0) * SECTOR, .offset = (gr->old_off + r0) * SECTOR};
+    int rc = run_all(b, ops, n, &bad);
+    if (rc)
+        uraid_why(gr->why, gr->whylen, "member %s: read error at sector %llu: %s (nothing past the last recorded "
+                  "position was lost; fix the member and run the grow again)", gr->name[gr->at[bad]],
+                  (unsigned long long)(gr->old_off + r0), uraid_strerror(rc));
+    return rc;
+}
+
+/* New stripe t (at byte off of the window's buffers): data from the old rows
+ * starting at r0, P and Q from the data. */
+static int build_stripe(struct grow *gr, struct bufs *b, uint64_t t, size_t off, uint64_t r0)
+{
+    const struct reshape_geom *g = &gr->g;
+    uint32_t c = g->to.chunk_sectors;
+    size_t cb = (size_t)c * SECTOR;
+    uint64_t old_total = reshape_from_sectors(g);
+    struct stripe_map sm;
+    int rc = layout_stripe(&g->to, t, &sm);
+    for (int d = 0; rc == 0 && d < g->to_k; d++) {
+        uint64_t x = (t * (uint64_t)g->to_k + (uint64_t)d) * c;
+        uint8_t *dst = b->new[sm.data_disk[d]] + off;
+        struct layout_addr ad;
+        if (x >= old_total)
+            memset(dst, 0, cb); /* past the old data: zeros, as md's reshape writes them */
+        else if ((rc = layout_map(&g->from, x, &ad)) == 0)
+            memcpy(dst, b->old[ad.disk] + (size_t)(ad.member_sector - r0) * SECTOR, cb);
+    }
+    if (rc)
+        return rc;
+    const void *data[LAYOUT_MAX_DISKS];
+    for (int j = 0; j < sm.nslots; j++)
+        data[j] = sm.slot_disk[j] >= 0 ? b->new[sm.slot_disk[j]] + off : b->zero;
+    if (g->to.level == 6)
+        return uraid_gen_pq(sm.nslots, cb, data, b->new[sm.p_disk] + off, b->new[sm.q_disk] + off);
+    return uraid_gen_p(sm.nslots, cb, data, b->new[sm.p_disk] + off);
+}
+
+/* New stripes [pos / stripe_data, + w): read, build, write. */
+static int copy_window(struct grow *gr, struct bufs *b, uint64_t pos, uint64_t w)
+{
+    const struct reshape_geom *g = &gr->g;
+    uint32_t c = g->to.chunk_sectors;
+    size_t cb = (size_t)c * SECTOR;
+    uint64_t sd = reshape_stripe_data(g), osd = (uint64_t)g->from_k * g->from.chunk_sectors;
+    uint64_t old_total = reshape_from_sectors(g), t0 = pos / sd, end = pos + w * sd, r0 = 0, r1 = 0;
+    if (pos < old_total) {
+        uint64_t e = end < old_total ? end : old_total;
+        r0 = pos / osd * c;
+        r1 = (e + osd - 1) / osd * c;
+        int rc = read_old(gr, b, r0, r1);
+        if (rc)
+            return rc;
+    }
+    for (uint64_t t = t0; t < t0 + w; t++) {
+        int rc = build_stripe(gr, b, t, (size_t)(t - t0) * cb, r0);
+        if (rc)
+            return uraid_why(gr->why, gr->whylen, "stripe %llu: %s", (unsigned long long)t, uraid_strerror(rc)), rc;
+    }
+    uint64_t at = gr->old_off - g->shift + t0 * c; /* the new data offset + the new row */
+    struct io_op ops[URAID_MAX_MEMBERS];
+    int n = g->to.raid_disks, bad = 0;
+    for (int s = 0; s < n; s++)
+        ops[s] = (struct io_op){.m = gr->dev[gr->at[s]], .kind = IO_WRITE, .buf = b->new[s], .len = (size_t)w * cb,
+                                .offset = at * SECTOR};
+    int rc = run_all(b, ops, n, &bad);
+    if (rc)
+        uraid_why(gr->why, gr->whylen, "member %s: write error at sector %llu: %s (the reshape stopped at array "
+                  "sector %llu, recorded %llu; fix the member and run the grow again)", gr->name[gr->at[bad]],
+                  (unsigned long long)at, uraid_strerror(rc), (unsigned long long)pos, (unsigned long long)gr->ckpt);
+    return rc;
+}
+
+int grow_copy(struct grow *gr)
+{
+    struct bufs b = {0};
+    int rc = bufs_alloc(&gr->g, &b);
+    if (rc)
+        uraid_why(gr->why, gr->whylen, "cannot set up the reshape's buffers and I/O: %s", uraid_strerror(rc));
+    uint64_t every = gr->p->checkpoint_ms ? gr->p->checkpoint_ms : 1000, last = now_ms();
+    uint64_t sd = reshape_stripe_data(&gr->g), total = reshape_to_sectors(&gr->g);
+    while (rc == 0) {
+        if (gr->p->stop && *gr->p->stop) {
+            rc = gr->pos > gr->ckpt ? grow_checkpoint(gr, gr->pos) : 0;
+            if (rc == 0)
+                rc = -EINTR, uraid_why(gr->why, gr->whylen, "stopped at array sector %llu of %llu (recorded on every "
+                                       "member): run the same grow again to continue",
+                                       (unsigned long long)gr->pos, (unsigned long long)total);
+            break;
+        }
+        uint64_t w;
+        enum reshape_move mv = reshape_next(&gr->g, gr->pos, gr->ckpt, b.max_stripes, &w);
+        if (mv == RESHAPE_DONE)
+            break;
+        if (mv == RESHAPE_CHECKPOINT && gr->pos == gr->ckpt) {
+            rc = -EINVAL; /* reshape_geom_init keeps shift >= one chunk, so this cannot happen */
+            uraid_why(gr->why, gr->whylen, "the reshape cannot move past array sector %llu", (unsigned long long)gr->pos);
+            break;
+        }
+        if (mv == RESHAPE_CHECKPOINT || (now_ms() - last >= every && gr->pos > gr->ckpt)) {
+            rc = grow_checkpoint(gr, gr->pos);
+            last = now_ms();
+            continue;
+        }
+        rc = copy_window(gr, &b, gr->pos, w);
+        if (rc == 0) {
+            gr->pos += w * sd;
+            if (gr->p->progress)
+                gr->p->progress(gr->p->ctx, gr->pos, total);
+        }
+    }
+    bufs_free(&b);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* Reshape geometry (reshape_geom.h): pure arithmetic, no I/O. */
+#include "reshape_geom.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+static int refuse(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(char *why, size_t whylen, const char *fmt, ...)
+{
+    if (why && whylen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
+                      uint64_t member_sectors, uint64_t shift, char *why, size_t whylen)
+{
+    char lwhy[160];
+    if (layout_check(from, lwhy, sizeof lwhy) || layout_check(to, lwhy, sizeof lwhy))
+        return refuse(why, whylen, "%s", lwhy);
+    if (from->level < 4 || from->level > 6 || to->level != from->level)
+        return refuse(why, whylen, "only RAID-4/5/6 grow to more members here (level %d to %d)", from->level,
+                      to->level);
+    if (to->chunk_sectors != from->chunk_sectors || to->layout != from->layout)
+        return refuse(why, whylen, "a chunk or layout change is not supported yet");
+    if (to->raid_disks <= from->raid_disks)
+        return refuse(why, whylen, "the new member count (%d) must be larger than the old (%d)", to->raid_disks,
+                      from->raid_disks);
+    uint32_t c = from->chunk_sectors;
+    if (!member_sectors || member_sectors % c)
+        return refuse(why, whylen, "member size %llu is not a positive multiple of the chunk (%u sectors)",
+                      (unsigned long long)member_sectors, c);
+    if (shift < reshape_min_shift(c) || shift % 8)
+        return refuse(why, whylen, "a data offset shift of %llu sectors is not a multiple of 8 of at least one chunk "
+                      "(%u sectors)", (unsigned long long)shift, c);
+    g->from = *from;
+    g->to = *to;
+    g->from_k = layout_data_disks(from);
+    g->to_k = layout_data_disks(to);
+    g->member_sectors = member_sectors;
+    g->shift = shift;
+    return 0;
+}
+
+uint64_t reshape_from_sectors(const struct reshape_geom *g) { return g->member_sectors * (uint64_t)g->from_k; }
+uint64_t reshape_to_sectors(const struct reshape_geom *g) { return g->member_sectors * (uint64_t)g->to_k; }
+uint64_t reshape_stripe_data(const struct reshape_geom *g) { return (uint64_t)g->to_k * g->to.chunk_sectors; }
+uint64_t reshape_stripes(const struct reshape_geom *g) { return g->member_sectors / g->to.chunk_sectors; }
+
+uint64_t reshape_old_safe_row(const struct reshape_geom *g, uint64_t pos)
+{
+    uint64_t old_stripe_data = (uint64_t)g->from_k * g->from.chunk_sectors;
+    uint64_t row = pos / old_stripe_data * g->from.chunk_sectors;
+    return row < g->member_sectors ? row : g->member_sectors;
+}
+
+uint64_t reshape_window(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes)
+{
+    uint64_t c = g->to.chunk_sectors, first = pos / reshape_stripe_data(g), left = reshape_stripes(g) - first;
+    if (pos < ckpt || first >= reshape_stripes(g))
+        return 0;
+    /* the last new row that may be written ends at old row safe + shift:
+     * below it the old layout holds nothing the position on disk still
+     * sends a reader to */
+    uint64_t limit = (reshape_old_safe_row(g, ckpt) + g->shift) / c;
+    uint64_t w = limit > first ? limit - first : 0;
+    if (reshape_old_safe_row(g, ckpt) >= g->member_sectors)
+        w = left; /* every old row is free: the old data is all below ckpt */
+    if (w > left)
+        w = left;
+    return w < max_stripes ? w : max_stripes;
+}
+
+enum reshape_move reshape_next(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes,
+                               uint64_t *stripes)
+{
+    *stripes = 0;
+    uint64_t first = pos / reshape_stripe_data(g);
+    if (first >= reshape_stripes(g))
+        return RESHAPE_DONE;
+    uint64_t left = reshape_stripes(g) - first;
+    uint64_t want = left < max_stripes ? left : max_stripes;
+    uint64_t w = reshape_window(g, pos, ckpt, want);
+    if (w < want && pos > ckpt)
+        return RESHAPE_CHECKPOINT;
+    *stripes = w;
+    return w ? RESHAPE_COPY : RESHAPE_CHECKPOINT;
+}
+
+int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, size_t whylen)
+{
+    uint64_t sd = reshape_stripe_data(g);
+    if (pos % sd)
+        return refuse(why, whylen, "reshape position %llu is not on a new stripe boundary (%llu sectors)",
+                      (unsigned long long)pos, (unsigned long long)sd);
+    if (pos > reshape_to_sectors(g))
+        return refuse(why, whylen, "reshape position %llu is past the end of the array (%llu sectors)",
+                      (unsigned long long)pos, (unsigned long long)reshape_to_sectors(g));
+    uint64_t new_row = pos / sd * g->to.chunk_sectors;
+    if (new_row >= reshape_old_safe_row(g, pos) + g->shift && pos < reshape_from_sectors(g))
+        return refuse(why, whylen, "reshape position %llu: the new rows would overtake the old ones", (unsigned long long)pos);
+    return 0;
+}
+
+uint64_t reshape_choose_shift(uint64_t headroom, uint32_t chunk_sectors)
+{
+    /* whole chunks, as mdadm's choices are (md itself needs only sectors) */
+    uint64_t want = 4ull * chunk_sectors;
+    uint64_t s = want < headroom ? want : headroom / chunk_sectors * chunk_sectors;
+    return s >= reshape_min_shift(chunk_sectors) ? s : 0;
+}

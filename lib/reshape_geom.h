@@ -1,0 +1,89 @@
+/* Reshape geometry: growing a RAID-4/5/6 array to more members by moving
+ * data_offset, as mdadm 3.3+ and md do without a backup file. Pure
+ * arithmetic: no I/O, no state, every call thread-safe.
+ *
+ * Units: sectors (512 bytes). "Rows" are member sectors relative to a data
+ * offset: old rows to the old data_offset, new rows to the new one. The new
+ * data_offset is the old one minus `shift` on every member, so new row x
+ * lies at old row x - shift on the disk.
+ *
+ * md's record (md-format.md 1.6, the reshape row of section 4):
+ * reshape_position P is an array sector on a new stripe boundary; array
+ * sectors below P are in the new geometry, the others in the old. The
+ * reshape runs forwards (from sector 0) because a wider stripe holds more
+ * data per row, so the new rows written always lag the old rows read.
+ *
+ * Safety rule (md's raid5 reshape_request with min_offset_diff = -shift):
+ * with P the position on disk, the old layout keeps the array sectors >= P
+ * only in old rows >= reshape_old_safe_row(P); new rows may therefore be
+ * written up to that row + shift and no further until a later position is
+ * on disk. reshape_window() applies it. */
+#ifndef URAID_RESHAPE_GEOM_H
+#define URAID_RESHAPE_GEOM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+struct reshape_geom {
+    struct layout_geom from, to; /* the same level and chunk; to has more members */
+    int from_k, to_k;            /* data blocks per stripe */
+    uint64_t member_sectors;     /* the superblock's size: data sectors per member */
+    uint64_t shift;              /* old data_offset - new data_offset */
+};
+
+/* Fills g for growing `from` to `to` (levels 4/5/6, same level and chunk,
+ * more members) over members_sectors per member (a multiple of the chunk)
+ * with the data moved down by shift sectors (at least one chunk, a
+ * multiple of 8). 0, or -EINVAL with one line in why. */
+int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
+                      uint64_t member_sectors, uint64_t shift, char *why, size_t whylen);
+
+/* Array sectors before and after the reshape. */
+uint64_t reshape_from_sectors(const struct reshape_geom *g);
+uint64_t reshape_to_sectors(const struct reshape_geom *g);
+
+/* Array sectors per new stripe (reshape positions are multiples of it). */
+uint64_t reshape_stripe_data(const struct reshape_geom *g);
+
+/* New stripes in all. */
+uint64_t reshape_stripes(const struct reshape_geom *g);
+
+/* The old row below which the old layout holds only array sectors < pos
+ * (and parity of stripes wholly below it): the first row of the old stripe
+ * that holds sector pos. */
+uint64_t reshape_old_safe_row(const struct reshape_geom *g, uint64_t pos);
+
+/* How many new stripes may be written from position pos (a new stripe
+ * boundary, >= ckpt) while the position on disk is ckpt: the largest W
+ * with new rows [pos / stripe_data * c, + W * c) ending at or below old
+ * row reshape_old_safe_row(ckpt) + shift, capped at the stripes left and
+ * at max_stripes. */
+uint64_t reshape_window(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes);
+
+/* The engine's next move from pos with ckpt on disk. */
+enum reshape_move {
+    RESHAPE_DONE,       /* pos is the end */
+    RESHAPE_CHECKPOINT, /* record pos on every member first (*stripes = 0) */
+    RESHAPE_COPY,       /* copy *stripes new stripes starting at pos */
+};
+/* A full window of max_stripes when the checkpoint allows it; else a
+ * checkpoint when pos is ahead of ckpt (as md insists on a superblock
+ * update once the safe position lags the write position); else the
+ * window that fits (at least one stripe, as shift >= one chunk). */
+enum reshape_move reshape_next(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes,
+                               uint64_t *stripes);
+
+/* 0 when md can take over a reshape recorded at pos (its raid5_run rules:
+ * a new stripe boundary, inside the array, and the new rows behind the old
+ * ones by less than the shift), else -EINVAL with one line in why. */
+int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, size_t whylen);
+
+/* The shift chosen for a grow: 4 chunks, or as many whole chunks as the
+ * head room holds when that is less; 0 when the head room is below one
+ * chunk. reshape_min_shift() is that one chunk. */
+uint64_t reshape_choose_shift(uint64_t headroom, uint32_t chunk_sectors);
+static inline uint64_t reshape_min_shift(uint32_t chunk_sectors) { return chunk_sectors; }
+
+#endif

@@ -1,0 +1,139 @@
+#!/bin/sh
+# uraid grow and the real md (../shared/tools/md-oracle, Linux 6.1's md and
+# mdadm 4.2 in a QEMU guest) taking each other's reshape over:
+#   a. md assembles arrays uraid grew (RAID-5 4 -> 5, RAID-6 5 -> 6), reads
+#      every old byte as written and zeros in the new space, and its check
+#      finds mismatch_cnt 0;
+#   b. uraid killed in the middle of a RAID-5 4 -> 5 grow: md assembles the
+#      members, carries the reshape on to the end, reads every byte, finds
+#      mismatch_cnt 0; the host's mdadm --examine then shows 5 devices and no
+#      reshape, and uraid reads the same bytes;
+#   c. md's own grow (mdadm --grow --raid-devices=5) cut off in the middle
+#      (the guest powers off without stopping the array): uraid --continue
+#      finishes it, every byte reads back, uraid check finds mismatch_cnt 0.
+# Without a working md-oracle this suite fails (a "skipped" line says why).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/e2e.sh
+if ! oracle_ready; then
+    echo "skipped: md-oracle cannot run here, so md's side of the reshape is not proven (counted as failed)"
+    t_finish
+    exit 1
+fi
+OLD=47185920 NEW=62914560 # bytes of the 64K-chunk arrays: 3 x 15 MiB of data before, 4 x 15 MiB after
+
+size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
+# make DIR LEVEL N SEED [CHUNK]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
+make_array() {
+    dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K}
+    mkdir -p "$dir"
+    M="" i=0
+    while [ $i -lt "$n" ]; do truncate -s 16M "$dir/m$i.img"; M="$M $dir/m$i.img"; i=$((i + 1)); done
+    truncate -s 16M "$dir/m$n.img"
+    # shellcheck disable=SC2086
+    $URAID create --level "$lvl" --raid-devices "$n" --chunk "$chunk" --assume-clean --consistency-policy resync \
+        --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
+    # shellcheck disable=SC2086
+    SZ=$(size_of $M)
+    # shellcheck disable=SC2086
+    "$PATTERN" -s "$s" -n "$SZ" | $URAID write $M || t_fail "write pattern $s in $dir"
+}
+disks() { for f in "$@"; do printf ' --disk %s' "$f"; done; }
+# The guest's verdict lines for an array: "NAME pattern OK", "NAME zeros OK", "NAME mismatch_cnt=N"
+GUEST_VERIFY='verify() { # MD SEED OLD NEW (bytes)
+    mdpattern -s $2 -n $3 -c < /dev/$1 >/dev/null && echo "$1 pattern OK"
+    z=$(dd if=/dev/$1 bs=4096 skip=$(($3 / 4096)) 2>/dev/null | tr -d "\000" | wc -c)
+    [ "$(blockdev --getsize64 /dev/$1)" = "$4" ] && [ "$z" = 0 ] && echo "$1 zeros OK"
+    echo check > /sys/block/$1/md/sync_action; sleep 1
+    while [ "$(cat /sys/block/$1/md/sync_action)" != idle ]; do sleep 1; done
+    echo "$1 mismatch_cnt=$(cat /sys/block/$1/md/mismatch_cnt)"
+}
+wait_idle() { i=0; while [ "$(cat /sys/block/$1/md/sync_action)" != idle ] && [ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done; }'
+judge() { # NAME MD LOG
+    name=$1 md=$2 log=$3
+    for w in "$md pattern OK" "$md zeros OK" "$md mismatch_cnt=0"; do
+        grep -q "^$w\$" "$log" && t_ok "$name: md: $w" || t_fail "$name: md: $w" "$(tail -3 "$log")"
+    done
+}
+uraid_reads() { # NAME SEED MEMBERS...
+    name=$1 s=$2; shift 2
+    got=$($URAID cat "$@" | sha256sum | cut -d' ' -f1)
+    want=$({ "$PATTERN" -s "$s" -n "$OLD"; head -c $((NEW - OLD)) /dev/zero; } | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$want" ] && t_ok "$name: uraid reads every byte" || t_fail "$name: uraid reads every byte" "$got"
+    out=$($URAID check "$@" 2>&1)
+    case "$out" in *"mismatch_cnt 0"*) t_ok "$name: uraid check finds mismatch_cnt 0" ;;
+        *) t_fail "$name: uraid check finds mismatch_cnt 0" "$(echo "$out" | tail -1)" ;; esac
+}
+
+# ---- a. md reads what uraid grew -----------------------------------------------------------
+# RAID-5 with 64K chunks, RAID-6 with mdadm's default 512K chunk (its data moves 4 chunks)
+make_array "$t_tmp/a5" 5 4 51; A5="$M $t_tmp/a5/m4.img"; OLD5=$SZ
+make_array "$t_tmp/a6" 6 5 52 512K; A6="$M $t_tmp/a6/m5.img"; OLD6=$SZ
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 6 --add "$t_tmp/a6/m5.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-6 5 -> 6"
+# shellcheck disable=SC2086
+$URAID grow $t_tmp/a5/m0.img $t_tmp/a5/m1.img $t_tmp/a5/m2.img $t_tmp/a5/m3.img --raid-devices 5 \
+    --add "$t_tmp/a5/m4.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-5 4 -> 5"
+# shellcheck disable=SC2086
+NEW5=$(size_of $A5) NEW6=$(size_of $A6)
+# shellcheck disable=SC2086
+"$ORACLE" --snapshot --timeout 500 $(disks $A5 $A6) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+mdadm --assemble /dev/md1 /dev/vd[f-k] || exit 1
+verify md0 51 $OLD5 $NEW5
+verify md1 52 $OLD6 $NEW6
+GUEST
+judge "a: RAID-5 grown 4 -> 5 by uraid" md0 "$t_tmp/a.log"
+judge "a: RAID-6 (512K chunk) grown 5 -> 6 by uraid" md1 "$t_tmp/a.log"
+
+# ---- b. uraid killed mid-reshape, md carries it on ---------------------------------------
+d=$t_tmp/b
+make_array "$d" 5 4 53; B="$M $d/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$d/m4.img" --member-layer throttle=6M >/dev/null 2>&1 &
+pid=$!
+sleep 2
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+pos=$(mdadm --examine "$d/m0.img" 2>/dev/null | sed -n "s/^ *Reshape pos'n : //p")
+[ -n "$pos" ] && t_ok "b: uraid killed mid-reshape (Reshape pos'n $pos)" || t_fail "b: uraid killed mid-reshape" "no Reshape line"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $B) -- - >"$t_tmp/b.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+grep -q reshape /proc/mdstat && echo "md0 reshaping"
+wait_idle md0
+verify md0 53 $OLD $NEW
+GUEST
+grep -q "^md0 reshaping$" "$t_tmp/b.log" && t_ok "b: md carries the reshape on" || t_fail "b: md carries the reshape on" "$(tail -3 "$t_tmp/b.log")"
+judge "b: uraid's interrupted grow finished by md" md0 "$t_tmp/b.log"
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+if echo "$x" | grep -q "Raid Devices : 5" && ! echo "$x" | grep -q "Reshape"; then t_ok "b: mdadm --examine: 5 devices, no reshape"
+else t_fail "b: mdadm --examine: 5 devices, no reshape" "$(echo "$x" | grep -i 'devices\|reshape')"; fi
+# shellcheck disable=SC2086
+uraid_reads "b: after md finished" 53 $B
+
+# ---- c. md's grow cut off, uraid carries it on --------------------------------------------
+d=$t_tmp/c
+make_array "$d" 5 4 54; C="$M $d/m4.img"
+# shellcheck disable=SC2086
+"$ORACLE" --no-stop --timeout 500 $(disks $C) -- - >"$t_tmp/c.log" 2>&1 <<'GUEST'
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
+echo 500 > /sys/block/md0/md/sync_speed_max
+mdadm /dev/md0 --add /dev/vde || exit 1
+mdadm --grow /dev/md0 --raid-devices=5 || exit 1
+sleep 6
+grep reshape /proc/mdstat
+GUEST
+pos=$(mdadm --examine "$d/m0.img" 2>/dev/null | sed -n "s/^ *Reshape pos'n : //p")
+[ -n "$pos" ] && t_ok "c: md's grow cut off mid-reshape (Reshape pos'n $pos)" ||
+    t_fail "c: md's grow cut off mid-reshape" "$(tail -3 "$t_tmp/c.log")"
+# shellcheck disable=SC2086
+out=$($URAID grow --continue $C 2>&1)
+case "$out" in *"carried on and complete: 5 members"*) t_ok "c: uraid grow --continue finishes md's reshape" ;;
+    *) t_fail "c: uraid grow --continue finishes md's reshape" "$out" ;; esac
+# shellcheck disable=SC2086
+uraid_reads "c: md's grow finished by uraid" 54 $C
+t_finish

@@ -1,0 +1,203 @@
+/* The offline grow (lib/array/reshape.c) under a simulated power cut at
+ * every member write of a run, one trial per write: RAID-5 4 -> 6 and
+ * RAID-6 4 -> 5 on small members. Each member is a power-cut layer
+ * (member/powercut.h): at the cut, every write since that member's last
+ * flush is kept, torn or dropped (seeded), and the process is "dead". Then
+ * the same grow again must finish, and the array must read back every old
+ * byte, zeros in the new space, and check clean (mismatch_cnt 0). The cut
+ * falls in turn on the start's superblocks (including between the new
+ * members' and the old ones'), every window and checkpoint, and the end's
+ * superblocks (members left one event apart, some done and some still
+ * reshaping). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "member/powercut.h"
+#include "uraid.h"
+#include "uraid_grow.h"
+
+#define MEMBER_BYTES (4u << 20)
+#define MAXM 8
+
+struct setup {
+    int level, nold, nnew;
+    char dir[128], path[MAXM][160];
+    uint8_t *image[MAXM]; /* the members before the grow */
+    uint8_t *data;        /* the array's bytes before */
+    uint64_t old_bytes;
+};
+
+static int put_file(const char *path, const uint8_t *buf, size_t len)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    int ok = fd >= 0 && write(fd, buf, len) == (ssize_t)len;
+    if (fd >= 0)
+        close(fd);
+    return ok ? 0 : -EIO;
+}
+
+static int get_file(const char *path, uint8_t *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY);
+    int ok = fd >= 0 && read(fd, buf, len) == (ssize_t)len;
+    if (fd >= 0)
+        close(fd);
+    return ok ? 0 : -EIO;
+}
+
+static int make_setup(struct setup *s, struct rng *r)
+{
+    char why[300];
+    /* tmpfs when there is one: every flush of a member is an fsync */
+    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-reshape.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
+    if (!mkdtemp(s->dir))
+        return -errno;
+    int n = s->nold + s->nnew;
+    uint8_t *zero = calloc(1, MEMBER_BYTES);
+    for (int i = 0; i < n; i++) {
+        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
+        put_file(s->path[i], zero, MEMBER_BYTES);
+    }
+    free(zero);
+    const char *paths[MAXM];
+    for (int i = 0; i < n; i++)
+        paths[i] = s->path[i];
+    struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold, .chunk_bytes = 64 << 10,
+                                     .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
+    int rc = uraid_create(paths, s->nold, &cp, 0, why, sizeof why);
+    CHECK(rc == 0, "create: %s", why);
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(paths, s->nold, NULL, &a, why, sizeof why)) == 0) {
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        s->old_bytes = info.size_bytes;
+        s->data = malloc(s->old_bytes);
+        rng_fill(r, s->data, s->old_bytes);
+        rc = uraid_write(a, s->data, s->old_bytes, 0);
+        CHECK(rc == 0, "write");
+        CHECK(uraid_close(a) == 0);
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        s->image[i] = malloc(MEMBER_BYTES);
+        rc = get_file(s->path[i], s->image[i], MEMBER_BYTES);
+    }
+    return rc;
+}
+
+static void restore(struct setup *s)
+{
+    for (int i = 0; i < s->nold + s->nnew; i++)
+        put_file(s->path[i], s->image[i], MEMBER_BYTES);
+}
+
+/* One grow; spec NULL: no layers. Returns its result; *writes the domain's
+ * member writes (when spec names domain `dom`). */
+static int grow(struct setup *s, const char *spec, const char *dom, uint64_t *writes, char *why, size_t whylen)
+{
+    const char *paths[MAXM], *sim[MAXM];
+    for (int i = 0; i < s->nold + s->nnew; i++) {
+        paths[i] = s->path[i];
+        sim[i] = spec;
+    }
+    struct uraid_grow_params p = {.raid_devices = s->nold + s->nnew, .member_sim = spec ? sim : NULL,
+                                  .checkpoint_ms = 1u << 30}; /* only the checkpoints the order needs: replayable */
+    int rc = uraid_grow_members(paths, s->nold, paths + s->nold, s->nnew, &p, NULL, why, whylen);
+    struct powercut_domain *d = dom ? powercut_domain_find(dom) : NULL;
+    if (d && writes) {
+        struct powercut_stats st;
+        powercut_get_stats(d, &st);
+        *writes = st.writes;
+    }
+    if (dom)
+        powercut_domain_forget(dom);
+    return rc;
+}
+
+/* Every old byte, zeros after, and a clean check. */
+static void verify(struct setup *s, const char *what)
+{
+    const char *paths[MAXM];
+    int n = s->nold + s->nnew;
+    for (int i = 0; i < n; i++)
+        paths[i] = s->path[i];
+    char why[300];
+    struct uraid_array *a = NULL;
+    int rc = uraid_open(paths, n, NULL, &a, why, sizeof why);
+    CHECK(rc == 0, "%s: open: %s", what, why);
+    if (rc)
+        return;
+    struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(info.raid_devices == n, "%s: %d raid devices", what, info.raid_devices);
+    uint8_t *buf = malloc(info.size_bytes);
+    CHECK(uraid_read(a, buf, info.size_bytes, 0) == 0, "%s: read", what);
+    CHECK(!memcmp(buf, s->data, s->old_bytes), "%s: the old bytes differ", what);
+    int zeros = 1;
+    for (uint64_t i = s->old_bytes; i < info.size_bytes && zeros; i++)
+        zeros = buf[i] == 0;
+    CHECK(zeros, "%s: the new space is not zeros", what);
+    free(buf);
+    struct uraid_job_status st;
+    CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "%s: check: %s", what, why);
+    uraid_job_wait(a, &st);
+    CHECK(st.result == 0 && st.mismatch_sectors == 0, "%s: check: result %d, mismatch %llu", what, st.result,
+          (unsigned long long)st.mismatch_sectors);
+    CHECK(uraid_close(a) == 0);
+}
+
+static void every_cut(int level, int nold, int nnew, struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew};
+    harness_beginf("RAID-%d %d -> %d: a grow without a cut", level, nold, nold + nnew);
+    int rc = make_setup(&s, r);
+    CHECK(rc == 0, "setup");
+    uint64_t total = 0;
+    char why[400];
+    if (rc == 0) {
+        rc = grow(&s, "powercut=count,seed=1,after=0", "count", &total, why, sizeof why);
+        CHECK(rc == 0, "grow: %s", why);
+        CHECK(total > 10, "%llu member writes", (unsigned long long)total);
+        verify(&s, "no cut");
+    }
+    harness_end();
+    for (uint64_t after = 1; rc == 0 && after <= total; after++) {
+        harness_beginf("RAID-%d %d -> %d: power cut at member write %llu of %llu", level, nold, nold + nnew,
+                       (unsigned long long)after, (unsigned long long)total);
+        restore(&s);
+        char spec[160], dom[32];
+        snprintf(dom, sizeof dom, "cut%llu", (unsigned long long)after);
+        snprintf(spec, sizeof spec, "powercut=%s,seed=%llu,after=%llu,keep=33,tear=33", dom,
+                 (unsigned long long)(seed + after), (unsigned long long)after);
+        int cut = grow(&s, spec, dom, NULL, why, sizeof why);
+        CHECK(cut != 0, "the grow finished through a cut at write %llu", (unsigned long long)after);
+        /* -EALREADY: the cut came after the last write had landed */
+        int again = grow(&s, NULL, NULL, NULL, why, sizeof why);
+        CHECK(again == 0 || (again == -EALREADY && after == total), "the same grow again: %s", why);
+        if (again == 0 || again == -EALREADY)
+            verify(&s, "after the cut");
+        harness_end();
+    }
+    for (int i = 0; i < nold + nnew; i++) {
+        unlink(s.path[i]);
+        free(s.image[i]);
+    }
+    rmdir(s.dir);
+    free(s.data);
+}
+
+int main(int argc, char **argv)
+{
+    harness_init(argc, argv, "reshape");
+    struct rng r;
+    uint64_t seed = harness_seed();
+    rng_seed(&r, seed);
+    every_cut(5, 4, 2, &r, seed);
+    if (!getenv("URAID_TEST_QUICK"))
+        every_cut(6, 4, 1, &r, seed);
+    return harness_finish();
+}
