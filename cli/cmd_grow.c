@@ -67,9 +67,12 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
     double kib_s = secs > 0 ? (double)(done - v->first) / 2.0 / secs : 0;
     double left = kib_s > 0 ? (double)(total - done) / 2.0 / kib_s / 60.0 : 0;
     char line[200];
-    snprintf(line, sizeof line, "reshape = %.1f%% (%llu/%lluK) finish=%.1fmin speed=%.0fK/sec",
-             total ? 100.0 * (double)done / (double)total : 100.0, (unsigned long long)(done / 2),
-             (unsigned long long)(total / 2), left, kib_s);
+    int o = snprintf(line, sizeof line, "reshape = %.1f%% (%llu/%lluK)",
+                     total ? 100.0 * (double)done / (double)total : 100.0, (unsigned long long)(done / 2),
+                     (unsigned long long)(total / 2));
+    /* nothing measured yet (the first window): say nothing rather than 0 */
+    if (kib_s >= 1 && o > 0 && (size_t)o < sizeof line)
+        snprintf(line + o, sizeof line - (size_t)o, " finish=%.1fmin speed=%.0fK/sec", left, kib_s);
     cli_progress_show(&v->pr, "grow", line);
 }
 

@@ -46,10 +46,7 @@ static int say(struct grow *gr, int rc, const char *fmt, ...)
 
 static int write_sb(struct member *m, const struct md_sb *sb)
 {
-    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
-    int rc = md_sb_encode(sb, buf);
-    if (rc == 0)
-        rc = member_write(m, buf, MD_SB_BYTES, MD_SB_V12_BYTES);
+    int rc = array_write_superblock(m, sb); /* in its format's place and encoding */
     return rc ? rc : member_flush(m);
 }
 
@@ -183,6 +180,9 @@ static int check_old(struct grow *gr, int nold_given)
     if (R->level != 5 && R->level != 6)
         return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-5 and RAID-6 can gain members "
                    "(--raid-devices N --add NEW...)", level_text(R->level));
+    if (R->format != MD_FMT_1_2) /* 1.0 and 0.90 keep no room before the data; md grows them with a backup file */
+        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
+                   "can gain members", md_format_name(R->format));
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",

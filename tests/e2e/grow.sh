@@ -145,6 +145,20 @@ before=$(sums $all)
 refuse "a write-intent bitmap" "with a write-intent bitmap is not supported yet" $URAID grow "$db/m0.img" \
     "$db/m1.img" "$db/m2.img" "$db/m3.img" --raid-devices 5 --add "$db/m4.img"
 
+# metadata 1.1, 1.0 and 0.90: not yet (a grow writes 1.2 superblocks; 1.0 and 0.90 keep no room before the data)
+for fmt in 1.1 1.0 0.90; do
+    dm=$t_tmp/meta$fmt
+    rm -rf "$dm"; mkdir -p "$dm"
+    for i in 0 1 2 3 4; do truncate -s 16M "$dm/m$i.img"; done
+    $URAID create --metadata $fmt --level 5 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync \
+        "$dm/m0.img" "$dm/m1.img" "$dm/m2.img" "$dm/m3.img" >/dev/null 2>&1 || t_fail "create a RAID-5 with metadata $fmt"
+    all="$dm/m0.img $dm/m1.img $dm/m2.img $dm/m3.img $dm/m4.img"
+    # shellcheck disable=SC2086
+    before=$(sums $all)
+    refuse "metadata $fmt" "growing an array with metadata $fmt is not supported yet" $URAID grow "$dm/m0.img" "$dm/m1.img" "$dm/m2.img" \
+        "$dm/m3.img" --raid-devices 5 --add "$dm/m4.img"
+done
+
 # ---- 2. a grow ----------------------------------------------------------------------------
 d=$t_tmp/g
 new_array "$d" 5 4
