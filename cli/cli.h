@@ -120,6 +120,8 @@ struct cli_found {
     char name[33];
     int level, raid_devices, role;
     uint64_t events;
+    char metadata[8];     /* mdadm.conf's metadata=: 1.2, 1.1, 1.0 or 0.90 */
+    int md_minor;         /* 0.90's preferred minor (its arrays have no name), else -1 */
 };
 /* Returns how many (in *out, cli_found_free them), or -1 after a one-line error. */
 int cli_scan_candidates(const char *verb, const char *const *pattern, int npattern, struct cli_found **out);

@@ -176,6 +176,8 @@ int cli_scan_candidates(const char *verb, const char *const *pattern, int npatte
         memcpy(c->uuid, e.array_uuid, 16);
         memcpy(c->name, e.name, sizeof c->name);
         c->level = e.level;
+        snprintf(c->metadata, sizeof c->metadata, "%.4s", e.version); /* "0.90.00" -> 0.90 */
+        c->md_minor = e.v090 ? (int)e.v0.preferred_minor : -1;
         c->raid_devices = e.raid_devices;
         c->role = e.role;
         c->events = e.events;

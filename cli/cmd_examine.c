@@ -10,7 +10,6 @@
 
 /* The metadata= of --scan: uraid_examine reads md v1.2 (as "Version"
  * below); a member of another format is not examined at all. */
-#define SCAN_METADATA "1.2"
 
 /* mdadm's human_chunksize: whole B, KB, MB or GB */
 static void chunk_text(uint32_t bytes, char *out, size_t len)
@@ -229,13 +228,20 @@ static void print_array(const struct cli_found *f, int n, int first)
     int spares = 0;
     for (int i = first; i < n; i++)
         spares += f[i].ok && !memcmp(f[i].uuid, a->uuid, 16) && f[i].role == URAID_ROLE_SPARE;
-    print_devname(a->name);
+    if (a->md_minor >= 0) /* 0.90: mdadm names the array by its preferred minor, no metadata= or name= */
+        printf("ARRAY /dev/md%d", a->md_minor);
+    else
+        print_devname(a->name);
     if (cli.verbose)
         printf(" level=%s", level_text(a->level));
-    printf(" metadata=%s", SCAN_METADATA);
+    if (a->md_minor < 0)
+        printf(" metadata=%s", a->metadata);
     if (cli.verbose)
         printf(" num-devices=%d", a->raid_devices);
-    printf(" UUID=%s name=%s\n", u, a->name);
+    printf(" UUID=%s", u);
+    if (a->md_minor < 0)
+        printf(" name=%s", a->name);
+    printf("\n");
     if (!spares && !cli.verbose)
         return;
     printf("  ");

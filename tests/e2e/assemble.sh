@@ -73,6 +73,23 @@ for v in "" -v; do
         t_fail "examine --scan ${v:+-v }= mdadm's" "$(diff "$t_tmp/mdadm.scan" "$t_tmp/uraid.scan")"
     fi
 done
+# each metadata format: mdadm names a 0.90 array by its minor, without metadata= and name=
+fd=$t_tmp/formats
+mkdir -p "$fd"
+for fmt in 0.90 1.0 1.1; do
+    for i in 0 1 2; do truncate -s 16M "$fd/$fmt-$i.img"; done
+    $URAID create --metadata $fmt --level 5 --raid-devices 3 --consistency-policy resync --assume-clean \
+        "$fd/$fmt-0.img" "$fd/$fmt-1.img" "$fd/$fmt-2.img" >/dev/null 2>&1 || t_fail "create with metadata $fmt"
+done
+for v in "" -v; do
+    (cd "$fd" && mdadm --examine --scan $v ./*.img) >"$t_tmp/mdadm.scan" 2>&1
+    (cd "$fd" && "$OLDPWD/$URAID" $v examine --scan ./*.img) >"$t_tmp/uraid.scan" 2>&1
+    if [ "$(grep -c ^ARRAY "$t_tmp/mdadm.scan")" -eq 3 ] && cmp -s "$t_tmp/mdadm.scan" "$t_tmp/uraid.scan"; then
+        t_ok "examine --scan ${v:+-v }on metadata 0.90, 1.0 and 1.1 arrays prints what mdadm prints"
+    else
+        t_fail "examine --scan ${v:+-v }of each format = mdadm's" "$(diff "$t_tmp/mdadm.scan" "$t_tmp/uraid.scan")"
+    fi
+done
 $URAID -v examine --scan "$dir/*.img" >"$t_tmp/glob.scan" 2>"$t_tmp/glob.err"
 [ "$(grep -c '^ARRAY' "$t_tmp/glob.scan")" -eq 3 ] && grep -q "devices=$dir/a0.img,$dir/a1.img,$dir/a2.img,$dir/a3.img,$dir/a4.img$" "$t_tmp/glob.scan" \
     && grep -q "notes.img" "$t_tmp/glob.err" \
