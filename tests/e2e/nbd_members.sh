@@ -91,7 +91,7 @@ t_mdadm_agrees "RAID-6 written over NBD, mdadm reads the files" $files
 
 timeout 10 $URAID examine "$(uri d3)" >"$t_tmp/ex" 2>&1
 mduuid=$(mdadm --examine "$t_tmp/d3" | sed -n 's/^ *Array UUID : //p')
-if head -n 1 "$t_tmp/ex" | grep -qF "$(uri d3):" && grep -q "Array UUID : $mduuid" "$t_tmp/ex" \
+if [ -n "$mduuid" ] && head -n 1 "$t_tmp/ex" | grep -qF "$(uri d3):" && grep -q "Array UUID : $mduuid" "$t_tmp/ex" \
     && grep -q "Device Role : Active device 3" "$t_tmp/ex"; then
     t_ok "uraid examine of an NBD member names the URI; UUID and role match mdadm's on its file"
 else

@@ -100,6 +100,8 @@ size=$(($($URAID detail $M | awk '/Array Size/ {print $4; exit}') * 1024))
 info=$("$T" --torn-stripe 7 4242 "$d/new.bin" $M) || t_fail "$name" "torn write: $info"
 off=$(echo "$info" | sed -n 's/.*offset=\([0-9]*\).*/\1/p')
 miss=$(echo "$info" | sed -n 's/.*missing=\([0-9]*\).*/\1/p')
+# without it the "degraded" run below would get every member and prove nothing
+case "$miss" in [0-3]) ;; *) t_fail "$name: the torn stripe names the member to leave out" "$info"; miss=0 ;; esac
 "$PATTERN" -s 61 -n "$size" >"$d/want.img"
 dd if="$d/new.bin" of="$d/want.img" bs=4096 seek=$((off / 4096)) conv=notrunc 2>/dev/null
 want=$(sha256sum <"$d/want.img" | cut -d' ' -f1)

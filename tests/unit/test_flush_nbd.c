@@ -124,8 +124,12 @@ static void test_fua_and_flush(void)
     char why[256];
     static struct uraid_array_info info;
     uraid_get_info(a, &info);
-    if (!info.clean && uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why) == 0)
-        fx_job_wait(&f, a, &st);
+    if (!info.clean) {
+        int rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why);
+        CHECK(rc == 0, "resync after the cut: %d (%s)", rc, why);
+        if (rc == 0)
+            fx_job_wait(&f, a, &st);
+    }
     fx_verify(&f, a, 0, 64u << 10, "the FUA write A");
     fx_verify(&f, a, 1u << 20, 4096, "the flushed write B");
     CHECK(neither_old_nor_new(a, C, 2u << 20, 48u << 10) == 0, "C holds bytes it never had");

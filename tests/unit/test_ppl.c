@@ -473,8 +473,12 @@ static uint64_t kill_trial(int policy, uint64_t seed, int kill_ms)
         if (dx < 0)
             continue; /* the missing member holds this stripe's parity */
         uint64_t at = fx_at(&f, s, dx, 0);
-        if (at + CHUNK > f.size || uraid_read(a, got, CHUNK, at))
+        if (at + CHUNK > f.size)
             continue;
+        if (uraid_read(a, got, CHUNK, at)) { /* a chunk the array cannot give back is damaged too */
+            damaged += CHUNK / 512;
+            continue;
+        }
         for (uint32_t i = 0; i < CHUNK; i += 512)
             damaged += memcmp(got + i, f.model + at + i, 512) != 0;
     }
