@@ -340,6 +340,25 @@ static int add_pending_writes(struct uraid_array *a, struct array_job *j, const 
     return 0;
 }
 
+/* A recovery's write to a new member failed: md's rule (raid5's
+ * R5_WriteError, narrow_write_error) -- the failing blocks are found and
+ * listed in the new member's bad-block log, and the rebuild goes on; with
+ * no room to list them the member is marked faulty (FailSpare) and the job
+ * ends. Returns 1 when the rebuild may go on. */
+static int target_kept_write(struct uraid_array *a, struct array_job *j, const struct io_op *op)
+{
+    if (j->kind == URAID_JOB_REPLACE)
+        return 0; /* the replacement: replacement_failed ends the copy */
+    for (int i = 0; i < j->ntargets; i++) {
+        int s = j->target[i];
+        if (a->slot[s].dev != op->m)
+            continue;
+        array_write_failed(a, s, op);
+        return __atomic_load_n(&a->slot[s].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_REBUILDING;
+    }
+    return 0;
+}
+
 /* One step: [start, start + nsec) is read (and the pending batch written)
  * under the locks of both batches; nsec 0 only writes the pending batch. */
 int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
@@ -388,10 +407,11 @@ int rebuild_step(struct uraid_array *a, struct array_job *j, uint64_t start, uin
     if (rc == 0)
         array_run_ops(a, ops, nops);
     for (int i = nreads; i < nops && rc == 0; i++) {
+        if (ops[i].result == 0 || target_kept_write(a, j, &ops[i]))
+            continue;
         rc = ops[i].result;
-        if (rc)
-            job_fail(j, "member %s: write error at sector %llu during the %s: %s", ops[i].m->path,
-                     (unsigned long long)(ops[i].offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
+        job_fail(j, "member %s: write error at sector %llu during the %s: %s", ops[i].m->path,
+                 (unsigned long long)(ops[i].offset / SECTOR), uraid_job_name(j->kind), uraid_strerror(rc));
     }
     if (rc == 0 && P->have) {
         targets_passed(a, j, P->lost, P->start + P->nsec);

@@ -173,4 +173,23 @@ refused_readd "--re-add of a file that never was a member: one line" \
     "^uraid add: $t_tmp/blank.img did not hold a slot of this array: nothing to re-add" "$t_tmp/blank.img"
 refused_readd "--re-add of another array's member: one line" \
     "^uraid add: $t_tmp/new.img belongs to another md array" "$t_tmp/new.img"
+# a write error on the new member during the rebuild: md lists the failing
+# blocks in its bad-block log and goes on (it fails the member only when
+# they cannot be listed); the array reads back whole
+for i in 0 1 2; do truncate -s 24M "$t_tmp/w$i.img"; done
+truncate -s 24M "$t_tmp/ws.img"
+w3="$t_tmp/w0.img $t_tmp/w1.img $t_tmp/w2.img"
+expect "create RAID-5 for a spare with write errors" 0 "" $URAID create --level 5 --raid-devices 3 --chunk 64K \
+    --consistency-policy resync $w3
+head -c 40M /dev/urandom >"$t_tmp/dw"
+expect "write data" 0 "" $URAID write $w3 <"$t_tmp/dw"
+rm -f "$t_tmp/w2.img"
+expect "add a spare" 0 "added as a spare" $URAID add "$t_tmp/w0.img" "$t_tmp/w1.img" --spare "$t_tmp/ws.img"
+expect "rebuild onto a spare that fails a 4 KiB write: it goes on" 0 "slot 2 rebuilt" \
+    $URAID rebuild "$t_tmp/w0.img" "$t_tmp/w1.img" "$t_tmp/ws.img" --member-layer "$t_tmp/ws.img:write-eio=8388608+4096"
+grep -q "sectors 16384-16391 cannot be written; recorded in its bad-block log" "$t_tmp/out" \
+    && t_ok "the failing blocks are named and listed" || t_fail "the failing blocks named" "$(cat "$t_tmp/out")"
+expect "mdadm lists exactly them on the new member" 0 "^ *16384 for 8 sectors\$" mdadm --examine-badblocks "$t_tmp/ws.img"
+expect "whole after the rebuild [3/3]" 0 "\[3/3\] \[UUU\]" $URAID detail "$t_tmp/w0.img" "$t_tmp/w1.img" "$t_tmp/ws.img"
+same_data "data identical after a rebuild with a listed write error" "$t_tmp/dw" "$t_tmp/w0.img" "$t_tmp/w1.img" "$t_tmp/ws.img"
 t_finish
