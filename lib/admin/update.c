@@ -78,27 +78,39 @@ static int in_use(const char *path, const struct md_sb *sb, char *why, size_t wh
 
 /* ---- zero-superblock -------------------------------------------------- */
 
+/* 1 when the place format f keeps its superblock on m holds md's magic
+ * (either byte order: a 0.90 superblock of another endianness too). */
+static int has_magic(struct member *m, int f)
+{
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
+    uint64_t at = md_format_sb_sector(f, m->size / SECTOR);
+    if (at == UINT64_MAX || (at + MD_SB_BYTES / SECTOR) * SECTOR > m->size ||
+        member_read(m, buf, sizeof buf, at * SECTOR))
+        return 0;
+    uint32_t magic = (uint32_t)buf[0] | (uint32_t)buf[1] << 8 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 24;
+    return magic == MD_SB_MAGIC || magic == __builtin_bswap32(MD_SB_MAGIC);
+}
+
 /* The places on m that hold md magic: bit f set for format f; *sb the
- * first decodable one (ok set), reason for the first damaged one. */
-static int find_superblocks(struct member *m, int *places, struct md_sb *sb, int *ok, char *reason, size_t len)
+ * first decodable one (*ok set), reason for the first damaged one. */
+static void find_superblocks(struct member *m, int *places, struct md_sb *sb, int *ok, char *reason, size_t len)
 {
     *places = *ok = 0;
     reason[0] = 0;
     for (int f = 0; f < MD_FMT_COUNT; f++) {
+        if (!has_magic(m, f))
+            continue;
+        *places |= 1 << f;
         char why[300];
         struct md_sb one;
         int rc = array_read_superblock_as(m, f, &one, why, sizeof why);
-        /* magic at a place, decodable or not; not a place the member is too small for */
-        if (rc == 0 || (!strstr(why, "no md magic") && !strstr(why, "too small")))
-            *places |= 1 << f;
         if (rc == 0 && !*ok) {
             *sb = one;
             *ok = 1;
-        } else if (rc && (*places & (1 << f)) && !reason[0]) {
+        } else if (rc && !reason[0]) {
             snprintf(reason, len, "%s", why);
         }
     }
-    return 0;
 }
 
 static int zero_check(struct member *m, int force, int *places, char *why, size_t whylen)
