@@ -192,6 +192,32 @@ updated "1.0: --update=resync" "State : active" --update=resync
 out=$($URAID zero-superblock $M 2>&1) && every_member "No md superblock detected" $M &&
     t_ok "1.0: zero-superblock, then mdadm --examine finds none" || t_fail "1.0: zero-superblock" "$out"
 
+# ---- 2. metadata 1.1 RAID-1; a RAID-5 with a PPL (its header's signature follows the UUID) ----
+d=$t_tmp/v11
+new_array "$d" 1 2 --metadata 1.1
+updated "1.1: --update=name" "Name : $host:one" --update=name --name one
+out=$($URAID zero-superblock $M 2>&1) && every_member "No md superblock detected" $M &&
+    t_ok "1.1: zero-superblock, then mdadm --examine finds none" || t_fail "1.1: zero-superblock" "$out"
+d=$t_tmp/ppl
+rm -rf "$d"; mkdir -p "$d"
+M="$d/p0.img $d/p1.img $d/p2.img"
+# shellcheck disable=SC2086
+truncate -s 32M $M
+# shellcheck disable=SC2086
+$URAID create --level 5 --raid-devices 3 --assume-clean --consistency-policy ppl $M >/dev/null 2>&1 ||
+    t_fail "create a PPL RAID-5"
+# shellcheck disable=SC2086
+head -c 4M /dev/urandom | $URAID write $M
+# shellcheck disable=SC2086
+DATA=$($URAID cat $M | sha256sum | cut -d' ' -f1)
+updated "PPL RAID-5: --update=uuid" "Array UUID : $U" --update=uuid --uuid $U
+head -c 1M /dev/urandom >"$t_tmp/more"
+# shellcheck disable=SC2086
+out=$($URAID write --offset 8M $M <"$t_tmp/more" 2>&1) &&
+    # shellcheck disable=SC2086
+    $URAID cat $M | tail -c +$((8 * 1048576 + 1)) | head -c 1048576 | cmp -s - "$t_tmp/more" &&
+    t_ok "PPL RAID-5: written through its log after the new UUID" || t_fail "PPL RAID-5: a write after the new UUID" "$out"
+
 # ---- 2. metadata 0.90 RAID-5 with a bitmap ----
 no_agree=1
 d=$t_tmp/v090
