@@ -89,7 +89,7 @@ CLI_FUSE_CFLAGS := -DHAVE_FUSE3 $(shell pkg-config --cflags fuse3)
 CLI_FUSE_LIBS := $(shell pkg-config --libs fuse3)
 endif
 
-.PHONY: all check layers demo fuzz bench bench-serve clean deps unit-tests san-tests crash-long
+.PHONY: all check check-long layers demo fuzz bench bench-serve clean deps unit-tests san-tests crash-long
 all: $(BUILD)/liburaid.a $(BUILD)/liburaid.so $(BUILD)/uraid $(PLUGINS)
 
 $(BUILD)/nbdkit-%.so: plugins/nbdkit-%.c $(BUILD)/liburaid.a
@@ -165,6 +165,14 @@ layers:
 check: deps layers
 	@$(MAKE) --no-print-directory all unit-tests san-tests tsan-tests
 	@sh tests/run.sh
+
+# The long mode: make check with every matrix at full size (URAID_TEST_LONG=1:
+# every md layout and format against the real md, the long reshape and crash
+# trials), then the crash trials at full length. Takes an hour or more.
+check-long: deps layers
+	@$(MAKE) --no-print-directory all unit-tests san-tests tsan-tests
+	@URAID_TEST_LONG=1 sh tests/run.sh
+	@$(MAKE) --no-print-directory crash-long
 
 demo: deps
 	@$(MAKE) --no-print-directory all

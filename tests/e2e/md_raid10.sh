@@ -26,6 +26,15 @@ CASES="n2x3a:10:n2:3:4:31 n2x3b:10:n2:3:64:32 n2x4a:10:n2:4:4:33 n2x4b:10:n2:4:6
 f2x3b:10:f2:3:64:36 f2x4a:10:f2:4:4:37 f2x4b:10:f2:4:64:38 o2x4a:10:o2:4:4:39 o2x4b:10:o2:4:64:40
 n3x3a:10:n3:3:4:41 n3x3b:10:n3:3:64:42 o2x3b:10:o2:3:64:43 f3x4b:10:f3:4:64:44 o3x3a:10:o3:3:4:45
 n2x5b:10:n2:5:64:46 lin3:linear:-:3:0:47 n2x4m:10:n2:4:64:48:bitmap"
+# make check: one shape per layout (both chunk sizes, 3 to 5 members, linear, the bitmap);
+# the long mode runs every shape above
+if ! t_long; then
+    all=$(echo $CASES | wc -w)
+    CASES="n2x3a:10:n2:3:4:31 f2x4b:10:f2:4:64:38 o2x4a:10:o2:4:4:39 n3x3b:10:n3:3:64:42
+o2x3b:10:o2:3:64:43 f3x4b:10:f3:4:64:44 o3x3a:10:o3:3:4:45 n2x5b:10:n2:5:64:46 lin3:linear:-:3:0:47
+n2x4m:10:n2:4:64:48:bitmap"
+    t_short_note "$(echo $CASES | wc -w) of $all shapes"
+fi
 lose() { # the largest set of slots each shape survives losing (md's enough())
     case $1 in
         n2x3*|f2x3*|o2x3*) echo 1 ;;

@@ -2,6 +2,8 @@
 # t_fail and ends with t_finish, which prints "suite: N passed, N failed".
 # Commands are run from the project root; the uraid binary is build/uraid.
 URAID=${URAID:-build/uraid}
+# tests/lib/bin/sha256sum: the same digests, 10x faster (see the script)
+if command -v openssl >/dev/null 2>&1; then PATH=$(pwd)/tests/lib/bin:$PATH; export PATH; fi
 t_passed=0
 t_failed=0
 t_suite=${t_suite:-$(basename "$0" .sh)}
@@ -18,6 +20,12 @@ t_expect() {
     _te_name=$1; shift
     if "$@" >/dev/null 2>&1; then t_ok "$_te_name"; else t_fail "$_te_name"; fi
 }
+
+# t_long: true in the long mode (`make check-long`, URAID_TEST_LONG=1),
+# which runs the full matrices that make check samples. A test that leaves
+# cases to the long mode says so with t_short_note (not counted as passed).
+t_long() { [ "${URAID_TEST_LONG:-0}" = 1 ]; }
+t_short_note() { t_long || echo "note $t_suite: short mode: $1 (make check-long runs them)"; }
 
 t_finish() {
     echo "$t_suite: $t_passed passed, $t_failed failed"
