@@ -25,10 +25,15 @@ mkarray() {
     rm -f "$d"/m?.img "$d"/*.map
     i=0
     while [ $i -lt "$2" ]; do truncate -s $MEMBER "$d/m$i.img"; i=$((i + 1)); done
-    $URAID create --level "$1" --raid-devices "$2" --chunk 64K "$d"/m?.img >/dev/null 2>&1 || return 1
+    $URAID create --metadata "${META:-1.2}" --level "$1" --raid-devices "$2" --chunk 64K "$d"/m?.img >/dev/null 2>&1 || return 1
+    # 0.90 keeps its superblock at the end: the data starts at sector 0 (and
+    # mdadm --examine, so uraid examine, prints no Data Offset for it)
     DOFF=$($URAID examine "$d/m0.img" | awk '/Data Offset/ {print $4}')
+    [ "${META:-}" = 0.90 ] && DOFF=0
+    [ -n "$DOFF" ] || return 1
     SECTORS=$($URAID detail "$d"/m?.img | awk '/Array Size/ {print $4 * 2}')
     MSECT=$(($(stat -c %s "$d/m0.img") / 512 - DOFF))
+    [ "${META:-}" = 0.90 ] && MSECT=$($URAID detail "$d"/m?.img | awk '/Used Dev Size/ {print $5 * 2}')
     head -c $((SECTORS * 512)) /dev/urandom > "$d/data"
     $URAID write "$d"/m?.img < "$d/data" 2>/dev/null
 }
@@ -265,4 +270,27 @@ EOF
 salvage "RAID-6: three or four members bad in the same rows" 6 5
 
 t_mdadm_agrees "members after salvage (never written)" "$d"/m?.img
+
+# ---- metadata 0.90 (superblock at the end, data from sector 0): RAID-5 of three
+# failing-disk images, the array an old system left behind ----
+if META=0.90 mkarray 5 3 && mdadm --examine "$d/m0.img" 2>/dev/null | grep -q "Version : 0.90.00"; then
+    t_ok "0.90 RAID-5 x3: create and fill (mdadm: Version 0.90.00)"
+else t_fail "0.90 RAID-5 x3: create and fill"; fi
+# every image bad somewhere, never two in one row
+cat <<EOF | mkmaps
+0 $((CS * 1)) $CS
+1 $((CS * 4 + 9)) 30
+2 $((CS * 6)) $((CS * 2))
+0 $((CS * 10 + 64)) 8
+1 $((CS * 10 + 72)) 8
+EOF
+salvage "0.90 RAID-5 x3: three failing images, rebuilt from parity" 5 3
+# two images bad in the same rows, and the last rows of the member (next to 0.90's superblock)
+cat <<EOF | mkmaps
+0 $((CS * 12 + 5)) 20
+2 $((CS * 12 + 10)) 4
+1 $((MSECT - 8)) 8
+2 $((MSECT - 4)) 4
+EOF
+salvage "0.90 RAID-5 x3: two images bad in the same rows, lost sectors reported" 5 3
 t_finish
