@@ -53,6 +53,9 @@ int array_read_raid10(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint
 int array_write_raid10(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint64_t end);
 int raid10_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
 int raid10_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec);
+/* 1 when some chunk still has two copies on members in sync (a degraded
+ * RAID-10's check compares those, as md's does). */
+int raid10_copies_to_compare(const struct uraid_array *a);
 /* linear (raid10io.c): each piece on its member, no redundancy (RAID-0's rules). */
 int array_read_linear(struct uraid_array *a, uint8_t *buf, uint64_t sector, uint64_t end);
 int array_write_linear(struct uraid_array *a, const uint8_t *buf, uint64_t sector, uint64_t end);

@@ -489,6 +489,23 @@ int raid10_scrub_step(struct uraid_array *a, struct array_job *j, uint64_t start
     return rc;
 }
 
+int raid10_copies_to_compare(const struct uraid_array *a)
+{
+    /* every md layout places chunk k's copies by k modulo the member count
+     * (near, far, offset), so raid_disks^2 chunks show every placement */
+    uint64_t c = a->r10->chunk_sectors, n = (uint64_t)a->geom.raid_disks;
+    for (uint64_t k = 0; k < n * n && k * c < a->size_sectors; k++) {
+        struct raid10_copy cp[RAID10_MAX_COPIES];
+        copies_at(a, k * c, cp);
+        int ok = 0;
+        for (int i = 0; i < a->r10->copies; i++)
+            ok += slot_ok(a, cp[i].disk);
+        if (ok >= 2)
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- linear ---------------------------------------------------------------------- */
 
 static int linear_io(struct uraid_array *a, enum io_kind kind, uint8_t *p, uint64_t sector, uint64_t end)

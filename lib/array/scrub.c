@@ -399,13 +399,15 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
     for (int s = 0; s < a->geom.raid_disks; s++)
         missing += !slot_ok(a, s);
     pthread_mutex_unlock(&a->meta_lock);
-    if (a->r10 && missing) {
-        /* uraid compares RAID-10 copies on a whole array only */
-        uraid_why(why, whylen, "%s of RAID-10 needs every member in sync (%d %s not); rebuild first (add a spare)",
-                  uraid_job_name(j->kind), missing, missing == 1 ? "is" : "are");
+    if (a->r10 && missing && !raid10_copies_to_compare(a)) {
+        /* md compares whatever copies are left; with none left in pairs there is nothing */
+        uraid_why(why, whylen,
+                  "nothing can be checked: RAID-10 with %d member%s not in sync has no chunk left with two copies; "
+                  "rebuild first (add a spare)",
+                  missing, missing == 1 ? "" : "s");
         return -EINVAL;
     }
-    if (missing >= a->nparity) {
+    if (!a->r10 && missing >= a->nparity) {
         uraid_why(why, whylen,
                   "nothing can be checked: RAID-%d with %d member%s not in sync has no redundancy left to compare; "
                   "rebuild first (add a spare)",

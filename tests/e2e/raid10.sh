@@ -193,6 +193,28 @@ got=$($URAID cat "$p.0" "$p.new" "$p.2" 2>/dev/null | sha)
 [ "$got" = "$want" ] && t_ok "f2 x3: replaced: same bytes" || t_fail "f2 x3: replace"
 expect "f2 x3: check after replace" 0 "mismatch_cnt 0" $URAID check "$p.0" "$p.new" "$p.2"
 
+# ---- a degraded check compares the copies that are left (md's way) ---------------
+g=$t_tmp/dg
+for i in 0 1 2 3; do truncate -s 12M "$g.$i"; done
+$URAID create --level 10 --layout n2 --chunk 64K --raid-devices 4 "$g.0" "$g.1" "$g.2" "$g.3" >/dev/null 2>&1
+size=$(size_of "$g.0" "$g.1" "$g.2" "$g.3")
+head -c "$size" /dev/urandom | $URAID write "$g.0" "$g.1" "$g.2" "$g.3" >/dev/null 2>&1
+doff=$($URAID examine "$g.3" | awk '/Data Offset/ {print $4}')
+# n2 x4: slots 0+1 and 2+3 hold the same chunks; 3 pages of slot 3 (pair intact) and of
+# slot 1 (its partner, slot 0, left out: nothing to compare it with) corrupted
+for m in 1 3; do
+    dd if=/dev/urandom of="$g.$m" bs=4096 seek=$(((doff * 512 + 1048576) / 4096)) count=3 conv=notrunc 2>/dev/null
+done
+expect "n2 x4 without slot 0: check compares the pairs left, finds slot 3's pages (exit 3)" 3 "mismatch_cnt 24" \
+    $URAID check "$g.1" "$g.2" "$g.3"
+before=$(sums "$g.1" "$g.2" "$g.3")
+expect "n2 x4 without slot 0: repair refused (no way to tell the right copy)" 1 "repair needs every member in sync" \
+    $URAID repair "$g.1" "$g.2" "$g.3"
+expect "n2 x4 without slots 0 and 2: check refused, no chunk has two copies" 1 "no chunk left with two copies" \
+    $URAID check "$g.1" "$g.3"
+[ "$(sums "$g.1" "$g.2" "$g.3")" = "$before" ] && t_ok "degraded refusals changed no member byte" \
+    || t_fail "degraded refusals changed members"
+
 # ---- refusals: one line, no member byte changed ---------------------------------
 q=$t_tmp/q
 for i in 0 1 2 3; do truncate -s 12M "$q.$i"; done
