@@ -128,7 +128,9 @@ struct uraid_open_params {
     int readonly;  /* never write to the members */
     /* Simulation layers for tests, benchmarks and demos (may be NULL): one
      * spec per path given to uraid_open, in the same order, NULL or "" for
-     * none. Syntax: "throttle=60M[,latency=100us]", "latency=2ms",
+     * none. Syntax: "throttle=60M[,latency=100us]", a disk model
+     * "disk=hdd-7200|hdd-5400|sata-ssd|nvme[,throttle=RATE][,latency=TIME]
+     * [,seek=MSEC][,rpm=N][,qd=N]" (README: the disk model), "latency=2ms",
      * "read-eio=OFF+LEN", "write-eio=OFF+LEN", "drop-writes=OFF+LEN",
      * "vanish", "badmap=PATH" (a GNU ddrescue mapfile of the member's
      * image: reads of every byte it does not list as rescued fail with EIO;

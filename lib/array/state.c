@@ -233,7 +233,8 @@ int uraid_inject(struct uraid_array *a, int slot, const char *spec)
         return -EINVAL;
     if (!strcmp(spec, "clear"))
         return member_fault_clear(f);
-    if (strstr(spec, "throttle"))
+    if (strstr(spec, "throttle") || strstr(spec, "disk=") || strstr(spec, "seek=") || strstr(spec, "rpm=") ||
+        strstr(spec, "qd="))
         return -EINVAL; /* a simulated disk is chosen at open, not injected */
     struct member *top = f;
     int rc = member_apply_spec(&top, spec, NULL, 0);
