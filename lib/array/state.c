@@ -129,6 +129,19 @@ int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c)
     return 0;
 }
 
+int uraid_set_rmw_level(struct uraid_array *a, int level)
+{
+    if (!a || level < URAID_RMW_RCW_ONLY || level > URAID_RMW_PREFER)
+        return -EINVAL;
+    __atomic_store_n(&a->rmw_level, level, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int uraid_get_rmw_level(struct uraid_array *a)
+{
+    return __atomic_load_n(&a->rmw_level, __ATOMIC_RELAXED);
+}
+
 void uraid_reset_counters(struct uraid_array *a)
 {
     uint64_t *c = (uint64_t *)&a->counters;
