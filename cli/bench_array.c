@@ -28,6 +28,7 @@
 
 struct bopts {
     int members, threads, seq_threads, json, no_uring, throttle, bitmap, policy;
+    int rmw_level; /* -1: the library's default */
     uint64_t member_bytes, chunk, bitmap_chunk;
     double seconds;
     const char *dir;
@@ -214,6 +215,8 @@ static int open_array(const struct bopts *o, char paths[][256], int n, int skip,
     int rc = uraid_open(p, m, &op, a, why, sizeof why);
     if (rc)
         cli_error("bench array", "%s", why);
+    else if (o->rmw_level >= 0)
+        uraid_set_rmw_level(*a, o->rmw_level);
     return rc;
 }
 
@@ -376,7 +379,7 @@ int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
 int bench_array(int argc, char **argv)
 {
     struct bopts o = {.members = 6, .threads = 8, .seq_threads = 2, .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 2,
-                      .dir = "/dev/shm"};
+                      .dir = "/dev/shm", .rmw_level = -1};
     int levels[2] = {5, 6}, nlevels = 2;
     uint64_t x;
     for (int i = 1; i < argc; i++) {
@@ -393,6 +396,9 @@ int bench_array(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--consistency-policy") && v && uraid_policy_parse(v) > 0) {
             o.policy = uraid_policy_parse(v);
+            i++;
+        } else if (!strcmp(a, "--rmw-level") && v && strlen(v) == 1 && v[0] >= '0' && v[0] <= '2') {
+            o.rmw_level = v[0] - '0';
             i++;
         } else if (!strcmp(a, "--no-uring")) {
             o.no_uring = 1;
@@ -416,6 +422,7 @@ int bench_array(int argc, char **argv)
                 "bench array", a,
                 "usage: uraid bench array [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE]\n"
                 "                         [--threads N] [--seq-threads N] [--seconds S] [--dir DIR] [--no-uring] [--json]\n"
+                "                         [--rmw-level 0|1|2]  (md's rmw_level for the partial-stripe writes)\n"
                 "                         [--bitmap [--bitmap-chunk SIZE]]  (also healthy with a write-intent bitmap)\n"
                 "                         [--consistency-policy resync|bitmap|ppl]  (the healthy run's; default: create's)\n"
                 "       uraid bench array --throttle   (4 members at 60 MB/s, RAID-5, streaming read)\n");

@@ -92,6 +92,7 @@ struct cli_members {
     const char *layer_arg[URAID_MAX_MEMBERS];
     const char *sim[URAID_MAX_MEMBERS];   /* per path, built by cli_parse_members */
     char sim_text[URAID_MAX_MEMBERS][256];
+    int rmw_level;        /* --rmw-level N, -1 when not given (cli_open_array applies it) */
 };
 
 /* A verb's own options, parsed before the shared ones: parse() returns 1 if
@@ -161,6 +162,7 @@ int cmd_fail(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 int cmd_add(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_rmw_level(int argc, char **argv);
 int cmd_idle(int argc, char **argv);
 int cmd_frozen(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -75,10 +75,11 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
 {
     memset(mem, 0, sizeof *mem);
     mem->id.level = -100;
+    mem->rmw_level = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid %s [--force] [--metadata 0.90|1.0|1.1|1.2] [--member-layer [MEMBER:]SPEC] %s MEMBER...\n"
+            printf("usage: uraid %s [--force] [--metadata 0.90|1.0|1.1|1.2] [--member-layer [MEMBER:]SPEC] [--rmw-level 0|1|2] %s MEMBER...\n"
                    "       uraid %s [options] --uuid UUID | --name NAME [--config FILE] [DEVICE-OR-GLOB...]\n"
                    "       uraid %s [options] --scan [--config FILE] [--uuid UUID | --name NAME]\n"
                    "  --metadata      opens only superblocks of that md format (needed when a member holds two)\n"
@@ -87,9 +88,12 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
                    "                  stale members and other arrays' are left out with one line each\n"
                    "  --scan          the array (if the config has one only) and where to look come from\n"
                    "                  the config file (--config FILE, default " URAID_CONF_DEFAULT ")\n"
-                   "  --member-layer simulates disks and faults: throttle=60M[,latency=100us], latency=2ms,\n"
+                   "  --member-layer simulates disks and faults: throttle=60M[,latency=100us],\n"
+                   "                 disk=hdd-7200|hdd-5400|sata-ssd|nvme[,seek=MSEC][,rpm=N][,qd=N], latency=2ms,\n"
                    "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, badmap=MAPFILE,\n"
-                   "                 vanish (';' joins)\n",
+                   "                 vanish (';' joins)\n"
+                   "  --rmw-level    md's rmw_level for partial-stripe writes: 0 reconstruct-write only,\n"
+                   "                 1 fewest reads (default), 2 read-modify-write on a tie\n",
                    verb, extra ? extra->usage : "", verb, verb);
             return -1; /* help printed: the verb exits 0 */
         }
@@ -128,6 +132,16 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
                 return 2;
             }
             op->metadata = argv[++i];
+        } else if (!strcmp(a, "--rmw-level")) {
+            const char *v = i + 1 < argc ? argv[i + 1] : "";
+            if (strlen(v) != 1 || v[0] < '0' || v[0] > '2') {
+                cli_error(verb, "--rmw-level needs 0 (reconstruct-write only), 1 (fewest reads) or 2 (prefer "
+                                "read-modify-write)%s%s",
+                          *v ? ", got " : "", v);
+                return 2;
+            }
+            mem->rmw_level = v[0] - '0';
+            i++;
         } else if (!strcmp(a, "--member-layer")) {
             if (i + 1 >= argc) {
                 cli_error(verb, "--member-layer needs a spec, e.g. 'throttle=60M' or 'MEMBER:read-eio=1M+64K'");
@@ -195,6 +209,8 @@ int cli_open_array(const char *verb, const struct cli_members *mem, const struct
         cli_error(verb, "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
+    if (mem->rmw_level >= 0)
+        uraid_set_rmw_level(*out, mem->rmw_level); /* 0..2: checked when parsed */
     return 0;
 }
 

@@ -1,4 +1,4 @@
-/* uraid status|fail|remove|add|stop|idle|frozen [--control PATH] [MEMBER]: requests to
+/* uraid status|fail|remove|add|stop|idle|frozen|rmw-level [--control PATH] [MEMBER|LEVEL]: requests to
  * the control socket of a serving array (include/uraid_ctl.h), like
  * `mdadm --manage` and `cat /proc/mdstat` for md. The socket is PATH, else
  * $URAID_CONTROL, else the one socket in URAID_CTL_DEFAULT_DIR (/run/uraid,
@@ -18,15 +18,21 @@
 
 #define RESPONSE_BYTES (256 * 1024)
 
-static void usage(FILE *out, const char *verb, int member)
+/* What a request takes after the verb. */
+enum ctl_arg { ARG_NONE, ARG_MEMBER, ARG_LEVEL };
+
+static void usage(FILE *out, const char *verb, enum ctl_arg member)
 {
     fprintf(out,
             "usage: uraid %s [--control PATH]%s\n"
             "  --control PATH   the serving array's control socket (default: $URAID_CONTROL,\n"
             "                   else the only socket in %s)\n",
-            verb, member ? " MEMBER" : "", URAID_CTL_DEFAULT_DIR);
-    if (member)
+            verb, member == ARG_MEMBER ? " MEMBER" : member == ARG_LEVEL ? " [LEVEL]" : "", URAID_CTL_DEFAULT_DIR);
+    if (member == ARG_MEMBER)
         fprintf(out, "  MEMBER           a member path as given when the array was opened, or its raid slot number\n");
+    if (member == ARG_LEVEL)
+        fprintf(out, "  LEVEL            md's rmw_level: 0 reconstruct-write only, 1 fewest reads, 2 read-modify-write\n"
+                     "                   on a tie; without it the level in use is printed\n");
 }
 
 /* The one socket in URAID_CTL_DEFAULT_DIR: 0 with its path, -ENOENT when
@@ -91,7 +97,7 @@ int cli_default_control(const char *verb, char *out, size_t len)
 
 /* One request; prints the answer (status text on stdout, errors as one line
  * on stderr). Exit status 0 for "ok", 1 for an error response or no server. */
-static int control(const char *verb, int argc, char **argv, int member)
+static int control(const char *verb, int argc, char **argv, enum ctl_arg member)
 {
     const char *path = getenv("URAID_CONTROL");
     if (path && !*path)
@@ -123,7 +129,7 @@ static int control(const char *verb, int argc, char **argv, int member)
             arg = o;
         }
     }
-    if (member && !arg) {
+    if (member == ARG_MEMBER && !arg) {
         cli_error(verb, "which member? (usage: uraid %s [--control PATH] MEMBER)", verb);
         return 2;
     }
@@ -168,9 +174,10 @@ static int control(const char *verb, int argc, char **argv, int member)
     return status;
 }
 
-int cmd_status(int argc, char **argv) { return control("status", argc, argv, 0); }
-int cmd_fail(int argc, char **argv) { return control("fail", argc, argv, 1); }
-int cmd_remove(int argc, char **argv) { return control("remove", argc, argv, 1); }
+int cmd_status(int argc, char **argv) { return control("status", argc, argv, ARG_NONE); }
+int cmd_fail(int argc, char **argv) { return control("fail", argc, argv, ARG_MEMBER); }
+int cmd_remove(int argc, char **argv) { return control("remove", argc, argv, ARG_MEMBER); }
+int cmd_rmw_level(int argc, char **argv) { return control("rmw-level", argc, argv, ARG_LEVEL); }
 int cmd_add(int argc, char **argv)
 {
     /* members of an array that is not running, with the new ones as --spare
@@ -178,8 +185,8 @@ int cmd_add(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--spare") || !strcmp(argv[i], "--re-add"))
             return cmd_add_offline(argc, argv);
-    return control("add", argc, argv, 1);
+    return control("add", argc, argv, ARG_MEMBER);
 }
-int cmd_stop(int argc, char **argv) { return control("stop", argc, argv, 0); }
-int cmd_idle(int argc, char **argv) { return control("idle", argc, argv, 0); }
-int cmd_frozen(int argc, char **argv) { return control("frozen", argc, argv, 0); }
+int cmd_stop(int argc, char **argv) { return control("stop", argc, argv, ARG_NONE); }
+int cmd_idle(int argc, char **argv) { return control("idle", argc, argv, ARG_NONE); }
+int cmd_frozen(int argc, char **argv) { return control("frozen", argc, argv, ARG_NONE); }

@@ -1,5 +1,5 @@
 /* uraid serve MEMBERS... [--socket PATH | --port N] [--control PATH]
- *                        [--force] [--member-layer [MEMBER:]SPEC]
+ *                        [--force] [--member-layer [MEMBER:]SPEC] [--rmw-level N]
  *
  * Serves the array over NBD by running nbdkit with the uraid plugin
  * (plugins/nbdkit-uraid-plugin.c) in the foreground: nbdkit speaks the
@@ -187,6 +187,8 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
     if (o->control && asprintf(&av[k++], "control=%s", o->control) < 0)
         return NULL;
     if (o->speed_limit_kib && asprintf(&av[k++], "speed_limit=%llu", (unsigned long long)o->speed_limit_kib * 1024) < 0)
+        return NULL;
+    if (mem->rmw_level >= 0 && asprintf(&av[k++], "rmw_level=%d", mem->rmw_level) < 0)
         return NULL;
     if (o->no_rebuild)
         av[k++] = "rebuild=0";

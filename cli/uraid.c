@@ -45,6 +45,7 @@ static const struct verb verbs[] = {
     {"idle", cmd_idle, "stop a serving array's check, repair or rebuild; a needed rebuild restarts, a frozen array thaws (md's sync_action idle): [--control PATH]"},
     {"frozen", cmd_frozen, "stop a serving array's background work and start none until 'idle' (md's sync_action frozen): [--control PATH]"},
     {"stop", cmd_stop, "ask a serving array to shut down cleanly: [--control PATH]"},
+    {"rmw-level", cmd_rmw_level, "a serving array's rmw_level (md's): [--control PATH] [0|1|2]"},
     {"selftest", cmd_selftest, "check every parity routine against the reference"},
     {"bench", cmd_bench, "benchmarks: 'uraid bench parity|array|rebuild|scrub' (each takes --help)"},
 };

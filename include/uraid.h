@@ -128,7 +128,9 @@ struct uraid_open_params {
     int readonly;  /* never write to the members */
     /* Simulation layers for tests, benchmarks and demos (may be NULL): one
      * spec per path given to uraid_open, in the same order, NULL or "" for
-     * none. Syntax: "throttle=60M[,latency=100us]", "latency=2ms",
+     * none. Syntax: "throttle=60M[,latency=100us]", a disk model
+     * "disk=hdd-7200|hdd-5400|sata-ssd|nvme[,throttle=RATE][,latency=TIME]
+     * [,seek=MSEC][,rpm=N][,qd=N]" (README: the disk model), "latency=2ms",
      * "read-eio=OFF+LEN", "write-eio=OFF+LEN", "drop-writes=OFF+LEN",
      * "vanish", "badmap=PATH" (a GNU ddrescue mapfile of the member's
      * image: reads of every byte it does not list as rescued fail with EIO;
@@ -274,6 +276,19 @@ struct uraid_counters {
 };
 
 URAID_API int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c);
+
+/* How partial-stripe writes of RAID-4/5/6 update parity, md's rmw_level:
+ * 0 reconstruct-write only (read the data blocks the write leaves, never the
+ * old data and parity; a stripe that cannot do that is rebuilt first),
+ * 1 (the default) the method with fewer member reads, reconstruct-write on a
+ * tie, 2 the same, but read-modify-write on a tie. Changeable while I/O
+ * runs (each stripe is planned with the level of the moment); other levels
+ * ignore it. uraid_set_rmw_level returns 0 or -EINVAL for another level. */
+#define URAID_RMW_RCW_ONLY 0
+#define URAID_RMW_FEWEST_READS 1
+#define URAID_RMW_PREFER 2
+URAID_API int uraid_set_rmw_level(struct uraid_array *a, int level);
+URAID_API int uraid_get_rmw_level(struct uraid_array *a);
 URAID_API void uraid_reset_counters(struct uraid_array *a);
 
 /* Test and simulation hook: applies a member_sim spec (see

@@ -48,6 +48,7 @@ static const char *sim[URAID_MAX_MEMBERS];
 /* a serving array rebuilds onto spares by itself, as md does */
 static struct uraid_open_params open_params = {.auto_rebuild = 1};
 static const char *control_path;
+static int rmw_level = -1; /* rmw_level=N; -1: the library's default */
 
 static struct uraid_array *array;
 static struct uraid_ctl *ctl;
@@ -114,9 +115,17 @@ static int uraid_plugin_config(const char *key, const char *value)
         open_params.sync_speed_max_kib = (uint64_t)bytes / 1024;
     } else if (!strcmp(key, "event_cmd")) {
         open_params.event_program = value;
+    } else if (!strcmp(key, "rmw_level")) {
+        if (strlen(value) != 1 || value[0] < '0' || value[0] > '2') {
+            nbdkit_error("rmw_level=%s: give 0 (reconstruct-write only), 1 (fewest reads) or 2 (prefer "
+                         "read-modify-write)",
+                         value);
+            return -1;
+        }
+        rmw_level = value[0] - '0';
     } else {
         nbdkit_error("unknown parameter '%s' (expected member=, force=, layer=, control=, rebuild=, resync=, "
-                     "speed_limit=, event_cmd=)",
+                     "speed_limit=, event_cmd=, rmw_level=)",
                      key);
         return -1;
     }
@@ -187,6 +196,8 @@ static int uraid_plugin_after_fork(void)
     }
     nbdkit_debug("array of %llu bytes on %d members, I/O engine %s", (unsigned long long)uraid_size(array),
                  nmembers, uraid_io_engine(array));
+    if (rmw_level >= 0)
+        uraid_set_rmw_level(array, rmw_level); /* 0..2: checked in config */
     if (control_path) {
         /* Started after the fork for the same reason as the array: its
          * thread would not survive it. */
@@ -352,7 +363,9 @@ static struct nbdkit_plugin plugin = {
                    "rebuild=BOOL      rebuild a spare into a failed slot by itself (default true)\n"
                    "resync=BOOL       resync an array found not shut down cleanly by itself (default true)\n"
                    "speed_limit=SIZE  background rebuild/scrub speed limit per member, per second\n"
-                   "event_cmd=PROG    run 'PROG EVENT ARRAY [MEMBER]' on each event (mdadm --monitor's names)",
+                   "event_cmd=PROG    run 'PROG EVENT ARRAY [MEMBER]' on each event (mdadm --monitor's names)\n"
+                   "rmw_level=N       md's rmw_level: 0 reconstruct-write only, 1 fewest reads (default),\n"
+                   "                  2 read-modify-write on a tie",
     .load = uraid_plugin_load,
     .unload = uraid_plugin_unload,
     .config = uraid_plugin_config,

@@ -657,6 +657,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     };
     struct uraid_array *a = calloc(1, sizeof *a);
     int rc = 0;
+    if (a)
+        a->rmw_level = URAID_RMW_FEWEST_READS; /* md's default */
     if (!o.dev || !o.fault || !o.sb || !a) {
         rc = -ENOMEM;
         uraid_why(o.why, o.whylen, "out of memory");

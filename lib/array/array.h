@@ -112,6 +112,7 @@ struct uraid_array {
     struct stripe_locks locks; /* writers of one stripe are serialised */
     struct stripe_pool *pool;  /* stripe workers, started by the first job that wants them (array_stripe_pool) */
     struct uraid_counters counters; /* updated with atomics */
+    int rmw_level;             /* atomic: URAID_RMW_*, read as each stripe is planned */
     int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */
     pthread_mutex_t meta_lock; /* superblock template and member state changes */
 

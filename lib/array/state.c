@@ -129,6 +129,19 @@ int uraid_get_counters(struct uraid_array *a, struct uraid_counters *c)
     return 0;
 }
 
+int uraid_set_rmw_level(struct uraid_array *a, int level)
+{
+    if (!a || level < URAID_RMW_RCW_ONLY || level > URAID_RMW_PREFER)
+        return -EINVAL;
+    __atomic_store_n(&a->rmw_level, level, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int uraid_get_rmw_level(struct uraid_array *a)
+{
+    return __atomic_load_n(&a->rmw_level, __ATOMIC_RELAXED);
+}
+
 void uraid_reset_counters(struct uraid_array *a)
 {
     uint64_t *c = (uint64_t *)&a->counters;
@@ -233,7 +246,8 @@ int uraid_inject(struct uraid_array *a, int slot, const char *spec)
         return -EINVAL;
     if (!strcmp(spec, "clear"))
         return member_fault_clear(f);
-    if (strstr(spec, "throttle"))
+    if (strstr(spec, "throttle") || strstr(spec, "disk=") || strstr(spec, "seek=") || strstr(spec, "rpm=") ||
+        strstr(spec, "qd="))
         return -EINVAL; /* a simulated disk is chosen at open, not injected */
     struct member *top = f;
     int rc = member_apply_spec(&top, spec, NULL, 0);

@@ -161,6 +161,20 @@ static void answer_job(struct uraid_ctl *c, const char *verb, char *out)
         snprintf(out, RESPONSE_BYTES, "ok\n");
 }
 
+/* "rmw-level" answers the level; "rmw-level N" sets it (md's sysfs
+ * rmw_level): stripes planned from then on use it. */
+static void answer_rmw_level(struct uraid_ctl *c, const char *arg, char *out)
+{
+    if (*arg && (strlen(arg) != 1 || uraid_set_rmw_level(c->a, arg[0] - '0'))) {
+        snprintf(out, RESPONSE_BYTES,
+                 "error: rmw-level takes 0 (reconstruct-write only), 1 (fewest reads) or 2 (prefer "
+                 "read-modify-write), not '%.16s'\n",
+                 arg);
+        return;
+    }
+    snprintf(out, RESPONSE_BYTES, "ok\nrmw_level %d\n", uraid_get_rmw_level(c->a));
+}
+
 /* Answers one request into c->resp. Returns 1 when the request was "stop". */
 static int answer(struct uraid_ctl *c, char *req, int len)
 {
@@ -219,9 +233,13 @@ static int answer(struct uraid_ctl *c, char *req, int len)
             snprintf(out, RESPONSE_BYTES, "error: cannot build the status: %s\n", uraid_strerror(rc));
         return 0;
     }
+    if (!strcmp(verb, "rmw-level")) {
+        answer_rmw_level(c, arg, out);
+        return 0;
+    }
     if (!takes_arg) {
         /* the verb is at most MAX_REQUEST bytes: quote a bounded part */
-        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop, check, repair, idle, frozen, findings)\n", verb,
+        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop, check, repair, idle, frozen, findings, rmw-level)\n", verb,
                  strlen(verb) > 64 ? "..." : "");
         return 0;
     }

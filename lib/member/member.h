@@ -154,15 +154,35 @@ int member_fault_latency(struct member *m, uint32_t usec); /* added to every req
 /* Counts of requests the layer failed or dropped (for tests). */
 uint64_t member_fault_hits(struct member *m);
 
-/* Throttling (lib/member/throttle.c): a simulated disk with a bandwidth (bytes
- * per second, 0 = unlimited) and a fixed per-request latency; requests to
- * one throttled member are served one at a time, like one disk head. */
+/* Throttling (lib/member/throttle.c): a simulated disk. Each request costs
+ * latency + positioning + len / bytes_per_sec. A disk with a head (seek_usec
+ * or rpm not 0) pays, for a request not starting where the last one ended,
+ *     1 ms + (seek - 1 ms) * sqrt(distance / member size) + half a turn
+ * (track-to-track is 1 ms, or seek when smaller) and serves one request at a
+ * time: in arrival order with qd 1, nearest-first among the qd oldest
+ * waiting with qd > 1 (NCQ). A disk without a head serves qd requests at
+ * once, their transfers sharing the bandwidth. */
+#define DISK_QD_MAX 256
+struct disk_model {
+    uint64_t bytes_per_sec; /* 0 = unlimited */
+    uint32_t latency_usec;  /* every request */
+    uint32_t seek_usec;     /* full stroke; 0 = no seek */
+    uint32_t rpm;           /* 0 = no rotation */
+    uint32_t qd;            /* 1..DISK_QD_MAX */
+};
+int member_disk_wrap(struct member *inner, const struct disk_model *d, struct member **out);
+/* "hdd-7200", "hdd-5400", "sata-ssd", "nvme" (parameters and their sources
+ * in throttle.c); -ENOENT for another name. */
+int member_disk_preset(const char *name, struct disk_model *out);
+/* member_disk_wrap with only a bandwidth and a latency, qd 1. */
 int member_throttle_wrap(struct member *inner, uint64_t bytes_per_sec, uint32_t latency_usec, struct member **out);
 
 /* Applies a layer spec from the command line (lib/member/spec.c), wrapping
  * *m in place:
  *   "throttle=60M"            60 MB/s (K/M/G are powers of 1000 for rates)
  *   "throttle=150M,latency=100us"
+ *   "disk=hdd-7200,qd=32"     a preset of the disk model, keys override it
+ *   "seek=15ms,rpm=7200,throttle=180M"
  *   "latency=2ms"
  *   "read-eio=1M+64K"         reads of bytes [1 MiB, 1 MiB + 64 KiB) fail with EIO
  *   "write-eio=0+4K", "drop-writes=8M+1M", "vanish"

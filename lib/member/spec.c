@@ -2,9 +2,11 @@
  *     --member-layer 'throttle=60M,latency=100us;read-eio=1M+64K'
  * ';' separates specs and each spec becomes one layer on top of the previous
  * one, in order. Inside a spec, ',' separates items:
- *   - a spec with throttle=RATE is a simulated disk (member_throttle_wrap);
- *     its latency=TIME is the disk's per-request latency, served one request
- *     at a time;
+ *   - a spec with throttle=RATE, disk=PRESET, seek=TIME, rpm=N or qd=N is a
+ *     simulated disk (member_disk_wrap, the model in throttle.c): disk= takes
+ *     a preset (hdd-7200, hdd-5400, sata-ssd, nvme) and the other keys, in
+ *     any order, override its values; latency=TIME is then the disk's
+ *     per-request latency;
  *   - any other spec is a fault-injection layer: latency=TIME (added to every
  *     request, requests still run concurrently, like a slow link),
  *     read-eio=OFF+LEN (reads fail, for good), pending=OFF+LEN (reads fail
@@ -46,11 +48,24 @@
 #define MAPFILE_MAX (64u << 20) /* far above any real mapfile; stops a wrong path eating memory */
 
 struct layer {
-    int throttle;           /* else a fault layer */
-    int has_rate, has_latency;
+    int throttle;           /* a simulated disk, else a fault layer */
+    int has_rate, has_latency, has_disk, has_seek, has_rpm, has_qd;
     uint64_t rate;          /* bytes per second */
-    uint32_t latency_usec;
+    uint32_t latency_usec, seek_usec, rpm, qd;
+    struct disk_model preset;
 };
+
+/* Keys that make a spec a simulated disk. */
+static int is_disk_item(const char *it)
+{
+    static const char *const keys[] = {"throttle", "disk", "seek", "rpm", "qd"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        size_t n = strlen(keys[i]);
+        if (!strncmp(it, keys[i], n) && (it[n] == '=' || !it[n]))
+            return 1;
+    }
+    return 0;
+}
 
 static int fail(char *why, size_t whylen, const char *item, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -58,7 +73,7 @@ static int fail(char *why, size_t whylen, const char *item, const char *fmt, ...
 static int fail(char *why, size_t whylen, const char *item, const char *fmt, ...)
 {
     if (why && whylen) {
-        char reason[160];
+        char reason[200];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(reason, sizeof reason, fmt, ap);
@@ -409,6 +424,38 @@ static int is_powercut_spec(const char *s)
     return !strncmp(s, "powercut", 8) && (!s[8] || s[8] == '=' || s[8] == ',' || s[8] == ' ');
 }
 
+/* disk=NAME, seek=TIME (a bare number is milliseconds), rpm=N, qd=N. */
+static int disk_item(struct layer *L, const char *it, size_t klen, const char *val, char *why, size_t whylen)
+{
+    const char *msg = NULL, *e;
+    uint64_t v;
+#define IS(k) (klen == strlen(k) && !strncmp(it, k, klen))
+    int *seen = IS("disk") ? &L->has_disk : IS("seek") ? &L->has_seek : IS("rpm") ? &L->has_rpm : &L->has_qd;
+    if (*seen)
+        return fail(why, whylen, it, "%.*s given twice in one spec", (int)klen, it);
+    *seen = 1;
+    if (IS("disk")) {
+        if (member_disk_preset(val, &L->preset))
+            return fail(why, whylen, it, "unknown disk (use hdd-7200, hdd-5400, sata-ssd or nvme)");
+    } else if (IS("seek")) {
+        char t[64];
+        int bare = isdigit((unsigned char)val[strlen(val) - 1]);
+        snprintf(t, sizeof t, "%s%s", val, bare ? "ms" : "");
+        if (parse_time_usec(t, &L->seek_usec, &msg))
+            return fail(why, whylen, it, "%s (the full-stroke seek: 15ms, or 15 for milliseconds)", msg);
+    } else if (IS("rpm")) {
+        if (parse_uint(val, &v, &e) || *e || v > 100000)
+            return fail(why, whylen, it, "expected revolutions per minute, 0 to 100000 (0: no rotation)");
+        L->rpm = (uint32_t)v;
+    } else {
+        if (parse_uint(val, &v, &e) || *e || v < 1 || v > DISK_QD_MAX)
+            return fail(why, whylen, it, "expected a queue depth from 1 to %d", DISK_QD_MAX);
+        L->qd = (uint32_t)v;
+    }
+#undef IS
+    return 0;
+}
+
 /* One ';'-separated spec (modifiable copy). With apply, wraps *m; without,
  * only checks. Errors name the item at fault. */
 static int do_spec(struct member **m, char *spec, int apply, char *why, size_t whylen)
@@ -423,7 +470,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         snprintf(copy, sizeof copy, "%s", spec);
         for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save)) {
             trim(&it);
-            if (!strncmp(it, "throttle=", 9) || !strcmp(it, "throttle"))
+            if (is_disk_item(it))
                 L.throttle = 1;
         }
     }
@@ -450,7 +497,8 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         }
         if (!val || !*val)
             return fail(why, whylen, it,
-                        "expected KEY=VALUE (throttle, latency, read-eio, pending, write-eio, drop-writes, badmap, vanish)");
+                        "expected KEY=VALUE (disk, throttle, latency, seek, rpm, qd, read-eio, pending, write-eio, "
+                        "drop-writes, badmap, vanish)");
         if (KEY("throttle")) {
             if (L.has_rate)
                 return fail(why, whylen, it, "throttle given twice in one spec");
@@ -463,6 +511,9 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
             if (parse_time_usec(val, &L.latency_usec, &msg))
                 return fail(why, whylen, it, "%s", msg);
             L.has_latency = 1;
+        } else if (KEY("disk") || KEY("seek") || KEY("rpm") || KEY("qd")) {
+            if (disk_item(&L, it, klen, val, why, whylen))
+                return -EINVAL;
         } else if (KEY("read-eio") || KEY("pending") || KEY("write-eio") || KEY("drop-writes")) {
             struct fault_rule r = {0};
             if (L.throttle)
@@ -502,7 +553,8 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
                 return rc;
         } else {
             return fail(why, whylen, it,
-                        "unknown key (use throttle, latency, read-eio, pending, write-eio, drop-writes, badmap, vanish; "
+                        "unknown key (use disk, throttle, latency, seek, rpm, qd, read-eio, pending, write-eio, "
+                        "drop-writes, badmap, vanish; "
                         "or a spec of its own starting with powercut)");
         }
 #undef KEY
@@ -511,7 +563,19 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         return 0;
     int rc = 0;
     if (L.throttle) {
-        rc = member_throttle_wrap(top, L.rate, L.latency_usec, &top);
+        /* the preset first, then every key given, wherever it stood */
+        struct disk_model d = L.has_disk ? L.preset : (struct disk_model){.qd = 1};
+        if (L.has_rate)
+            d.bytes_per_sec = L.rate;
+        if (L.has_latency)
+            d.latency_usec = L.latency_usec;
+        if (L.has_seek)
+            d.seek_usec = L.seek_usec;
+        if (L.has_rpm)
+            d.rpm = L.rpm;
+        if (L.has_qd)
+            d.qd = L.qd;
+        rc = member_disk_wrap(top, &d, &top);
         if (!rc)
             *m = top;
         return rc;

@@ -86,11 +86,13 @@ enum write_method write_choose(const struct write_choice_in *in, int *reads)
     }
     if (rmw != INT_MAX)
         rmw += parity_present;
+    if (in->rmw_level == URAID_RMW_RCW_ONLY)
+        rmw = INT_MAX; /* as if the old data could not be read */
     if (rmw == INT_MAX && rcw == INT_MAX) {
         *reads = in->n;
         return WRITE_REBUILD;
     }
-    if (rmw < rcw) {
+    if (rmw < rcw || (rmw == rcw && in->rmw_level == URAID_RMW_PREFER)) {
         *reads = rmw;
         return WRITE_RMW;
     }

@@ -79,11 +79,14 @@ struct write_choice_in {
     const unsigned char *written;     /* [d] data index d gets new data */
     const unsigned char *covered;     /* [d] ... over every row of the range */
     const unsigned char *unavailable; /* [m] member m cannot be read/written */
+    int rmw_level;                    /* URAID_RMW_*: md's rmw_level */
 };
 
 /* md's rule (reference section 3): count the member reads each method needs
  * (an unavailable block makes a method impossible), pick RMW only when it
- * needs strictly fewer reads, RCW on a tie. *reads gets the chosen count. */
+ * needs strictly fewer reads, RCW on a tie (rmw_level 1); RMW on a tie too
+ * (rmw_level 2); never RMW (rmw_level 0: RCW, or REBUILD when RCW cannot
+ * run). *reads gets the chosen count. */
 enum write_method write_choose(const struct write_choice_in *in, int *reads);
 
 /* ---- a stripe's rows (rows.c) ----------------------------------------------------- */

@@ -63,6 +63,7 @@ static int plan_write(struct uraid_array *a, struct wstripe *w)
     struct write_choice_in in = {
         .n = a->geom.raid_disks, .k = a->k, .nparity = a->nparity, .map = &w->r.map,
         .written = w->written, .covered = w->covered, .unavailable = w->r.unavailable,
+        .rmw_level = __atomic_load_n(&a->rmw_level, __ATOMIC_RELAXED),
     };
     int reads;
     w->method = write_choose(&in, &reads);
