@@ -98,7 +98,7 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
 {
     const uint64_t big = 100ull << 21; /* 100 GiB in sectors */
     *with = mode == URAID_BITMAP_INTERNAL ||
-            (mode == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->geom.level != 10 && a->member_sectors > big);
+            (mode == URAID_BITMAP_DEFAULT && a->geom.level > 0 && a->member_sectors > big);
     if (!*with) {
         if (p->bitmap_chunk_bytes) {
             uraid_why(why, whylen, "--bitmap-chunk needs --bitmap internal%s",
@@ -122,9 +122,13 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
         if ((int64_t)(sb->data_offset - sb->super_offset) - 8 < room)
             room = (int64_t)(sb->data_offset - sb->super_offset) - 8;
     }
+    /* RAID-10's bitmap covers the array's sectors: mdadm sizes it as the
+     * used size x members / copies (md keeps it in step on load) */
+    uint64_t span = a->r10 ? a->member_sectors * (uint64_t)a->geom.raid_disks / (uint64_t)a->r10->copies
+                           : a->member_sectors;
     uint32_t chunk;
     char cwhy[200];
-    int rc = md_bitmap_choose_chunk(a->member_sectors, room > 0 ? (uint32_t)room : 0, p->bitmap_chunk_bytes, &chunk,
+    int rc = md_bitmap_choose_chunk(span, room > 0 ? (uint32_t)room : 0, p->bitmap_chunk_bytes, &chunk,
                                     cwhy, sizeof cwhy);
     if (rc) {
         uraid_why(why, whylen, "%s", cwhy);
@@ -132,7 +136,7 @@ static int choose_bitmap(struct uraid_array *a, const struct uraid_create_params
     }
     uint8_t bm_uuid[16];
     md_sb_bitmap_uuid(sb, bm_uuid);
-    md_bitmap_init(bm, bm_uuid, sb->events, a->member_sectors, chunk);
+    md_bitmap_init(bm, bm_uuid, sb->events, span, chunk);
     /* mdadm: right after the 4 KiB superblock (1.1, 1.2, 0.90), right
      * before the bad-block log (1.0); the same offset on every member */
     for (int i = 0; i < a->geom.raid_disks; i++)
@@ -256,9 +260,6 @@ static int check_geometry(struct create_plan *c)
     if (layout_check(&c->g, gwhy, sizeof gwhy))
         return refuse(c, -EINVAL, "%s", gwhy);
     c->nparity = c->g.level == 1 ? c->n - 1 : layout_parity_count(&c->g);
-    if (c->g.level == 10 && p->bitmap == URAID_BITMAP_INTERNAL)
-        return refuse(c, -EINVAL, "a write-intent bitmap on a new RAID-10 is not yet supported (uraid runs md's "
-                      "RAID-10 bitmaps it finds); create it with --bitmap none");
     return 0;
 }
 

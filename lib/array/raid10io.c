@@ -306,9 +306,19 @@ static int fill_lost(void *ctx, uint64_t sector, uint32_t nsec)
     return array_rebuild_unreadable(f->a, f->j, f->to, sector, nsec);
 }
 
+/* A re-added member (md's --re-add) needs the piece only where the
+ * bitmap, over array sectors, shows a write since it left. */
+static int readd_clean(struct uraid_array *a, const struct array_job *j, int t, uint64_t as, uint32_t nsec)
+{
+    unsigned readd = __atomic_load_n(&a->job.readd_mask, __ATOMIC_ACQUIRE);
+    uint64_t rs, re;
+    return j->kind == URAID_JOB_RECOVER && (readd >> t & 1) && !(wib_next_dirty(a, as, &rs, &re) && rs < as + nsec);
+}
+
 /* Chunk piece [ms, ms + nsec) of slot t, written to `to` (the slot's new
  * member, or a replace's replacement). The copies to read: the others in
- * md's order, the slot itself first for a replace (it is still good). */
+ * md's order, the slot itself first for a replace (it is still good).
+ * Returns JOB_SKIPPED for a re-added member's clean piece. */
 static int fill_piece(struct uraid_array *a, struct array_job *j, int t, struct array_slot *to, uint8_t *buf,
                       uint64_t ms, uint32_t nsec)
 {
@@ -330,6 +340,12 @@ static int fill_piece(struct uraid_array *a, struct array_job *j, int t, struct 
             f.cp[f.ncp++] = all[i];
     uint16_t held[R10_MAX_UNITS];
     int nheld = lock_array_units(a, as, nsec, held);
+    if (readd_clean(a, j, t, as, nsec)) {
+        /* under the locks: a write that marks the bitmap after this finds the checkpoint past it */
+        __atomic_store_n(&to->recovered, ms + nsec, __ATOMIC_RELEASE);
+        stripe_unlock_set(&a->locks, held, nheld);
+        return JOB_SKIPPED;
+    }
     int trouble = 0;
     rc = array_read_copies(a, f.cp, f.ncp, buf, nsec, 1, &trouble);
     if (rc == -EIO) {
@@ -367,12 +383,14 @@ int raid10_copy_step(struct uraid_array *a, struct array_job *j, uint64_t start,
             if (slot_ok_upto(a, t, start + nsec))
                 continue;
         }
-        worked = 1;
         for (uint64_t ms = start; ms < start + nsec && rc == 0;) {
             uint32_t n = (uint32_t)(c - ms % c);
             if (n > start + nsec - ms)
                 n = (uint32_t)(start + nsec - ms);
             rc = fill_piece(a, j, t, to, buf, ms, n);
+            worked |= rc == 0;
+            if (rc == JOB_SKIPPED)
+                rc = 0;
             ms += n;
         }
     }

@@ -7,7 +7,8 @@
 #      uraid reads md's bytes (sha256 equal to md's and to the pattern),
 #      whole and with as many members missing as the layout survives;
 #      `uraid examine` agrees with the host's `mdadm --examine`;
-#   B. uraid creates and writes the same shapes; md assembles them from one
+#   B. uraid creates and writes the same shapes (n2x4m with its write-intent
+#      bitmap, which md must run); md assembles them from one
 #      disk (loop devices at each member's offset, --snapshot), runs a check
 #      (mismatch_cnt 0 for RAID-10) and reads the bytes uraid wrote;
 #      mdadm --examine agrees with uraid;
@@ -72,10 +73,10 @@ for c in $CASES; do
     IFS=: read -r name level layout n chunk seed bm <<E
 $c
 E
-    [ -z "$bm" ] || continue # uraid does not create RAID-10 bitmaps yet: C below writes md's
     m=""; i=0
     while [ $i -lt "$n" ]; do truncate -s 12M "$d/u-$name.$i"; m="$m $d/u-$name.$i"; i=$((i + 1)); done
     if [ "$level" = linear ]; then opts=""; else opts="--layout $layout --chunk ${chunk}K"; fi
+    [ -z "$bm" ] || opts="$opts --bitmap internal"
     # shellcheck disable=SC2086
     if ! $URAID create --level "$level" $opts --raid-devices "$n" $m >"$d/create.log" 2>&1; then
         t_fail "uraid create $name" "$(cat "$d/create.log")"
@@ -118,7 +119,7 @@ E
             while [ "$(cat /sys/block/md1/md/sync_action)" != idle ]; do sleep 0.2; done
             mm=$(cat /sys/block/md1/md/mismatch_cnt)
         fi
-        echo "BCASE $name size=$(blockdev --getsize64 /dev/md1) sha256=$(dd if=/dev/md1 bs=1M 2>/dev/null | sha256sum | cut -d' ' -f1) mismatch=$mm"
+        echo "BCASE $name size=$(blockdev --getsize64 /dev/md1) sha256=$(dd if=/dev/md1 bs=1M 2>/dev/null | sha256sum | cut -d' ' -f1) mismatch=$mm bitmap=$(cat /sys/block/md1/md/bitmap/location 2>/dev/null || echo none) dirty=$(grep -A3 '^md1' /proc/mdstat | sed -n 's/.*bitmap: \([0-9]*\)\/.*/\1/p')"
         mdadm --stop /dev/md1
     fi
     for l in $devs; do losetup -d "$l"; done
@@ -173,13 +174,18 @@ for c in $CASES; do
     IFS=: read -r name level layout n chunk seed bm <<E
 $c
 E
-    [ -z "$bm" ] || continue
-    tag="uraid's $name ($level ${layout#-} x$n)"
+    tag="uraid's $name ($level ${layout#-} x$n${bm:+, with a bitmap})"
     read -r usize usha <"$d/u-$name.want"
     line=$(grep "^BCASE $name " "$d/md.err")
     bsize=$(echo "$line" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
     bsha=$(echo "$line" | sed -n 's/.* sha256=\([0-9a-f]*\).*/\1/p')
     bmm=$(echo "$line" | sed -n 's/.* mismatch=\([^ ]*\).*/\1/p')
+    bloc=$(echo "$line" | sed -n 's/.* bitmap=\([^ ]*\).*/\1/p') bdirty=$(echo "$line" | sed -n 's/.* dirty=\([^ ]*\).*/\1/p')
+    if [ -n "$bm" ]; then
+        # md runs uraid's bitmap where mdadm puts it, and the clean stop left no dirty bit
+        [ "$bloc" = +8 ] && [ "$bdirty" = 0 ] && t_ok "$tag: md runs uraid's bitmap (location +8, 0 dirty)" \
+            || t_fail "$tag: md runs uraid's bitmap" "location '$bloc' dirty '$bdirty': '$line'"
+    fi
     if [ "$bsize" = "$usize" ] && [ "$bsha" = "$usha" ] && { [ "$bmm" = 0 ] || [ "$level" = linear ]; }; then
         t_ok "$tag: md assembles it, reads the $usize bytes uraid wrote${bmm:+, check mismatch_cnt $bmm}"
     else
