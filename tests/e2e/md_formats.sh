@@ -14,7 +14,8 @@
 #     0.90 superblock in big-endian byte order;
 #  3. the md-written fixtures of tests/fixtures/md-formats read identically
 #     (healthy and with a member left out) and examined as mdadm does;
-#  4. the oracle, for 0.90, 1.0 and 1.1 x RAID-1/5/6: md creates and writes,
+#  4. the oracle, for 0.90, 1.0 and 1.1 x RAID-1/5/6/10 (RAID-10 x4 n2, f2, o2
+#     for 0.90, 1.0, 1.1): md creates and writes,
 #     uraid reads it identically, healthy and degraded; uraid creates and
 #     writes (a RAID-5 with a bitmap too), md assembles it, its check finds
 #     mismatch_cnt 0, and it reads the same bytes. Without the oracle, part 4
@@ -391,23 +392,26 @@ done <"$FX/MANIFEST"
 oracle_ready || { t_finish; exit 1; }
 # make check: md writes RAID-1 and RAID-6 for uraid, uraid writes RAID-1 and the RAID-5
 # with a bitmap for md; the long mode adds md's RAID-5 and uraid's RAID-5 and RAID-6
-if t_long; then MD_LEVELS="1 5 6" UR_LEVELS="1 5 6 7"; else
-    MD_LEVELS="1 6" UR_LEVELS="1 7"
+if t_long; then MD_LEVELS="1 5 6 10" UR_LEVELS="1 5 6 7 10"; else
+    MD_LEVELS="1 6 10" UR_LEVELS="1 7 10"
     t_short_note "oracle part: md's RAID-5, uraid's RAID-5 and RAID-6 per format"
 fi
 for F in 0.90 1.0 1.1; do
+    # RAID-10 x4, a different md layout per format
+    case $F in 0.90) L10=n2 ;; 1.0) L10=f2 ;; *) L10=o2 ;; esac
     o=$t_tmp/or$F; mkdir -p "$o"
     # md creates and writes RAID-1 (vda,vdb), RAID-5 (vdc-vdf), RAID-6 (vdg-vdk)
     disks=""
-    for i in 0 1 2 3 4 5 6 7 8 9 10; do truncate -s 20M "$o/d$i.img"; disks="$disks --disk $o/d$i.img"; done
+    for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do truncate -s 20M "$o/d$i.img"; disks="$disks --disk $o/d$i.img"; done
     # shellcheck disable=SC2086
-    "$ORACLE" --timeout 400 $disks -- - "$F" "$MD_LEVELS" >"$o/md.out" 2>&1 <<'GUEST'
-F=$1 LEVELS=$2
+    "$ORACLE" --timeout 400 $disks -- - "$F" "$MD_LEVELS" "$L10" >"$o/md.out" 2>&1 <<'GUEST'
+F=$1 LEVELS=$2 L10=$3
 for a in $LEVELS; do
     case $a in
     1) mdadm --create /dev/md1 --run --metadata=$F --level=1 --raid-devices=2 /dev/vda /dev/vdb || exit 1 ;;
     5) mdadm --create /dev/md5 --run --metadata=$F --level=5 --chunk=64 --raid-devices=4 /dev/vd[c-f] || exit 1 ;;
     6) mdadm --create /dev/md6 --run --metadata=$F --level=6 --chunk=64 --raid-devices=5 /dev/vd[g-k] || exit 1 ;;
+    10) mdadm --create /dev/md10 --run --metadata=$F --level=10 --layout=$L10 --chunk=64 --raid-devices=4 /dev/vd[l-o] || exit 1 ;;
     esac
 done
 for a in $LEVELS; do
@@ -417,7 +421,7 @@ for a in $LEVELS; do
     echo "SIZE$a=$(blockdev --getsize64 /dev/md$a)"
 done
 GUEST
-    for spec in "1:0 1" "5:2 3 4 5" "6:6 7 8 9 10"; do
+    for spec in "1:0 1" "5:2 3 4 5" "6:6 7 8 9 10" "10:11 12 13 14"; do
         lv=${spec%%:*}; idx=${spec#*:}
         case " $MD_LEVELS " in *" $lv "*) ;; *) continue ;; esac
         P=""; for i in $idx; do P="$P $o/d$i.img"; done
@@ -440,14 +444,15 @@ GUEST
     # uraid creates and writes; md assembles, checks and reads
     u=$t_tmp/ur$F; mkdir -p "$u"
     disks=""
-    for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13; do truncate -s 20M "$u/d$i.img"; disks="$disks --disk $u/d$i.img"; done
+    for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do truncate -s 20M "$u/d$i.img"; disks="$disks --disk $u/d$i.img"; done
     ok=1
     # md7: a RAID-5 with the internal write-intent bitmap where this format keeps it
-    for spec in "1:0 1" "5:2 3 4 5" "6:6 7 8 9 10" "7:11 12 13"; do
+    for spec in "1:0 1" "5:2 3 4 5" "6:6 7 8 9 10" "7:11 12 13" "10:14 15 16 17"; do
         lv=${spec%%:*}; idx=${spec#*:}
         case " $UR_LEVELS " in *" $lv "*) ;; *) continue ;; esac
         P=""; n=0; for i in $idx; do P="$P $u/d$i.img"; n=$((n + 1)); done
         bm=""; level=$lv; [ "$lv" = 7 ] && bm="--bitmap internal" level=5
+        [ "$lv" = 10 ] && bm="--layout $L10"
         # shellcheck disable=SC2086
         $URAID create --metadata $F --level $level --raid-devices $n --chunk 64K $bm $P >"$u/c.out" 2>&1 || ok=0
         # shellcheck disable=SC2086
@@ -467,6 +472,7 @@ for a in $LEVELS; do
     5) mdadm --assemble /dev/md5 --run /dev/vd[c-f] ;;
     6) mdadm --assemble /dev/md6 --run /dev/vd[g-k] ;;
     7) mdadm --assemble /dev/md7 --run /dev/vd[l-n] && echo "BITMAP7=$(cat /sys/block/md7/md/bitmap/location)" ;;
+    10) mdadm --assemble /dev/md10 --run /dev/vd[o-r] ;;
     esac && ok="$ok $a" || echo "ASSEMBLE$a=fail"
 done
 for a in $ok; do
@@ -485,7 +491,7 @@ GUEST
     [ "$bml" = "$bmw" ] && t_ok "$F: md runs uraid's bitmap where the format keeps it ($bml)" ||
         t_fail "$F: md runs uraid's bitmap where the format keeps it" "md says '$bml', want $bmw"
     for lv in $UR_LEVELS; do
-        label=RAID-$lv; [ "$lv" = 7 ] && label="RAID-5 with a bitmap"
+        label=RAID-$lv; [ "$lv" = 7 ] && label="RAID-5 with a bitmap"; [ "$lv" = 10 ] && label="RAID-10 $L10"
         size=$(cat "$u/size$lv")
         [ "$size" -gt 0 ] 2>/dev/null || size=1 # never the empty stream's sha
         want=$("$PATTERN" -s "2$lv" -n "$size" | sha256sum | cut -c1-64)
