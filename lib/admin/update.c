@@ -211,10 +211,22 @@ static int upd_read(struct upd *g, const char *const *paths)
         if (role < sb->raid_disks && !seen[role]++)
             active++;
     }
-    if (active != (int)g->sb[0].raid_disks)
+    /* the slots the newest superblock records as held: a degraded array's
+     * failed or removed slot has no member to update (mdadm updates the
+     * ones it assembles), but a member it still counts on must be given */
+    int newest = 0, recorded = 0;
+    for (int i = 1; i < g->n; i++)
+        if (g->sb[i].events > g->sb[newest].events)
+            newest = i;
+    const struct md_sb *nb = &g->sb[newest];
+    int held[URAID_MAX_MEMBERS] = {0};
+    for (uint32_t d = 0; d < nb->max_dev && d < MD_SB_MAX_DEV; d++)
+        if (nb->dev_roles[d] < nb->raid_disks && nb->dev_roles[d] < URAID_MAX_MEMBERS && !held[nb->dev_roles[d]]++)
+            recorded++;
+    if (active < recorded)
         return refuse(g->why, g->whylen, -ENODEV,
-                      "all %u members are needed to update the array (found %d): a member left out would keep the "
-                      "old superblock and be told apart from the others", g->sb[0].raid_disks, active);
+                      "all %d members the array counts on are needed to update it (found %d): a member left out "
+                      "would keep the old superblock and be told apart from the others", recorded, active);
     return 0;
 }
 

@@ -141,7 +141,7 @@ no_member "Internal Bitmap" $M && t_ok "1.2: no Internal Bitmap line after no-bi
 
 # ---- 3. refusals on it ----
 set -- $M
-refused "a member left out" "all 3 members are needed" $URAID update --update=name --name x "$1" "$2"
+refused "a member left out" "all 3 members the array counts on are needed" $URAID update --update=name --name x "$1" "$2"
 want_rc=2 refused "--update=name too long (usage: exit 2)" "1 to 31 characters" $URAID update --update=name \
     --name 0123456789012345678901234567890123 $M
 truncate -s 16M "$t_tmp/blank.img"
@@ -174,6 +174,20 @@ refused "zero-superblock: a damaged superblock without --force" "force" $URAID z
 out=$($URAID zero-superblock --force "$2" 2>&1) && ! mdadm --examine "$2" >/dev/null 2>&1 &&
     mdadm --examine "$2" 2>&1 | grep -q "No md superblock detected" && t_ok "zero-superblock --force: a damaged one zeroed" ||
     t_fail "zero-superblock --force" "$out"
+
+# ---- a degraded array: the members it still counts on are updated (as mdadm --assemble --update) ----
+d=$t_tmp/dg
+new_array "$d" 5 3 --chunk 64K --name old
+set -- $M
+# a write without m2 (the same bytes back) records slot 2 as gone in m0's and m1's superblocks
+$URAID cat $M | head -c 65536 >"$t_tmp/first"
+$URAID write "$1" "$2" <"$t_tmp/first" 2>/dev/null
+old2=$(sha256sum <"$3")
+M="$1 $2"
+updated "degraded RAID-5 (slot 2 gone): --update=name on the two left" "Name : $host:renamed" \
+    --update=name --name renamed
+[ "$(sha256sum <"$3")" = "$old2" ] && t_ok "degraded: the gone member is left as it was" ||
+    t_fail "degraded: the gone member changed"
 
 # ---- 1 (end). resync, then zero-superblock ----
 d=$t_tmp/v12b
