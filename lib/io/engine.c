@@ -101,9 +101,9 @@ struct io_engine {
 
 static int op_valid(const struct io_op *op)
 {
-    if (!op->m || !op->m->ops || (!op->buf && op->len && op->kind != IO_ZERO))
+    if (!op->m || !op->m->ops || (!op->buf && op->len && op->kind != IO_ZERO && op->kind != IO_FLUSH))
         return -EINVAL;
-    if (op->kind != IO_READ && op->kind != IO_WRITE && op->kind != IO_ZERO)
+    if (op->kind != IO_READ && op->kind != IO_WRITE && op->kind != IO_ZERO && op->kind != IO_FLUSH)
         return -EINVAL;
     /* The direct path bypasses the backend's own read-only check. */
     if (op->kind != IO_READ && op->m->readonly)
@@ -125,7 +125,9 @@ static int op_sync(struct io_op *op, size_t done)
 static void op_run(struct io_op *op)
 {
     int rc = op_valid(op);
-    if (!rc && op->len)
+    if (!rc && op->kind == IO_FLUSH)
+        rc = member_flush(op->m);
+    else if (!rc && op->len)
         rc = op_sync(op, 0);
     op->result = rc;
 }

@@ -20,8 +20,10 @@
 
 #include "member/member.h"
 
-/* IO_ZERO: the range reads as zeros afterwards (member_zero); buf unused. */
-enum io_kind { IO_READ = 0, IO_WRITE = 1, IO_ZERO = 2 };
+/* IO_ZERO: the range reads as zeros afterwards (member_zero); buf unused.
+ * IO_FLUSH: member_flush (buf, len and offset unused), so the flushes of
+ * several members run at once on the pool's threads. */
+enum io_kind { IO_READ = 0, IO_WRITE = 1, IO_ZERO = 2, IO_FLUSH = 3 };
 
 struct io_op {
     struct member *m;
