@@ -124,6 +124,8 @@ URAID_API int uraid_member_open(const char *name, int readonly, const char *laye
 URAID_API uint64_t uraid_member_size(const struct uraid_member *m);
 /* The whole range or a negative errno; O_DIRECT needs buf 4 KiB aligned. */
 URAID_API int uraid_member_read(struct uraid_member *m, void *buf, size_t len, uint64_t offset);
+/* The same for a write (refused with -EROFS on a member opened read-only). */
+URAID_API int uraid_member_write(struct uraid_member *m, const void *buf, size_t len, uint64_t offset);
 URAID_API void uraid_member_close(struct uraid_member *m);
 
 /* ---- Superblock updates on an array that is not running ---------------- */

@@ -63,6 +63,13 @@ int uraid_member_read(struct uraid_member *m, void *buf, size_t len, uint64_t of
     return member_read(m->m, buf, len, offset);
 }
 
+int uraid_member_write(struct uraid_member *m, const void *buf, size_t len, uint64_t offset)
+{
+    if (len > m->m->size || offset > m->m->size - len)
+        return -EINVAL;
+    return member_write(m->m, buf, len, offset);
+}
+
 void uraid_member_close(struct uraid_member *m)
 {
     if (!m)

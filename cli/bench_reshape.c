@@ -1,0 +1,215 @@
+/* uraid bench reshape: how fast an offline grow (RAID-5 of 4 -> 5 members by
+ * default) moves the data when every member is a simulated disk (the
+ * throttle layer: one request at a time at RATE bytes/s), beside what such
+ * members can do, measured in the same run.
+ *
+ * The limit: the grow must read every data block once (D bytes, the array's
+ * size: D / n from each of the n old members, parity need not be read) and
+ * write every stripe of the new geometry (D / (n + 1 - p) on each of the n
+ * + 1 members, parity included), and a member does one request at a time.
+ * So an old member has D / n + D / (n + 1 - p) bytes to move at its
+ * measured rate, and that is the least time the grow can take; ratio =
+ * that time / the grow's time. Goal (issue 12): >= 0.8.
+ * Members are tmpfs files (--dir, default /dev/shm). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "uraid_admin.h"
+#include "uraid_grow.h"
+
+#define MiB (1024u * 1024u)
+
+struct gopts {
+    int level, members, runs, json;
+    uint64_t member_bytes;
+    const char *rate, *dir;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int make_file(const char *path, uint64_t bytes)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = ftruncate(fd, (off_t)bytes) ? -errno : 0;
+    /* tmpfs pages allocated now, so neither pass pays for them */
+    uint8_t *z = calloc(1, MiB);
+    for (uint64_t off = 0; rc == 0 && z && off < bytes; off += MiB)
+        if (pwrite(fd, z, MiB, (off_t)off) != (ssize_t)MiB)
+            rc = -EIO;
+    free(z);
+    close(fd);
+    return rc;
+}
+
+/* MB/s of 2 MiB requests through "throttle=RATE" on path: half the bytes
+ * read, then the same range written (a grow's members do both). */
+static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
+{
+    char spec[64], why[300];
+    snprintf(spec, sizeof spec, "throttle=%s", rate);
+    struct uraid_member *m;
+    if (uraid_member_open(path, 0, spec, &m, why, sizeof why))
+        return 0;
+    double mbps = 0;
+    uint8_t *buf = aligned_alloc(4096, 2 * MiB);
+    if (buf) {
+        memset(buf, 0, 2 * MiB);
+        uint64_t half = bytes / 2 / (2 * MiB) * (2 * MiB), off = 0, moved = 0;
+        double t0 = now_s();
+        for (off = 0; off < half && !uraid_member_read(m, buf, 2 * MiB, off + 4 * MiB); off += 2 * MiB)
+            moved += 2 * MiB;
+        for (off = 0; off < half && !uraid_member_write(m, buf, 2 * MiB, off + 4 * MiB); off += 2 * MiB)
+            moved += 2 * MiB;
+        mbps = (double)moved / 1e6 / (now_s() - t0);
+    }
+    free(buf);
+    uraid_member_close(m);
+    return mbps;
+}
+
+/* One grow from o->members to o->members + 1: its time in seconds, the
+ * array's bytes before in *data. */
+static double one_grow(const struct gopts *o, char paths[][256], double *data, int *status)
+{
+    int n = o->members;
+    const char *p[URAID_MAX_MEMBERS], *sim[URAID_MAX_MEMBERS];
+    char spec[64];
+    snprintf(spec, sizeof spec, "throttle=%s", o->rate);
+    for (int i = 0; i <= n; i++) {
+        p[i] = paths[i];
+        sim[i] = spec;
+    }
+    /* a grow keeps no bitmap or PPL (md reshapes neither): resync policy */
+    struct uraid_create_params cp = {.level = o->level, .raid_devices = n, .chunk_bytes = 512 * 1024, .layout = -1,
+                                     .name = "bench", .assume_clean = 1,
+                                     .consistency_policy = URAID_POLICY_RESYNC};
+    char why[512];
+    if (uraid_create(p, n, &cp, 1, why, sizeof why)) {
+        cli_error("bench reshape", "%s", why);
+        *status = 1;
+        return 0;
+    }
+    struct uraid_grow_params gp = {.raid_devices = n + 1, .member_sim = sim};
+    struct uraid_grow_result res;
+    double t0 = now_s();
+    int rc = uraid_grow_members(p, n, p + n, 1, &gp, &res, why, sizeof why);
+    double t = now_s() - t0;
+    if (rc) {
+        cli_error("bench reshape", "%s", why);
+        *status = 1;
+        return 0;
+    }
+    *data = (double)res.from_sectors * 512;
+    return t;
+}
+
+static int parse(int argc, char **argv, struct gopts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t bytes;
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--level") && v) {
+            o->level = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--members") && v) {
+            o->members = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--runs") && v) {
+            o->runs = atoi(v);
+            i++;
+        } else if (!strcmp(a, "--rate") && v) {
+            o->rate = v;
+            i++;
+        } else if (!strcmp(a, "--dir") && v) {
+            o->dir = v;
+            i++;
+        } else if (!strcmp(a, "--size") && v && cli_parse_size(v, &bytes) == 0 && bytes >= 32 * MiB) {
+            o->member_bytes = bytes;
+            i++;
+        } else {
+            printf("usage: uraid bench reshape [--level 5|6] [--members N] [--size BYTES] [--rate RATE] [--runs N]\n"
+                   "                           [--dir DIR] [--json]\n"
+                   "  grows a RAID-5/6 of N members (default 4) by one, every member throttled to RATE\n"
+                   "  (default 150M), beside the read+write rate of one such member measured in the same run.\n");
+            return strcmp(a, "--help") && strcmp(a, "-h") ? 2 : 0;
+        }
+    }
+    if ((o->level != 5 && o->level != 6) || o->members < 3 || o->members > 31 || o->runs < 1 || o->runs > 9) {
+        cli_error("bench reshape", "need --level 5 or 6, 3..31 members, 1..9 runs");
+        return 2;
+    }
+    return -1;
+}
+
+int bench_reshape(int argc, char **argv)
+{
+    struct gopts o = {.level = 5, .members = 4, .runs = 3, .member_bytes = 256ull * MiB, .rate = "150M",
+                      .dir = "/dev/shm"};
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (cli_setup_parity("bench reshape"))
+        return 1;
+    char paths[URAID_MAX_MEMBERS + 1][256];
+    int status = 0, n = o.members, par = o.level == 6 ? 2 : 1;
+    for (int i = 0; i <= n && status == 0; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/uraid-bench-reshape-%d-%d.img", o.dir, (int)getpid(), i);
+        if (make_file(paths[i], o.member_bytes)) {
+            cli_error("bench reshape", "cannot create %s", paths[i]);
+            status = 1;
+        }
+    }
+    double ratio[9], speed[9], raw[9];
+    int runs = 0;
+    for (int r = 0; r < o.runs && status == 0; r++) {
+        raw[r] = raw_member_rate(paths[n], o.rate, o.member_bytes - 8 * MiB);
+        double data = 0, t = one_grow(&o, paths, &data, &status);
+        if (status || t <= 0 || raw[r] <= 0)
+            break;
+        double per_member = data / n + data / (n + 1 - par), limit = per_member / 1e6 / raw[r];
+        speed[r] = data / 1e6 / t;
+        ratio[r] = limit / t;
+        runs++;
+        if (!o.json)
+            printf("  run %d: %.0f MB of data moved in %.2f s (%.1f MB/s of array data); member limit %.2f s "
+                   "(raw member %.1f MB/s read+write); ratio %.2f\n",
+                   r + 1, data / 1e6, t, speed[r], limit, raw[r], ratio[r]);
+    }
+    for (int i = 0; i <= n; i++)
+        unlink(paths[i]);
+    if (status || runs == 0)
+        return 1;
+    qsort(ratio, (size_t)runs, sizeof ratio[0], cmp_double);
+    qsort(speed, (size_t)runs, sizeof speed[0], cmp_double);
+    qsort(raw, (size_t)runs, sizeof raw[0], cmp_double);
+    if (o.json)
+        printf("{\"bench\": \"reshape\", \"level\": %d, \"from\": %d, \"to\": %d, \"rate\": \"%s\", \"member_bytes\": "
+               "%llu, \"array_mbps\": %.1f, \"raw_member_mbps\": %.1f, \"ratio\": %.3f}\n",
+               o.level, n, n + 1, o.rate, (unsigned long long)o.member_bytes, speed[runs / 2], raw[runs / 2],
+               ratio[runs / 2]);
+    else
+        printf("reshape RAID-%d %d -> %d members, members throttled to %s: median %.1f MB/s of array data, raw member "
+               "%.1f MB/s, ratio to the members' limit %.2f (goal 0.80)\n",
+               o.level, n, n + 1, o.rate, speed[runs / 2], raw[runs / 2], ratio[runs / 2]);
+    return 0;
+}
