@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ublk_server.h"
 #include "uraid_ctl.h"
 
 #define PLUGIN_NAME "nbdkit-uraid-plugin.so"
@@ -38,6 +39,8 @@ struct serve_opts {
     uint64_t speed_limit_kib;
     int no_rebuild, no_resync;
     const char *event_cmd;
+    int ublk;
+    const char *ublk_id;
 };
 
 static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ctx)
@@ -54,6 +57,12 @@ static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ct
         dst = &o->speed_limit;
     else if (!strcmp(a, "--event-cmd"))
         dst = &o->event_cmd;
+    else if (!strcmp(a, "--id"))
+        dst = &o->ublk_id;
+    else if (!strcmp(a, "--ublk")) {
+        o->ublk = 1;
+        return 1;
+    }
     else if (!strcmp(a, "--no-rebuild") || !strcmp(a, "--no-resync")) {
         *(!strcmp(a, "--no-rebuild") ? &o->no_rebuild : &o->no_resync) = 1;
         return 1;
@@ -202,7 +211,7 @@ int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o = {0};
     struct cli_extra extra = {serve_parse, &o,
-                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild] [--no-resync] "
+                              "[--socket PATH | --port N | --ublk [--id N]] [--control PATH] [--speed-limit SPEED] [--no-rebuild] [--no-resync] "
                               "[--event-cmd PROG]"};
     struct cli_members mem;
     struct uraid_open_params op = {0};
@@ -215,6 +224,24 @@ int cmd_serve(int argc, char **argv)
         cli_error("serve", "give either --socket PATH or --port N, not both");
         return 2;
     }
+    if (o.ublk && (o.socket || o.port)) {
+        cli_error("serve", "--ublk serves a block device, not an NBD socket: leave out --socket and --port");
+        return 2;
+    }
+    if (o.ublk_id && !o.ublk) {
+        cli_error("serve", "--id N names a ublk device: it goes with --ublk");
+        return 2;
+    }
+    int ublk_id = -1;
+    if (o.ublk_id) {
+        char *end;
+        long v = strtol(o.ublk_id, &end, 10);
+        if (*end || end == o.ublk_id || v < 0 || v > 1000000) {
+            cli_error("serve", "--id '%s' is not a ublk device number (0, 1, ...)", o.ublk_id);
+            return 2;
+        }
+        ublk_id = (int)v;
+    }
     if (o.port) {
         char *end;
         long p = strtol(o.port, &end, 10);
@@ -223,12 +250,12 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
     }
-    if (!have_program("nbdkit")) {
+    if (!o.ublk && !have_program("nbdkit")) {
         cli_error("serve", "nbdkit is not installed: apt-get install nbdkit");
         return 1;
     }
     char plugin[PATH_MAX];
-    if (find_plugin(plugin, sizeof plugin)) {
+    if (!o.ublk && find_plugin(plugin, sizeof plugin)) {
         cli_error("serve", "cannot find %s next to the uraid binary or in nbdkit's plugin directories "
                            "(build it with 'make' after apt-get install nbdkit-plugin-dev, or set URAID_NBDKIT_PLUGIN)",
                   PLUGIN_NAME);
@@ -252,6 +279,16 @@ int cmd_serve(int argc, char **argv)
 
     if (check_socket_path(o.socket) || check_socket_path(o.control))
         return 1;
+    if (o.ublk) {
+        /* in this process, with the background work the plugin asks for */
+        struct ublk_opts uo = {.dev_id = ublk_id, .control = o.control};
+        op.auto_rebuild = 1;
+        op.no_spare_rebuild = o.no_rebuild;
+        op.no_auto_resync = o.no_resync;
+        op.sync_speed_max_kib = o.speed_limit_kib;
+        op.event_program = o.event_cmd;
+        return ublk_serve(&mem, &op, &uo);
+    }
     char **av = nbdkit_argv(&o, plugin, &mem, &op);
     if (!av) {
         cli_error("serve", "out of memory");
