@@ -1,7 +1,7 @@
 /* uraid serve --ublk: the control path of a ublk device and the server's
  * lifetime (see ublk_server.h).
  *
- * ADD_DEV (queues, depth, buffer size) -> SET_PARAMS (the block limits md
+ * ADD_DEV (queues, depth, buffer size) -> open the array -> SET_PARAMS (the block limits md
  * sets: 512-byte logical and 4 KiB physical blocks, io_min = chunk, io_opt
  * = full stripe, discard) -> queue threads fetch every tag -> START_DEV
  * (the driver adds /dev/ublkbN) -> control socket -> wait for a stop
@@ -95,7 +95,8 @@ static int log2_exact(uint64_t v)
 
 /* The limits md gives /dev/mdN, so mkfs finds stride and stripe width.
  * ublk passes io_min and io_opt as powers of two: a full stripe that is
- * not one (3 data members) is left out rather than announced wrong. */
+ * not one (3 data members) cannot be announced, and io_opt then says the
+ * chunk (mkfs sets stripe width = stride, never a wrong multiple). */
 static int set_params(struct ublk_dev *d, struct uraid_array *a)
 {
     struct uraid_array_info *info = calloc(1, sizeof *info);
@@ -119,8 +120,9 @@ static int set_params(struct ublk_dev *d, struct uraid_array *a)
     p.basic.io_opt_shift = (uint8_t)(opt_shift >= 12 ? opt_shift : p.basic.io_min_shift);
     if (min_shift >= 0 && opt_shift < 0)
         fprintf(stderr, "uraid serve: a full stripe of %llu bytes is no power of two; /dev/ublkb%u announces "
-                        "only the chunk (give mkfs the stripe width yourself)\n",
-                (unsigned long long)info->chunk_bytes * data, d->info.dev_id);
+                        "the chunk as optimal I/O size (ublk takes powers of two): give mkfs.ext4 -E stripe_width=%llu\n",
+                (unsigned long long)info->chunk_bytes * data, d->info.dev_id,
+                (unsigned long long)(info->chunk_bytes * data / 4096));
     p.discard.discard_granularity = 4096;
     p.discard.max_discard_sectors = 1u << 16;
     p.discard.max_write_zeroes_sectors = 1u << 16;
@@ -149,7 +151,8 @@ static int open_cdev(struct ublk_dev *d)
     return 0;
 }
 
-static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
+/* Before the array is opened: without ublk nothing is written. */
+static int ctrl_open(struct ublk_dev *d)
 {
     d->ctrl_fd = open("/dev/ublk-control", O_RDWR | O_CLOEXEC);
     if (d->ctrl_fd < 0) {
@@ -162,13 +165,18 @@ static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
         cli_error("serve", "io_uring with 128-byte entries: %s (needs Linux 5.19+)", strerror(-r));
         return -1;
     }
+    return 0;
+}
+
+static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
+{
     d->info.nr_hw_queues = (uint16_t)(o->nr_queues > 0 ? o->nr_queues : DEFAULT_QUEUES);
     d->info.queue_depth = (uint16_t)(o->depth > 0 ? o->depth : DEFAULT_DEPTH);
     d->info.max_io_buf_bytes = BUF_BYTES;
     d->info.dev_id = o->dev_id >= 0 ? (uint32_t)o->dev_id : (uint32_t)-1;
     d->info.ublksrv_pid = getpid();
     d->info.flags = UBLK_F_CMD_IOCTL_ENCODE;
-    r = ctrl_cmd(d, UBLK_CMD_ADD_DEV, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
+    int r = ctrl_cmd(d, UBLK_CMD_ADD_DEV, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
     if (r < 0) {
         if (r == -EEXIST)
             cli_error("serve", "ublk device %d exists already: give another --id or none", o->dev_id);
@@ -253,21 +261,22 @@ int ublk_serve(const struct cli_members *mem, const struct uraid_open_params *op
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, &old);
 
-    struct uraid_array *a;
-    if (cli_open_array("serve", mem, op, &a))
-        return 1;
     struct ublk_dev *d = calloc(1, sizeof *d);
     if (!d) {
-        uraid_close(a);
         cli_error("serve", "out of memory");
         return 1;
     }
     d->ctrl_fd = d->cdev_fd = -1;
     d->ring.ring_fd = -1;
+    struct uraid_array *a;
+    /* a taken --id is refused before the array is opened for writing */
+    if (ctrl_open(d) || add_dev(d, o) || cli_open_array("serve", mem, op, &a)) {
+        teardown(d, 0);
+        free(d);
+        return 1;
+    }
     int status = 1, started = 0, r;
     struct uraid_ctl *ctl = NULL;
-    if (add_dev(d, o))
-        goto out;
     if ((r = set_params(d, a)) < 0) {
         cli_error("serve", "ublk SET_PARAMS: %s", strerror(-r));
         goto out;

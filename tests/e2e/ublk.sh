@@ -40,6 +40,27 @@ $URAID create --level 5 --raid-devices 3 --chunk 64K --assume-clean "$d/m0.img" 
 size=$($URAID detail "$d/m0.img" "$d/m1.img" "$d/m2.img" | awk '/Array Size/ {print $4 * 1024; exit}')
 chunk=65536 data=2
 
+# ---- refusals on the host: one line each, no member byte changed ---------------
+for i in 0 1 2; do cp "$d/m$i.img" "$d/ref$i.img"; done
+refuse() { # refuse NAME WANT-RC PATTERN ARGS...
+    _rn=$1 _rw=$2 _rp=$3; shift 3
+    $URAID serve "$@" "$d/m0.img" "$d/m1.img" "$d/m2.img" >"$d/ref.out" 2>"$d/ref.err"
+    _rc=$?
+    _same=yes
+    for i in 0 1 2; do cmp -s "$d/m$i.img" "$d/ref$i.img" || _same=no; done
+    if [ $_rc = "$_rw" ] && [ "$(wc -l <"$d/ref.err")" = 1 ] && grep -q -- "$_rp" "$d/ref.err" && [ $_same = yes ]; then
+        t_ok "$_rn"
+    else
+        t_fail "$_rn" "rc $_rc, members unchanged: $_same: $(cat "$d/ref.err")"
+    fi
+}
+refuse "serve --ublk --socket: refused" 2 "not an NBD socket" --ublk --socket "$d/s"
+refuse "serve --id without --ublk: refused" 2 "goes with --ublk" --id 1
+refuse "serve --ublk --id x: refused" 2 "not a ublk device number" --ublk --id x
+if [ ! -e /dev/ublk-control ]; then
+    refuse "serve --ublk on a kernel without ublk (this host): refused, naming ublk_drv" 1 "modprobe ublk_drv" --ublk
+fi
+
 files=""
 for f in mbcache jbd2 crc16 ext4; do files="$files --file $d/$f.ko"; done
 # shellcheck disable=SC2086
@@ -57,6 +78,8 @@ while [ ! -b /dev/ublkb0 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 # the device appears inside START_DEV, a moment before the server prints it
 sleep 1
 say "printed $(cat /tmp/serve.out)"
+uraid serve --ublk --id 0 --control /tmp/ctl2 /dev/vda /dev/vdb /dev/vdc >/dev/null 2>/tmp/taken.err
+say "taken rc=$? $(wc -l < /tmp/taken.err) $(grep -c 'ublk device 0 exists already' /tmp/taken.err)"
 say "size $(blockdev --getsize64 /dev/ublkb0)"
 for f in minimum_io_size optimal_io_size physical_block_size logical_block_size; do
     say "$f $(cat /sys/block/ublkb0/queue/$f)"
@@ -91,10 +114,11 @@ GUEST
 rc=$?
 get() { sed -n "s/^$1 //p" "$d/guest.out" | head -n 1; }
 if [ $rc -ne 0 ] || grep -q "^no-device" "$d/guest.out"; then
-    t_fail "guest ran uraid serve --ublk (rc $rc)" "$(tail -5 "$d/guest.out" "$d/guest.err" | tr '\n' ' ')"
+    t_fail "guest ran uraid serve --ublk (rc $rc)" "$(cat "$d/guest.out" "$d/guest.err" | tail -n 6 | tr '\n' ' ')"
     t_finish; exit 1
 fi
 t_expect "serve --ublk printed /dev/ublkb0" [ "$(get printed)" = /dev/ublkb0 ]
+t_expect "a second serve --ublk --id 0 is refused in one line (exit 1)" [ "$(get taken)" = "rc=1 1 1" ]
 t_expect "blockdev --getsize64 = array size ($size)" [ "$(get size)" = "$size" ]
 t_expect "minimum_io_size = chunk ($chunk)" [ "$(get minimum_io_size)" = $chunk ]
 t_expect "optimal_io_size = chunk x $data ($((chunk * data)))" [ "$(get optimal_io_size)" = $((chunk * data)) ]
