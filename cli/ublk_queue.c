@@ -3,12 +3,16 @@
  * in that tag's descriptor; the thread serves it with the array API and
  * answers with COMMIT_AND_FETCH_REQ, which also fetches the tag's next
  * request. The kernel expects all commands of a queue from one task, so
- * the thread does the I/O itself: several queues give the parallelism. */
+ * the queue thread only passes tags: a few workers do the array I/O (many
+ * requests in flight on the members) and hand the results back through a
+ * list and an eventfd the ring reads. */
 #include "ublk_server.h"
 
 #ifdef HAVE_URING
 #include <errno.h>
 #include <liburing.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
 #include <linux/ublk_cmd.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -100,17 +104,138 @@ static int32_t serve_one(struct ublk_queue *q, int tag)
     return r < 0 ? r : (int32_t)len;
 }
 
+#define WORKERS 4
+#define EFD_TAG UINT64_MAX
+
+struct ublk_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint16_t *todo, *done; /* rings of tags, depth each */
+    int todo_head, todo_n, done_n;
+    int32_t *result;       /* per tag */
+    int efd, quit, nworkers;
+    uint64_t efd_buf;
+    pthread_t worker[WORKERS];
+};
+
+static void *worker_main(void *arg)
+{
+    struct ublk_queue *q = arg;
+    struct ublk_pool *p = q->pool;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        while (!p->quit && !p->todo_n)
+            pthread_cond_wait(&p->cond, &p->lock);
+        if (!p->todo_n) {
+            pthread_mutex_unlock(&p->lock);
+            return NULL;
+        }
+        int tag = p->todo[p->todo_head];
+        p->todo_head = (p->todo_head + 1) % q->depth;
+        p->todo_n--;
+        pthread_mutex_unlock(&p->lock);
+        int32_t r = serve_one(q, tag);
+        pthread_mutex_lock(&p->lock);
+        p->result[tag] = r;
+        p->done[p->done_n++] = (uint16_t)tag;
+        pthread_mutex_unlock(&p->lock);
+        uint64_t one = 1;
+        if (write(p->efd, &one, sizeof one) != sizeof one) {
+            /* the counter cannot overflow at depth <= 4096: nothing lost */
+        }
+    }
+}
+
+static void pool_push(struct ublk_queue *q, int tag)
+{
+    struct ublk_pool *p = q->pool;
+    pthread_mutex_lock(&p->lock);
+    p->todo[(p->todo_head + p->todo_n) % q->depth] = (uint16_t)tag;
+    p->todo_n++;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void arm_efd(struct io_uring *ring, struct ublk_pool *p)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    if (!sqe)
+        return;
+    io_uring_prep_read(sqe, p->efd, &p->efd_buf, sizeof p->efd_buf, 0);
+    sqe->user_data = EFD_TAG;
+}
+
+/* Commits what the workers finished, each with its result. */
+static void commit_done(struct io_uring *ring, struct ublk_queue *q)
+{
+    struct ublk_pool *p = q->pool;
+    pthread_mutex_lock(&p->lock);
+    for (int i = 0; i < p->done_n; i++)
+        queue_cmd(ring, q, p->done[i], UBLK_U_IO_COMMIT_AND_FETCH_REQ, p->result[p->done[i]]);
+    p->done_n = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
+static int pool_start(struct ublk_queue *q)
+{
+    struct ublk_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    q->pool = p;
+    p->efd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    p->todo = calloc((size_t)q->depth, sizeof *p->todo);
+    p->done = calloc((size_t)q->depth, sizeof *p->done);
+    p->result = calloc((size_t)q->depth, sizeof *p->result);
+    if (!p->todo || !p->done || !p->result)
+        return -ENOMEM;
+    p->efd = eventfd(0, EFD_CLOEXEC);
+    if (p->efd < 0)
+        return -errno;
+    for (; p->nworkers < WORKERS; p->nworkers++) {
+        int r = pthread_create(&p->worker[p->nworkers], NULL, worker_main, q);
+        if (r)
+            return -r;
+    }
+    return 0;
+}
+
+static void pool_finish(struct ublk_queue *q)
+{
+    struct ublk_pool *p = q->pool;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->nworkers; i++)
+        pthread_join(p->worker[i], NULL);
+    if (p->efd >= 0)
+        close(p->efd);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p->todo);
+    free(p->done);
+    free(p->result);
+    free(p);
+    q->pool = NULL;
+}
+
 static void *queue_main(void *arg)
 {
     struct ublk_queue *q = arg;
     struct io_uring ring;
-    int r = io_uring_queue_init((unsigned)q->depth, &ring, 0);
+    /* room for a commit of every tag and the eventfd's read */
+    int r = io_uring_queue_init(2 * (unsigned)q->depth, &ring, 0);
     if (r) {
         q->error = r;
         return NULL;
     }
     for (int t = 0; t < q->depth; t++)
         queue_cmd(&ring, q, t, UBLK_U_IO_FETCH_REQ, 0);
+    arm_efd(&ring, q->pool);
     int active = q->depth;
     while (active > 0 && !q->stopping) {
         r = io_uring_submit(&ring);
@@ -133,10 +258,15 @@ static void *queue_main(void *arg)
         unsigned head, seen = 0;
         io_uring_for_each_cqe(&ring, head, cqe)
         {
-            int tag = (int)cqe->user_data;
             seen++;
+            if (cqe->user_data == EFD_TAG) {
+                commit_done(&ring, q);
+                arm_efd(&ring, q->pool);
+                continue;
+            }
+            int tag = (int)cqe->user_data;
             if (cqe->res == UBLK_IO_RES_OK)
-                queue_cmd(&ring, q, tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, serve_one(q, tag));
+                pool_push(q, tag);
             else
                 active--; /* ABORT: the device is going away */
         }
@@ -149,7 +279,10 @@ static void *queue_main(void *arg)
 
 int ublk_queue_start(struct ublk_queue *q)
 {
-    int r = pthread_create(&q->thread, NULL, queue_main, q);
+    int r = pool_start(q);
+    if (r)
+        return r;
+    r = pthread_create(&q->thread, NULL, queue_main, q);
     if (r)
         return -r;
     q->started = 1;
@@ -162,6 +295,7 @@ void ublk_queue_finish(struct ublk_queue *q)
     if (q->started)
         pthread_join(q->thread, NULL);
     q->started = 0;
+    pool_finish(q);
     if (q->bufs)
         munmap(q->bufs, (size_t)q->depth * q->buf_bytes);
     if (q->iod)

@@ -34,18 +34,20 @@ struct ublk_queue {
     void *iod;      /* const struct ublksrv_io_desc[depth], shared with the kernel */
     size_t iod_len;
     char *bufs;     /* depth * buf_bytes */
+    struct ublk_pool *pool; /* the workers that do the array I/O */
     pthread_t thread;
     int started;
     volatile int stopping; /* set once STOP_DEV has returned */
     int error;             /* first ring error, negative errno */
 };
 
-/* Maps the descriptors and the buffers; 0 or a negative errno. */
+/* Maps the descriptors and the buffers and starts the workers; 0 or a
+ * negative errno. */
 int ublk_queue_init(struct ublk_queue *q);
 /* Starts the queue thread, which fetches every tag and serves until
  * stopping is set and the device is gone. */
 int ublk_queue_start(struct ublk_queue *q);
-/* Sets stopping, joins the thread and unmaps. */
+/* Sets stopping, joins the threads and unmaps. */
 void ublk_queue_finish(struct ublk_queue *q);
 
 #endif

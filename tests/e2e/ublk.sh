@@ -86,6 +86,18 @@ for f in minimum_io_size optimal_io_size physical_block_size logical_block_size;
 done
 mdpattern -s 7 -n 4M | dd of=/dev/ublkb0 bs=64K seek=3 oflag=direct 2>/dev/null
 say "pattern $(dd if=/dev/ublkb0 bs=64K skip=3 count=64 iflag=direct 2>/dev/null | mdpattern -s 7 -n 4M -c >/dev/null 2>&1 && echo same || echo differs)"
+# four writers at once, in 4 KiB requests: several requests in flight on each queue
+writers=""
+for k in 1 2 3 4; do
+    mdpattern -s $((20 + k)) -n 1M | dd of=/dev/ublkb0 bs=4K seek=$((2048 + k * 256)) oflag=direct 2>/dev/null &
+    writers="$writers $!"
+done
+for w in $writers; do wait "$w"; done
+ok=0
+for k in 1 2 3 4; do
+    dd if=/dev/ublkb0 bs=4K skip=$((2048 + k * 256)) count=256 iflag=direct 2>/dev/null | mdpattern -s $((20 + k)) -n 1M -c >/dev/null 2>&1 && ok=$((ok + 1))
+done
+say "parallel $ok"
 /usr/bin/mke2fs -F -q -t ext4 -b 4096 /dev/ublkb0 >/tmp/mkfs.out 2>&1 || { say "mkfs-failed"; cat /tmp/mkfs.out; }
 say "stride $(/usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stride: *//p')"
 say "stripe $(/usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stripe width: *//p')"
@@ -124,6 +136,7 @@ t_expect "minimum_io_size = chunk ($chunk)" [ "$(get minimum_io_size)" = $chunk 
 t_expect "optimal_io_size = chunk x $data ($((chunk * data)))" [ "$(get optimal_io_size)" = $((chunk * data)) ]
 t_expect "physical_block_size 4096, logical 512" [ "$(get physical_block_size) $(get logical_block_size)" = "4096 512" ]
 t_expect "O_DIRECT pattern reads back the same" [ "$(get pattern)" = same ]
+t_expect "4 parallel O_DIRECT writers in 4 KiB requests: all 4 read back the same" [ "$(get parallel)" = 4 ]
 t_expect "mkfs.ext4 chose RAID stride $((chunk / 4096)) (got '$(get stride)')" [ "$(get stride)" = $((chunk / 4096)) ]
 t_expect "mkfs.ext4 chose RAID stripe width $((chunk * data / 4096)) (got '$(get stripe)')" [ "$(get stripe)" = $((chunk * data / 4096)) ]
 t_expect "mount, write a file, umount; the file reads back after a remount" [ "$(get umount) $(get file)" = "ok same" ]
