@@ -237,7 +237,7 @@ static void *queue_main(void *arg)
         queue_cmd(&ring, q, t, UBLK_U_IO_FETCH_REQ, 0);
     arm_efd(&ring, q->pool);
     int active = q->depth;
-    while (active > 0 && !q->stopping) {
+    while (active > 0 && !__atomic_load_n(&q->stopping, __ATOMIC_ACQUIRE)) {
         r = io_uring_submit(&ring);
         if (r < 0 && r != -EINTR) {
             q->error = r;
@@ -291,7 +291,7 @@ int ublk_queue_start(struct ublk_queue *q)
 
 void ublk_queue_finish(struct ublk_queue *q)
 {
-    q->stopping = 1;
+    __atomic_store_n(&q->stopping, 1, __ATOMIC_RELEASE);
     if (q->started)
         pthread_join(q->thread, NULL);
     q->started = 0;

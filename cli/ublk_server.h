@@ -37,7 +37,7 @@ struct ublk_queue {
     struct ublk_pool *pool; /* the workers that do the array I/O */
     pthread_t thread;
     int started;
-    volatile int stopping; /* set once STOP_DEV has returned */
+    int stopping;          /* set (atomically) once STOP_DEV has returned */
     int error;             /* first ring error, negative errno */
 };
 
