@@ -98,6 +98,13 @@ for k in 1 2 3 4; do
     dd if=/dev/ublkb0 bs=4K skip=$((2048 + k * 256)) count=256 iflag=direct 2>/dev/null | mdpattern -s $((20 + k)) -n 1M -c >/dev/null 2>&1 && ok=$((ok + 1))
 done
 say "parallel $ok"
+say "cache $(cat /sys/block/ublkb0/queue/write_cache) fua=$(cat /sys/block/ublkb0/queue/fua)"
+# discard zeroes: the 1 MiB the first writer wrote reads back as zeros
+if blkdiscard -o $((9 * 1048576)) -l 1048576 /dev/ublkb0 2>/tmp/discard.err; then
+    say "discard $(dd if=/dev/ublkb0 bs=64K skip=144 count=16 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)"
+else
+    say "discard failed $(cat /tmp/discard.err)"
+fi
 /usr/bin/mke2fs -F -q -t ext4 -b 4096 /dev/ublkb0 >/tmp/mkfs.out 2>&1 || { say "mkfs-failed"; cat /tmp/mkfs.out; }
 say "stride $(/usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stride: *//p')"
 say "stripe $(/usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stripe width: *//p')"
@@ -137,6 +144,8 @@ t_expect "optimal_io_size = chunk x $data ($((chunk * data)))" [ "$(get optimal_
 t_expect "physical_block_size 4096, logical 512" [ "$(get physical_block_size) $(get logical_block_size)" = "4096 512" ]
 t_expect "O_DIRECT pattern reads back the same" [ "$(get pattern)" = same ]
 t_expect "4 parallel O_DIRECT writers in 4 KiB requests: all 4 read back the same" [ "$(get parallel)" = 4 ]
+t_expect "a write-back cache with FUA (got '$(get cache)')" [ "$(get cache)" = "write back fua=1" ]
+t_expect "blkdiscard of 1 MiB: it reads back as zeros (got '$(get discard)' non-zero bytes)" [ "$(get discard)" = 0 ]
 t_expect "mkfs.ext4 chose RAID stride $((chunk / 4096)) (got '$(get stride)')" [ "$(get stride)" = $((chunk / 4096)) ]
 t_expect "mkfs.ext4 chose RAID stripe width $((chunk * data / 4096)) (got '$(get stripe)')" [ "$(get stripe)" = $((chunk * data / 4096)) ]
 t_expect "mount, write a file, umount; the file reads back after a remount" [ "$(get umount) $(get file)" = "ok same" ]
