@@ -4,12 +4,16 @@
 # of 3 member images made on the host, served as /dev/ublkb0 in the guest:
 #   - the device's size is the array's; its queue limits are md's
 #     (io_min = chunk, io_opt = chunk x data members, 4 KiB physical blocks);
-#   - a pattern written with O_DIRECT reads back the same;
+#   - a pattern written with O_DIRECT reads back the same, also from 4
+#     parallel writers; a write-back cache with FUA; blkdiscard zeroes;
 #   - mkfs.ext4 picks stride = chunk/4K and stripe width = full stripe/4K by
-#     itself; mount, write a file, umount, e2fsck -fn clean;
+#     itself; mount, write a file, umount; `uraid fail` of a member over the
+#     control socket; the file reads back and e2fsck -fn is clean, degraded;
 #   - `uraid stop` over the control socket removes /dev/ublkb0 and the
 #     server exits 0; afterwards the host's `uraid cat` of the members gives
-#     the bytes the guest read from /dev/ublkb0, and the array is clean.
+#     the bytes the guest read from /dev/ublkb0, and the array is clean;
+#   - refusals (one line, no member byte changed): --ublk with --socket,
+#     --id without --ublk, a bad --id, a taken --id, a kernel without ublk.
 # Without a 6.12 guest (no Debian archive to fetch the kernel from, or its
 # build fails) every check is reported as FAILED with the reason: a skip is
 # never a pass.
@@ -113,13 +117,15 @@ if mount -t ext4 /dev/ublkb0 /mnt/x; then
     mdpattern -s 9 -n 3M > /mnt/x/file
     sync
     umount /mnt/x && say "umount ok"
+    say "status $(uraid status --control /tmp/ctl 2>&1 | grep -c UUU)"
+    # the file system goes on over a degraded array: its reads are rebuilt from parity
+    uraid fail --control /tmp/ctl /dev/vdb >/dev/null 2>&1 && say "failed $(uraid status --control /tmp/ctl 2>&1 | grep -c 'U_U')"
     mount -t ext4 -o ro /dev/ublkb0 /mnt/x && say "file $(mdpattern -s 9 -n 3M -c < /mnt/x/file >/dev/null 2>&1 && echo same || echo differs)"
     umount /mnt/x
 else
     say "mount-failed"
 fi
 /usr/bin/e2fsck -fn /dev/ublkb0 >/tmp/fsck.out 2>&1 && say "fsck clean" || { say "fsck rc=$?"; cat /tmp/fsck.out; }
-say "status $(uraid status --control /tmp/ctl 2>&1 | grep -c UUU)"
 say "sha $(dd if=/dev/ublkb0 bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)"
 uraid stop --control /tmp/ctl >/dev/null 2>&1 || say "stop-refused"
 wait $pid
@@ -148,14 +154,15 @@ t_expect "a write-back cache with FUA (got '$(get cache)')" [ "$(get cache)" = "
 t_expect "blkdiscard of 1 MiB: it reads back as zeros (got '$(get discard)' non-zero bytes)" [ "$(get discard)" = 0 ]
 t_expect "mkfs.ext4 chose RAID stride $((chunk / 4096)) (got '$(get stride)')" [ "$(get stride)" = $((chunk / 4096)) ]
 t_expect "mkfs.ext4 chose RAID stripe width $((chunk * data / 4096)) (got '$(get stripe)')" [ "$(get stripe)" = $((chunk * data / 4096)) ]
-t_expect "mount, write a file, umount; the file reads back after a remount" [ "$(get umount) $(get file)" = "ok same" ]
-t_expect "e2fsck -fn clean" [ "$(get fsck)" = clean ]
+t_expect "mount, write a file, umount; the file reads back after a remount (degraded)" [ "$(get umount) $(get file)" = "ok same" ]
+t_expect "e2fsck -fn clean (degraded)" [ "$(get fsck)" = clean ]
 t_expect "uraid status over the control socket: [UUU]" [ "$(get status)" = 1 ]
+t_expect "uraid fail /dev/vdb over the control socket: [U_U]" [ "$(get failed)" = 1 ]
 t_expect "uraid stop: the server exits 0" [ "$(get exit)" = 0 ]
 t_expect "the device is gone after the stop (/sys/block/ublkb0, /dev/ublkc0)" [ "$(get gone)" = yes ]
 host=$($URAID cat "$d/m0.img" "$d/m1.img" "$d/m2.img" 2>/dev/null | sha256sum | cut -d' ' -f1)
 [ -n "$(get sha)" ] || host="(the guest read nothing)"
-t_expect "host uraid cat of the members = what the guest read from /dev/ublkb0" [ "$host" = "$(get sha)" ]
+t_expect "host uraid cat of the members = what the guest read from the degraded /dev/ublkb0" [ "$host" = "$(get sha)" ]
 t_expect "the array was closed clean" sh -c "$URAID detail '$d/m0.img' '$d/m1.img' '$d/m2.img' | grep -q 'State : clean'"
 [ "$t_failed" -eq 0 ] || { echo "--- guest output"; cat "$d/guest.out"; echo "--- guest stderr"; tail -20 "$d/guest.err"; }
 t_finish
