@@ -168,6 +168,25 @@ static int ctrl_open(struct ublk_dev *d)
     return 0;
 }
 
+/* A server killed before its DEL_DEV leaves the device number taken (the
+ * disk gone, /dev/ublkcN still there). When its server is dead, delete it
+ * so that --id N can be used again; 0 when it was removed. */
+static int remove_leftover(struct ublk_dev *d)
+{
+    struct ublksrv_ctrl_dev_info old = {0};
+    int r = ctrl_cmd(d, UBLK_CMD_GET_DEV_INFO, (uint64_t)(uintptr_t)&old, sizeof old, 0);
+    if (r < 0 || old.state != UBLK_S_DEV_DEAD)
+        return -EEXIST;
+    if (old.ublksrv_pid > 0 && (kill(old.ublksrv_pid, 0) == 0 || errno != ESRCH))
+        return -EEXIST; /* its server lives: perhaps just starting */
+    r = ctrl_cmd(d, UBLK_CMD_DEL_DEV, 0, 0, 0);
+    if (r < 0)
+        return r;
+    fprintf(stderr, "uraid serve: removed ublk device %u, left behind by a server that died (pid %d)\n",
+            d->info.dev_id, old.ublksrv_pid);
+    return 0;
+}
+
 static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
 {
     d->info.nr_hw_queues = (uint16_t)(o->nr_queues > 0 ? o->nr_queues : DEFAULT_QUEUES);
@@ -177,9 +196,12 @@ static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
     d->info.ublksrv_pid = getpid();
     d->info.flags = UBLK_F_CMD_IOCTL_ENCODE;
     int r = ctrl_cmd(d, UBLK_CMD_ADD_DEV, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
+    if (r == -EEXIST && o->dev_id >= 0 && remove_leftover(d) == 0)
+        r = ctrl_cmd(d, UBLK_CMD_ADD_DEV, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
     if (r < 0) {
         if (r == -EEXIST)
-            cli_error("serve", "ublk device %d exists already: give another --id or none", o->dev_id);
+            cli_error("serve", "ublk device %d exists already and its server runs: give another --id or none",
+                      o->dev_id);
         else
             cli_error("serve", "ublk ADD_DEV: %s", strerror(-r));
         return -1;

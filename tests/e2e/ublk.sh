@@ -13,7 +13,9 @@
 #     server exits 0; afterwards the host's `uraid cat` of the members gives
 #     the bytes the guest read from /dev/ublkb0, and the array is clean;
 #   - refusals (one line, no member byte changed): --ublk with --socket,
-#     --id without --ublk, a bad --id, a taken --id, a kernel without ublk.
+#     --id without --ublk, a bad --id, a taken --id, a kernel without ublk;
+#   - a server killed with SIGKILL leaves its device number taken; the next
+#     serve --ublk --id N removes it (its server is dead) and serves.
 # Without a 6.12 guest (no Debian archive to fetch the kernel from, or its
 # build fails) every check is reported as FAILED with the reason: a skip is
 # never a pass.
@@ -39,6 +41,8 @@ for m in fs/mbcache fs/jbd2/jbd2 lib/crc16 fs/ext4/ext4; do
 done
 
 for i in 0 1 2; do truncate -s 24M "$d/m$i.img"; done
+for i in 0 1 2; do truncate -s 8M "$d/k$i.img"; done
+$URAID create --level 5 --raid-devices 3 --chunk 64K --assume-clean "$d/k0.img" "$d/k1.img" "$d/k2.img" >/dev/null 2>&1
 $URAID create --level 5 --raid-devices 3 --chunk 64K --assume-clean "$d/m0.img" "$d/m1.img" "$d/m2.img" \
     >"$d/create.out" 2>&1 || { t_fail "uraid create" "$(cat "$d/create.out")"; t_finish; exit 1; }
 size=$($URAID detail "$d/m0.img" "$d/m1.img" "$d/m2.img" | awk '/Array Size/ {print $4 * 1024; exit}')
@@ -70,7 +74,8 @@ for f in mbcache jbd2 crc16 ext4; do files="$files --file $d/$f.ko"; done
 # shellcheck disable=SC2086
 timeout 900 "$ORACLE" --timeout 800 --mem 512M --bin "$URAID" --bin /usr/sbin/mke2fs --bin /usr/sbin/dumpe2fs \
     --bin /usr/sbin/e2fsck --file /etc/mke2fs.conf $files \
-    --disk "$d/m0.img" --disk "$d/m1.img" --disk "$d/m2.img" -- - >"$d/guest.out" 2>"$d/guest.err" <<'GUEST'
+    --disk "$d/m0.img" --disk "$d/m1.img" --disk "$d/m2.img" \
+    --disk "$d/k0.img" --disk "$d/k1.img" --disk "$d/k2.img" -- - >"$d/guest.out" 2>"$d/guest.err" <<'GUEST'
 say() { echo "$*"; }
 cp /mnt/files/mke2fs.conf /etc/mke2fs.conf
 for m in mbcache jbd2 crc16 ext4; do insmod /mnt/files/$m.ko || say "insmod-failed $m"; done
@@ -83,7 +88,7 @@ while [ ! -b /dev/ublkb0 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 sleep 1
 say "printed $(cat /tmp/serve.out)"
 uraid serve --ublk --id 0 --control /tmp/ctl2 /dev/vda /dev/vdb /dev/vdc >/dev/null 2>/tmp/taken.err
-say "taken rc=$? $(wc -l < /tmp/taken.err) $(grep -c 'ublk device 0 exists already' /tmp/taken.err)"
+say "taken rc=$? $(wc -l < /tmp/taken.err) $(grep -c 'ublk device 0 exists already and its server runs' /tmp/taken.err)"
 say "size $(blockdev --getsize64 /dev/ublkb0)"
 for f in minimum_io_size optimal_io_size physical_block_size logical_block_size; do
     say "$f $(cat /sys/block/ublkb0/queue/$f)"
@@ -133,7 +138,21 @@ say "exit $?"
 i=0
 while [ -e /sys/block/ublkb0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e /sys/block/ublkb0 ] || [ -e /dev/ublkc0 ] && say "gone no" || say "gone yes"
-cat /tmp/serve.err >&2
+# a killed server leaves device 1 behind; serve --id 1 takes the number back
+upb1() { i=0; while [ ! -b /dev/ublkb1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -b /dev/ublkb1 ]; }
+uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/dev/null 2>/tmp/k1.err &
+kpid=$!
+upb1 && kill -9 $kpid
+wait $kpid
+sleep 1
+say "leftover $([ -e /dev/ublkc1 ] && echo yes || echo no)"
+uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/dev/null 2>/tmp/k2.err &
+kpid=$!
+upb1 && say "retaken $(grep -c 'removed ublk device 1, left behind by a server that died' /tmp/k2.err) $(blockdev --getsize64 /dev/ublkb1)"
+kill -TERM $kpid
+wait $kpid
+say "kexit $?"
+cat /tmp/serve.err /tmp/k1.err /tmp/k2.err >&2
 exit 0
 GUEST
 rc=$?
@@ -160,6 +179,10 @@ t_expect "uraid status over the control socket: [UUU]" [ "$(get status)" = 1 ]
 t_expect "uraid fail /dev/vdb over the control socket: [U_U]" [ "$(get failed)" = 1 ]
 t_expect "uraid stop: the server exits 0" [ "$(get exit)" = 0 ]
 t_expect "the device is gone after the stop (/sys/block/ublkb0, /dev/ublkc0)" [ "$(get gone)" = yes ]
+t_expect "a server killed with SIGKILL leaves /dev/ublkc1 behind" [ "$(get leftover)" = yes ]
+ksize=$($URAID detail "$d/k0.img" "$d/k1.img" "$d/k2.img" | awk '/Array Size/ {print $4 * 1024; exit}')
+t_expect "serve --ublk --id 1 then removes the leftover, says so, and serves ($ksize bytes)" [ "$(get retaken)" = "1 $ksize" ]
+t_expect "... and stops cleanly on SIGTERM (exit 0)" [ "$(get kexit)" = 0 ]
 host=$($URAID cat "$d/m0.img" "$d/m1.img" "$d/m2.img" 2>/dev/null | sha256sum | cut -d' ' -f1)
 [ -n "$(get sha)" ] || host="(the guest read nothing)"
 t_expect "host uraid cat of the members = what the guest read from the degraded /dev/ublkb0" [ "$host" = "$(get sha)" ]
