@@ -160,7 +160,7 @@ static int examine_one(const char *path, const char *metadata)
     if (e.array_sectors)
         printf("     Array Size : %llu KiB%s\n", (unsigned long long)(e.array_sectors / 2),
                cli_human_size(e.array_sectors * 512, h, sizeof h));
-    if (e.used_dev_sectors && e.used_dev_sectors != e.avail_dev_sectors) /* RAID-0 records none */
+    if (e.used_dev_sectors != e.avail_dev_sectors && e.level != 0) /* mdadm: none for RAID-0, 0 for linear */
         printf("  Used Dev Size : %llu sectors%s\n", (unsigned long long)e.used_dev_sectors,
                cli_human_size(e.used_dev_sectors * 512, h, sizeof h));
     if (e.data_offset_sectors || strcmp(e.version, "1.0")) /* mdadm leaves 1.0's offset 0 out */

@@ -7,6 +7,10 @@
 #include "cli.h"
 #include "uraid_ctl.h"
 
+/* cmd_update.c, cmd_zero.c */
+int cmd_update(int argc, char **argv);
+int cmd_zero_superblock(int argc, char **argv);
+
 struct verb {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -17,6 +21,9 @@ static const struct verb verbs[] = {
     {"create", cmd_create, "create an array: --level L --raid-devices N [--spare-devices M] [--chunk SIZE] MEMBERS..."},
     {"grow", cmd_grow, "grow an array that is not running: MEMBERS... --raid-devices N --add NEW... (RAID-5/6), --continue "
                          "MEMBERS..., or --consistency-policy resync|ppl MEMBERS..."},
+    {"update", cmd_update, "change superblocks of an array that is not running (mdadm --update=): --update=name|uuid|resync|"
+                             "no-bitmap|bbl|no-bbl [--name NEW] [--uuid U] MEMBERS..."},
+    {"zero-superblock", cmd_zero_superblock, "erase the md superblock of each member (mdadm --zero-superblock): [--force] MEMBERS..."},
     {"examine", cmd_examine, "print each member's md superblock like mdadm --examine"},
     {"detail", cmd_detail, "print the array like mdadm --detail, with its [UU_U] state"},
     {"cat", cmd_cat, "write the array's contents to stdout (works degraded)"},

@@ -126,6 +126,38 @@ URAID_API uint64_t uraid_member_size(const struct uraid_member *m);
 URAID_API int uraid_member_read(struct uraid_member *m, void *buf, size_t len, uint64_t offset);
 URAID_API void uraid_member_close(struct uraid_member *m);
 
+/* ---- Superblock updates on an array that is not running ---------------- */
+
+/* mdadm's --update= forms uraid knows. */
+enum uraid_update_what {
+    URAID_UPDATE_NAME,      /* the array name (1.x): name */
+    URAID_UPDATE_UUID,      /* the array UUID: uuid (the bitmap's and PPL's with it) */
+    URAID_UPDATE_RESYNC,    /* mark dirty: the next open resyncs */
+    URAID_UPDATE_NO_BITMAP, /* drop the internal write-intent bitmap */
+    URAID_UPDATE_BBL,       /* add an empty bad-block log where there is room (1.x) */
+    URAID_UPDATE_NO_BBL     /* drop the bad-block log; refused while it lists blocks */
+};
+struct uraid_update {
+    int what;               /* enum uraid_update_what */
+    const char *name;       /* URAID_UPDATE_NAME: 1 to 31 bytes (HOST: put before it as mdadm) */
+    uint8_t uuid[16];       /* URAID_UPDATE_UUID */
+};
+/* mdadm's name ("name", "uuid", "resync", "no-bitmap", "bbl", "no-bbl")
+ * into enum uraid_update_what, or -1. */
+URAID_API int uraid_update_parse(const char *name);
+/* Applies u to every member's superblock (all of the array's slots must be
+ * given; spares may be): every member read and every check passed before
+ * the first write. Refuses a member of an array a uraid serves, a block
+ * device held exclusively, and a new UUID for a PPL array not shut down
+ * cleanly (its log would be disowned). Returns 0 or a negative errno with one line in why. */
+URAID_API int uraid_update(const char *const *members, int n, const struct uraid_update *u, char *why,
+                           size_t whylen);
+/* mdadm --zero-superblock: zeroes the superblock block of every md format
+ * found on each member. Refuses (nothing written on any member) one with no
+ * md superblock, one whose superblock is damaged unless force, and one in
+ * use as uraid_update does. */
+URAID_API int uraid_zero_superblock(const char *const *members, int n, int force, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

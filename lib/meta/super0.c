@@ -9,11 +9,11 @@
 #include "meta/super0.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "meta/le.h"
 
 struct md_sb0_desc_disk {
@@ -94,17 +94,6 @@ _Static_assert(sizeof(struct md_sb0_disk) == MD_SB0_BYTES, "0.90 superblock is 4
 
 #define OFF(f) offsetof(struct md_sb0_disk, f)
 #define DOFF(f) offsetof(struct md_sb0_desc_disk, f)
-
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 uint32_t md_sb0_checksum(const uint8_t *encoded)
 {
@@ -203,17 +192,17 @@ static int check_identity(const uint8_t *in, char *why, size_t whylen)
 {
     uint32_t magic = le32_get(in + OFF(md_magic));
     if (magic == __builtin_bswap32(MD_SB_MAGIC)) {
-        say(why, whylen, "0.90 superblock in the other byte order (written by a big-endian host): uraid reads "
+        uraid_why(why, whylen, "0.90 superblock in the other byte order (written by a big-endian host): uraid reads "
                          "little-endian 0.90 only (mdadm --update=byteorder converts it)");
         return -EINVAL;
     }
     if (magic != MD_SB_MAGIC) {
-        say(why, whylen, "no md superblock (magic 0x%08x, expected 0x%08x)", magic, MD_SB_MAGIC);
+        uraid_why(why, whylen, "no md superblock (magic 0x%08x, expected 0x%08x)", magic, MD_SB_MAGIC);
         return -EINVAL;
     }
     uint32_t major = le32_get(in + OFF(major_version)), minor = le32_get(in + OFF(minor_version));
     if (major != 0 || minor != MD_SB0_MINOR) {
-        say(why, whylen, "md superblock version %u.%u at the 0.90 position (%s)", major, minor,
+        uraid_why(why, whylen, "md superblock version %u.%u at the 0.90 position (%s)", major, minor,
             major == 0 && minor == 91 ? "0.91: a reshape is in progress, which uraid cannot continue"
                                       : "only 0.90 is known there");
         return minor == 91 && major == 0 ? -EOPNOTSUPP : -EINVAL;
@@ -229,11 +218,11 @@ int md_sb0_decode(const uint8_t *in, struct md_sb0 *sb, char *why, size_t whylen
         return rc;
     uint32_t stored = le32_get(in + OFF(sb_csum)), computed = md_sb0_checksum(in);
     if (stored != computed) {
-        say(why, whylen, "bad 0.90 checksum (stored 0x%08x, computed 0x%08x)", stored, computed);
+        uraid_why(why, whylen, "bad 0.90 checksum (stored 0x%08x, computed 0x%08x)", stored, computed);
         return -EBADMSG;
     }
     if (!reserved_zero(in)) {
-        say(why, whylen, "non-zero reserved words in the 0.90 superblock");
+        uraid_why(why, whylen, "non-zero reserved words in the 0.90 superblock");
         return -EINVAL;
     }
     sb->patch_version = le32_get(in + OFF(patch_version));
@@ -274,11 +263,11 @@ int md_sb0_decode(const uint8_t *in, struct md_sb0 *sb, char *why, size_t whylen
 
     /* md aborts on raid_disks <= 0; more than the table holds is damage */
     if ((int32_t)sb->raid_disks <= 0 || sb->raid_disks > MD_SB0_DISKS) {
-        say(why, whylen, "0.90 raid_disks %d outside 1..%u", (int32_t)sb->raid_disks, MD_SB0_DISKS);
+        uraid_why(why, whylen, "0.90 raid_disks %d outside 1..%u", (int32_t)sb->raid_disks, MD_SB0_DISKS);
         return -EINVAL;
     }
     if (sb->this_disk.number >= MD_SB0_DISKS) {
-        say(why, whylen, "0.90 this_disk.number %u outside the %u-entry descriptor table", sb->this_disk.number,
+        uraid_why(why, whylen, "0.90 this_disk.number %u outside the %u-entry descriptor table", sb->this_disk.number,
             MD_SB0_DISKS);
         return -EINVAL;
     }
@@ -307,12 +296,12 @@ int md_sb0_to_sb(const struct md_sb0 *in, uint64_t sb_sector, struct md_sb *out,
     int32_t level = (int32_t)in->level;
     /* super_90_load: a member too small for the recorded size "has wrapped around" */
     if (level >= 1 && (uint64_t)in->size * 2 > sb_sector) {
-        say(why, whylen, "0.90 size %u KiB is larger than the member's data area (%llu sectors)", in->size,
+        uraid_why(why, whylen, "0.90 size %u KiB is larger than the member's data area (%llu sectors)", in->size,
             (unsigned long long)sb_sector);
         return -EINVAL;
     }
     if (in->chunk_size % SECTOR) {
-        say(why, whylen, "0.90 chunk size %u bytes is not whole sectors", in->chunk_size);
+        uraid_why(why, whylen, "0.90 chunk size %u bytes is not whole sectors", in->chunk_size);
         return -EINVAL;
     }
     out->format = MD_FMT_0_90;
@@ -391,23 +380,23 @@ int md_sb0_from_sb(const struct md_sb *sb, struct md_sb0 *out, char *why, size_t
     memset(out, 0, sizeof *out);
     const uint32_t known = MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_RECOVERY_OFFSET;
     if (sb->feature_map & ~known) {
-        say(why, whylen, "feature bits 0x%x have no place in a 0.90 superblock", sb->feature_map & ~known);
+        uraid_why(why, whylen, "feature bits 0x%x have no place in a 0.90 superblock", sb->feature_map & ~known);
         return -EINVAL;
     }
     if (sb->raid_disks < 1 || sb->raid_disks > MD_SB0_DISKS || sb->dev_number >= MD_SB0_DISKS ||
         sb->max_dev > MD_SB0_DISKS) {
-        say(why, whylen, "0.90 holds %u device slots (raid_disks %u, device number %u, max_dev %u)",
+        uraid_why(why, whylen, "0.90 holds %u device slots (raid_disks %u, device number %u, max_dev %u)",
             MD_SB0_DISKS, sb->raid_disks, sb->dev_number, sb->max_dev);
         return -EINVAL;
     }
     if (sb->size / 2 > UINT32_MAX || sb->size % 2 || sb->chunksize > UINT32_MAX / SECTOR || sb->data_offset ||
         sb->ctime > UINT32_MAX || sb->utime > UINT32_MAX) {
-        say(why, whylen, "size %llu, chunk %u, data offset %llu or times do not fit 0.90's fields",
+        uraid_why(why, whylen, "size %llu, chunk %u, data offset %llu or times do not fit 0.90's fields",
             (unsigned long long)sb->size, sb->chunksize, (unsigned long long)sb->data_offset);
         return -EINVAL;
     }
     if ((sb->feature_map & MD_FEATURE_BITMAP_OFFSET) && sb->bitmap_offset != MD_SB0_BITMAP_OFFSET) {
-        say(why, whylen, "0.90's bitmap sits 8 sectors after the superblock, not %d", sb->bitmap_offset);
+        uraid_why(why, whylen, "0.90's bitmap sits 8 sectors after the superblock, not %d", sb->bitmap_offset);
         return -EINVAL;
     }
     uuid_from_bytes(sb->set_uuid, out->set_uuid);

@@ -8,12 +8,12 @@
 #include "meta/superblock.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "meta/le.h"
 #include "meta/super0.h"
 
@@ -75,17 +75,6 @@ _Static_assert(sizeof(struct md_sb_disk) == MD_SB_FIXED_BYTES, "fixed part is 25
 _Static_assert(MD_SB_FIXED_BYTES + 2 * MD_SB_MAX_DEV == MD_SB_BYTES, "roles fill 4 KiB");
 
 #define OFF(f) offsetof(struct md_sb_disk, f)
-
-static void say(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-    if (!why || !whylen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-}
 
 uint32_t md_sb_checksum(const uint8_t *encoded, uint32_t max_dev)
 {
@@ -164,7 +153,7 @@ int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen)
 {
     /* md refuses a listed log it cannot read in one page or that is nowhere */
     if ((sb->feature_map & MD_FEATURE_BAD_BLOCKS) && (!sb->bblog_offset || sb->bblog_size > 8)) {
-        say(why, whylen, "bad-block log of %u sectors at offset %d: md reads one page (8 sectors) at a non-zero offset",
+        uraid_why(why, whylen, "bad-block log of %u sectors at offset %d: md reads one page (8 sectors) at a non-zero offset",
             sb->bblog_size, sb->bblog_offset);
         return -EINVAL;
     }
@@ -180,7 +169,7 @@ int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen)
         below == v12 ? "would overwrite the superblock" : "would overwrite the data (or lie past the end)";
     if (v12 && below && start + sb->bblog_size <= (int64_t)sb->super_offset)
         what = "lies before the superblock";
-    say(why, whylen,
+    uraid_why(why, whylen,
         "bad-block log at sectors %lld..%lld (offset %d, %u sectors) %s: it must lie in sectors "
         "%llu..%llu, between the superblock and the data (mdadm --update=no-bbl drops it)",
         (long long)start, (long long)start + sb->bblog_size - 1, sb->bblog_offset, sb->bblog_size, what,
@@ -206,39 +195,39 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
      * then the contents the checksum vouches for. */
     uint32_t magic = le32_get(in + OFF(magic));
     if (magic != MD_SB_MAGIC) {
-        say(why, whylen, "no md superblock (magic 0x%08x, expected 0x%08x)", magic, MD_SB_MAGIC);
+        uraid_why(why, whylen, "no md superblock (magic 0x%08x, expected 0x%08x)", magic, MD_SB_MAGIC);
         return -EINVAL;
     }
     uint32_t major = le32_get(in + OFF(major_version));
     if (major != MD_SB_MAJOR) {
-        say(why, whylen, "md superblock major version %u (only 1 is known)", major);
+        uraid_why(why, whylen, "md superblock major version %u (only 1 is known)", major);
         return -EINVAL;
     }
     uint32_t max_dev = le32_get(in + OFF(max_dev));
     if (max_dev > MD_SB_MAX_DEV) {
-        say(why, whylen, "max_dev %u larger than %u", max_dev, MD_SB_MAX_DEV);
+        uraid_why(why, whylen, "max_dev %u larger than %u", max_dev, MD_SB_MAX_DEV);
         return -EINVAL;
     }
     uint64_t super_offset = le64_get(in + OFF(super_offset));
     if (super_offset != read_at_sector) {
-        say(why, whylen, "superblock says it lives at sector %llu but was read at sector %llu",
+        uraid_why(why, whylen, "superblock says it lives at sector %llu but was read at sector %llu",
             (unsigned long long)super_offset, (unsigned long long)read_at_sector);
         return -EINVAL;
     }
     uint32_t stored = le32_get(in + OFF(sb_csum));
     uint32_t computed = md_sb_checksum(in, max_dev);
     if (stored != computed) {
-        say(why, whylen, "bad checksum (stored 0x%08x, computed 0x%08x)", stored, computed);
+        uraid_why(why, whylen, "bad checksum (stored 0x%08x, computed 0x%08x)", stored, computed);
         return -EBADMSG;
     }
     uint32_t features = le32_get(in + OFF(feature_map));
     if (features & ~MD_FEATURE_ALL) {
-        say(why, whylen, "unknown feature bits 0x%x (feature_map 0x%x)", features & ~MD_FEATURE_ALL,
+        uraid_why(why, whylen, "unknown feature bits 0x%x (feature_map 0x%x)", features & ~MD_FEATURE_ALL,
             features);
         return -EOPNOTSUPP;
     }
     if (!all_zero(in + OFF(pad0), 4) || !all_zero(in + OFF(pad3), 32)) {
-        say(why, whylen, "non-zero reserved bytes (pad0 or pad3)");
+        uraid_why(why, whylen, "non-zero reserved bytes (pad0 or pad3)");
         return -EINVAL;
     }
 
@@ -279,7 +268,7 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
         sb->dev_roles[i] = le16_get(in + MD_SB_FIXED_BYTES + 2 * i);
 
     if (sb->data_size < 10) {
-        say(why, whylen, "data_size %llu sectors is below md's minimum of 10",
+        uraid_why(why, whylen, "data_size %llu sectors is below md's minimum of 10",
             (unsigned long long)sb->data_size);
         return -EINVAL;
     }
@@ -290,7 +279,7 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
     uint64_t sb_end = super_offset + md_sb_sectors(max_dev);
     if (super_offset <= MD_SB_V12_SECTOR) {
         if (sb->data_offset < sb_end) {
-            say(why, whylen, "data_offset %llu overlaps the superblock (sectors %llu..%llu)",
+            uraid_why(why, whylen, "data_offset %llu overlaps the superblock (sectors %llu..%llu)",
                 (unsigned long long)sb->data_offset, (unsigned long long)super_offset,
                 (unsigned long long)sb_end - 1);
             return -EINVAL;
@@ -298,7 +287,7 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
         /* Unsigned arithmetic: fuzzed offsets must not overflow. */
         if ((features & MD_FEATURE_NEW_OFFSET) && sb->new_offset < 0 &&
             (uint64_t)(-(int64_t)sb->new_offset) > sb->data_offset - sb_end) {
-            say(why, whylen, "new data offset (data_offset %llu %d) overlaps the superblock",
+            uraid_why(why, whylen, "new data offset (data_offset %llu %d) overlaps the superblock",
                 (unsigned long long)sb->data_offset, sb->new_offset);
             return -EINVAL;
         }
@@ -306,7 +295,7 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
     /* Not a kernel rule (md grows max_dev to cover every device number),
      * but every reader indexes dev_roles[dev_number], so refuse it here. */
     if (sb->dev_number >= max_dev) {
-        say(why, whylen, "dev_number %u outside dev_roles[%u]", sb->dev_number, max_dev);
+        uraid_why(why, whylen, "dev_number %u outside dev_roles[%u]", sb->dev_number, max_dev);
         return -EINVAL;
     }
     int rc = md_sb_check_bblog(sb, why, whylen);
@@ -397,7 +386,7 @@ int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen)
     if (!md_sb_has_ppl(sb))
         return 0;
     if (f & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)) {
-        say(why, whylen, "a PPL together with a %s (md refuses both at once)",
+        uraid_why(why, whylen, "a PPL together with a %s (md refuses both at once)",
             f & MD_FEATURE_JOURNAL ? "journal" : "write-intent bitmap");
         return -EINVAL;
     }
@@ -416,7 +405,7 @@ int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen)
         what = "overlaps the bad-block log";
     if (!what)
         return 0;
-    say(why, whylen, "PPL area at sectors %lld..%lld (offset %d, %u sectors) %s", (long long)start,
+    uraid_why(why, whylen, "PPL area at sectors %lld..%lld (offset %d, %u sectors) %s", (long long)start,
         (long long)end - 1, md_sb_ppl_offset(sb), md_sb_ppl_size(sb), what);
     return -EINVAL;
 }
@@ -477,7 +466,7 @@ static int place_new_member(const struct md_sb_create_params *p, uint64_t member
     int f = p->format;
     uint64_t at = md_format_sb_sector(f, member_sectors), small_at = md_format_sb_sector(f, p->dev_sectors);
     if (at == UINT64_MAX || small_at == UINT64_MAX || member_sectors < p->dev_sectors) {
-        say(why, whylen, "member of %llu sectors too small for metadata %s", (unsigned long long)member_sectors,
+        uraid_why(why, whylen, "member of %llu sectors too small for metadata %s", (unsigned long long)member_sectors,
             md_format_name(f));
         return -EINVAL;
     }
@@ -485,7 +474,7 @@ static int place_new_member(const struct md_sb_create_params *p, uint64_t member
     if (f == MD_FMT_1_0 || f == MD_FMT_0_90) {
         uint32_t tail = f == MD_FMT_0_90 ? 0 : off_space + 8;
         if (small_at < tail + 10) {
-            say(why, whylen, "member of %llu sectors too small for metadata %s", (unsigned long long)member_sectors,
+            uraid_why(why, whylen, "member of %llu sectors too small for metadata %s", (unsigned long long)member_sectors,
                 md_format_name(f));
             return -EINVAL;
         }
@@ -501,7 +490,7 @@ static int place_new_member(const struct md_sb_create_params *p, uint64_t member
                                   : (at + 16 + off_space + headroom_sectors(p->dev_sectors, p->chunk_sectors) + 2047) /
                                         2048 * 2048;
     if (off < at + md_sb_sectors(max_dev) + 8 || p->dev_sectors < off + 10) {
-        say(why, whylen, "member of %llu sectors too small for data offset %llu", (unsigned long long)member_sectors,
+        uraid_why(why, whylen, "member of %llu sectors too small for data offset %llu", (unsigned long long)member_sectors,
             (unsigned long long)off);
         return -EINVAL;
     }
@@ -523,23 +512,23 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
     int v090 = p->format == MD_FMT_0_90;
     uint32_t limit = v090 ? MD_SB0_DISKS : MD_SB_MAX_DEV;
     if (p->format < 0 || p->format >= MD_FMT_COUNT) {
-        say(why, whylen, "unknown metadata format %d", p->format);
+        uraid_why(why, whylen, "unknown metadata format %d", p->format);
         return -EINVAL;
     }
     if (p->raid_disks == 0 || p->raid_disks + (v090 ? p->spares : 0) > limit || dev_number >= p->raid_disks) {
-        say(why, whylen, "raid_disks %u / device %u out of range", p->raid_disks, dev_number);
+        uraid_why(why, whylen, "raid_disks %u / device %u out of range", p->raid_disks, dev_number);
         return -EINVAL;
     }
     if (p->level != 1 && p->level > 0 && p->chunk_sectors == 0) {
-        say(why, whylen, "level %d needs a chunk size", p->level);
+        uraid_why(why, whylen, "level %d needs a chunk size", p->level);
         return -EINVAL;
     }
     if (md_sb_make_name(p->name, p->homehost, sb->set_name) < 0) {
-        say(why, whylen, "array name must be 1 to 31 bytes");
+        uraid_why(why, whylen, "array name must be 1 to 31 bytes");
         return -EINVAL;
     }
     if (p->ppl && p->format != MD_FMT_1_2) {
-        say(why, whylen, "a PPL needs metadata 1.2 here (uraid keeps md's PPL area after a 1.2 superblock only)");
+        uraid_why(why, whylen, "a PPL needs metadata 1.2 here (uraid keeps md's PPL area after a 1.2 superblock only)");
         return -EINVAL;
     }
     /* mdadm reserves the PPL's 1 MiB where the bitmap's space would be */

@@ -208,7 +208,10 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     head -c 8M /dev/urandom >"$t_tmp/synced"
     cp "$t_tmp/synced" "$ext/synced" && $T sync
     want=$(sha256sum <"$t_tmp/synced")
-    (timeout 20 dd if=/dev/urandom of="$ext/busy" bs=1M count=64 status=none 2>/dev/null) &
+    # files synced one after another: the page cache cannot absorb it all
+    # before the kill, as one 64 MiB dd could on a quiet machine
+    (timeout 20 sh -c 'i=0; while dd if=/dev/urandom of="$1/busy$i" bs=1M count=4 conv=fsync status=none; do
+        i=$((i + 1)); done' sh "$ext" 2>/dev/null) &
     writer=$!
     sleep 1
     # the kill must land while the writer still writes (else it tests a clean close)

@@ -24,11 +24,11 @@ fail() {
 command -v clang >/dev/null 2>&1 || fail "clang not found (scripts/deps.sh installs it)"
 clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -Iinclude -Ilib -D_GNU_SOURCE \
-    tests/fuzz/fuzz_superblock.c lib/meta/superblock.c lib/meta/badblocks.c lib/meta/bitmap.c \
+    tests/fuzz/fuzz_superblock.c lib/meta/superblock.c lib/meta/badblocks.c lib/meta/bitmap.c lib/log.c \
     -o "$OUT/fuzz_superblock" || fail "build failed"
 clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -Iinclude -Ilib -D_GNU_SOURCE \
-    tests/fuzz/fuzz_super0.c lib/meta/super0.c lib/meta/superblock.c \
+    tests/fuzz/fuzz_super0.c lib/meta/super0.c lib/meta/superblock.c lib/log.c \
     -o "$OUT/fuzz_super0" || fail "build of fuzz_super0 failed"
 mkdir -p "$OUT/corpus0"
 FMT=tests/fixtures/md-formats

@@ -17,51 +17,13 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "nbdkit_proc.h"
 #include "member/member.h"
 
 #define MiB (1u << 20)
 
 static struct rng rng;
 static char dir[64];
-
-/* Starts `nbdkit -f --exit-with-parent -P SOCK.pid --unix SOCK ARGS...` and
- * waits (at most 10 s) for its pid file, written once it accepts
- * connections (the socket file appears before it listens). Returns the pid
- * or -1. */
-static pid_t start_nbdkit(const char *sock, const char *const *args)
-{
-    char pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s.pid", sock);
-    const char *av[26] = {"nbdkit", "-f", "--exit-with-parent", "-P", pidfile, "--unix", sock};
-    int n = 7;
-    for (int i = 0; args[i] && n < 25; i++)
-        av[n++] = args[i];
-    av[n] = NULL;
-    unlink(sock);
-    unlink(pidfile);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp("nbdkit", (char **)av);
-        _exit(127);
-    }
-    for (int i = 0; pid > 0 && i < 400; i++) {
-        struct stat st;
-        if (stat(pidfile, &st) == 0 && st.st_size > 0)
-            return pid;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(25000);
-    }
-    return -1;
-}
-
-static void stop_nbdkit(pid_t pid, int sig)
-{
-    if (pid > 0) {
-        kill(pid, sig);
-        waitpid(pid, NULL, 0);
-    }
-}
 
 static void test_names(void)
 {
@@ -105,7 +67,7 @@ static void test_open_errors(void)
     char sock[96];
     snprintf(sock, sizeof sock, "%s/ro.sock", dir);
     const char *args[] = {"-r", "memory", "4M", NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit -r memory (is nbdkit installed? scripts/deps.sh)");
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s", sock);
     CHECK(member_open_why(uri, 0, &m, why, sizeof why) == -EROFS, "%s", why);
@@ -141,7 +103,7 @@ static void test_open_errors(void)
         CHECK(member_read(m, b, sizeof b, 4 * MiB - 4096) == 0);
         member_close(m);
     }
-    stop_nbdkit(pid, SIGTERM);
+    nbdkit_stop(pid, SIGTERM);
 }
 
 struct worker {
@@ -177,7 +139,7 @@ static void test_parallel_io(void)
     char sock[96], uri[128];
     snprintf(sock, sizeof sock, "%s/mem.sock", dir);
     const char *args[] = {"memory", "64M", NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit memory");
     /* a short timeout: the killed server below fails the member in 1 s */
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s,timeout=1s", sock);
@@ -217,7 +179,7 @@ static void test_parallel_io(void)
         CHECK(member_read(m, b, sizeof b, 0) == 0);
         /* the server goes away: -ENXIO once the timeout has passed (the
          * member reconnects meanwhile), and it stays gone */
-        stop_nbdkit(pid, SIGKILL);
+        nbdkit_stop(pid, SIGKILL);
         pid = -1;
         int rc = member_read(m, b, sizeof b, 0);
         CHECK(rc == -ENXIO, "read after the server died: %d", rc);
@@ -225,7 +187,7 @@ static void test_parallel_io(void)
         CHECK(member_flush(m) == -ENXIO);
         member_close(m);
     }
-    stop_nbdkit(pid, SIGTERM);
+    nbdkit_stop(pid, SIGTERM);
 }
 
 static void test_server_eio(void)
@@ -235,7 +197,7 @@ static void test_server_eio(void)
     snprintf(trig, sizeof trig, "%s/trigger", dir);
     snprintf(arg, sizeof arg, "error-pread-file=%s", trig);
     const char *args[] = {"--filter=error", "memory", "8M", "error-pread-rate=100%", arg, NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit --filter=error memory");
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s", sock);
     struct member *m = NULL;
@@ -254,7 +216,7 @@ static void test_server_eio(void)
         CHECK(member_read(m, b, sizeof b, MiB) == 0 && !memcmp(a, b, sizeof a), "the member works again");
         member_close(m);
     }
-    stop_nbdkit(pid, SIGTERM);
+    nbdkit_stop(pid, SIGTERM);
 }
 
 int main(int argc, char **argv)

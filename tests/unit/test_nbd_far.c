@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "nbdkit_proc.h"
 #include "io/engine.h"
 #include "uraid.h"
 #include "member/member.h"
@@ -35,45 +36,6 @@
 
 static struct rng rng;
 static char dir[64];
-
-/* Starts nbdkit on sock and waits (at most 10 s) for its pid file, which
- * it writes once it accepts connections (the socket file alone appears
- * before it listens). */
-static pid_t start_nbdkit(const char *sock, const char *const *args)
-{
-    char pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s.pid", sock);
-    const char *av[26] = {"nbdkit", "-f", "--exit-with-parent", "-P", pidfile, "--unix", sock};
-    int n = 7;
-    for (int i = 0; args[i] && n < 25; i++)
-        av[n++] = args[i];
-    av[n] = NULL;
-    unlink(sock);
-    unlink(pidfile);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp("nbdkit", (char **)av);
-        _exit(127);
-    }
-    for (int i = 0; pid > 0 && i < 400; i++) {
-        struct stat st;
-        if (stat(pidfile, &st) == 0 && st.st_size > 0)
-            return pid;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(25000);
-    }
-    return -1;
-}
-
-static void stop_nbdkit(pid_t pid, int sig)
-{
-    if (pid > 0) {
-        kill(pid, SIGCONT);
-        kill(pid, sig);
-        waitpid(pid, NULL, 0);
-    }
-}
 
 /* The backend's messages, printed and counted: a test can tell an outage
  * it rode out from a member it failed. */
@@ -148,7 +110,7 @@ static void test_pipelined(struct io_engine *e)
     snprintf(logarg, sizeof logarg, "logfile=%s", log);
     const char *args[] = {"--filter=log", "--filter=delay", "memory", "64M", logarg, "delay-read=50ms",
                           "delay-write=50ms", NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit --filter=log --filter=delay memory (is nbdkit installed? scripts/deps.sh)");
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s", sock);
     struct member *m = NULL;
@@ -169,7 +131,7 @@ static void test_pipelined(struct io_engine *e)
     }
     if (m)
         member_close(m);
-    stop_nbdkit(pid, SIGTERM);
+    nbdkit_stop(pid, SIGTERM);
     int started, maxc = max_concurrent(log, &started);
     printf("  the server saw at most %d requests at once (%d in all)\n", maxc, started);
     CHECK(started >= 2 * N, "the log filter saw %d requests, expected %d", started, 2 * N);
@@ -189,7 +151,7 @@ static void test_stalled(struct io_engine *e)
     if (f)
         fclose(f);
     const char *args[] = {"file", img, NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit file");
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s,timeout=1s", sock);
     struct member *m = NULL;
@@ -231,7 +193,7 @@ static void test_stalled(struct io_engine *e)
         if (!rc)
             member_close(m);
     }
-    stop_nbdkit(pid, SIGKILL);
+    nbdkit_stop(pid, SIGKILL);
 }
 
 static void test_killed(void)
@@ -239,7 +201,7 @@ static void test_killed(void)
     char sock[96], uri[200];
     snprintf(sock, sizeof sock, "%s/kill.sock", dir);
     const char *args[] = {"memory", "16M", NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit memory");
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s,timeout=1s", sock);
     struct member *m = NULL;
@@ -247,19 +209,19 @@ static void test_killed(void)
     if (m) {
         uint8_t b[4096];
         CHECK(member_read(m, b, sizeof b, 0) == 0);
-        stop_nbdkit(pid, SIGKILL);
+        nbdkit_stop(pid, SIGKILL);
         double t0 = now_s();
         int rc = member_read(m, b, sizeof b, 0);
         double dt = now_s() - t0;
         CHECK(rc == -ENXIO, "read after the server died: %d", rc);
         /* It kept reconnecting for the timeout, then gave up. */
         CHECK(dt >= 0.9 && dt < 10, "-ENXIO after %.2f s with a 1 s timeout", dt);
-        pid = start_nbdkit(sock, args);
+        pid = nbdkit_start(sock, args);
         CHECK(pid > 0);
         CHECK(member_read(m, b, sizeof b, 0) == -ENXIO, "failed for good, even with the server back");
         member_close(m);
     }
-    stop_nbdkit(pid, SIGTERM);
+    nbdkit_stop(pid, SIGTERM);
 }
 
 /* A batch run on another thread: the server must be restarted from the
@@ -294,9 +256,9 @@ static pid_t batch_across_outage(struct batch_job *j, pid_t pid, const char *soc
     pthread_t th;
     pthread_create(&th, NULL, batch_main, j);
     usleep(50000);
-    stop_nbdkit(pid, SIGKILL);
+    nbdkit_stop(pid, SIGKILL);
     usleep((useconds_t)down_ms * 1000);
-    pid = start_nbdkit(sock, args);
+    pid = nbdkit_start(sock, args);
     pthread_join(th, NULL);
     return pid;
 }
@@ -311,7 +273,7 @@ static void test_outage(struct io_engine *e)
     if (f)
         fclose(f);
     const char *args[] = {"--filter=delay", "file", img, "delay-read=200ms", "delay-write=200ms", NULL};
-    pid_t pid = start_nbdkit(sock, args);
+    pid_t pid = nbdkit_start(sock, args);
     CHECK(pid > 0, "nbdkit --filter=delay file");
     snprintf(uri, sizeof uri, "nbd+unix:///?socket=%s,timeout=5s", sock);
     struct member *m = NULL;
@@ -348,7 +310,7 @@ static void test_outage(struct io_engine *e)
         member_close(m);
     free(a);
     free(b);
-    stop_nbdkit(pid, SIGTERM);
+    nbdkit_stop(pid, SIGTERM);
 }
 
 int main(int argc, char **argv)
