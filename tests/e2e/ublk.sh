@@ -15,7 +15,13 @@
 #   - refusals (one line, no member byte changed): --ublk with --socket,
 #     --id without --ublk, a bad --id, a taken --id, a kernel without ublk;
 #   - a server killed with SIGKILL leaves its device number taken; the next
-#     serve --ublk --id N removes it (its server is dead) and serves.
+#     serve --ublk --id N removes it (its server is dead) and serves;
+#   - the kernel's own NBD client in the same guest: `uraid serve --socket`
+#     (nbdkit with the uraid plugin) and `qemu-nbd --connect /dev/nbd0`;
+#     mkfs.ext4, mount, write, remount and read back, e2fsck clean; the host's
+#     `uraid cat` of those members gives the bytes the guest read from /dev/nbd0.
+# Every wait in the guest is bounded: a hang fails the test naming what hung,
+# with the kernel stacks of the server's threads and of every task in D state.
 # Without a 6.12 guest (no Debian archive to fetch the kernel from, or its
 # build fails) every check is reported as FAILED with the reason: a skip is
 # never a pass.
@@ -42,6 +48,8 @@ done
 
 for i in 0 1 2; do truncate -s 24M "$d/m$i.img"; done
 for i in 0 1 2; do truncate -s 8M "$d/k$i.img"; done
+for i in 0 1 2; do truncate -s 24M "$d/n$i.img"; done
+$URAID create --level 5 --raid-devices 3 --chunk 64K --assume-clean "$d/n0.img" "$d/n1.img" "$d/n2.img" >/dev/null 2>&1
 $URAID create --level 5 --raid-devices 3 --chunk 64K --assume-clean "$d/k0.img" "$d/k1.img" "$d/k2.img" >/dev/null 2>&1
 $URAID create --level 5 --raid-devices 3 --chunk 64K --assume-clean "$d/m0.img" "$d/m1.img" "$d/m2.img" \
     >"$d/create.out" 2>&1 || { t_fail "uraid create" "$(cat "$d/create.out")"; t_finish; exit 1; }
@@ -71,96 +79,171 @@ fi
 
 files=""
 for f in mbcache jbd2 crc16 ext4; do files="$files --file $d/$f.ko"; done
+# the NBD part: nbdkit with the uraid plugin (found next to /usr/bin/uraid in
+# the guest) and qemu-nbd (qemu-utils, which comes with md-oracle's QEMU)
+nbdbins=""
+for p in "$(dirname "$URAID")/nbdkit-uraid-plugin.so" "$(command -v nbdkit)" "$(command -v qemu-nbd)"; do
+    [ -n "$p" ] && [ -e "$p" ] && nbdbins="$nbdbins --bin $p"
+done
 # shellcheck disable=SC2086
-timeout 900 "$ORACLE" --timeout 800 --mem 512M --bin "$URAID" --bin /usr/sbin/mke2fs --bin /usr/sbin/dumpe2fs \
-    --bin /usr/sbin/e2fsck --file /etc/mke2fs.conf $files \
+timeout 760 "$ORACLE" --timeout 700 --console "$d/console.log" --mem 512M --bin "$URAID" --bin /usr/sbin/mke2fs --bin /usr/sbin/dumpe2fs \
+    --bin /usr/sbin/e2fsck --file /etc/mke2fs.conf $files $nbdbins \
     --disk "$d/m0.img" --disk "$d/m1.img" --disk "$d/m2.img" \
-    --disk "$d/k0.img" --disk "$d/k1.img" --disk "$d/k2.img" -- - >"$d/guest.out" 2>"$d/guest.err" <<'GUEST'
+    --disk "$d/k0.img" --disk "$d/k1.img" --disk "$d/k2.img" \
+    --disk "$d/n0.img" --disk "$d/n1.img" --disk "$d/n2.img" -- - >"$d/guest.out" 2>"$d/guest.err" <<'GUEST'
 say() { echo "$*"; }
+exec 3>&1
+# Every wait is bounded: a hang says "hang WHAT" and prints the kernel
+# stacks of the server's threads and of every task in D state.
+hang() {
+    echo "hang $*" >&3
+    for _t in /proc/[0-9]*/task/[0-9]*; do
+        _c=$(cat $_t/comm 2>/dev/null) _s=$(sed -n 's/^State:\s*\(.\).*/\1/p' $_t/status 2>/dev/null)
+        case "$_s:$_c" in D:*|?:uraid*|?:iou-*) ;; *) continue ;; esac
+        _k=$(sed 's/^\[<0>\] //; s/+0x.*//' $_t/stack 2>/dev/null | grep -v -e ret_from_fork -e entry_SYSCALL -e do_syscall | head -n 14 | tr '\n' ' ')
+        echo "stack ${_t#/proc/} $_c $_s: $_k" >&3
+    done
+}
+# lim SECONDS CMD...: CMD with a time limit
+lim() { _ls=$1; shift; timeout "$_ls" "$@"; _lr=$?; case $_lr in 124|143) hang "$*";; esac; return $_lr; }
+alive() { _st=$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null); [ -n "$_st" ] && [ "$_st" != Z ]; }
+# reap PID SECONDS: wait for a background process, at most SECONDS
+reap() {
+    _ri=0
+    while alive "$1" && [ $_ri -lt $(($2 * 10)) ]; do sleep 0.1; _ri=$((_ri + 1)); done
+    if alive "$1"; then hang "process $1 still running after $2 s"; kill -9 "$1"; return 255; fi
+    wait "$1"
+}
 cp /mnt/files/mke2fs.conf /etc/mke2fs.conf
 for m in mbcache jbd2 crc16 ext4; do insmod /mnt/files/$m.ko || say "insmod-failed $m"; done
 uraid serve --ublk --id 0 --control /tmp/ctl /dev/vda /dev/vdb /dev/vdc >/tmp/serve.out 2>/tmp/serve.err &
 pid=$!
-i=0
-while [ ! -b /dev/ublkb0 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
-[ -b /dev/ublkb0 ] || { say "no-device"; cat /tmp/serve.err; exit 0; }
-# the device appears inside START_DEV, a moment before the server prints it
-sleep 1
+# printed OUT DEV: the server printed its device, i.e. its START_DEV returned
+# (the node appears earlier, while START_DEV still reads the partition table)
+printed() {
+    _pi=0
+    while ! grep -q "$2" "$1" 2>/dev/null && [ $_pi -lt 900 ]; do sleep 0.1; _pi=$((_pi + 1)); done
+    grep -q "$2" "$1" || { hang "serve --ublk did not print $2 within 90 s"; return 1; }
+}
+printed /tmp/serve.out /dev/ublkb0 || { say "no-device"; cat /tmp/serve.err; exit 0; }
 say "printed $(cat /tmp/serve.out)"
-uraid serve --ublk --id 0 --control /tmp/ctl2 /dev/vda /dev/vdb /dev/vdc >/dev/null 2>/tmp/taken.err
+lim 60 uraid serve --ublk --id 0 --control /tmp/ctl2 /dev/vda /dev/vdb /dev/vdc >/dev/null 2>/tmp/taken.err
 say "taken rc=$? $(wc -l < /tmp/taken.err) $(grep -c 'ublk device 0 exists already and its server runs' /tmp/taken.err)"
-say "size $(blockdev --getsize64 /dev/ublkb0)"
+say "size $(lim 30 blockdev --getsize64 /dev/ublkb0)"
 for f in minimum_io_size optimal_io_size physical_block_size logical_block_size; do
     say "$f $(cat /sys/block/ublkb0/queue/$f)"
 done
-mdpattern -s 7 -n 4M | dd of=/dev/ublkb0 bs=64K seek=3 oflag=direct 2>/dev/null
-say "pattern $(dd if=/dev/ublkb0 bs=64K skip=3 count=64 iflag=direct 2>/dev/null | mdpattern -s 7 -n 4M -c >/dev/null 2>&1 && echo same || echo differs)"
+mdpattern -s 7 -n 4M | lim 120 dd of=/dev/ublkb0 bs=64K seek=3 oflag=direct 2>/dev/null
+say "pattern $(lim 120 dd if=/dev/ublkb0 bs=64K skip=3 count=64 iflag=direct 2>/dev/null | mdpattern -s 7 -n 4M -c >/dev/null 2>&1 && echo same || echo differs)"
 # four writers at once, in 4 KiB requests: several requests in flight on each queue
 writers=""
 for k in 1 2 3 4; do
-    mdpattern -s $((20 + k)) -n 1M | dd of=/dev/ublkb0 bs=4K seek=$((2048 + k * 256)) oflag=direct 2>/dev/null &
+    mdpattern -s $((20 + k)) -n 1M | lim 120 dd of=/dev/ublkb0 bs=4K seek=$((2048 + k * 256)) oflag=direct 2>/dev/null &
     writers="$writers $!"
 done
-for w in $writers; do wait "$w"; done
+for w in $writers; do reap "$w" 150; done
 ok=0
 for k in 1 2 3 4; do
-    dd if=/dev/ublkb0 bs=4K skip=$((2048 + k * 256)) count=256 iflag=direct 2>/dev/null | mdpattern -s $((20 + k)) -n 1M -c >/dev/null 2>&1 && ok=$((ok + 1))
+    lim 120 dd if=/dev/ublkb0 bs=4K skip=$((2048 + k * 256)) count=256 iflag=direct 2>/dev/null | mdpattern -s $((20 + k)) -n 1M -c >/dev/null 2>&1 && ok=$((ok + 1))
 done
 say "parallel $ok"
 say "cache $(cat /sys/block/ublkb0/queue/write_cache) fua=$(cat /sys/block/ublkb0/queue/fua)"
 # discard zeroes: the 1 MiB the first writer wrote reads back as zeros
-if blkdiscard -o $((9 * 1048576)) -l 1048576 /dev/ublkb0 2>/tmp/discard.err; then
-    say "discard $(dd if=/dev/ublkb0 bs=64K skip=144 count=16 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)"
+if lim 120 blkdiscard -o $((9 * 1048576)) -l 1048576 /dev/ublkb0 2>/tmp/discard.err; then
+    say "discard $(lim 120 dd if=/dev/ublkb0 bs=64K skip=144 count=16 iflag=direct 2>/dev/null | tr -d '\000' | wc -c)"
 else
     say "discard failed $(cat /tmp/discard.err)"
 fi
-/usr/bin/mke2fs -F -q -t ext4 -b 4096 /dev/ublkb0 >/tmp/mkfs.out 2>&1 || { say "mkfs-failed"; cat /tmp/mkfs.out; }
-say "stride $(/usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stride: *//p')"
-say "stripe $(/usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stripe width: *//p')"
+lim 300 /usr/bin/mke2fs -F -q -t ext4 -b 4096 /dev/ublkb0 >/tmp/mkfs.out 2>&1 || { say "mkfs-failed"; cat /tmp/mkfs.out; }
+say "stride $(lim 60 /usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stride: *//p')"
+say "stripe $(lim 60 /usr/bin/dumpe2fs -h /dev/ublkb0 2>/dev/null | sed -n 's/^RAID stripe width: *//p')"
 mkdir -p /mnt/x
-if mount -t ext4 /dev/ublkb0 /mnt/x; then
+if lim 120 mount -t ext4 /dev/ublkb0 /mnt/x; then
     mdpattern -s 9 -n 3M > /mnt/x/file
-    sync
-    umount /mnt/x && say "umount ok"
-    say "status $(uraid status --control /tmp/ctl 2>&1 | grep -c UUU)"
+    lim 120 sync
+    lim 120 umount /mnt/x && say "umount ok"
+    say "status $(lim 30 uraid status --control /tmp/ctl 2>&1 | grep -c UUU)"
     # the file system goes on over a degraded array: its reads are rebuilt from parity
-    uraid fail --control /tmp/ctl /dev/vdb >/dev/null 2>&1 && say "failed $(uraid status --control /tmp/ctl 2>&1 | grep -c 'U_U')"
-    mount -t ext4 -o ro /dev/ublkb0 /mnt/x && say "file $(mdpattern -s 9 -n 3M -c < /mnt/x/file >/dev/null 2>&1 && echo same || echo differs)"
-    umount /mnt/x
+    lim 30 uraid fail --control /tmp/ctl /dev/vdb >/dev/null 2>&1 && say "failed $(lim 30 uraid status --control /tmp/ctl 2>&1 | grep -c 'U_U')"
+    lim 120 mount -t ext4 -o ro /dev/ublkb0 /mnt/x && say "file $(mdpattern -s 9 -n 3M -c < /mnt/x/file >/dev/null 2>&1 && echo same || echo differs)"
+    lim 120 umount /mnt/x
 else
     say "mount-failed"
 fi
-/usr/bin/e2fsck -fn /dev/ublkb0 >/tmp/fsck.out 2>&1 && say "fsck clean" || { say "fsck rc=$?"; cat /tmp/fsck.out; }
-say "sha $(dd if=/dev/ublkb0 bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)"
-uraid stop --control /tmp/ctl >/dev/null 2>&1 || say "stop-refused"
-wait $pid
+lim 300 /usr/bin/e2fsck -fn /dev/ublkb0 >/tmp/fsck.out 2>&1 && say "fsck clean" || { say "fsck rc=$?"; cat /tmp/fsck.out; }
+say "sha $(lim 300 dd if=/dev/ublkb0 bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)"
+lim 30 uraid stop --control /tmp/ctl >/dev/null 2>&1 || say "stop-refused"
+reap $pid 120
 say "exit $?"
 i=0
 while [ -e /sys/block/ublkb0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e /sys/block/ublkb0 ] || [ -e /dev/ublkc0 ] && say "gone no" || say "gone yes"
-# a killed server leaves device 1 behind; serve --id 1 takes the number back
-upb1() { i=0; while [ ! -b /dev/ublkb1 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; [ -b /dev/ublkb1 ]; }
-uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/dev/null 2>/tmp/k1.err &
+# a killed server leaves device 1 behind; serve --id 1 takes the number back.
+# It is killed once it has printed its device: a server killed while its
+# START_DEV still reads the partition table wedges Linux 6.12's ublk for
+# good (START_DEV holds the device's mutex and waits for a read that the
+# dead server's queues never answer; the hung-task detector then names
+# uraid and its iou-wrk thread). That is the kernel's, not a server's, to fix.
+uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k1.out 2>/tmp/k1.err &
 kpid=$!
-upb1 && kill -9 $kpid
-wait $kpid
+printed /tmp/k1.out /dev/ublkb1
+kill -9 $kpid
+reap $kpid 120
 sleep 1
 say "leftover $([ -e /dev/ublkc1 ] && echo yes || echo no)"
-uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/dev/null 2>/tmp/k2.err &
+uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k2.out 2>/tmp/k2.err &
 kpid=$!
-upb1 && say "retaken $(grep -c 'removed ublk device 1, left behind by a server that died' /tmp/k2.err) $(blockdev --getsize64 /dev/ublkb1)"
+printed /tmp/k2.out /dev/ublkb1 &&
+    say "retaken $(grep -c 'removed ublk device 1, left behind by a server that died' /tmp/k2.err) $(lim 30 blockdev --getsize64 /dev/ublkb1)"
 kill -TERM $kpid
-wait $kpid
+reap $kpid 120
 say "kexit $?"
-cat /tmp/serve.err /tmp/k1.err /tmp/k2.err >&2
+# ---- the kernel's own NBD client over `uraid serve` (NBD through nbdkit):
+# qemu-nbd --connect hands /dev/nbd0 to Linux's nbd driver
+if [ -x /usr/bin/qemu-nbd ] && [ -x /usr/bin/nbdkit ]; then
+    mkdir -p /var/lock /mnt/n
+    uraid serve --socket /tmp/nbd.sock --control /tmp/ctln /dev/vdg /dev/vdh /dev/vdi >/dev/null 2>/tmp/nserve.err &
+    npid=$!
+    i=0
+    while [ ! -S /tmp/nbd.sock ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    if lim 120 qemu-nbd --connect /dev/nbd0 -f raw 'nbd+unix:///?socket=/tmp/nbd.sock' 2>/tmp/qnbd.err; then
+        i=0
+        while [ "$(cat /sys/block/nbd0/size)" = 0 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+        say "nbdsize $(lim 30 blockdev --getsize64 /dev/nbd0)"
+        lim 300 /usr/bin/mke2fs -F -q -t ext4 -b 4096 /dev/nbd0 >/tmp/nmkfs.out 2>&1 || { say "nbd-mkfs-failed"; cat /tmp/nmkfs.out; }
+        if lim 120 mount -t ext4 /dev/nbd0 /mnt/n; then
+            mdpattern -s 11 -n 5M > /mnt/n/file
+            lim 120 umount /mnt/n && say "numount ok"
+            lim 120 mount -t ext4 -o ro /dev/nbd0 /mnt/n && say "nfile $(mdpattern -s 11 -n 5M -c < /mnt/n/file >/dev/null 2>&1 && echo same || echo differs)"
+            lim 120 umount /mnt/n
+        else
+            say "nbd-mount-failed"
+        fi
+        lim 300 /usr/bin/e2fsck -fn /dev/nbd0 >/tmp/nfsck.out 2>&1 && say "nfsck clean" || { say "nfsck rc=$?"; cat /tmp/nfsck.out; }
+        say "nsha $(lim 300 dd if=/dev/nbd0 bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)"
+        lim 60 qemu-nbd --disconnect /dev/nbd0 >/dev/null 2>&1 && say "ndisconnect ok"
+    else
+        say "qemu-nbd-failed $(cat /tmp/qnbd.err)"
+    fi
+    kill -TERM $npid
+    reap $npid 120
+    say "nexit $?"
+else
+    say "no-qemu-nbd"
+fi
+cat /tmp/serve.err /tmp/k1.err /tmp/k2.err /tmp/nserve.err >&2
 exit 0
 GUEST
 rc=$?
 get() { sed -n "s/^$1 //p" "$d/guest.out" | head -n 1; }
 if [ $rc -ne 0 ] || grep -q "^no-device" "$d/guest.out"; then
     t_fail "guest ran uraid serve --ublk (rc $rc)" "$(cat "$d/guest.out" "$d/guest.err" | tail -n 6 | tr '\n' ' ')"
+    echo "--- guest output"; cat "$d/guest.out"
+    echo "--- guest kernel console"; grep -v '^\s*$' "$d/console.log" 2>/dev/null | tail -n 80
     t_finish; exit 1
 fi
+t_expect "no wait in the guest hit its limit (got: $(sed -n 's/^hang //p' "$d/guest.out" | tr '\n' ';'))" \
+    sh -c "! grep -q '^hang ' '$d/guest.out'"
 t_expect "serve --ublk printed /dev/ublkb0" [ "$(get printed)" = /dev/ublkb0 ]
 t_expect "a second serve --ublk --id 0 is refused in one line (exit 1)" [ "$(get taken)" = "rc=1 1 1" ]
 t_expect "blockdev --getsize64 = array size ($size)" [ "$(get size)" = "$size" ]
@@ -187,5 +270,21 @@ host=$($URAID cat "$d/m0.img" "$d/m1.img" "$d/m2.img" 2>/dev/null | sha256sum | 
 [ -n "$(get sha)" ] || host="(the guest read nothing)"
 t_expect "host uraid cat of the members = what the guest read from the degraded /dev/ublkb0" [ "$host" = "$(get sha)" ]
 t_expect "the array was closed clean" sh -c "$URAID detail '$d/m0.img' '$d/m1.img' '$d/m2.img' | grep -q 'State : clean'"
-[ "$t_failed" -eq 0 ] || { echo "--- guest output"; cat "$d/guest.out"; echo "--- guest stderr"; tail -20 "$d/guest.err"; }
+# the kernel's NBD client
+if grep -q '^no-qemu-nbd' "$d/guest.out"; then
+    t_fail "SKIPPED (counted as failed): kernel NBD client: no qemu-nbd or nbdkit on this machine (apt-get install qemu-utils nbdkit)"
+else
+    nsize=$($URAID detail "$d/n0.img" "$d/n1.img" "$d/n2.img" | awk '/Array Size/ {print $4 * 1024; exit}')
+    t_expect "kernel NBD: qemu-nbd --connect /dev/nbd0 to uraid serve --socket; its size is the array's ($nsize, got '$(get nbdsize)'$(sed -n 's/^qemu-nbd-failed/: qemu-nbd failed/p' "$d/guest.out"))" \
+        [ "$(get nbdsize)" = "$nsize" ]
+    t_expect "kernel NBD: mkfs.ext4, mount, write 5 MiB, umount; the file reads back after a remount" [ "$(get numount) $(get nfile)" = "ok same" ]
+    t_expect "kernel NBD: e2fsck -fn clean" [ "$(get nfsck)" = clean ]
+    t_expect "kernel NBD: qemu-nbd --disconnect, then the server stops on SIGTERM (exit 0)" [ "$(get ndisconnect) $(get nexit)" = "ok 0" ]
+    nhost=$($URAID cat "$d/n0.img" "$d/n1.img" "$d/n2.img" 2>/dev/null | sha256sum | cut -d' ' -f1)
+    [ -n "$(get nsha)" ] || nhost="(the guest read nothing)"
+    t_expect "kernel NBD: host uraid cat of the members = what the guest read from /dev/nbd0" [ "$nhost" = "$(get nsha)" ]
+    t_expect "kernel NBD: the array was closed clean" sh -c "$URAID detail '$d/n0.img' '$d/n1.img' '$d/n2.img' | grep -q 'State : clean'"
+fi
+[ "$t_failed" -eq 0 ] || { echo "--- guest output"; cat "$d/guest.out"; echo "--- guest stderr"; tail -20 "$d/guest.err"
+    echo "--- guest kernel console (blocked tasks, if any)"; grep -v '^\s*$' "$d/console.log" 2>/dev/null | tail -n 80; }
 t_finish
