@@ -45,7 +45,7 @@ int ublk_serve(const struct cli_members *mem, const struct uraid_open_params *op
 #define DEFAULT_QUEUES 2
 #define DEFAULT_DEPTH 64
 #define BUF_BYTES (512u * 1024)
-#define MAX_QUEUES 16
+#define MAX_QUEUES UBLK_SERVE_MAX_QUEUES
 
 struct ublk_dev {
     int ctrl_fd, cdev_fd;
@@ -175,10 +175,14 @@ static int remove_leftover(struct ublk_dev *d)
 {
     struct ublksrv_ctrl_dev_info old = {0};
     int r = ctrl_cmd(d, UBLK_CMD_GET_DEV_INFO, (uint64_t)(uintptr_t)&old, sizeof old, 0);
-    if (r < 0 || old.state != UBLK_S_DEV_DEAD)
+    if (r < 0)
         return -EEXIST;
     if (old.ublksrv_pid > 0 && (kill(old.ublksrv_pid, 0) == 0 || errno != ESRCH))
         return -EEXIST; /* its server lives: perhaps just starting */
+    if (old.state == UBLK_S_DEV_QUIESCED)
+        return -EAGAIN; /* the disk waits for a server: deleting it would fail its queued I/O */
+    if (old.state != UBLK_S_DEV_DEAD)
+        return -EEXIST;
     r = ctrl_cmd(d, UBLK_CMD_DEL_DEV, 0, 0, 0);
     if (r < 0)
         return r;
@@ -194,12 +198,18 @@ static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
     d->info.max_io_buf_bytes = BUF_BYTES;
     d->info.dev_id = o->dev_id >= 0 ? (uint32_t)o->dev_id : (uint32_t)-1;
     d->info.ublksrv_pid = getpid();
-    d->info.flags = UBLK_F_CMD_IOCTL_ENCODE;
+    /* a killed server leaves the disk in place, its I/O queued (and what
+     * it had in hand requeued) until serve --recover takes it back */
+    d->info.flags = UBLK_F_CMD_IOCTL_ENCODE | UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
     int r = ctrl_cmd(d, UBLK_CMD_ADD_DEV, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
-    if (r == -EEXIST && o->dev_id >= 0 && remove_leftover(d) == 0)
+    if (r == -EEXIST && o->dev_id >= 0 && (r = remove_leftover(d)) == 0)
         r = ctrl_cmd(d, UBLK_CMD_ADD_DEV, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
     if (r < 0) {
-        if (r == -EEXIST)
+        if (r == -EAGAIN)
+            cli_error("serve", "/dev/ublkb%d was left by a server that died and waits for a new one: "
+                               "serve it with --ublk --id %d --recover and the same members",
+                      o->dev_id, o->dev_id);
+        else if (r == -EEXIST)
             cli_error("serve", "ublk device %d exists already and its server runs: give another --id or none",
                       o->dev_id);
         else
@@ -208,6 +218,61 @@ static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
     }
     d->added = 1;
     return 0;
+}
+
+/* --recover: the device a killed server left (QUIESCED, its server dead)
+ * is taken over with the queues and depth it was made with. Nothing is
+ * written before the checks pass. */
+static int recover_begin(struct ublk_dev *d, const struct ublk_opts *o)
+{
+    d->info.dev_id = (uint32_t)o->dev_id;
+    int r = ctrl_cmd(d, UBLK_CMD_GET_DEV_INFO, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
+    if (r < 0) {
+        cli_error("serve", "--recover: no ublk device %d (%s)", o->dev_id, strerror(-r));
+        return -1;
+    }
+    int pid = d->info.ublksrv_pid;
+    if (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)) {
+        cli_error("serve", "--recover: the server of /dev/ublkb%d (pid %d) still runs", o->dev_id, pid);
+        return -1;
+    }
+    if (d->info.state != UBLK_S_DEV_QUIESCED || !(d->info.flags & UBLK_F_USER_RECOVERY)) {
+        cli_error("serve", "--recover: ublk device %d is not waiting for a server (state %s): serve it without --recover",
+                  o->dev_id, d->info.state == UBLK_S_DEV_LIVE ? "live" : "stopped");
+        return -1;
+    }
+    /* busy until the dead server's rings and /dev/ublkcN are released */
+    for (int i = 0; i < 100; i++) {
+        r = ctrl_cmd(d, UBLK_CMD_START_USER_RECOVERY, 0, 0, 0);
+        if (r != -EBUSY)
+            break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (r < 0) {
+        cli_error("serve", "ublk START_USER_RECOVERY of device %d: %s", o->dev_id, strerror(-r));
+        return -1;
+    }
+    return 0;
+}
+
+/* The members must be the array the device was made of: its size at least. */
+static int recover_check_size(struct ublk_dev *d, struct uraid_array *a)
+{
+    struct ublk_params p = {.len = sizeof p};
+    struct uraid_array_info *info = calloc(1, sizeof *info);
+    int r = info ? uraid_get_info(a, info) : -ENOMEM;
+    if (!r)
+        r = ctrl_cmd(d, UBLK_CMD_GET_PARAMS, (uint64_t)(uintptr_t)&p, sizeof p, 0);
+    if (!r && p.basic.dev_sectors != info->size_bytes / 512) {
+        cli_error("serve", "--recover: /dev/ublkb%u has %llu sectors, this array %llu: other members?",
+                  d->info.dev_id, (unsigned long long)p.basic.dev_sectors,
+                  (unsigned long long)(info->size_bytes / 512));
+        r = -EINVAL;
+    } else if (r)
+        cli_error("serve", "--recover: %s", strerror(-r));
+    free(info);
+    return r;
 }
 
 static int start_queues(struct ublk_dev *d, struct uraid_array *a)
@@ -231,6 +296,16 @@ static int start_queues(struct ublk_dev *d, struct uraid_array *a)
 static void teardown(struct ublk_dev *d, int started)
 {
     if (started) {
+        /* with user recovery STOP_DEV fails the writeback it triggers:
+         * write the page cache back while the queues serve */
+        char path[64];
+        snprintf(path, sizeof path, "/dev/ublkb%u", d->info.dev_id);
+        int bfd = open(path, O_RDONLY | O_CLOEXEC);
+        if (bfd >= 0) {
+            if (fsync(bfd))
+                cli_error("serve", "fsync %s: %s", path, strerror(errno));
+            close(bfd);
+        }
         int r = ctrl_cmd(d, UBLK_CMD_STOP_DEV, 0, 0, 0);
         if (r < 0)
             cli_error("serve", "ublk STOP_DEV of /dev/ublkb%u: %s", d->info.dev_id, strerror(-r));
@@ -292,25 +367,29 @@ int ublk_serve(const struct cli_members *mem, const struct uraid_open_params *op
     d->ring.ring_fd = -1;
     struct uraid_array *a;
     /* a taken --id is refused before the array is opened for writing */
-    if (ctrl_open(d) || add_dev(d, o) || cli_open_array("serve", mem, op, &a)) {
+    if (ctrl_open(d) || (o->recover ? recover_begin(d, o) : add_dev(d, o)) ||
+        cli_open_array("serve", mem, op, &a)) {
         teardown(d, 0);
         free(d);
         return 1;
     }
-    int status = 1, started = 0, r;
+    int status = 1, started = 0, r = 0;
     struct uraid_ctl *ctl = NULL;
-    if ((r = set_params(d, a)) < 0) {
-        cli_error("serve", "ublk SET_PARAMS: %s", strerror(-r));
+    if (o->recover ? recover_check_size(d, a) : (r = set_params(d, a)) < 0) {
+        if (!o->recover)
+            cli_error("serve", "ublk SET_PARAMS: %s", strerror(-r));
         goto out;
     }
     if (open_cdev(d) || start_queues(d, a))
         goto out;
-    /* returns once every queue has fetched all its tags */
-    if ((r = ctrl_cmd(d, UBLK_CMD_START_DEV, 0, 0, (uint64_t)getpid())) < 0) {
-        cli_error("serve", "ublk START_DEV: %s", strerror(-r));
+    /* returns once every queue has fetched all its tags; END_USER_RECOVERY
+     * then also reissues the I/O the dead server left */
+    unsigned cmd = o->recover ? UBLK_CMD_END_USER_RECOVERY : UBLK_CMD_START_DEV;
+    if ((r = ctrl_cmd(d, cmd, 0, 0, (uint64_t)getpid())) < 0) {
+        cli_error("serve", "ublk %s: %s", o->recover ? "END_USER_RECOVERY" : "START_DEV", strerror(-r));
         goto out;
     }
-    started = 1;
+    d->added = started = 1;
     char why[512];
     if (o->control && uraid_ctl_start(a, o->control, on_ctl_stop, NULL, &ctl, why, sizeof why)) {
         cli_error("serve", "control socket %s: %s", o->control, why);
@@ -318,8 +397,8 @@ int ublk_serve(const struct cli_members *mem, const struct uraid_open_params *op
     }
     printf("/dev/ublkb%u\n", d->info.dev_id);
     fflush(stdout);
-    fprintf(stderr, "uraid serve: /dev/ublkb%u (%d members, %u queues of depth %u%s%s; SIGINT/SIGTERM stops)\n",
-            d->info.dev_id, mem->n, d->info.nr_hw_queues, d->info.queue_depth, o->control ? ", control " : "",
+    fprintf(stderr, "uraid serve: /dev/ublkb%u%s (%d members, %u queues of depth %u%s%s; SIGINT/SIGTERM stops)\n",
+            d->info.dev_id, o->recover ? " recovered" : "", mem->n, d->info.nr_hw_queues, d->info.queue_depth, o->control ? ", control " : "",
             o->control ? o->control : "");
     wait_for_stop(&set);
     status = 0;

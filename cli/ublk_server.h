@@ -12,11 +12,17 @@
 
 #include "cli.h"
 
+/* what --queues and --depth may ask for (the kernel gives at most one
+ * queue per CPU and takes depths up to 4096) */
+#define UBLK_SERVE_MAX_QUEUES 16
+#define UBLK_SERVE_MAX_DEPTH 4096
+
 struct ublk_opts {
     int dev_id;    /* -1: the kernel picks */
     int nr_queues; /* 0: default */
     int depth;     /* 0: default */
     const char *control;
+    int recover; /* take over the device a killed server left (needs dev_id) */
 };
 
 /* Opens the array with op, serves it until SIGINT/SIGTERM/SIGHUP or a

@@ -13,9 +13,14 @@
 #     server exits 0; afterwards the host's `uraid cat` of the members gives
 #     the bytes the guest read from /dev/ublkb0, and the array is clean;
 #   - refusals (one line, no member byte changed): --ublk with --socket,
-#     --id without --ublk, a bad --id, a taken --id, a kernel without ublk;
-#   - a server killed with SIGKILL leaves its device number taken; the next
-#     serve --ublk --id N removes it (its server is dead) and serves;
+#     --id or --queues without --ublk, a bad --id or --depth, --recover
+#     without --id, a taken --id, a kernel without ublk;
+#   - --queues 1 --depth 8 make one hardware queue of 8 tags;
+#   - a server killed with SIGKILL in the middle of writes leaves the disk
+#     (ublk's user recovery): the writer waits; serve without --recover is
+#     refused naming it; serve --ublk --id N --recover takes the device back,
+#     the writes finish, and all of them read back (in the guest and with the
+#     host's uraid cat);
 #   - the kernel's own NBD client in the same guest: `uraid serve --socket`
 #     (nbdkit with the uraid plugin) and `qemu-nbd --connect /dev/nbd0`;
 #     mkfs.ext4, mount, write, remount and read back, e2fsck clean; the host's
@@ -73,6 +78,9 @@ refuse() { # refuse NAME WANT-RC PATTERN ARGS...
 refuse "serve --ublk --socket: refused" 2 "not an NBD socket" --ublk --socket "$d/s"
 refuse "serve --id without --ublk: refused" 2 "goes with --ublk" --id 1
 refuse "serve --ublk --id x: refused" 2 "not a ublk device number" --ublk --id x
+refuse "serve --queues without --ublk: refused" 2 "goes with --ublk" --queues 2
+refuse "serve --ublk --depth 5000: refused" 2 "not a count from 1 to 4096" --ublk --depth 5000
+refuse "serve --ublk --recover without --id: refused" 2 "give --id N" --ublk --recover
 if [ ! -e /dev/ublk-control ]; then
     refuse "serve --ublk on a kernel without ublk (this host): refused, naming ublk_drv" 1 "modprobe ublk_drv" --ublk
 fi
@@ -178,26 +186,46 @@ say "exit $?"
 i=0
 while [ -e /sys/block/ublkb0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 [ -e /sys/block/ublkb0 ] || [ -e /dev/ublkc0 ] && say "gone no" || say "gone yes"
-# a killed server leaves device 1 behind; serve --id 1 takes the number back.
-# It is killed once it has printed its device: a server killed while its
-# START_DEV still reads the partition table wedges Linux 6.12's ublk for
-# good (START_DEV holds the device's mutex and waits for a read that the
-# dead server's queues never answer; the hung-task detector then names
-# uraid and its iou-wrk thread). That is the kernel's, not a server's, to fix.
-uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k1.out 2>/tmp/k1.err &
+# ---- SIGKILL in the middle of writes, and user recovery: the disk stays,
+# the writer waits, serve --recover takes the device back and the writes
+# finish. The server is killed once it has printed its device: a server
+# killed while its START_DEV still reads the partition table wedges Linux
+# 6.12's ublk for good (START_DEV holds the device's mutex and waits for a
+# read the dead server's queues never answer; the hung-task detector then
+# names uraid and its iou-wrk thread), which is the kernel's to fix.
+uraid serve --ublk --id 1 --queues 1 --depth 8 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k1.out 2>/tmp/k1.err &
 kpid=$!
 printed /tmp/k1.out /dev/ublkb1
+say "mq $(ls /sys/block/ublkb1/mq 2>/dev/null | wc -l) $(cat /sys/block/ublkb1/mq/0/nr_tags 2>/dev/null)"
+# 64 writes of 64 KiB, one dd each: the kill comes after the 8th or so
+( for k in $(seq 0 63); do
+    mdpattern -s 31 -o $((k * 65536)) -n 64K | dd of=/dev/ublkb1 bs=64K seek=$k oflag=direct 2>/dev/null || exit 1
+    echo $k > /tmp/wprog
+  done ) &
+wpid=$!
+i=0
+while [ "$(cat /tmp/wprog 2>/dev/null || echo 0)" -lt 8 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 kill -9 $kpid
+say "killed at $(cat /tmp/wprog 2>/dev/null)"
 reap $kpid 120
 sleep 1
-say "leftover $([ -e /dev/ublkc1 ] && echo yes || echo no)"
-uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k2.out 2>/tmp/k2.err &
+say "midwrite $(alive $wpid && [ "$(cat /tmp/wprog)" -lt 63 ] && echo yes || echo no)"
+say "kept $([ -e /sys/block/ublkb1 ] && [ -b /dev/ublkb1 ] && echo yes || echo no)"
+lim 60 uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/dev/null 2>/tmp/k2.err
+say "plain rc=$? $(wc -l < /tmp/k2.err) $(grep -c 'serve it with --ublk --id 1 --recover' /tmp/k2.err)"
+uraid serve --ublk --id 1 --recover --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k3.out 2>/tmp/k3.err &
 kpid=$!
-printed /tmp/k2.out /dev/ublkb1 &&
-    say "retaken $(grep -c 'removed ublk device 1, left behind by a server that died' /tmp/k2.err) $(lim 30 blockdev --getsize64 /dev/ublkb1)"
+printed /tmp/k3.out /dev/ublkb1 && say "reprinted $(cat /tmp/k3.out) $(grep -c 'recovered (3 members, 1 queues of depth 8' /tmp/k3.err)"
+reap $wpid 300
+say "writer $? $(cat /tmp/wprog)"
+say "recovered $(lim 60 dd if=/dev/ublkb1 bs=64K count=64 iflag=direct 2>/dev/null | mdpattern -s 31 -n 4M -c >/dev/null 2>&1 && echo same || echo differs)"
+say "ksize $(lim 30 blockdev --getsize64 /dev/ublkb1)"
 kill -TERM $kpid
 reap $kpid 120
 say "kexit $?"
+i=0
+while [ -e /sys/block/ublkb1 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+say "kgone $([ -e /sys/block/ublkb1 ] || [ -e /dev/ublkc1 ] && echo no || echo yes)"
 # ---- the kernel's own NBD client over `uraid serve` (NBD through nbdkit):
 # qemu-nbd --connect hands /dev/nbd0 to Linux's nbd driver
 if [ -x /usr/bin/qemu-nbd ] && [ -x /usr/bin/nbdkit ]; then
@@ -231,7 +259,7 @@ if [ -x /usr/bin/qemu-nbd ] && [ -x /usr/bin/nbdkit ]; then
 else
     say "no-qemu-nbd"
 fi
-cat /tmp/serve.err /tmp/k1.err /tmp/k2.err /tmp/nserve.err >&2
+cat /tmp/serve.err /tmp/k1.err /tmp/k2.err /tmp/k3.err /tmp/nserve.err >&2
 exit 0
 GUEST
 rc=$?
@@ -262,10 +290,20 @@ t_expect "uraid status over the control socket: [UUU]" [ "$(get status)" = 1 ]
 t_expect "uraid fail /dev/vdb over the control socket: [U_U]" [ "$(get failed)" = 1 ]
 t_expect "uraid stop: the server exits 0" [ "$(get exit)" = 0 ]
 t_expect "the device is gone after the stop (/sys/block/ublkb0, /dev/ublkc0)" [ "$(get gone)" = yes ]
-t_expect "a server killed with SIGKILL leaves /dev/ublkc1 behind" [ "$(get leftover)" = yes ]
+t_expect "serve --ublk --queues 1 --depth 8: 1 hardware queue of 8 tags (got '$(get mq)')" [ "$(get mq)" = "1 8" ]
+t_expect "SIGKILL of the server during writes (after write $(get killed) of 64): the writer waits, neither done nor failed" \
+    [ "$(get midwrite)" = yes ]
+t_expect "... and /dev/ublkb1 stays (user recovery)" [ "$(get kept)" = yes ]
+t_expect "serve --ublk --id 1 without --recover is refused in one line, naming --recover (exit 1)" [ "$(get plain)" = "rc=1 1 1" ]
+t_expect "serve --ublk --id 1 --recover takes it back as made (1 queue of depth 8) and prints /dev/ublkb1" \
+    [ "$(get reprinted)" = "/dev/ublkb1 1" ]
+t_expect "the writer then finishes all 64 writes (exit 0)" [ "$(get writer)" = "0 63" ]
+t_expect "the recovered device reads back all 4 MiB written across the kill" [ "$(get recovered)" = same ]
 ksize=$($URAID detail "$d/k0.img" "$d/k1.img" "$d/k2.img" | awk '/Array Size/ {print $4 * 1024; exit}')
-t_expect "serve --ublk --id 1 then removes the leftover, says so, and serves ($ksize bytes)" [ "$(get retaken)" = "1 $ksize" ]
-t_expect "... and stops cleanly on SIGTERM (exit 0)" [ "$(get kexit)" = 0 ]
+t_expect "... with the array's size ($ksize)" [ "$(get ksize)" = "$ksize" ]
+t_expect "the recovered server stops on SIGTERM (exit 0) and the device is gone" [ "$(get kexit) $(get kgone)" = "0 yes" ]
+kdata=$($URAID cat "$d/k0.img" "$d/k1.img" "$d/k2.img" 2>/dev/null | head -c 4194304 | sha256sum | cut -d' ' -f1)
+t_expect "host uraid cat of those members: the 4 MiB the writer wrote" [ "$kdata" = "$("$MDORACLE_HOME/out/mdpattern" -s 31 -n 4M | sha256sum | cut -d' ' -f1)" ]
 host=$($URAID cat "$d/m0.img" "$d/m1.img" "$d/m2.img" 2>/dev/null | sha256sum | cut -d' ' -f1)
 [ -n "$(get sha)" ] || host="(the guest read nothing)"
 t_expect "host uraid cat of the members = what the guest read from the degraded /dev/ublkb0" [ "$host" = "$(get sha)" ]
