@@ -220,10 +220,10 @@ static int add_dev(struct ublk_dev *d, const struct ublk_opts *o)
     return 0;
 }
 
-/* --recover: the device a killed server left (QUIESCED, its server dead)
- * is taken over with the queues and depth it was made with. Nothing is
- * written before the checks pass. */
-static int recover_begin(struct ublk_dev *d, const struct ublk_opts *o)
+/* --recover, before the array is opened: the device a killed server left
+ * (QUIESCED, its server dead), taken over with the queues and depth it was
+ * made with; its size in *sectors. */
+static int recover_check(struct ublk_dev *d, const struct ublk_opts *o, uint64_t *sectors)
 {
     d->info.dev_id = (uint32_t)o->dev_id;
     int r = ctrl_cmd(d, UBLK_CMD_GET_DEV_INFO, (uint64_t)(uintptr_t)&d->info, sizeof d->info, 0);
@@ -241,6 +241,33 @@ static int recover_begin(struct ublk_dev *d, const struct ublk_opts *o)
                   o->dev_id, d->info.state == UBLK_S_DEV_LIVE ? "live" : "stopped");
         return -1;
     }
+    struct ublk_params p = {.len = sizeof p};
+    r = ctrl_cmd(d, UBLK_CMD_GET_PARAMS, (uint64_t)(uintptr_t)&p, sizeof p, 0);
+    if (r < 0) {
+        cli_error("serve", "--recover: ublk GET_PARAMS of device %d: %s", o->dev_id, strerror(-r));
+        return -1;
+    }
+    *sectors = p.basic.dev_sectors;
+    return 0;
+}
+
+/* --recover, with the array open: the members must be the array the
+ * device was made of (its size at least), then the driver forgets the dead
+ * server's queues. */
+static int recover_begin(struct ublk_dev *d, struct uraid_array *a, uint64_t sectors)
+{
+    struct uraid_array_info *info = calloc(1, sizeof *info);
+    int r = info ? uraid_get_info(a, info) : -ENOMEM;
+    uint64_t have = r ? 0 : info->size_bytes / 512;
+    free(info);
+    if (r || have != sectors) {
+        if (r)
+            cli_error("serve", "--recover: %s", strerror(-r));
+        else
+            cli_error("serve", "--recover: /dev/ublkb%u has %llu sectors, this array %llu: other members?",
+                      d->info.dev_id, (unsigned long long)sectors, (unsigned long long)have);
+        return -1;
+    }
     /* busy until the dead server's rings and /dev/ublkcN are released */
     for (int i = 0; i < 100; i++) {
         r = ctrl_cmd(d, UBLK_CMD_START_USER_RECOVERY, 0, 0, 0);
@@ -249,30 +276,13 @@ static int recover_begin(struct ublk_dev *d, const struct ublk_opts *o)
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    if (r < 0) {
-        cli_error("serve", "ublk START_USER_RECOVERY of device %d: %s", o->dev_id, strerror(-r));
+    /* EINVAL: an earlier --recover got this far and failed later; the
+     * queues are reset already and take new fetches */
+    if (r < 0 && r != -EINVAL) {
+        cli_error("serve", "ublk START_USER_RECOVERY of device %u: %s", d->info.dev_id, strerror(-r));
         return -1;
     }
     return 0;
-}
-
-/* The members must be the array the device was made of: its size at least. */
-static int recover_check_size(struct ublk_dev *d, struct uraid_array *a)
-{
-    struct ublk_params p = {.len = sizeof p};
-    struct uraid_array_info *info = calloc(1, sizeof *info);
-    int r = info ? uraid_get_info(a, info) : -ENOMEM;
-    if (!r)
-        r = ctrl_cmd(d, UBLK_CMD_GET_PARAMS, (uint64_t)(uintptr_t)&p, sizeof p, 0);
-    if (!r && p.basic.dev_sectors != info->size_bytes / 512) {
-        cli_error("serve", "--recover: /dev/ublkb%u has %llu sectors, this array %llu: other members?",
-                  d->info.dev_id, (unsigned long long)p.basic.dev_sectors,
-                  (unsigned long long)(info->size_bytes / 512));
-        r = -EINVAL;
-    } else if (r)
-        cli_error("serve", "--recover: %s", strerror(-r));
-    free(info);
-    return r;
 }
 
 static int start_queues(struct ublk_dev *d, struct uraid_array *a)
@@ -367,7 +377,8 @@ int ublk_serve(const struct cli_members *mem, const struct uraid_open_params *op
     d->ring.ring_fd = -1;
     struct uraid_array *a;
     /* a taken --id is refused before the array is opened for writing */
-    if (ctrl_open(d) || (o->recover ? recover_begin(d, o) : add_dev(d, o)) ||
+    uint64_t rec_sectors = 0;
+    if (ctrl_open(d) || (o->recover ? recover_check(d, o, &rec_sectors) : add_dev(d, o)) ||
         cli_open_array("serve", mem, op, &a)) {
         teardown(d, 0);
         free(d);
@@ -375,7 +386,7 @@ int ublk_serve(const struct cli_members *mem, const struct uraid_open_params *op
     }
     int status = 1, started = 0, r = 0;
     struct uraid_ctl *ctl = NULL;
-    if (o->recover ? recover_check_size(d, a) : (r = set_params(d, a)) < 0) {
+    if (o->recover ? recover_begin(d, a, rec_sectors) : (r = set_params(d, a)) < 0) {
         if (!o->recover)
             cli_error("serve", "ublk SET_PARAMS: %s", strerror(-r));
         goto out;

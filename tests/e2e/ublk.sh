@@ -18,7 +18,8 @@
 #   - --queues 1 --depth 8 make one hardware queue of 8 tags;
 #   - a server killed with SIGKILL in the middle of writes leaves the disk
 #     (ublk's user recovery): the writer waits; serve without --recover is
-#     refused naming it; serve --ublk --id N --recover takes the device back,
+#     refused naming it, and so is --recover with another array's members;
+#     serve --ublk --id N --recover takes the device back,
 #     the writes finish, and all of them read back (in the guest and with the
 #     host's uraid cat);
 #   - the kernel's own NBD client in the same guest: `uraid serve --socket`
@@ -88,7 +89,12 @@ fi
 files=""
 for f in mbcache jbd2 crc16 ext4; do files="$files --file $d/$f.ko"; done
 # the NBD part: nbdkit with the uraid plugin (found next to /usr/bin/uraid in
-# the guest) and qemu-nbd (qemu-utils, which comes with md-oracle's QEMU)
+# the guest) and qemu-nbd (qemu-utils: md-oracle's build.sh installs QEMU
+# without it, so a fresh machine gets it here)
+if ! command -v qemu-nbd >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends qemu-utils \
+        >"$d/qemu-utils.log" 2>&1 || true
+fi
 nbdbins=""
 for p in "$(dirname "$URAID")/nbdkit-uraid-plugin.so" "$(command -v nbdkit)" "$(command -v qemu-nbd)"; do
     [ -n "$p" ] && [ -e "$p" ] && nbdbins="$nbdbins --bin $p"
@@ -213,6 +219,9 @@ say "midwrite $(alive $wpid && [ "$(cat /tmp/wprog)" -lt 63 ] && echo yes || ech
 say "kept $([ -e /sys/block/ublkb1 ] && [ -b /dev/ublkb1 ] && echo yes || echo no)"
 lim 60 uraid serve --ublk --id 1 --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/dev/null 2>/tmp/k2.err
 say "plain rc=$? $(wc -l < /tmp/k2.err) $(grep -c 'serve it with --ublk --id 1 --recover' /tmp/k2.err)"
+# the members of another array (another size) are refused before the driver is told anything
+lim 60 uraid serve --ublk --id 1 --recover --control /tmp/ctlw /dev/vdg /dev/vdh /dev/vdi >/dev/null 2>/tmp/kw.err
+say "wrongrec rc=$? $(wc -l < /tmp/kw.err) $(grep -c 'other members' /tmp/kw.err)"
 uraid serve --ublk --id 1 --recover --control /tmp/ctlk /dev/vdd /dev/vde /dev/vdf >/tmp/k3.out 2>/tmp/k3.err &
 kpid=$!
 printed /tmp/k3.out /dev/ublkb1 && say "reprinted $(cat /tmp/k3.out) $(grep -c 'recovered (3 members, 1 queues of depth 8' /tmp/k3.err)"
@@ -295,6 +304,8 @@ t_expect "SIGKILL of the server during writes (after write $(get killed) of 64):
     [ "$(get midwrite)" = yes ]
 t_expect "... and /dev/ublkb1 stays (user recovery)" [ "$(get kept)" = yes ]
 t_expect "serve --ublk --id 1 without --recover is refused in one line, naming --recover (exit 1)" [ "$(get plain)" = "rc=1 1 1" ]
+t_expect "serve --ublk --id 1 --recover with another array's members is refused in one line (exit 1; got '$(get wrongrec)')" \
+    [ "$(get wrongrec)" = "rc=1 1 1" ]
 t_expect "serve --ublk --id 1 --recover takes it back as made (1 queue of depth 8) and prints /dev/ublkb1" \
     [ "$(get reprinted)" = "/dev/ublkb1 1" ]
 t_expect "the writer then finishes all 64 writes (exit 0)" [ "$(get writer)" = "0 63" ]
