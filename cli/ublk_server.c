@@ -186,8 +186,8 @@ static int remove_leftover(struct ublk_dev *d)
     r = ctrl_cmd(d, UBLK_CMD_DEL_DEV, 0, 0, 0);
     if (r < 0)
         return r;
-    fprintf(stderr, "uraid serve: removed ublk device %u, left behind by a server that died (pid %d)\n",
-            d->info.dev_id, old.ublksrv_pid);
+    /* the driver forgets the pid once the disk is gone */
+    fprintf(stderr, "uraid serve: removed ublk device %u, left behind by a server that died\n", d->info.dev_id);
     return 0;
 }
 
