@@ -132,9 +132,13 @@ $(TSAN)/liburaid.a: $(TSAN_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# uraid serve --ublk talks to the kernel through io_uring: without liburing
+# it is refused with a line naming the package.
+$(BUILD)/cli/ublk_%.o: CLI_UBLK_CFLAGS := $(if $(HAVE_URING),-DHAVE_URING)
+
 $(BUILD)/cli/%.o: cli/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(FRONT_CPPFLAGS) -Ifuse $(CLI_FUSE_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(WARN) $(CFLAGS) $(FRONT_CPPFLAGS) -Ifuse $(CLI_FUSE_CFLAGS) $(CLI_UBLK_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/fuse/%.o: fuse/%.c
 	@mkdir -p $(dir $@)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ublk_server.h"
 #include "uraid_ctl.h"
 
 #define PLUGIN_NAME "nbdkit-uraid-plugin.so"
@@ -38,6 +39,8 @@ struct serve_opts {
     uint64_t speed_limit_kib;
     int no_rebuild, no_resync;
     const char *event_cmd;
+    int ublk, recover;
+    const char *ublk_id, *queues, *depth;
 };
 
 static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ctx)
@@ -54,6 +57,16 @@ static int serve_parse(const char *verb, int argc, char **argv, int *i, void *ct
         dst = &o->speed_limit;
     else if (!strcmp(a, "--event-cmd"))
         dst = &o->event_cmd;
+    else if (!strcmp(a, "--id"))
+        dst = &o->ublk_id;
+    else if (!strcmp(a, "--queues"))
+        dst = &o->queues;
+    else if (!strcmp(a, "--depth"))
+        dst = &o->depth;
+    else if (!strcmp(a, "--ublk") || !strcmp(a, "--recover")) {
+        *(!strcmp(a, "--ublk") ? &o->ublk : &o->recover) = 1;
+        return 1;
+    }
     else if (!strcmp(a, "--no-rebuild") || !strcmp(a, "--no-resync")) {
         *(!strcmp(a, "--no-rebuild") ? &o->no_rebuild : &o->no_resync) = 1;
         return 1;
@@ -200,11 +213,24 @@ static char **nbdkit_argv(const struct serve_opts *o, const char *plugin, const 
     return av;
 }
 
+/* A count from 1 to max for option opt; 0 or -1 after saying why. */
+static int parse_count(const char *opt, const char *v, int max, int *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || end == v || n < 1 || n > max) {
+        cli_error("serve", "%s '%s' is not a count from 1 to %d", opt, v, max);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     struct serve_opts o = {0};
     struct cli_extra extra = {serve_parse, &o,
-                              "[--socket PATH | --port N] [--control PATH] [--speed-limit SPEED] [--no-rebuild] [--no-resync] "
+                              "[--socket PATH | --port N | --ublk [--id N [--recover]] [--queues N] [--depth N]] [--control PATH] [--speed-limit SPEED] [--no-rebuild] [--no-resync] "
                               "[--event-cmd PROG]"};
     struct cli_members mem;
     struct uraid_open_params op = {0};
@@ -217,6 +243,34 @@ int cmd_serve(int argc, char **argv)
         cli_error("serve", "give either --socket PATH or --port N, not both");
         return 2;
     }
+    if (o.ublk && (o.socket || o.port)) {
+        cli_error("serve", "--ublk serves a block device, not an NBD socket: leave out --socket and --port");
+        return 2;
+    }
+    if ((o.ublk_id || o.queues || o.depth || o.recover) && !o.ublk) {
+        cli_error("serve", "%s goes with --ublk (it is about the ublk device)",
+                  o.ublk_id ? "--id N" : o.queues ? "--queues N" : o.depth ? "--depth N" : "--recover");
+        return 2;
+    }
+    if (o.recover && (!o.ublk_id || o.queues || o.depth)) {
+        cli_error("serve", "--recover takes the device back as it was made: give --id N, and no --queues or --depth");
+        return 2;
+    }
+    int queues = 0, depth = 0;
+    if (o.queues && parse_count("--queues", o.queues, UBLK_SERVE_MAX_QUEUES, &queues))
+        return 2;
+    if (o.depth && parse_count("--depth", o.depth, UBLK_SERVE_MAX_DEPTH, &depth))
+        return 2;
+    int ublk_id = -1;
+    if (o.ublk_id) {
+        char *end;
+        long v = strtol(o.ublk_id, &end, 10);
+        if (*end || end == o.ublk_id || v < 0 || v > 1000000) {
+            cli_error("serve", "--id '%s' is not a ublk device number (0, 1, ...)", o.ublk_id);
+            return 2;
+        }
+        ublk_id = (int)v;
+    }
     if (o.port) {
         char *end;
         long p = strtol(o.port, &end, 10);
@@ -225,12 +279,12 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
     }
-    if (!have_program("nbdkit")) {
+    if (!o.ublk && !have_program("nbdkit")) {
         cli_error("serve", "nbdkit is not installed: apt-get install nbdkit");
         return 1;
     }
     char plugin[PATH_MAX];
-    if (find_plugin(plugin, sizeof plugin)) {
+    if (!o.ublk && find_plugin(plugin, sizeof plugin)) {
         cli_error("serve", "cannot find %s next to the uraid binary or in nbdkit's plugin directories "
                            "(build it with 'make' after apt-get install nbdkit-plugin-dev, or set URAID_NBDKIT_PLUGIN)",
                   PLUGIN_NAME);
@@ -254,6 +308,17 @@ int cmd_serve(int argc, char **argv)
 
     if (check_socket_path(o.socket) || check_socket_path(o.control))
         return 1;
+    if (o.ublk) {
+        /* in this process, with the background work the plugin asks for */
+        struct ublk_opts uo = {.dev_id = ublk_id, .nr_queues = queues, .depth = depth, .control = o.control,
+                              .recover = o.recover};
+        op.auto_rebuild = 1;
+        op.no_spare_rebuild = o.no_rebuild;
+        op.no_auto_resync = o.no_resync;
+        op.sync_speed_max_kib = o.speed_limit_kib;
+        op.event_program = o.event_cmd;
+        return ublk_serve(&mem, &op, &uo);
+    }
     char **av = nbdkit_argv(&o, plugin, &mem, &op);
     if (!av) {
         cli_error("serve", "out of memory");
