@@ -194,7 +194,6 @@ static void test_create_policy(void)
         int level, n, policy, bitmap;
         const char *words;
     } bad[] = {
-        {6, 4, URAID_POLICY_PPL, 0, "RAID-5 only"},
         {1, 2, URAID_POLICY_PPL, 0, "RAID-5 only"},
         {4, 4, URAID_POLICY_PPL, 0, "RAID-5 only"},
         {5, 4, URAID_POLICY_PPL, URAID_BITMAP_INTERNAL, "exclude each other"},
