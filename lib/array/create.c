@@ -328,7 +328,7 @@ static void settle_policy(struct create_plan *c)
         return;
     uint64_t need = md_choose_data_offset_space(c->smallest, c->g.chunk_sectors, MD_PPL_SECTORS) +
                     2ull * c->g.chunk_sectors + 10;
-    if (c->g.level == 5 && c->format == MD_FMT_1_2 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
+    if ((c->g.level == 5 || c->g.level == 6) && c->format == MD_FMT_1_2 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
         c->g.chunk_sectors <= PPL_MAX_CHUNK_SECTORS && c->smallest >= need) {
         c->policy = URAID_POLICY_PPL;
         c->bitmap_mode = URAID_BITMAP_NONE;

@@ -24,6 +24,7 @@
 
 #include "array_fixture.h"
 #include "harness.h"
+#include "meta/bitmap.h"
 #include "meta/ppl.h"
 #include "meta/superblock.h"
 #include "stripe/ppl_int.h"
@@ -418,6 +419,141 @@ out:
     harness_end();
 }
 
+/* ---- create's default, grow --consistency-policy ---------------------------------- */
+
+static uint64_t file_hash(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    uint64_t h = 1469598103934665603ull;
+    int ch;
+    while (fp && (ch = getc(fp)) != EOF)
+        h = (h ^ (uint64_t)ch) * 1099511628211ull;
+    if (fp)
+        fclose(fp);
+    return h;
+}
+
+static int set_policy(struct fx *f, int n, int policy, char *why, size_t len)
+{
+    const char *paths[FX_MAXM];
+    for (int s = 0; s < n; s++)
+        paths[s] = f->path[s];
+    return uraid_set_consistency_policy(paths, n, policy, why, len);
+}
+
+/* Every member's bytes against `before` (a refusal must change none). */
+static void same_bytes(const struct fx *f, const uint64_t *before, const char *what)
+{
+    for (int s = 0; s < f->n; s++)
+        CHECK(file_hash(f->path[s]) == before[s], "%s: member %d changed by a refusal", what, s);
+}
+
+static void hashes(const struct fx *f, uint64_t *out)
+{
+    for (int s = 0; s < f->n; s++)
+        out[s] = file_hash(f->path[s]);
+}
+
+/* The array opens with `policy`, holds the model and takes a write. */
+static void opens_as(struct fx *f, int policy, const char *what)
+{
+    struct uraid_array *a = fx_open(f, NULL, 0, 0);
+    CHECK(a != NULL, "%s: does not open", what);
+    if (!a)
+        return;
+    static struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(info.consistency_policy == policy && info.md_refuses == (policy == URAID_POLICY_PPL),
+          "%s: policy %d (want %d), md_refuses %d", what, info.consistency_policy, policy, info.md_refuses);
+    uint8_t buf[12288];
+    rng_fill(&rng, buf, sizeof buf);
+    CHECK(fx_write(f, a, buf, sizeof buf, 20480) == 0);
+    fx_verify_all(f, a, what);
+    CHECK(uraid_close(a) == 0);
+}
+
+static void test_grow(void)
+{
+    harness_begin("RAID-6: ppl (bit 31) by default; grow ppl -> bitmap -> resync -> ppl -> resync with areas "
+                  "emptied, events raised; refusals change no byte");
+    struct fx f;
+    fx_policy = URAID_POLICY_DEFAULT;
+    char why[512];
+    struct md_sb sb, sb2;
+    if (fx_setup(&f, 6, 5, CHUNK, MEMBER_BYTES, &rng, 0, NULL))
+        goto out;
+    CHECK(fx_read_sb(&f, 0, &sb) == 0 && sb.feature_map == MD_FEATURE_PPL_Q && md_sb_ppl_size(&sb) == 2048,
+          "default RAID-6: feature map %#x", sb.feature_map);
+    uint64_t before[FX_MAXM];
+    hashes(&f, before);
+    static const struct {
+        int n, policy, rc;
+        const char *words;
+    } bad[] = {
+        {5, URAID_POLICY_PPL, -EALREADY, "already ppl"},
+        {5, URAID_POLICY_JOURNAL, -EOPNOTSUPP, "not supported yet"},
+        {4, URAID_POLICY_BITMAP, -ENODEV, "all 5 members"},
+        {4, URAID_POLICY_RESYNC, -ENODEV, "all 5 members"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = 0;
+        int rc = set_policy(&f, bad[i].n, bad[i].policy, why, sizeof why);
+        CHECK(rc == bad[i].rc && strstr(why, bad[i].words), "case %zu: %d '%s'", i, rc, why);
+    }
+    same_bytes(&f, before, "RAID-6 ppl");
+    /* dirty: refused until it is opened (and its log replayed) */
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (a) {
+        uint8_t buf[4096] = {1};
+        fx_write(&f, a, buf, sizeof buf, 0);
+        hashes(&f, before);
+        CHECK(set_policy(&f, 5, URAID_POLICY_BITMAP, why, sizeof why) == -EBUSY, "in use: %s", why);
+        same_bytes(&f, before, "in use");
+        CHECK(uraid_close(a) == 0);
+    }
+    fx_read_sb(&f, 0, &sb);
+    CHECK(set_policy(&f, 5, URAID_POLICY_BITMAP, why, sizeof why) == 0, "ppl -> bitmap: %s", why);
+    CHECK(fx_read_sb(&f, 3, &sb2) == 0 && sb2.feature_map == MD_FEATURE_BITMAP_OFFSET && sb2.bitmap_offset == 8 &&
+              sb2.events == sb.events + 1,
+          "bitmap: feature map %#x, offset %d, events %llu (was %llu)", sb2.feature_map, sb2.bitmap_offset,
+          (unsigned long long)sb2.events, (unsigned long long)sb.events);
+    uint8_t raw[4096];
+    FILE *fp = fopen(f.path[3], "rb");
+    int rd = fp && fseek(fp, (long)(sb2.super_offset + 8) * 512, SEEK_SET) == 0 && fread(raw, 1, sizeof raw, fp) == sizeof raw;
+    uint8_t tail[512], zero[512] = {0};
+    /* the old log's last sector: zeroed */
+    rd = rd && fseek(fp, (long)(sb2.super_offset + 8 + 2047) * 512, SEEK_SET) == 0 && fread(tail, 1, 512, fp) == 512;
+    if (fp)
+        fclose(fp);
+    struct md_bitmap_sb bm;
+    CHECK(rd && md_bitmap_decode(raw, &bm, NULL, 0) == 0 && bm.events == sb2.events &&
+              !memcmp(bm.uuid, sb2.set_uuid, 16) && bm.sync_size == sb2.size,
+          "bitmap header at sb + 8 (events %llu, sync_size %llu)", (unsigned long long)bm.events,
+          (unsigned long long)bm.sync_size);
+    CHECK(!memcmp(tail, zero, 512), "the old PPL area is emptied");
+    opens_as(&f, URAID_POLICY_BITMAP, "after ppl -> bitmap");
+    hashes(&f, before);
+    CHECK(set_policy(&f, 5, URAID_POLICY_PPL, why, sizeof why) == -EINVAL && strstr(why, "exclude"), "%s", why);
+    same_bytes(&f, before, "bitmap -> ppl");
+    CHECK(set_policy(&f, 5, URAID_POLICY_RESYNC, why, sizeof why) == 0, "bitmap -> resync: %s", why);
+    CHECK(fx_read_sb(&f, 1, &sb) == 0 && sb.feature_map == 0, "resync: %#x", sb.feature_map);
+    hashes(&f, before);
+    CHECK(set_policy(&f, 5, URAID_POLICY_BITMAP, why, sizeof why) == -EOPNOTSUPP && strstr(why, "--bitmap"), "%s", why);
+    same_bytes(&f, before, "resync -> bitmap");
+    CHECK(set_policy(&f, 5, URAID_POLICY_PPL, why, sizeof why) == 0, "resync -> ppl: %s", why);
+    CHECK(fx_read_sb(&f, 2, &sb) == 0 && sb.feature_map == MD_FEATURE_PPL_Q && md_sb_ppl_offset(&sb) == 8,
+          "back to ppl: %#x", sb.feature_map);
+    opens_as(&f, URAID_POLICY_PPL, "after resync -> ppl");
+    CHECK(set_policy(&f, 5, URAID_POLICY_RESYNC, why, sizeof why) == 0, "ppl -> resync: %s", why);
+    CHECK(fx_read_sb(&f, 2, &sb2) == 0 && sb2.feature_map == 0 && sb2.events > sb.events, "resync: %#x",
+          sb2.feature_map);
+    opens_as(&f, URAID_POLICY_RESYNC, "after ppl -> resync");
+out:
+    fx_destroy(&f);
+    fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
@@ -430,6 +566,7 @@ int main(int argc, char **argv)
     test_math();
     test_header_fold2();
     test_log_bytes();
+    test_grow();
     test_one_log_only();
     test_interrupted(0, "healthy");
     test_interrupted(FX_SLOT(2), "missing one member");
