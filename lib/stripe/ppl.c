@@ -6,6 +6,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "array/dataio.h"
 #include "log.h"
@@ -49,6 +52,10 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
         return -ENOMEM;
     }
     L->signature = ppl_signature(a->sb.set_uuid);
+    /* tags of another run (its logs are emptied before this run's first
+     * log write) must not look like this run's */
+    if (getrandom(&L->tag, sizeof L->tag, 0) != sizeof L->tag)
+        L->tag = (uint32_t)time(NULL) ^ (uint32_t)getpid() << 16;
     pthread_mutex_init(&L->clear_mu, NULL);
     pthread_mutex_init(&L->res_mu, NULL);
     pthread_cond_init(&L->res_cv, NULL);
@@ -274,7 +281,7 @@ static int band_pp(const struct stripe_rows *r, const struct plan *pl, const str
 
 /* Slot s's part of the unit: entries and partial parity of stripes
  * [0, n) whose P or Q lies there (parity_disk: s, the log's member). */
-static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n,
+static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, uint32_t tag,
                      struct ppl_part *part)
 {
     uint32_t c = a->geom.chunk_sectors;
@@ -285,7 +292,8 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
             continue;
         part->written |= pl[i].written;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
-            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k, (uint32_t)part->slot);
+            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k,
+                                                (uint32_t)part->slot | tag << PPL_TAG_SHIFT);
             if (band_has_pp(a, &ps[i], &pl[i], j))
                 e.pp_size = pl[i].b[j].nrows * SECTOR; /* a full band with a folded block too */
             if (e.pp_size) {
@@ -556,6 +564,7 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         rc = -ENOMEM;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
     uint64_t pp_bytes[PPL_MAX_SLOTS] = {0};
+    uint32_t tag = a->geom.level == 6 ? __atomic_add_fetch(&L->tag, 1, __ATOMIC_RELAXED) & 0xffffffu : 0;
     int take = 0;
     for (; rc == 0 && take < n; take++) {
         if ((rc = plan_stripe(a, &ps[take], &pl[take])) != 0)
@@ -591,7 +600,7 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         part->pp = part->folded + 2 * entries[s];
         part->unit_next = u->parts;
         u->parts = part;
-        rc = fill_part(a, ps, pl, take, part);
+        rc = fill_part(a, ps, pl, take, tag, part);
     }
     free(pl);
     if (rc) {

@@ -38,8 +38,17 @@ struct ppl_log {
     pthread_mutex_t res_mu;
     pthread_cond_t res_cv; /* room freed in some log */
     int waiters;           /* atomic: units waiting for room */
+    uint32_t tag;          /* atomic: RAID-6 units logged since open (PPL_TAG) */
     struct ppl_member m[PPL_MAX_SLOTS];
 };
+
+/* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
+ * carry in bits 8..31 of each entry's parity_disk a tag of the unit that
+ * wrote it, the same in P's and Q's log: replay pairs a folded entry with
+ * the other parity's entry of the same write, not of an earlier write of
+ * the same rows. Bits 0..7 are the slot. */
+#define PPL_SLOT_MASK 0xffu
+#define PPL_TAG_SHIFT 8
 
 /* Partial parity both ways (ppl_q.c). Over n blocks blk[j] of len bytes
  * whose Q coefficients are g^slots[j] (md's order: the layout's q_slot):

@@ -221,7 +221,8 @@ static int other_log_has(struct uraid_array *a, const struct loaded *all, int s,
     for (uint32_t j = 0; j < o->entries_count; j++) {
         const struct ppl_entry *x = &o->entry[j];
         if (x->data_sector == e->data_sector && x->data_size == e->data_size && x->pp_size == e->pp_size &&
-            x->parity_disk == (uint32_t)t && o->folded[j] == f1 && o->folded2[j] == f2 && all[t].pp[j])
+            x->parity_disk == ((uint32_t)t | (e->parity_disk & ~PPL_SLOT_MASK)) && o->folded[j] == f1 &&
+            o->folded2[j] == f2 && all[t].pp[j])
             return 1;
     }
     return 0;
@@ -246,7 +247,9 @@ static int replay_member(struct uraid_array *a, const struct loaded *all, int s,
     for (uint32_t i = 0; i < h->entries_count && rc >= 0; i++) {
         const struct ppl_entry *e = &h->entry[i];
         struct ppl_entry_geom g;
-        int bad = pp + e->pp_size > ld->bytes || e->parity_disk != (uint32_t)s ||
+        /* RAID-6: bits 8..31 are the unit's tag (PPL_TAG_SHIFT) */
+        uint32_t slot = a->geom.level == 6 ? e->parity_disk & PPL_SLOT_MASK : e->parity_disk;
+        int bad = pp + e->pp_size > ld->bytes || slot != (uint32_t)s ||
                   ppl_entry_geom(e, a->geom.chunk_sectors, a->k, &g) || g.first >= a->size_sectors;
         const uint8_t *ppd = ld->pp[i];
         int fold = h->folded[i] || h->folded2[i];

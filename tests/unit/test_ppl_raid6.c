@@ -366,7 +366,7 @@ static void test_log_bytes(void)
         CHECK(ok, "%s: member %d (%s) has one entry after its empty header", f.label, s, j ? "Q" : "P");
         if (ok) {
             const struct ppl_entry *e = &h.entry[0];
-            CHECK(e->parity_disk == (uint32_t)s && e->pp_size == len && e->data_size == len &&
+            CHECK((e->parity_disk & 0xff) == (uint32_t)s && e->pp_size == len && e->data_size == len &&
                       e->data_sector == fx_at(&f, S, 1, 8192) / 512,
                   "%s: %s entry: parity_disk %u pp_size %u data_size %u sector %llu", f.label, j ? "Q" : "P",
                   e->parity_disk, e->pp_size, e->data_size, (unsigned long long)e->data_sector);
@@ -554,6 +554,47 @@ out:
     harness_end();
 }
 
+/* An earlier write of the same rows (finished) still listed in Q's log,
+ * and a later one of them cut after P's log write: P's entry must not be
+ * paired with Q's entry of the earlier write (the unit tag in parity_disk
+ * tells them apart), else P would make the missing chunk read back as the
+ * later write and Q as the earlier one. The first child writes the chunk and
+ * exits without closing; the second (whose open replays and empties the
+ * logs, except Q's, whose member drops every write to its log area and its
+ * parity of stripe S) writes it again, its P parity write dropped too. */
+static void test_same_rows_other_write(void)
+{
+    harness_begin("RAID-6 ppl, missing one member: Q's log still lists an earlier write of the same rows, the "
+                  "later write cut after P's log: not paired, the chunk reads back as the earlier write");
+    struct fx f;
+    fx_policy = URAID_POLICY_PPL;
+    if (fx_setup(&f, 6, 6, CHUNK, MEMBER_BYTES, &rng, 0, NULL))
+        goto out;
+    const uint64_t S = 4;
+    struct stripe_map map;
+    layout_stripe(&f.geom, S, &map);
+    unsigned missing = FX_SLOT(map.data_disk[1]);
+    uint64_t seed1 = rng_next(&rng), off = fx_at(&f, S, 1, 0);
+    if (run_write_specs(&f, missing, "-", off, CHUNK, seed1))
+        goto out;
+    struct rng r;
+    rng_seed(&r, seed1);
+    rng_fill(&r, f.model + off, CHUNK); /* the earlier write finished */
+    struct md_sb sb;
+    fx_read_sb(&f, map.q_disk, &sb);
+    uint64_t qlog = (uint64_t)md_sb_ppl_sector(&sb) * 512, qend = f.data_offset + (S + 1) * CHUNK;
+    char specs[256];
+    snprintf(specs, sizeof specs, "%d:drop-writes=%llu+%llu|%d:drop-writes=%llu+%u",
+             opened_index(&f, missing, map.q_disk), (unsigned long long)qlog, (unsigned long long)(qend - qlog),
+             opened_index(&f, missing, map.p_disk), (unsigned long long)(f.data_offset + S * CHUNK), CHUNK);
+    if (run_write_specs(&f, missing, specs, off, CHUNK, rng_next(&rng)) == 0)
+        reopen_and_verify(&f, missing, "an earlier write in Q's log");
+out:
+    fx_destroy(&f);
+    fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     ssize_t len = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
@@ -568,6 +609,7 @@ int main(int argc, char **argv)
     test_log_bytes();
     test_grow();
     test_one_log_only();
+    test_same_rows_other_write();
     test_interrupted(0, "healthy");
     test_interrupted(FX_SLOT(2), "missing one member");
     test_interrupted(FX_SLOT(1) | FX_SLOT(2), "missing two neighbouring members");
