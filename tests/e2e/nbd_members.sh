@@ -269,7 +269,7 @@ for i in 0 1 2 3 4 5; do
 done
 head -c 160M /dev/urandom >"$t_tmp/data7"
 # shellcheck disable=SC2086
-timeout 60 $URAID create --level 6 --raid-devices 6 --assume-clean $k >/dev/null 2>&1 || t_fail "create the RAID-6 to kill a member of"
+timeout 60 $URAID create --level 6 --raid-devices 6 --assume-clean --consistency-policy resync $k >/dev/null 2>&1 || t_fail "create the RAID-6 to kill a member of"
 # shellcheck disable=SC2086
 timeout 120 $URAID write --member-layer throttle=25M $k <"$t_tmp/data7" >"$t_tmp/out" 2>&1 &
 wpid=$!
