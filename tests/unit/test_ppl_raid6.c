@@ -52,7 +52,7 @@ static int ref_impl(void)
  * blocks alone (modified ones zero), and back again. */
 static void check_partial(int ref, int k, unsigned mask, size_t len)
 {
-    uint8_t *d[16], *z[16], P[4096], Q[4096], rp[4096], rq[4096], pp[4096], pq[4096], bp[4096], bq[4096];
+    uint8_t *d[16] = {0}, *z[16] = {0}, P[4096], Q[4096], rp[4096], rq[4096], pp[4096], pq[4096], bp[4096], bq[4096];
     const uint8_t *blk[16];
     int slots[16], n = 0;
     for (int i = 0; i < k; i++) {
