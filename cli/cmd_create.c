@@ -74,15 +74,19 @@ static void print_policy(const char *const *members, int n, const struct uraid_c
     const char *because = "";
     if (p->consistency_policy)
         because = " (as asked)";
+    else if (e.has_ppl_q)
+        because = " (the default for RAID-6: writes are logged, partial P and partial Q, so that a crash cannot "
+                  "leave parity stale; md cannot assemble this array until 'uraid grow --consistency-policy=bitmap' "
+                  "or '=resync' switches it)";
     else if (e.has_ppl)
         because = " (the default for RAID-5: writes are logged so that a crash cannot leave parity stale)";
-    else if (p->level == 5 && strcmp(e.version, "1.2"))
-        because = " (not ppl: uraid keeps md's partial parity log with metadata 1.2 only)";
-    else if (p->level == 5)
+    else if ((p->level == 5 || p->level == 6) && strcmp(e.version, "1.2"))
+        because = " (not ppl: uraid keeps its partial parity log with metadata 1.2 only)";
+    else if (p->level == 5 || p->level == 6)
         because = " (not ppl: the members have no room for its 1 MiB log, the chunk is too large, or a bitmap "
                   "was asked for)";
-    else if (p->level == 4 || p->level == 6)
-        because = " (mdadm's default: md has no partial parity log for this level)";
+    else if (p->level == 4)
+        because = " (mdadm's default: md has no partial parity log for RAID-4)";
     printf("uraid: consistency policy: %s%s\n", pol, because);
 }
 
@@ -231,7 +235,7 @@ int cmd_create(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid create --level L --raid-devices N [--spare-devices M] [--chunk SIZE] [--layout NAME]\n"
                    "                    [--bitmap internal|none] [--bitmap-chunk SIZE]\n"
-                   "                    [--consistency-policy resync|bitmap|ppl] (default: ppl for RAID-5)\n"
+                   "                    [--consistency-policy resync|bitmap|ppl] (default: ppl for RAID-5 and RAID-6)\n"
                    "                    [--metadata 0.90|1.0|1.1|1.2] (default 1.2, as mdadm)\n"
                    "                    [--name NAME] [--assume-clean] [--force] MEMBER... ('missing' for an empty\n"
                    "                    slot; the last M members become spares; RAID-0 members of different sizes\n"

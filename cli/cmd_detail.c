@@ -100,7 +100,11 @@ int cmd_detail(int argc, char **argv)
         printf("          Rounding : %uK\n\n", (unsigned)(info.chunk_bytes / 1024));
     else if (info.level != 1)
         printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
-    printf("Consistency Policy : %s\n\n", uraid_policy_name(info.consistency_policy));
+    printf("Consistency Policy : %s\n", uraid_policy_name(info.consistency_policy));
+    if (info.md_refuses)
+        printf("       md Assembly : refused (partial Q logged on RAID-6) until 'uraid grow "
+               "--consistency-policy=bitmap|resync' switches it\n");
+    printf("\n");
     if (rebuilt_pct >= 0)
         printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
     printf("              Name : %s\n", info.name);

@@ -179,6 +179,9 @@ static int examine_one(const char *path, const char *metadata)
     else if (e.has_ppl) /* mdadm prints the offset as an unsigned 16-bit number */
         printf("            PPL : %u sectors at offset %d sectors from superblock\n", e.ppl_sectors,
                (int)(uint16_t)e.ppl_offset_sectors);
+    if (e.has_ppl_q)
+        printf("          PPL Q : partial Q logged too (RAID-6, feature 0x80000000): md cannot assemble the array "
+               "until 'uraid grow --consistency-policy=bitmap|resync' switches it\n");
     printf("    Update Time : %s\n", cli_time(e.utime, t, sizeof t));
     if (e.has_bblog)
         printf("  Bad Block Log : %u entries available at offset %d sectors%s\n", e.bblog_entries,

@@ -197,7 +197,7 @@ int cmd_grow(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: uraid grow --consistency-policy resync|ppl MEMBER...\n"
+            printf("usage: uraid grow --consistency-policy resync|bitmap|ppl MEMBER...\n"
                    "       uraid grow MEMBER... --raid-devices N --add NEW... [--member-layer [MEMBER:]SPEC]\n"
                    "       uraid grow --continue MEMBER...\n"
                    "  (the array must not be running; every member is needed; mdadm --grow)\n");

@@ -20,7 +20,7 @@ struct verb {
 static const struct verb verbs[] = {
     {"create", cmd_create, "create an array: --level L --raid-devices N [--spare-devices M] [--chunk SIZE] MEMBERS..."},
     {"grow", cmd_grow, "grow an array that is not running: MEMBERS... --raid-devices N --add NEW... (RAID-5/6), --continue "
-                         "MEMBERS..., or --consistency-policy resync|ppl MEMBERS..."},
+                         "MEMBERS..., or --consistency-policy resync|bitmap|ppl MEMBERS..."},
     {"update", cmd_update, "change superblocks of an array that is not running (mdadm --update=): --update=name|uuid|resync|"
                              "no-bitmap|bbl|no-bbl [--name NEW] [--uuid U] MEMBERS..."},
     {"zero-superblock", cmd_zero_superblock, "erase the md superblock of each member (mdadm --zero-superblock): [--force] MEMBERS..."},

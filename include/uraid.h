@@ -243,6 +243,7 @@ struct uraid_array_info {
     int clean;                       /* 1 = resync_offset says fully in sync */
     int bitmap;                      /* 1 = md's internal write-intent bitmap is kept */
     int consistency_policy;          /* enum uraid_policy: RESYNC, BITMAP or PPL */
+    int md_refuses;                  /* 1 = uraid's RAID-6 PPL (feature 0x80000000): md cannot assemble it */
     int degraded;                    /* number of slots not in sync */
     int nmembers;                    /* entries in member[]: slots first, then the rest */
     struct uraid_member_info member[URAID_MAX_MEMBERS];

@@ -54,6 +54,7 @@ struct uraid_examine {
     int has_bitmap;
     int32_t bitmap_offset_sectors; /* from the superblock */
     int has_ppl;                  /* feature PPL (or MULTIPLE_PPLS): md's partial parity log */
+    int has_ppl_q;                /* uraid's RAID-6 PPL (feature 0x80000000): md cannot assemble it */
     int32_t ppl_offset_sectors;   /* from the superblock */
     uint32_t ppl_sectors;
     int has_bblog, bad_blocks_present;

@@ -67,6 +67,7 @@ static void fill_sb(const struct md_sb *sb, struct uraid_examine *e)
     e->has_bitmap = !!(sb->feature_map & MD_FEATURE_BITMAP_OFFSET);
     e->bitmap_offset_sectors = sb->bitmap_offset;
     e->has_ppl = !e->has_bitmap && md_sb_has_ppl(sb);
+    e->has_ppl_q = e->has_ppl && md_sb_has_ppl_q(sb);
     e->ppl_offset_sectors = md_sb_ppl_offset(sb);
     e->ppl_sectors = md_sb_ppl_size(sb);
     e->has_bblog = sb->bblog_offset && sb->bblog_size;

@@ -746,6 +746,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
     info->consistency_policy = md_sb_has_ppl(R)                               ? URAID_POLICY_PPL
                                : (R->feature_map & MD_FEATURE_BITMAP_OFFSET) ? URAID_POLICY_BITMAP
                                                                              : URAID_POLICY_RESYNC;
+    info->md_refuses = md_sb_has_ppl_q(R);
     int nm = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct uraid_member_info *mi = &info->member[nm++];

@@ -290,9 +290,9 @@ static int check_policy(struct create_plan *c)
         return refuse(c, -EOPNOTSUPP, "--consistency-policy=journal is not supported yet (it needs a write journal "
                                       "device); use ppl, bitmap or resync");
     if (pol == URAID_POLICY_PPL) {
-        if (c->g.level != 5)
-            return refuse(c, -EINVAL, "--consistency-policy=ppl needs RAID-5: md keeps a partial parity log for "
-                                      "RAID-5 only (this is RAID-%d)", c->g.level);
+        if (c->g.level != 5 && c->g.level != 6)
+            return refuse(c, -EINVAL, "--consistency-policy=ppl needs RAID-5 or RAID-6: md keeps a partial parity "
+                                      "log for RAID-5 only, uraid also for RAID-6 (this is RAID-%d)", c->g.level);
         if (bm == URAID_BITMAP_INTERNAL || p->bitmap_chunk_bytes)
             return refuse(c, -EINVAL, "--consistency-policy=ppl and a write-intent bitmap exclude each other (md "
                                       "keeps one or the other)");
@@ -318,16 +318,18 @@ static int check_policy(struct create_plan *c)
     return 0;
 }
 
-/* The default policy once the members' size is known: ppl for RAID-5
- * when nothing asks for a bitmap and the members have room for the log,
- * else mdadm's bitmap rule (bitmap or resync). */
+/* The default policy once the members' size is known: ppl for RAID-5 and
+ * RAID-6 (uraid's partial Q log, which md cannot assemble until `uraid
+ * grow --consistency-policy` switches it) when nothing asks for a bitmap
+ * and the members have room for the log, else mdadm's bitmap rule (bitmap
+ * or resync). */
 static void settle_policy(struct create_plan *c)
 {
     if (c->policy != URAID_POLICY_DEFAULT)
         return;
     uint64_t need = md_choose_data_offset_space(c->smallest, c->g.chunk_sectors, MD_PPL_SECTORS) +
                     2ull * c->g.chunk_sectors + 10;
-    if (c->g.level == 5 && c->format == MD_FMT_1_2 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
+    if ((c->g.level == 5 || c->g.level == 6) && c->format == MD_FMT_1_2 && c->bitmap_mode != URAID_BITMAP_INTERNAL && !c->p->bitmap_chunk_bytes && c->n <= 64 &&
         c->g.chunk_sectors <= PPL_MAX_CHUNK_SECTORS && c->smallest >= need) {
         c->policy = URAID_POLICY_PPL;
         c->bitmap_mode = URAID_BITMAP_NONE;

@@ -10,6 +10,7 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "meta/bitmap.h"
 #include "meta/ppl.h"
 #include "stripe/ppl.h"
 
@@ -39,6 +40,7 @@ struct grow {
     int n;
     struct member *dev[URAID_MAX_MEMBERS];
     struct md_sb *sb;           /* n superblocks, then their new versions */
+    struct md_bitmap_sb bm;     /* to bitmap: the header every member gets */
     char *why;
     size_t whylen;
 };
@@ -95,12 +97,42 @@ static int plan_ppl(struct grow *g, int i, struct md_sb *nsb)
                       "--consistency-policy=ppl has 1 MiB)",
                       g->dev[i]->path, (long long)(space > 0 ? space : 0),
                       end == sb->bblog_offset ? "bad-block log" : "data", sb->chunksize / 2, need);
-    nsb->feature_map |= MD_FEATURE_PPL;
+    /* RAID-6: uraid's own bit, which md refuses (docs/FORMAT.md 5b) */
+    nsb->feature_map |= sb->level == 6 ? MD_FEATURE_PPL_Q : MD_FEATURE_PPL;
     nsb->feature_map &= ~MD_FEATURE_MULTIPLE_PPLS;
     md_sb_set_ppl(nsb, 8, (uint16_t)space);
     char why[300];
     int rc = md_sb_check_ppl(nsb, why, sizeof why);
     return rc ? refuse(g, rc, "member %s: %s", g->dev[i]->path, why) : ppl_supported(nsb, g->why, g->whylen);
+}
+
+/* mdadm's internal bitmap (--grow --bitmap=internal) where the PPL was:
+ * sb + 8 up to the bad-block log or the data, the chunk as mdadm chooses
+ * it for that room. Every member gets the same header; the array is clean,
+ * so no bit is set. */
+static int plan_bitmap(struct grow *g, int i, struct md_sb *nsb)
+{
+    const struct md_sb *sb = &g->sb[i];
+    int64_t end = sb->bblog_offset > 8 && sb->bblog_size ? sb->bblog_offset
+                                                         : (int64_t)(sb->data_offset - sb->super_offset);
+    int64_t room = end - 8;
+    uint32_t chunk;
+    char why[200];
+    int rc = md_bitmap_choose_chunk(sb->size, room > 0 ? (uint32_t)room : 0, 0, &chunk, why, sizeof why);
+    if (rc)
+        return refuse(g, rc, "member %s: no room for a write-intent bitmap (%lld sectors after the superblock): %s",
+                      g->dev[i]->path, (long long)(room > 0 ? room : 0), why);
+    nsb->feature_map |= MD_FEATURE_BITMAP_OFFSET;
+    nsb->bitmap_offset = 8;
+    if (i == 0) {
+        uint8_t uuid[16];
+        md_sb_bitmap_uuid(nsb, uuid);
+        md_bitmap_init(&g->bm, uuid, nsb->events, sb->size, chunk);
+    } else if (chunk != g->bm.chunksize) {
+        return refuse(g, -EINVAL, "member %s: its room gives a bitmap chunk of %u bytes, the first member's %u",
+                      g->dev[i]->path, chunk, g->bm.chunksize);
+    }
+    return 0;
 }
 
 /* The new superblocks, in memory. */
@@ -111,17 +143,18 @@ static int plan_all(struct grow *g, int policy)
     if (policy == URAID_POLICY_JOURNAL)
         return refuse(g, -EOPNOTSUPP, "consistency policy journal is not supported yet (it needs a write journal "
                                       "device)");
-    if (policy == URAID_POLICY_BITMAP)
+    /* from a PPL only: its area is the bitmap's room (mdadm: --grow --bitmap=internal) */
+    if (policy == URAID_POLICY_BITMAP && cur != URAID_POLICY_PPL)
         return refuse(g, -EOPNOTSUPP, "mdadm changes to bitmap with --grow --bitmap=internal, not with "
-                                      "--consistency-policy; uraid cannot add a bitmap to an array yet");
-    if (policy != URAID_POLICY_RESYNC && policy != URAID_POLICY_PPL)
+                                      "--consistency-policy; uraid adds a bitmap only in place of a PPL");
+    if (policy != URAID_POLICY_RESYNC && policy != URAID_POLICY_PPL && policy != URAID_POLICY_BITMAP)
         return refuse(g, -EINVAL, "unknown consistency policy %d", policy);
     if (policy == URAID_POLICY_PPL && cur == URAID_POLICY_BITMAP)
         return refuse(g, -EINVAL, "the array keeps a write-intent bitmap: a PPL and a bitmap exclude each other "
                                   "(change it to resync first, as mdadm --grow --bitmap=none does)");
-    if (policy == URAID_POLICY_PPL && s0->level != 5)
-        return refuse(g, -EINVAL, "consistency policy ppl needs RAID-5: md keeps a partial parity log for RAID-5 "
-                                  "only (this is RAID-%d)", s0->level);
+    if (policy == URAID_POLICY_PPL && s0->level != 5 && s0->level != 6)
+        return refuse(g, -EINVAL, "consistency policy ppl needs RAID-5 or RAID-6: md keeps a partial parity log for "
+                                  "RAID-5 only, uraid also for RAID-6 (this is RAID-%d)", s0->level);
     if (policy == URAID_POLICY_PPL && s0->format != MD_FMT_1_2)
         return refuse(g, -EOPNOTSUPP, "consistency policy ppl needs metadata 1.2 here (this array has %s): uraid "
                                       "keeps md's PPL area after a 1.2 superblock only", md_format_name(s0->format));
@@ -132,32 +165,54 @@ static int plan_all(struct grow *g, int policy)
         struct md_sb *nsb = &g->sb[g->n + i];
         *nsb = g->sb[i];
         /* mdadm's no-ppl and no-bitmap clear the feature bits only */
-        nsb->feature_map &= ~(MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_BITMAP_OFFSET);
+        nsb->feature_map &= ~(MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_PPL_Q | MD_FEATURE_BITMAP_OFFSET);
         nsb->events = events + 1;
         nsb->utime = (uint64_t)time(NULL);
-        int rc = policy == URAID_POLICY_PPL ? plan_ppl(g, i, nsb) : 0;
+        int rc = policy == URAID_POLICY_PPL      ? plan_ppl(g, i, nsb)
+                 : policy == URAID_POLICY_BITMAP ? plan_bitmap(g, i, nsb)
+                                                 : 0;
         if (rc)
             return rc;
     }
     return 0;
 }
 
-/* The logs emptied first (space nothing reads until the superblocks say
- * so), then the superblocks. */
+/* Member i's old PPL area zeroed (leaving ppl: no stale log is left for
+ * a later switch back to find), the new log emptied or the new bitmap
+ * written: space nothing reads until the superblocks say so. */
+static int write_areas(struct grow *g, int i)
+{
+    const struct md_sb *osb = &g->sb[i], *nsb = &g->sb[g->n + i];
+    int rc = 0;
+    if (md_sb_has_ppl(osb) && !md_sb_has_ppl(nsb))
+        rc = member_zero(g->dev[i], (size_t)md_sb_ppl_size(osb) * SECTOR, (uint64_t)md_sb_ppl_sector(osb) * SECTOR);
+    if (rc == 0 && md_sb_has_ppl(nsb)) {
+        uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
+        struct ppl_header h = {.signature = ppl_signature(nsb->set_uuid)};
+        ppl_header_encode(&h, hdr);
+        uint64_t at = (uint64_t)md_sb_ppl_sector(nsb) * SECTOR;
+        rc = member_zero(g->dev[i], (size_t)md_sb_ppl_size(nsb) * SECTOR, at);
+        if (rc == 0)
+            rc = member_write(g->dev[i], hdr, sizeof hdr, at);
+    }
+    if (rc == 0 && (nsb->feature_map & MD_FEATURE_BITMAP_OFFSET) && !(osb->feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+        uint64_t bytes = md_bitmap_area_bytes(md_bitmap_bits(&g->bm));
+        uint8_t hdr[MD_BITMAP_HEADER_BYTES];
+        uint64_t at = (nsb->super_offset + (uint64_t)(int64_t)nsb->bitmap_offset) * SECTOR;
+        md_bitmap_encode(&g->bm, hdr);
+        rc = member_zero(g->dev[i], (size_t)bytes, at);
+        if (rc == 0)
+            rc = member_write(g->dev[i], hdr, sizeof hdr, at);
+    }
+    return rc;
+}
+
+/* The areas first, then the superblocks. */
 static int write_all(struct grow *g)
 {
     for (int i = 0; i < g->n; i++) {
         const struct md_sb *nsb = &g->sb[g->n + i];
-        int rc = 0;
-        if (md_sb_has_ppl(nsb)) {
-            uint8_t hdr[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
-            struct ppl_header h = {.signature = ppl_signature(nsb->set_uuid)};
-            ppl_header_encode(&h, hdr);
-            uint64_t at = (uint64_t)md_sb_ppl_sector(nsb) * SECTOR;
-            rc = member_zero(g->dev[i], (size_t)md_sb_ppl_size(nsb) * SECTOR, at);
-            if (rc == 0)
-                rc = member_write(g->dev[i], hdr, sizeof hdr, at);
-        }
+        int rc = write_areas(g, i);
         if (rc == 0)
             rc = array_write_superblock(g->dev[i], nsb);
         if (rc == 0)

@@ -115,11 +115,14 @@ int ppl_header_encode(const struct ppl_header *h, uint8_t *out)
     memset(out, 0xff, PPL_RESERVED_BYTES);
     int folds = 0;
     for (uint32_t i = 0; i < h->entries_count; i++)
-        folds |= h->folded[i] != 0;
+        folds |= h->folded[i] != 0 || h->folded2[i] != 0;
     if (folds) {
         memcpy(out, PPL_FOLD_MAGIC, PPL_FOLD_AT);
         for (uint32_t i = 0; i < h->entries_count; i++)
+        {
             out[PPL_FOLD_AT + i] = h->folded[i] ? (uint8_t)(h->folded[i] - 1) : 0xff;
+            out[PPL_FOLD2_AT + i] = h->folded2[i] ? (uint8_t)(h->folded2[i] - 1) : 0xff;
+        }
     }
     le32_put(out + OFF_SIGNATURE, h->signature);
     le64_put(out + OFF_GENERATION, h->generation);
@@ -169,6 +172,8 @@ int ppl_header_decode(const uint8_t *in, struct ppl_header *h, char *why, size_t
         /* md's own headers (all 0xff) fold nothing */
         if (!memcmp(in, PPL_FOLD_MAGIC, PPL_FOLD_AT) && in[PPL_FOLD_AT + i] < 0xff)
             h->folded[i] = (uint8_t)(in[PPL_FOLD_AT + i] + 1);
+        if (!memcmp(in, PPL_FOLD_MAGIC, PPL_FOLD_AT) && in[PPL_FOLD2_AT + i] < 0xff)
+            h->folded2[i] = (uint8_t)(in[PPL_FOLD2_AT + i] + 1);
     }
     return 0;
 }

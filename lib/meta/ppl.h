@@ -17,7 +17,9 @@
  * entry's partial parity also carries the new data of a modified block
  * whose member was missing (that block exists only in parity), bytes 0..7
  * hold PPL_FOLD_MAGIC and byte 8 + i the raid slot folded into entry i
- * (0xff: none). A header without a folded entry is byte for byte md's. */
+ * (0xff: none), byte 156 + i a second one (RAID-6 missing two members,
+ * both modified by the entry; 0xff: none). A header without a folded entry
+ * is byte for byte md's. */
 #ifndef URAID_META_PPL_H
 #define URAID_META_PPL_H
 
@@ -31,6 +33,7 @@
 #define PPL_ENTRY_BYTES 24u
 #define PPL_FOLD_MAGIC "uraidPF1"
 #define PPL_FOLD_AT 8u
+#define PPL_FOLD2_AT (PPL_FOLD_AT + PPL_MAX_ENTRIES) /* RAID-6: a second folded slot per entry */
 
 struct ppl_entry {
     uint64_t data_sector;  /* array sector (512-byte units for md's own metadata) */
@@ -50,6 +53,7 @@ struct ppl_header {
      * partial parity carries (it was not written: parity holds it), 0:
      * none, as md means every entry */
     uint8_t folded[PPL_MAX_ENTRIES];
+    uint8_t folded2[PPL_MAX_ENTRIES]; /* the same for a second block (RAID-6), 0: none */
 };
 
 /* The kernel's crc32c_le(crc, p, n): no inversion at either end. */

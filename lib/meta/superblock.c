@@ -221,8 +221,8 @@ int md_sb_decode(const uint8_t *in, uint64_t read_at_sector, struct md_sb *sb, c
         return -EBADMSG;
     }
     uint32_t features = le32_get(in + OFF(feature_map));
-    if (features & ~MD_FEATURE_ALL) {
-        uraid_why(why, whylen, "unknown feature bits 0x%x (feature_map 0x%x)", features & ~MD_FEATURE_ALL,
+    if (features & ~URAID_FEATURE_ALL) {
+        uraid_why(why, whylen, "unknown feature bits 0x%x (feature_map 0x%x)", features & ~URAID_FEATURE_ALL,
             features);
         return -EOPNOTSUPP;
     }
@@ -385,6 +385,16 @@ int md_sb_check_ppl(const struct md_sb *sb, char *why, size_t whylen)
     uint32_t f = sb->feature_map;
     if (!md_sb_has_ppl(sb))
         return 0;
+    if ((f & MD_FEATURE_PPL_Q) && sb->level != 6) {
+        uraid_why(why, whylen, "feature 0x%x (a PPL with partial Q) on RAID-%d: it belongs to RAID-6 only",
+            MD_FEATURE_PPL_Q, sb->level);
+        return -EINVAL;
+    }
+    if ((f & MD_FEATURE_PPL_Q) && (f & (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS))) {
+        uraid_why(why, whylen, "feature 0x%x (a PPL with partial Q) beside md's PPL bits (feature_map 0x%x)",
+            MD_FEATURE_PPL_Q, f);
+        return -EINVAL;
+    }
     if (f & (MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_JOURNAL)) {
         uraid_why(why, whylen, "a PPL together with a %s (md refuses both at once)",
             f & MD_FEATURE_JOURNAL ? "journal" : "write-intent bitmap");
@@ -568,7 +578,7 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
     sb->bblog_offset = pl.bblog_offset;
 
     if (p->ppl) {
-        sb->feature_map |= MD_FEATURE_PPL;
+        sb->feature_map |= p->level == 6 ? MD_FEATURE_PPL_Q : MD_FEATURE_PPL;
         md_sb_set_ppl(sb, 8, MD_PPL_SECTORS);
     }
     sb->events = 0;

@@ -37,6 +37,12 @@
 #define MD_FEATURE_MULTIPLE_PPLS 0x800u
 #define MD_FEATURE_RAID0_LAYOUT 0x1000u
 #define MD_FEATURE_ALL 0x1fffu      /* every bit the kernel knows */
+/* uraid's own bit (docs/FORMAT.md 5b): a PPL on RAID-6 whose Q member logs
+ * partial Q. Outside MD_FEATURE_ALL on purpose: md's super_1_load refuses
+ * a superblock with a bit it does not know, so md refuses the array rather
+ * than take the Q logs for RAID-5 ones. Set instead of PPL, never beside it. */
+#define MD_FEATURE_PPL_Q 0x80000000u
+#define URAID_FEATURE_ALL (MD_FEATURE_ALL | MD_FEATURE_PPL_Q) /* what uraid decodes */
 
 #define MD_ROLE_SPARE 0xffffu
 #define MD_ROLE_FAULTY 0xfffeu
@@ -175,11 +181,13 @@ int md_sb_check_bblog(const struct md_sb *sb, char *why, size_t whylen);
 
 /* A PPL is kept: mdadm writes feature bit PPL, the kernel rewrites it as
  * MULTIPLE_PPLS alone once it uses the area as several logs (mdadm's
- * md_feature_any_ppl_on). */
+ * md_feature_any_ppl_on); uraid's RAID-6 PPL (partial P and Q) has PPL_Q. */
 static inline int md_sb_has_ppl(const struct md_sb *sb)
 {
-    return !!(sb->feature_map & (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS));
+    return !!(sb->feature_map & (MD_FEATURE_PPL | MD_FEATURE_MULTIPLE_PPLS | MD_FEATURE_PPL_Q));
 }
+/* The PPL is uraid's RAID-6 one: md cannot assemble the array. */
+static inline int md_sb_has_ppl_q(const struct md_sb *sb) { return !!(sb->feature_map & MD_FEATURE_PPL_Q); }
 
 /* The PPL area shares bytes 96..99 with bitmap_offset (feature bit PPL). */
 static inline int16_t md_sb_ppl_offset(const struct md_sb *sb) { return (int16_t)((uint32_t)sb->bitmap_offset & 0xffffu); }
@@ -256,8 +264,9 @@ struct md_sb_create_params {
     uint8_t uuid[16];
     const uint8_t *missing;     /* NULL or raid_disks flags: nonzero = empty slot */
     int assume_clean;           /* resync_offset = MD_RESYNC_CLEAN instead of 0 */
-    int ppl;                    /* mdadm --consistency-policy=ppl: feature bit PPL, a 1 MiB
-                                 * area at sb + 8, data_offset and bad-block log after it */
+    int ppl;                    /* mdadm --consistency-policy=ppl: feature bit PPL (PPL_Q on
+                                 * RAID-6), a 1 MiB area at sb + 8, data_offset and bad-block
+                                 * log after it */
     int format;                 /* enum md_format (0: 1.2). 1.0 puts the superblock near each
                                  * member's end (data from 0, log before it); 0.90 as md_sb0_init */
 };

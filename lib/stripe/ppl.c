@@ -6,48 +6,22 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "array/dataio.h"
 #include "log.h"
 #include "meta/ppl.h"
+#include "stripe/ppl_int.h"
 #include "uraid_parity.h"
-
-#define PPL_MAX_SLOTS 64 /* md's limit: a flush bitmap of one unsigned long */
-
-struct ppl_part;
-
-struct ppl_member {
-    pthread_mutex_t mu;         /* log writes one at a time, in order; next_off */
-    pthread_mutex_t list_mu;    /* the list, link_seq, unflushed; written_seq (changed under both) */
-    pthread_cond_t departed;    /* a part left the list, or written_seq grew (under list_mu) */
-    struct ppl_part *inflight;  /* parts of units whose member writes are in flight */
-    uint64_t link_seq;          /* parts linked so far */
-    uint64_t written_seq;       /* every part up to this one is in a header on disk */
-    uint64_t next_off;          /* bytes into the area where the next header goes */
-    uint64_t unflushed;         /* slots written by parts that left, not flushed since */
-    uint32_t entries;           /* atomic: entries reserved by units in flight */
-    uint64_t pp_bytes;          /* atomic: partial parity reserved */
-    uint64_t start;             /* the area: member sector and length */
-    uint32_t sectors;
-    uint64_t room;              /* bytes of partial parity the area holds after its header */
-};
-
-struct ppl_log {
-    uint32_t signature;
-    uint64_t generation;   /* atomic: the last header's */
-    int cleared;           /* atomic: the areas were emptied since open */
-    pthread_mutex_t clear_mu;
-    pthread_mutex_t res_mu;
-    pthread_cond_t res_cv; /* room freed in some log */
-    int waiters;           /* atomic: units waiting for room */
-    struct ppl_member m[PPL_MAX_SLOTS];
-};
 
 int ppl_supported(const struct md_sb *sb, char *why, size_t whylen)
 {
     uint32_t room = md_sb_ppl_size(sb) > PPL_HEADER_SECTORS ? md_sb_ppl_size(sb) - PPL_HEADER_SECTORS : 0;
-    if (sb->level != 5) {
-        uraid_why(why, whylen, "md keeps a partial parity log for RAID-5 only (this array is RAID-%d)", sb->level);
+    if (sb->level != 5 && !(sb->level == 6 && md_sb_has_ppl_q(sb))) {
+        uraid_why(why, whylen, "md keeps a partial parity log for RAID-5 only (this array is RAID-%d%s)", sb->level,
+                  sb->level == 6 ? " without uraid's partial Q feature 0x80000000" : "");
         return -EOPNOTSUPP;
     }
     if (sb->raid_disks > PPL_MAX_SLOTS) {
@@ -78,6 +52,10 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
         return -ENOMEM;
     }
     L->signature = ppl_signature(a->sb.set_uuid);
+    /* tags of another run (its logs are emptied before this run's first
+     * log write) must not look like this run's */
+    if (getrandom(&L->tag, sizeof L->tag, 0) != sizeof L->tag)
+        L->tag = (uint32_t)time(NULL) ^ (uint32_t)getpid() << 16;
     pthread_mutex_init(&L->clear_mu, NULL);
     pthread_mutex_init(&L->res_mu, NULL);
     pthread_cond_init(&L->res_cv, NULL);
@@ -192,50 +170,56 @@ struct ppl_part {
     uint32_t nentries;
     uint64_t pp_bytes;
     uint64_t written;            /* slots the unit's stripes write */
-    uint8_t *folded;             /* per entry (ppl_header.folded), after e[] in the same allocation */
+    uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
     uint8_t *pp;                 /* pp_bytes, after folded[] */
     struct ppl_entry e[];
 };
 
-/* What the log needs of one stripe: its map, the parity slot that holds
- * the log (-1: nothing to log) and the slots it writes. */
+/* What the log needs of one stripe: its map, the parity slots whose logs
+ * hold its entries (P's; on RAID-6 also Q's; -1: that parity is not
+ * written, so there is nothing for its log to protect) and the slots it
+ * writes. */
 struct plan {
     struct stripe_map map;
-    int p;
+    int par[2];
     int nb;
     struct ppl_band b[3];
-    uint8_t fold[3];        /* per band: ppl_header.folded of its entry */
-    uint64_t pp_bytes;
+    uint8_t fold[3][2];     /* per band: ppl_header.folded and folded2 of its entries */
+    uint64_t pp_bytes;      /* in each of the logs */
     uint64_t written;
 };
 
-/* 1 + the slot of the one modified block of band b that is not written
- * because its member is out of sync (the block then lives in parity only),
- * or 0. Partial parity alone (the blocks the write leaves alone) cannot
- * recover such a row: replay would need the block as it is now, and a
- * power cut can keep P and tear the other blocks, so that nothing on disk
- * says what it was. Its new data goes into the entry's partial parity. */
-static uint8_t band_fold(struct uraid_array *a, const struct ppl_stripe *ps, const struct stripe_map *map,
-                         const struct ppl_band *b)
+/* The modified blocks of band b that are not written because their member
+ * is out of sync (the block then lives in parity only), as 1 + slot in
+ * fold[0..1] (0: none). Partial parity alone (the blocks the write leaves
+ * alone) cannot recover such a row: replay would need the block as it is
+ * now, and a power cut can keep the parity and tear the other blocks, so
+ * that nothing on disk says what it was. Its new data goes into the
+ * entry's partial parity. More than the level's parity count: the stripe
+ * cannot be written anyway. */
+static void band_fold(struct uraid_array *a, const struct ppl_stripe *ps, const struct stripe_map *map,
+                      const struct ppl_band *b, uint8_t fold[2])
 {
     uint32_t c = a->geom.chunk_sectors;
     uint64_t upto = ps->stripe * c + (ps->r ? ps->r->row + ps->r->nrows : c);
-    int fold = -1, n = 0;
+    int n = 0, f[2] = {0, 0};
     for (uint32_t d = b->d_lo; d <= b->d_hi; d++) {
         int m = map->data_disk[d];
         if ((!ps->r || ps->r->unavailable[m]) && !slot_ok_upto(a, m, upto)) {
-            fold = m;
+            if (n < 2)
+                f[n] = m + 1;
             n++;
         }
     }
-    return n == 1 ? (uint8_t)(fold + 1) : 0; /* two: RAID-5 cannot write the stripe anyway */
+    fold[0] = n <= a->nparity ? (uint8_t)f[0] : 0;
+    fold[1] = n <= a->nparity ? (uint8_t)f[1] : 0;
 }
 
 /* Band i carries partial parity: it leaves a data block alone, or (a user
- * write; zeroing folds zeros, which need no bytes) its folded block's data. */
+ * write; zeroing folds zeros, which need no bytes) a folded block's data. */
 static int band_has_pp(const struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int i)
 {
-    return pl->b[i].d_hi - pl->b[i].d_lo + 1 < (uint32_t)a->k || (pl->fold[i] && ps->r);
+    return pl->b[i].d_hi - pl->b[i].d_lo + 1 < (uint32_t)a->k || (pl->fold[i][0] && ps->r);
 }
 
 static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struct plan *pl)
@@ -245,69 +229,80 @@ static int plan_stripe(struct uraid_array *a, const struct ppl_stripe *ps, struc
         pl->map = ps->r->map;
     else if (layout_stripe(&a->geom, ps->stripe, &pl->map))
         return -EINVAL;
-    pl->p = pl->map.p_disk;
     uint64_t msec = ps->stripe * c;
-    int usable = pl->p >= 0 && a->ppl->m[pl->p].sectors &&
-                 (ps->r ? !ps->r->unavailable[pl->p] : slot_ok_upto(a, pl->p, msec + c));
-    if (!usable) {
-        pl->p = -1; /* no parity is written: nothing for a log to protect */
-        return 0;
+    int any = 0;
+    pl->written = 0;
+    for (int j = 0; j < 2; j++) {
+        int p = j ? pl->map.q_disk : pl->map.p_disk;
+        int usable = p >= 0 && a->ppl->m[p].sectors &&
+                     (ps->r ? !ps->r->unavailable[p] : slot_ok_upto(a, p, msec + c));
+        pl->par[j] = usable ? p : -1;
+        if (usable) {
+            pl->written |= 1ull << p;
+            any = 1;
+        }
     }
+    pl->nb = 0;
+    if (!any)
+        return 0;
     pl->nb = ppl_bands(c, a->k, ps->r0, ps->r1, pl->b);
     pl->pp_bytes = 0;
     for (int i = 0; i < pl->nb; i++) {
-        pl->fold[i] = band_fold(a, ps, &pl->map, &pl->b[i]);
+        band_fold(a, ps, &pl->map, &pl->b[i], pl->fold[i]);
         if (band_has_pp(a, ps, pl, i))
             pl->pp_bytes += (uint64_t)pl->b[i].nrows * SECTOR;
     }
-    pl->written = 1ull << pl->p;
     for (uint64_t d = ps->r0 / c; d <= (ps->r1 - 1) / c; d++)
         pl->written |= 1ull << pl->map.data_disk[d];
     return 0;
 }
 
-/* Band b's partial parity: P ^ the band's new blocks (= the XOR of the
- * blocks the write leaves alone), into dst; a folded block (fold = 1 +
- * its slot) is left out of the XOR, so that its new data stays in. */
-static int band_pp(const struct stripe_rows *r, const struct plan *pl, const struct ppl_band *b, int fold,
-                   uint8_t *dst)
+/* Band b's partial parity for the log of parity slot s (P's or Q's): the
+ * parity ^ the band's new blocks (= the blocks the write leaves alone,
+ * for Q each times g^its Q slot), into dst; a folded block is left out,
+ * so that its new data stays in. */
+static int band_pp(const struct stripe_rows *r, const struct plan *pl, const struct ppl_band *b,
+                   const uint8_t fold[2], int s, uint8_t *dst)
 {
-    const void *src[PPL_MAX_SLOTS + 1];
+    const uint8_t *blk[PPL_MAX_SLOTS];
+    int qs[PPL_MAX_SLOTS];
     size_t off = (size_t)(b->row - r->row) * SECTOR, len = (size_t)b->nrows * SECTOR;
-    int n = 0;
-    src[n++] = r->block[pl->p] + off;
-    for (uint32_t d = b->d_lo; d <= b->d_hi; d++)
-        if (pl->map.data_disk[d] != fold - 1)
-            src[n++] = r->block[pl->map.data_disk[d]] + off;
-    if (n == 1) {
-        memcpy(dst, src[0], len);
-        return 0;
+    int n = 0, is_q = s == pl->map.q_disk;
+    for (uint32_t d = b->d_lo; d <= b->d_hi; d++) {
+        int m = pl->map.data_disk[d];
+        if (m == fold[0] - 1 || m == fold[1] - 1)
+            continue;
+        qs[n] = pl->map.q_slot[d];
+        blk[n++] = r->block[m] + off;
     }
-    return uraid_gen_p(n, len, src, dst);
+    const uint8_t *par = r->block[s] + off;
+    return ppl_partial_pq(par, par, n, qs, blk, len, is_q ? NULL : dst, is_q ? dst : NULL);
 }
 
 /* Slot s's part of the unit: entries and partial parity of stripes
- * [0, n) whose parity lies there. */
-static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n,
+ * [0, n) whose P or Q lies there (parity_disk: s, the log's member). */
+static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, uint32_t tag,
                      struct ppl_part *part)
 {
     uint32_t c = a->geom.chunk_sectors;
     uint8_t *pp = part->pp;
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
-        if (pl[i].p != part->slot)
+        if (pl[i].par[0] != part->slot && pl[i].par[1] != part->slot)
             continue;
         part->written |= pl[i].written;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
-            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k, (uint32_t)part->slot);
+            struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k,
+                                                (uint32_t)part->slot | tag << PPL_TAG_SHIFT);
             if (band_has_pp(a, &ps[i], &pl[i], j))
                 e.pp_size = pl[i].b[j].nrows * SECTOR; /* a full band with a folded block too */
             if (e.pp_size) {
-                rc = band_pp(ps[i].r, &pl[i], &pl[i].b[j], pl[i].fold[j], pp);
+                rc = band_pp(ps[i].r, &pl[i], &pl[i].b[j], pl[i].fold[j], part->slot, pp);
                 e.checksum = ppl_crc32c(pp, e.pp_size);
                 pp += e.pp_size;
             }
-            part->folded[part->nentries] = pl[i].fold[j];
+            part->folded[2 * part->nentries] = pl[i].fold[j][0];
+            part->folded[2 * part->nentries + 1] = pl[i].fold[j][1];
             part->e[part->nentries++] = e;
         }
     }
@@ -391,57 +386,133 @@ static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t
     }
 }
 
-static int write_header(struct uraid_array *a, int s, uint64_t seq)
+/* One log write of a unit's batch (write_logs): prepared with its
+ * member's log held, which stays held until the write is done. */
+struct log_write {
+    int s;
+    uint64_t off, upto, departed;
+    size_t len;
+    uint8_t *buf;
+};
+
+/* Slot s's header listing every part in flight there, then their partial
+ * parity, into w->buf. Returns 1 when prepared (the log stays held), 0
+ * when part `seq` is on disk already (a header another writer wrote
+ * listed it), or a negative errno (nothing held). */
+static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
-    struct member *dev = a->slot[s].dev;
-    uint64_t off, pp;
-    if (claim_log(m, seq, &off, &pp)) {
+    uint64_t pp;
+    if (claim_log(m, seq, &w->off, &pp)) {
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
-    struct ppl_header hs, *h = &hs;
-    h->entries_count = 0;
-    uint64_t upto = m->link_seq, departed = m->unflushed;
-    m->unflushed = 0;
-    size_t len = PPL_HEADER_BYTES + (size_t)pp;
-    uint8_t *buf = aligned_alloc(4096, (len + 4095) / 4096 * 4096);
-    uint8_t *at = buf + PPL_HEADER_BYTES;
-    for (struct ppl_part *p = m->inflight; p && buf; p = p->next) {
+    struct ppl_header *h = calloc(1, sizeof *h);
+    w->s = s;
+    w->upto = m->link_seq;
+    w->len = PPL_HEADER_BYTES + (size_t)pp;
+    w->buf = h ? aligned_alloc(4096, (w->len + 4095) / 4096 * 4096) : NULL;
+    uint8_t *at = w->buf + PPL_HEADER_BYTES;
+    for (struct ppl_part *p = m->inflight; p && w->buf; p = p->next) {
         memcpy(&h->entry[h->entries_count], p->e, p->nentries * sizeof p->e[0]);
-        memcpy(&h->folded[h->entries_count], p->folded, p->nentries);
+        for (uint32_t i = 0; i < p->nentries; i++) {
+            h->folded[h->entries_count + i] = p->folded[2 * i];
+            h->folded2[h->entries_count + i] = p->folded[2 * i + 1];
+        }
         h->entries_count += p->nentries;
         memcpy(at, p->pp, p->pp_bytes);
         at += p->pp_bytes;
     }
+    if (w->buf) {
+        w->departed = m->unflushed;
+        m->unflushed = 0;
+    }
     pthread_mutex_unlock(&m->list_mu);
-    h->signature = L->signature;
-    h->generation = __atomic_add_fetch(&L->generation, 1, __ATOMIC_RELAXED);
-    int rc = buf ? ppl_header_encode(h, buf) : -ENOMEM;
+    int rc = w->buf ? 0 : -ENOMEM;
     if (rc == 0) {
-        flush_departed(a, departed);
-        struct io_op op = {.m = dev, .kind = IO_WRITE, .buf = buf, .len = len, .offset = m->start * SECTOR + off};
-        io_engine_run(a->io, &op, 1);
-        rc = op.result ? op.result : flush_member(dev);
-        if (rc)
-            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", dev->path,
-                      (unsigned long long)(m->start + off / SECTOR), uraid_strerror(rc));
+        h->signature = L->signature;
+        h->generation = __atomic_add_fetch(&L->generation, 1, __ATOMIC_RELAXED);
+        rc = ppl_header_encode(h, w->buf);
     }
-    if (rc == 0) {
+    free(h);
+    if (rc) {
         pthread_mutex_lock(&m->list_mu);
-        m->written_seq = upto; /* claim_log's waiters read it under list_mu */
+        m->unflushed |= w->buf ? w->departed : 0;
+        pthread_mutex_unlock(&m->list_mu);
+        pthread_mutex_unlock(&m->mu);
+        free(w->buf);
+        return rc;
+    }
+    return 1;
+}
+
+/* The log write w done with result rc: its parts are on disk (or, on a
+ * failure, the members to flush are kept for the next header); the log
+ * is let go. */
+static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
+{
+    struct ppl_member *m = &a->ppl->m[w->s];
+    if (rc && rc != -ECANCELED)
+        uraid_log(URAID_LOG_ERROR, "member %s: cannot write its PPL at sector %llu: %s", a->slot[w->s].dev->path,
+                  (unsigned long long)(m->start + w->off / SECTOR), uraid_strerror(rc));
+    pthread_mutex_lock(&m->list_mu);
+    if (rc == 0) {
+        m->written_seq = w->upto; /* claim_log's waiters read it under list_mu */
         pthread_cond_broadcast(&m->departed);
-        pthread_mutex_unlock(&m->list_mu);
-        m->next_off = off + len;
+        m->next_off = w->off + w->len;
     } else {
-        pthread_mutex_lock(&m->list_mu);
-        m->unflushed |= departed;
-        pthread_mutex_unlock(&m->list_mu);
+        m->unflushed |= w->departed;
     }
+    pthread_mutex_unlock(&m->list_mu);
     pthread_mutex_unlock(&m->mu);
-    free(buf);
+    free(w->buf);
+}
+
+/* The unit's parts linked into their logs, lowest slot first, and every
+ * log that does not list them yet written at once: one batch of writes
+ * (P's and Q's logs of a RAID-6 stripe go out side by side), then each
+ * flushed, all before any data or parity write of the unit. */
+static int write_logs(struct uraid_array *a, struct ppl_unit *u)
+{
+    struct ppl_log *L = a->ppl;
+    struct log_write w[PPL_MAX_SLOTS];
+    struct io_op ops[PPL_MAX_SLOTS];
+    int res[PPL_MAX_SLOTS];
+    int nw = 0, rc = 0, ran = 0;
+    uint64_t departed = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
+        struct ppl_part *part = u->parts;
+        while (part && part->slot != s)
+            part = part->unit_next;
+        if (!part)
+            continue;
+        pthread_mutex_lock(&L->m[s].list_mu);
+        part->seq = ++L->m[s].link_seq;
+        part->next = L->m[s].inflight;
+        L->m[s].inflight = part;
+        pthread_mutex_unlock(&L->m[s].list_mu);
+        int r = prepare_header(a, s, part->seq, &w[nw]);
+        if (r < 0)
+            rc = r;
+        else if (r > 0)
+            departed |= w[nw++].departed;
+    }
+    if (rc == 0 && nw) {
+        flush_departed(a, departed);
+        for (int i = 0; i < nw; i++)
+            ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
+                                    .offset = L->m[w[i].s].start * SECTOR + w[i].off};
+        io_engine_run(a->io, ops, nw);
+        ran = 1;
+        for (int i = 0; i < nw; i++) {
+            res[i] = ops[i].result ? ops[i].result : flush_member(a->slot[w[i].s].dev);
+            rc = rc ? rc : res[i];
+        }
+    }
+    for (int i = 0; i < nw; i++)
+        finish_header(a, &w[i], ran ? res[i] : -ECANCELED);
     return rc;
 }
 
@@ -493,24 +564,32 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         rc = -ENOMEM;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
     uint64_t pp_bytes[PPL_MAX_SLOTS] = {0};
+    uint32_t tag = a->geom.level == 6 ? __atomic_add_fetch(&L->tag, 1, __ATOMIC_RELAXED) & 0xffffffu : 0;
     int take = 0;
     for (; rc == 0 && take < n; take++) {
         if ((rc = plan_stripe(a, &ps[take], &pl[take])) != 0)
             break;
-        int p = pl[take].p;
-        if (p < 0)
-            continue;
-        if (take && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES ||
-                     pp_bytes[p] + pl[take].pp_bytes > L->m[p].room))
+        int full = 0;
+        for (int j = 0; j < 2; j++) {
+            int p = pl[take].par[j];
+            full |= p >= 0 && (entries[p] + (uint32_t)pl[take].nb > PPL_MAX_ENTRIES ||
+                               pp_bytes[p] + pl[take].pp_bytes > L->m[p].room);
+        }
+        if (take && full)
             break; /* the rest goes in the next unit */
-        entries[p] += (uint32_t)pl[take].nb;
-        pp_bytes[p] += pl[take].pp_bytes;
-        u->held |= 1ull << p;
+        for (int j = 0; j < 2; j++) {
+            int p = pl[take].par[j];
+            if (p < 0)
+                continue;
+            entries[p] += (uint32_t)pl[take].nb;
+            pp_bytes[p] += pl[take].pp_bytes;
+            u->held |= 1ull << p;
+        }
     }
     for (int s = 0; rc == 0 && s < PPL_MAX_SLOTS; s++) {
         if (!(u->held >> s & 1))
             continue;
-        struct ppl_part *part = calloc(1, sizeof *part + entries[s] * (sizeof part->e[0] + 1) + pp_bytes[s]);
+        struct ppl_part *part = calloc(1, sizeof *part + entries[s] * (sizeof part->e[0] + 2) + pp_bytes[s]);
         if (!part) {
             rc = -ENOMEM;
             break;
@@ -518,10 +597,10 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         part->slot = s;
         part->pp_bytes = pp_bytes[s];
         part->folded = (uint8_t *)&part->e[entries[s]];
-        part->pp = part->folded + entries[s];
+        part->pp = part->folded + 2 * entries[s];
         part->unit_next = u->parts;
         u->parts = part;
-        rc = fill_part(a, ps, pl, take, part);
+        rc = fill_part(a, ps, pl, take, tag, part);
     }
     free(pl);
     if (rc) {
@@ -530,20 +609,7 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
     }
     reserve(L, u->held, entries, pp_bytes);
     u->reserved = 1;
-    /* lowest slot first, one log at a time */
-    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
-        struct ppl_part *part = u->parts;
-        while (part && part->slot != s)
-            part = part->unit_next;
-        if (!part)
-            continue;
-        pthread_mutex_lock(&L->m[s].list_mu);
-        part->seq = ++L->m[s].link_seq;
-        part->next = L->m[s].inflight;
-        L->m[s].inflight = part;
-        pthread_mutex_unlock(&L->m[s].list_mu);
-        rc = write_header(a, s, part->seq);
-    }
+    rc = write_logs(a, u);
     if (rc)
         ppl_end(a, u);
     return rc ? rc : take;
@@ -581,211 +647,4 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
     u->parts = NULL;
     u->held = 0;
     u->reserved = 0;
-}
-
-/* ---- replay ------------------------------------------------------------------------ */
-
-/* The newest header of one area as md's ppl_load_distributed finds it:
- * headers chained from the start (each followed by its partial parity),
- * while their checksums, signatures and generations hold. Returns its
- * offset in bytes, or -1 when the first is not valid; chain[0..*n) gets
- * the offsets of the chain's headers, oldest first. */
-static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signature, struct ppl_header *out,
-                             int64_t *chain, int *n)
-{
-    struct ppl_header *h = malloc(sizeof *h);
-    int64_t best = -1;
-    uint64_t off = 0;
-    *n = 0;
-    while (h && off + PPL_HEADER_BYTES <= bytes) {
-        if (ppl_header_decode(area + off, h, NULL, 0) || h->signature != signature ||
-            (best >= 0 && out->generation > h->generation))
-            break;
-        *out = *h;
-        best = (int64_t)off;
-        chain[(*n)++] = best;
-        uint64_t next = off + PPL_HEADER_BYTES;
-        for (uint32_t i = 0; i < h->entries_count; i++)
-            next += h->entry[i].pp_size;
-        if (next <= off || next % SECTOR)
-            break;
-        off = next;
-    }
-    free(h);
-    return best;
-}
-
-/* Entry i of the newest header h, whose partial parity did not land whole
- * (a kill or a power cut in that log write): a unit in flight is listed
- * again by every header written on its member while its writes are out,
- * so if its writes started, an earlier header of the chain, written whole
- * before they went out, holds the same entry with its partial parity
- * whole. Returns that copy, or NULL: the entry is new in this header, so
- * none of its writes was issued and its stripe is as it was. */
-static const uint8_t *earlier_pp(const uint8_t *area, uint64_t bytes, const int64_t *chain, int n,
-                                 const struct ppl_header *h, uint32_t i)
-{
-    const struct ppl_entry *e = &h->entry[i];
-    struct ppl_header *o = malloc(sizeof *o);
-    const uint8_t *found = NULL;
-    for (int c = n - 2; c >= 0 && o && !found; c--) {
-        if (ppl_header_decode(area + chain[c], o, NULL, 0))
-            continue;
-        uint64_t pp = (uint64_t)chain[c] + PPL_HEADER_BYTES;
-        for (uint32_t j = 0; j < o->entries_count && !found && pp + o->entry[j].pp_size <= bytes; j++) {
-            const struct ppl_entry *x = &o->entry[j];
-            if (x->data_sector == e->data_sector && x->pp_size == e->pp_size && x->data_size == e->data_size &&
-                x->parity_disk == e->parity_disk && x->checksum == e->checksum && o->folded[j] == h->folded[i] &&
-                ppl_crc32c(area + pp, x->pp_size) == e->checksum)
-                found = area + pp;
-            pp += x->pp_size;
-        }
-    }
-    free(o);
-    return found;
-}
-
-/* md's ppl_recover_entry for entry e of the log on slot s: for every row
- * the entry covers whose modified blocks can all be read, parity = the
- * partial parity (if any) ^ those blocks as they are now. A row with a
- * modified block on a missing member is skipped, as md skips it, unless
- * that block is the entry's folded one (slot fold - 1): its new data is in
- * the partial parity, so the row's parity then makes it read back new,
- * whichever of the other blocks and of P reached the disks. Returns 0, or
- * 1 when a read or the parity write failed. */
-static int recover_entry(struct uraid_array *a, int s, const struct ppl_entry *e, const struct ppl_entry_geom *g,
-                         const uint8_t *pp, int fold)
-{
-    uint32_t c = a->geom.chunk_sectors, k = (uint32_t)a->k;
-    uint64_t stripe = g->first / ((uint64_t)k * c), msec = stripe * c + g->first % c;
-    uint32_t d0 = (uint32_t)((g->first / c) % k), rows = g->strip_sectors;
-    struct stripe_map map;
-    if (layout_stripe(&a->geom, stripe, &map) || map.p_disk != s)
-        return 1;
-    uint32_t lim[PPL_MAX_SLOTS];
-    size_t len = (size_t)rows * SECTOR;
-    uint8_t *mem = aligned_alloc(4096, ((g->data_disks + 1) * len + 4095) / 4096 * 4096); /* C11: a multiple */
-    unsigned char *ok = calloc(rows, 1);
-    struct io_op ops[PPL_MAX_SLOTS];
-    int skipped = 0, nops = 0;
-    if (!mem || !ok) {
-        free(mem);
-        free(ok);
-        return -ENOMEM;
-    }
-    int opd[PPL_MAX_SLOTS];
-    memset(ok, 1, rows);
-    memset(mem, 0, (g->data_disks + 1) * len);
-    for (uint32_t d = 0; d < g->data_disks; d++) {
-        uint64_t at = g->first + (uint64_t)d * c;
-        lim[d] = at >= g->last ? 0 : g->last - at < rows ? (uint32_t)(g->last - at) : rows;
-        int m = map.data_disk[d0 + d];
-        if (!lim[d] || m == fold - 1)
-            continue;
-        if (!slot_ok_upto(a, m, msec + lim[d])) {
-            memset(ok, 0, lim[d]);
-            continue;
-        }
-        opd[nops] = (int)d;
-        ops[nops++] = array_op(a, m, IO_READ, mem + (d + 1) * len, lim[d], msec);
-    }
-    array_run_ops(a, ops, nops);
-    for (int i = 0; i < nops; i++)
-        if (ops[i].result) {
-            memset(ok, 0, lim[opd[i]]);
-            skipped = 1;
-        }
-    uint8_t *par = mem;
-    if (e->pp_size)
-        memcpy(par, pp, len);
-    else
-        memset(par, 0, len);
-    for (uint32_t d = 0; d < g->data_disks; d++)
-        for (size_t b = 0; b < (size_t)lim[d] * SECTOR; b++)
-            par[b] ^= mem[(d + 1) * len + b];
-    for (uint32_t i = 0; i < rows;) {
-        uint32_t j = i;
-        while (j < rows && ok[j] == ok[i] && (j < lim[0]) == (i < lim[0]))
-            j++;
-        if (ok[i] && i < lim[0]) {
-            struct io_op w = array_op(a, s, IO_WRITE, par + (size_t)i * SECTOR, j - i, msec + i);
-            array_run_ops(a, &w, 1);
-            skipped |= w.result != 0;
-        }
-        i = j;
-    }
-    free(mem);
-    free(ok);
-    return skipped;
-}
-
-/* Slot s's log: read whole, its newest header's entries checked and (with
- * apply) replayed. */
-static int replay_member(struct uraid_array *a, int s, int apply, int *mismatch, int *recovered)
-{
-    struct ppl_log *L = a->ppl;
-    struct member *dev = a->slot[s].dev;
-    uint64_t bytes = (uint64_t)L->m[s].sectors * SECTOR;
-    uint8_t *area = aligned_alloc(4096, bytes);
-    struct ppl_header *h = malloc(sizeof *h);
-    int64_t *chain = malloc((bytes / PPL_HEADER_BYTES + 1) * sizeof *chain);
-    int nchain = 0;
-    int rc = area && h && chain ? member_read(dev, area, bytes, L->m[s].start * SECTOR) : -ENOMEM;
-    if (rc) {
-        uraid_log(URAID_LOG_ERROR, "member %s: cannot read its PPL at sector %llu: %s", dev->path,
-                  (unsigned long long)L->m[s].start, uraid_strerror(rc));
-        goto out;
-    }
-    int64_t at = newest_header(area, bytes, L->signature, h, chain, &nchain);
-    if (at < 0) {
-        uraid_log(URAID_LOG_WARN, "member %s: no valid PPL header at sector %llu", dev->path,
-                  (unsigned long long)L->m[s].start);
-        (*mismatch)++;
-        goto out;
-    }
-    uint64_t pp = (uint64_t)at + PPL_HEADER_BYTES;
-    for (uint32_t i = 0; i < h->entries_count && rc >= 0; i++) {
-        const struct ppl_entry *e = &h->entry[i];
-        struct ppl_entry_geom g;
-        int bad = pp + e->pp_size > bytes || e->parity_disk != (uint32_t)s ||
-                  ppl_entry_geom(e, a->geom.chunk_sectors, a->k, &g) || g.first >= a->size_sectors;
-        const uint8_t *ppd = area + pp;
-        if (!bad && ppl_crc32c(ppd, e->pp_size) != e->checksum)
-            ppd = earlier_pp(area, bytes, chain, nchain, h, i);
-        if (!bad && !ppd) {
-            uraid_log(URAID_LOG_INFO, "member %s: PPL entry %u (array sector %llu): partial parity not written "
-                      "whole, so its write never started; nothing to replay", dev->path, i,
-                      (unsigned long long)e->data_sector);
-        } else if (bad) {
-            uraid_log(URAID_LOG_WARN, "member %s: PPL entry %u (array sector %llu) is damaged or does not fit the "
-                      "array; not replayed", dev->path, i, (unsigned long long)e->data_sector);
-            (*mismatch)++;
-        } else if (apply) {
-            rc = recover_entry(a, s, e, &g, ppd, h->folded[i]);
-            *mismatch += rc > 0;
-            *recovered += rc == 0;
-        } else {
-            (*recovered)++;
-        }
-        pp += e->pp_size;
-    }
-    if (rc > 0)
-        rc = 0;
-    if (rc == 0 && apply)
-        rc = member_flush(dev);
-out:
-    free(area);
-    free(h);
-    free(chain);
-    return rc;
-}
-
-int ppl_replay(struct uraid_array *a, int apply, int *mismatch, int *recovered)
-{
-    *mismatch = *recovered = 0;
-    int rc = 0;
-    for (int s = 0; a->ppl && s < a->geom.raid_disks && rc == 0; s++)
-        if (a->slot[s].dev && slot_ok(a, s))
-            rc = replay_member(a, s, apply, mismatch, recovered);
-    return rc;
 }

@@ -106,7 +106,7 @@ name="RAID-6: a uraid rebuild killed halfway is resumed by md from recovery_offs
 dir="$t_tmp/rb"; mkdir -p "$dir"
 for i in 0 1 2 3 4 5 6; do truncate -s 24M "$dir/d$i.img"; done
 # shellcheck disable=SC2086
-if $URAID create --level 6 --raid-devices 6 --spare-devices 1 --chunk 64K --name oracle \
+if $URAID create --level 6 --raid-devices 6 --spare-devices 1 --chunk 64K --name oracle --consistency-policy resync \
     "$dir"/d0.img "$dir"/d1.img "$dir"/d2.img "$dir"/d3.img "$dir"/d4.img "$dir"/d5.img "$dir"/d6.img \
     >"$dir/create.log" 2>&1; then
     left="$dir/d0.img $dir/d1.img $dir/d3.img $dir/d4.img $dir/d5.img $dir/d6.img"

@@ -66,7 +66,7 @@ for i in 0 1 2 3 4 5; do
     uris="$uris $(uri "d$i")"
 done
 # shellcheck disable=SC2086
-if timeout 60 $URAID create --level 6 --raid-devices 6 $uris >"$t_tmp/out" 2>&1; then
+if timeout 60 $URAID create --level 6 --raid-devices 6 --consistency-policy resync $uris >"$t_tmp/out" 2>&1; then
     t_ok "create a RAID-6 of six NBD exports"
 else
     t_fail "create a RAID-6 of six NBD exports" "$(cat "$t_tmp/out")"; t_finish; exit 1
@@ -269,7 +269,7 @@ for i in 0 1 2 3 4 5; do
 done
 head -c 160M /dev/urandom >"$t_tmp/data7"
 # shellcheck disable=SC2086
-timeout 60 $URAID create --level 6 --raid-devices 6 --assume-clean $k >/dev/null 2>&1 || t_fail "create the RAID-6 to kill a member of"
+timeout 60 $URAID create --level 6 --raid-devices 6 --assume-clean --consistency-policy resync $k >/dev/null 2>&1 || t_fail "create the RAID-6 to kill a member of"
 # shellcheck disable=SC2086
 timeout 120 $URAID write --member-layer throttle=25M $k <"$t_tmp/data7" >"$t_tmp/out" 2>&1 &
 wpid=$!

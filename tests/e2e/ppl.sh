@@ -2,9 +2,11 @@
 # Consistency policies and md's partial parity log (PPL), through the uraid
 # command and the real md (../shared/tools/md-oracle):
 #   1. create picks ppl for RAID-5 and says so; detail and examine show it as
-#      mdadm does (the host's mdadm --examine reads the same PPL line);
-#   2. refusals (bad names, journal, ppl on RAID-1/6, ppl with a bitmap, grow
-#      to bitmap) change no byte of any member; grow resync <-> ppl works;
+#      mdadm does (the host's mdadm --examine reads the same PPL line); RAID-6
+#      gets uraid's PPL with partial Q (feature bit 31), and says md cannot
+#      assemble it until switched;
+#   2. refusals (bad names, journal, ppl on RAID-1, ppl with a bitmap) change
+#      no byte of any member; grow resync <-> ppl works;
 #   3. uraid dies in the middle of a partial-stripe write to RAID-5 whose
 #      parity never landed: md assembles the members (all of them, and
 #      degraded without the member whose chunk the write left alone),
@@ -13,7 +15,10 @@
 #   4. md writes a PPL RAID-5 in the guest; its newest log's stripes are torn
 #      on the host (parity junk, array dirty, as md's power cut would leave
 #      them): uraid replays md's PPL, reads every byte as expected, degraded
-#      too, and its check finds no mismatch.
+#      too, and its check finds no mismatch;
+#   5. md refuses to assemble a RAID-6 with uraid's PPL (bit 31) and, after
+#      `uraid grow --consistency-policy=bitmap`, assembles it with every byte
+#      as written (one guest boot for both).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 T=build/tests/test_ppl
@@ -41,8 +46,15 @@ for i in 4 5 6 7; do truncate -s 16M "$d/m$i.img"; done
 M6="$d/m4.img $d/m5.img $d/m6.img $d/m7.img"
 # shellcheck disable=SC2086
 out=$($URAID create --level 6 --raid-devices 4 --chunk 64K --assume-clean $M6 2>&1)
-case "$out" in *"consistency policy: resync (mdadm's default"*) t_ok "create: RAID-6 keeps mdadm's default and says so" ;;
-    *) t_fail "create: RAID-6 keeps mdadm's default and says so" "$out" ;; esac
+case "$out" in *"consistency policy: ppl (the default for RAID-6"*"md cannot assemble"*)
+    t_ok "create: RAID-6 gets ppl (partial Q) and says md cannot assemble it" ;;
+    *) t_fail "create: RAID-6 gets ppl (partial Q) and says md cannot assemble it" "$out" ;; esac
+fm=$(mdadm --examine "$d/m5.img" 2>/dev/null | sed -n 's/.*Feature Map : //p')
+[ "$fm" = 0x80000000 ] && t_ok "RAID-6 ppl: mdadm reads feature map 0x80000000" || t_fail "RAID-6 ppl: feature map" "$fm"
+# shellcheck disable=SC2086
+t_expect "RAID-6 detail: Consistency Policy : ppl, md Assembly : refused" sh -c \
+    "$URAID detail $M6 | grep -A1 '^Consistency Policy : ppl\$' | grep -q 'md Assembly : refused.*--consistency-policy=bitmap|resync'"
+t_expect "RAID-6 examine: the PPL Q line" sh -c "$URAID examine $d/m6.img | grep -q 'PPL Q : .*md cannot assemble'"
 
 # ---- 2. refusals change nothing; grow ------------------------------------------------------
 # shellcheck disable=SC2086
@@ -63,18 +75,14 @@ refuse "create --consistency-policy=bogus" "must be resync, bitmap, ppl or journ
 refuse "create --consistency-policy=journal" "not supported yet" \
     $URAID create --level 5 --raid-devices 4 --consistency-policy=journal --force $M
 # shellcheck disable=SC2086
-refuse "create ppl on RAID-6" "RAID-5 only" $URAID create --level 6 --raid-devices 4 --consistency-policy=ppl --force $M
-# shellcheck disable=SC2086
 refuse "create ppl on RAID-1" "RAID-5 only" $URAID create --level 1 --raid-devices 2 --consistency-policy=ppl --force $d/m0.img $d/m1.img
 # shellcheck disable=SC2086
 refuse "create ppl with a bitmap" "exclude each other" \
     $URAID create --level 5 --raid-devices 4 --consistency-policy=ppl --bitmap internal --force $M
 # shellcheck disable=SC2086
-refuse "grow --consistency-policy=bitmap" "--grow --bitmap" $URAID grow --consistency-policy=bitmap $M
-# shellcheck disable=SC2086
 refuse "grow --consistency-policy=nonsense" "must be resync" $URAID grow --consistency-policy=nonsense $M
 # shellcheck disable=SC2086
-refuse "grow RAID-6 to ppl" "RAID-5 only" $URAID grow --consistency-policy=ppl $M6
+refuse "grow RAID-6 to journal" "not supported yet" $URAID grow --consistency-policy=journal $M6
 # shellcheck disable=SC2086
 refuse "grow with a member left out" "all 4 members" $URAID grow --consistency-policy=resync $d/m0.img $d/m1.img $d/m2.img
 # shellcheck disable=SC2086
@@ -185,4 +193,39 @@ else
         t_ok "$name: whole, check finds no mismatch, every byte as expected"
     else t_fail "$name: whole, check finds no mismatch, every byte as expected" "sha $got; $chk"; fi
 fi
+
+# ---- 5. RAID-6 with partial Q: md refuses it, then takes it after grow to bitmap ------------------
+name="RAID-6 ppl (bit 31)"
+d="$t_tmp/q"; mkdir -p "$d/a"
+args=""
+for i in 0 1 2 3; do truncate -s 24M "$d/m$i.img"; done
+M="$d/m0.img $d/m1.img $d/m2.img $d/m3.img"
+# shellcheck disable=SC2086
+$URAID create --level 6 --raid-devices 4 --chunk 64K --name oracle $M >/dev/null 2>&1 || t_fail "$name" "create"
+# shellcheck disable=SC2086
+size=$(($($URAID detail $M | awk '/Array Size/ {print $4; exit}') * 1024))
+# shellcheck disable=SC2086
+"$PATTERN" -s 81 -n "$size" | $URAID write $M 2>/dev/null || t_fail "$name" "write"
+want=$("$PATTERN" -s 81 -n "$size" | sha256sum | cut -d' ' -f1)
+cp "$d"/m*.img "$d/a/"
+# shellcheck disable=SC2086
+$URAID grow --consistency-policy=bitmap $M >"$d/grow.log" 2>&1 || t_fail "$name" "grow to bitmap: $(cat "$d/grow.log")"
+for i in 0 1 2 3; do args="$args --disk $d/a/m$i.img"; done
+for i in 0 1 2 3; do args="$args --disk $d/m$i.img"; done
+# shellcheck disable=SC2086
+"$ORACLE" --snapshot --timeout 300 $args -- - >"$d/oracle.out" 2>"$d/oracle.err" <<'GUEST'
+if mdadm --assemble /dev/md0 --run /dev/vda /dev/vdb /dev/vdc /dev/vdd >/dev/null 2>&1; then echo "bit31=assembled"
+else echo "bit31=refused"; fi
+mdadm --stop /dev/md0 >/dev/null 2>&1
+mdadm --assemble /dev/md1 --run /dev/vde /dev/vdf /dev/vdg /dev/vdh >/dev/null 2>&1 || { echo "bitmap=refused"; exit 1; }
+echo "bitmap=assembled"
+grep -q bitmap /proc/mdstat && echo "mdstat=bitmap"
+echo "sha=$(dd if=/dev/md1 bs=1M 2>/dev/null | sha256sum | cut -d' ' -f1)"
+GUEST
+grep -q '^bit31=refused$' "$d/oracle.out" && t_ok "$name: md refuses to assemble it" ||
+    t_fail "$name: md refuses to assemble it" "$(cat "$d/oracle.out" "$d/oracle.err" | tail -5)"
+got=$(sed -n 's/^sha=//p' "$d/oracle.out")
+if grep -q '^bitmap=assembled$' "$d/oracle.out" && grep -q '^mdstat=bitmap$' "$d/oracle.out" && [ "$got" = "$want" ]; then
+    t_ok "$name: after uraid grow --consistency-policy=bitmap md assembles it (bitmap), every byte as written"
+else t_fail "$name: after grow to bitmap md assembles it, every byte as written" "sha $got, want $want; $(tail -5 "$d/oracle.out")"; fi
 t_finish

@@ -41,7 +41,7 @@ C=128     # chunk, sectors
 
 for i in 0 1 2 3 4 5; do truncate -s 16M "$(d $i)"; done
 M="$(d 0) $(d 1) $(d 2) $(d 3) $(d 4) $(d 5)"
-$T $URAID create --level 6 --raid-devices 6 --chunk 64K $M >"$t_tmp/log" 2>&1 || { t_fail create "$(cat "$t_tmp/log")"; t_finish; exit 1; }
+$T $URAID create --level 6 --raid-devices 6 --chunk 64K --consistency-policy resync $M >"$t_tmp/log" 2>&1 || { t_fail create "$(cat "$t_tmp/log")"; t_finish; exit 1; }
 head -c 60M /dev/urandom >"$t_tmp/data"
 $URAID write $M <"$t_tmp/data" 2>"$t_tmp/log" || { t_fail write "$(cat "$t_tmp/log")"; t_finish; exit 1; }
 # same_data NAME: the array reads back byte for byte as the data written

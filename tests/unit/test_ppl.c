@@ -194,7 +194,6 @@ static void test_create_policy(void)
         int level, n, policy, bitmap;
         const char *words;
     } bad[] = {
-        {6, 4, URAID_POLICY_PPL, 0, "RAID-5 only"},
         {1, 2, URAID_POLICY_PPL, 0, "RAID-5 only"},
         {4, 4, URAID_POLICY_PPL, 0, "RAID-5 only"},
         {5, 4, URAID_POLICY_PPL, URAID_BITMAP_INTERNAL, "exclude each other"},
@@ -215,10 +214,11 @@ static void test_create_policy(void)
     }
     for (int s = 0; s < 4; s++)
         CHECK(file_hash(f.path[s]) == before[s], "member %d changed by a refused create", s);
-    /* RAID-6 keeps mdadm's default; an explicit resync has no feature bit */
+    /* RAID-6 gets uraid's PPL with partial Q (bit 31); an explicit resync has no feature bit */
     char why[512] = "";
     CHECK(try_create(&f, 6, 4, URAID_POLICY_DEFAULT, 0, why, sizeof why) == 0, "%s", why);
-    CHECK(fx_read_sb(&f, 0, &sb) == 0 && sb.feature_map == 0, "RAID-6 default: feature map %#x", sb.feature_map);
+    CHECK(fx_read_sb(&f, 0, &sb) == 0 && sb.feature_map == MD_FEATURE_PPL_Q, "RAID-6 default: feature map %#x",
+          sb.feature_map);
     CHECK(try_create(&f, 5, 4, URAID_POLICY_RESYNC, 0, why, sizeof why) == 0, "%s", why);
     CHECK(fx_read_sb(&f, 0, &sb) == 0 && sb.feature_map == 0 && sb.data_offset == 2048, "RAID-5 resync: %#x %llu",
           sb.feature_map, (unsigned long long)sb.data_offset);
@@ -620,7 +620,6 @@ static void test_grow(void)
         const char *words;
     } bad[] = {
         {4, URAID_POLICY_PPL, 0, -EALREADY, "already ppl"},
-        {4, URAID_POLICY_BITMAP, 0, -EOPNOTSUPP, "--bitmap"},
         {4, URAID_POLICY_JOURNAL, 0, -EOPNOTSUPP, "not supported yet"},
         {3, URAID_POLICY_RESYNC, 0, -ENODEV, "all 4 members"},
         {4, URAID_POLICY_RESYNC, 1, -EBUSY, "not shut down cleanly"},
@@ -665,17 +664,19 @@ static void test_grow(void)
         uraid_close(a);
     }
     fx_destroy(&f);
-    /* RAID-6 cannot have a PPL; a resync RAID-5 on small members has no room */
+    /* RAID-1 cannot have a PPL; a resync RAID-5 on small members has no room, nor for a bitmap */
     fx_policy = URAID_POLICY_RESYNC;
-    if (fx_create(&f, 6, 4, CHUNK, MEMBER_BYTES))
+    if (fx_create(&f, 1, 2, CHUNK, MEMBER_BYTES))
         goto out;
-    CHECK(set_policy(&f, 4, URAID_POLICY_PPL, why, sizeof why) == -EINVAL && strstr(why, "RAID-5 only"), "%s", why);
+    CHECK(set_policy(&f, 2, URAID_POLICY_PPL, why, sizeof why) == -EINVAL && strstr(why, "RAID-5 only"), "%s", why);
     fx_destroy(&f);
     if (fx_create(&f, 5, 4, CHUNK, MEMBER_BYTES))
         goto out;
     for (int s = 0; s < 4; s++)
         before[s] = file_hash(f.path[s]);
     CHECK(set_policy(&f, 4, URAID_POLICY_PPL, why, sizeof why) == -ENOSPC && strstr(why, "not enough space"), "%s",
+          why);
+    CHECK(set_policy(&f, 4, URAID_POLICY_BITMAP, why, sizeof why) == -EOPNOTSUPP && strstr(why, "--bitmap"), "%s",
           why);
     for (int s = 0; s < 4; s++)
         CHECK(file_hash(f.path[s]) == before[s], "member %d changed by a refusal", s);

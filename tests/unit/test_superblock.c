@@ -568,6 +568,47 @@ static void test_init_like_mdadm(void)
     CHECK(md_sb_init(&ours, &p6, 0, du, 2050, why, sizeof why) == -EINVAL, "no room after the data offset");
 }
 
+/* uraid's RAID-6 PPL (feature bit 31, docs/FORMAT.md 5b): md_sb_init sets
+ * it instead of PPL on RAID-6, the decoder reads it back, and refuses it on
+ * another level or beside md's PPL bits. */
+static void test_ppl_q_bit(void)
+{
+    uint8_t du[16] = {1}, raw[MD_SB_BYTES];
+    struct md_sb ours, back;
+    struct md_sb_create_params p6 = {
+        .level = 6, .layout = 2, .chunk_sectors = 128, .raid_disks = 5, .dev_sectors = 1 << 20,
+        .name = "q", .homehost = "", .ppl = 1,
+    };
+    char why[200] = "";
+    CHECK(md_sb_init(&ours, &p6, 1, du, 1 << 20, why, sizeof why) == 0, "RAID-6 ppl: %s", why);
+    CHECK(ours.feature_map == MD_FEATURE_PPL_Q, "RAID-6 ppl: feature_map 0x%x, want 0x80000000", ours.feature_map);
+    CHECK(md_sb_ppl_offset(&ours) == 8 && md_sb_ppl_size(&ours) == MD_PPL_SECTORS && ours.data_offset == 4096,
+          "RAID-6 ppl: area 8 + %u, data at %llu", md_sb_ppl_size(&ours), (unsigned long long)ours.data_offset);
+    CHECK(md_sb_encode(&ours, raw) == 0 && md_sb_decode(raw, 8, &back, why, sizeof why) == 0, "decode: %s", why);
+    CHECK(md_sb_has_ppl(&back) && md_sb_has_ppl_q(&back) && back.feature_map == 0x80000000u,
+          "decoded feature_map 0x%x", back.feature_map);
+    struct md_sb_create_params p5 = p6;
+    p5.level = 5;
+    p5.layout = 2;
+    CHECK(md_sb_init(&ours, &p5, 1, du, 1 << 20, NULL, 0) == 0 && ours.feature_map == MD_FEATURE_PPL,
+          "RAID-5 ppl keeps md's bit 10 (0x%x)", ours.feature_map);
+    struct md_sb bad = back;
+    bad.level = 5;
+    md_sb_encode(&bad, raw);
+    why[0] = 0;
+    CHECK(md_sb_decode(raw, 8, &back, why, sizeof why) == -EINVAL && strstr(why, "RAID-6 only"),
+          "bit 31 on RAID-5 refused: %s", why);
+    bad.level = 6;
+    bad.feature_map |= MD_FEATURE_PPL;
+    md_sb_encode(&bad, raw);
+    why[0] = 0;
+    CHECK(md_sb_decode(raw, 8, &back, why, sizeof why) == -EINVAL && strstr(why, "beside md's PPL bits"),
+          "bit 31 beside bit 10 refused: %s", why);
+    bad.feature_map = MD_FEATURE_PPL_Q | 0x40000000u;
+    md_sb_encode(&bad, raw);
+    CHECK(md_sb_decode(raw, 8, &back, why, sizeof why) == -EOPNOTSUPP, "bit 30 stays unknown");
+}
+
 /* ---- the oracle: mdadm 4.2 reads what we write ---------------------------- */
 
 /* Writes a sparse member: superblock at byte 4096 and the bad-block log
@@ -693,6 +734,9 @@ int main(int argc, char **argv)
     harness_end();
     harness_begin("md_sb_init writes what mdadm wrote for the fixtures");
     test_init_like_mdadm();
+    harness_end();
+    harness_begin("RAID-6 PPL: feature bit 31 set, decoded, refused off RAID-6");
+    test_ppl_q_bit();
     harness_end();
     harness_begin("mdadm --examine reads the members we create");
     test_mdadm_examine();
