@@ -404,7 +404,7 @@ for F in 0.90 1.0 1.1; do
     disks=""
     for i in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do truncate -s 20M "$o/d$i.img"; disks="$disks --disk $o/d$i.img"; done
     # shellcheck disable=SC2086
-    "$ORACLE" --timeout 400 $disks -- - "$F" "$MD_LEVELS" "$L10" >"$o/md.out" 2>&1 <<'GUEST'
+    "$ORACLE" --timeout 900 $disks -- - "$F" "$MD_LEVELS" "$L10" >"$o/md.out" 2>&1 <<'GUEST'
 F=$1 LEVELS=$2 L10=$3
 for a in $LEVELS; do
     case $a in
@@ -463,7 +463,7 @@ GUEST
     done
     [ $ok = 1 ] && t_ok "$F: uraid created and wrote its arrays ($UR_LEVELS; 7 = RAID-5 with a bitmap)" || t_fail "$F: uraid created and wrote its arrays ($UR_LEVELS)" "$(tail -3 "$u/c.out")"
     # shellcheck disable=SC2086
-    "$ORACLE" --snapshot --timeout 400 $disks -- - "$UR_LEVELS" >"$u/md.out" 2>&1 <<'GUEST'
+    "$ORACLE" --snapshot --timeout 900 $disks -- - "$UR_LEVELS" >"$u/md.out" 2>&1 <<'GUEST'
 S() { cat /sys/block/md$1/md/$2; }
 LEVELS=$1 ok=""
 for a in $LEVELS; do
