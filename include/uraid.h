@@ -295,6 +295,7 @@ enum uraid_job_kind {
     URAID_JOB_CHECK,    /* read every stripe, count parity mismatches */
     URAID_JOB_REPAIR,   /* check and rewrite what is wrong */
     URAID_JOB_RESYNC,   /* after an unclean shutdown: parity recomputed from the data (md's resync) */
+    URAID_JOB_RESHAPE,  /* a grow to more members in progress (uraid_grow_online; carried on at open) */
 };
 
 struct uraid_job_params {

@@ -56,6 +56,18 @@ URAID_API int uraid_grow_members(const char *const *members, int nmembers, const
                                  const struct uraid_grow_params *p, struct uraid_grow_result *res, char *why,
                                  size_t whylen);
 
+/* Grows an open (served) RAID-5/6 array by the `added` members to
+ * raid_devices while it serves: every check first (the same refusals as
+ * uraid_grow_members, plus a job running: -EBUSY), nothing written on a
+ * refusal; then the new members' superblocks, every member's with the
+ * reshape at position 0, and the reshape job (URAID_JOB_RESHAPE in
+ * uraid_job_status) moves the stripes while reads and writes go on. The
+ * array keeps its old size until the job ends (as md does); a stop or a
+ * kill leaves the position recorded, and the next uraid_open carries it on
+ * (the monitor starts the job; reads and writes work either way). */
+URAID_API int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const *added, int nadded,
+                                char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,7 +15,10 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "array/reshape_io.h"
 #include "stripe/ppl.h"
+
+#define RESHAPE_BITS (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
 
 static uint64_t now_seconds(void) { return (uint64_t)time(NULL); }
 
@@ -30,6 +33,15 @@ static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
     dst->max_dev = tmpl->max_dev;
     memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
     dst->v090_spares = tmpl->v090_spares;
+    /* a reshape's record is array-wide too (the same on every member outside one) */
+    dst->feature_map = (dst->feature_map & ~RESHAPE_BITS) | (tmpl->feature_map & RESHAPE_BITS);
+    dst->raid_disks = tmpl->raid_disks;
+    dst->reshape_position = tmpl->reshape_position;
+    dst->delta_disks = tmpl->delta_disks;
+    dst->new_level = tmpl->new_level;
+    dst->new_layout = tmpl->new_layout;
+    dst->new_chunk = tmpl->new_chunk;
+    dst->new_offset = tmpl->new_offset;
 }
 
 /* 0.90 has no role for "spare" apart from "nobody": the members present
@@ -78,6 +90,8 @@ static void drop_absent_roles(struct uraid_array *a)
 
 int array_write_superblocks(struct uraid_array *a)
 {
+    if (a->parent) /* a reshape's old geometry: the members' superblocks are the parent's */
+        return array_write_superblocks(a->parent);
     if (a->readonly)
         return -EROFS;
     pthread_mutex_lock(&a->meta_lock);
@@ -182,12 +196,12 @@ static const char *level_name(int level)
     }
 }
 
-/* Features this engine can honour. Others (reshape, journal, cluster)
- * change how data is laid out or written, so opening would be unsafe. PPL
- * is kept by lib/stripe/ppl.c. */
+/* Features this engine can honour. Others (a backwards reshape, journal,
+ * cluster) change how data is laid out or written, so opening would be
+ * unsafe. PPL is kept by lib/stripe/ppl.c; a forwards reshape by
+ * reshape_io.c (which refuses the kinds it does not serve). */
 #define UNSUPPORTED_FEATURES \
-    (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_NEW_OFFSET | MD_FEATURE_JOURNAL | \
-     MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+    (MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_JOURNAL | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
 
 /* Loads a member's bad-block log when its superblock says it is not empty. */
 static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
@@ -248,6 +262,8 @@ static void free_array(struct uraid_array *a)
         uraid_job_cancel(a); /* before its members close */
     wib_free(a);
     ppl_close(a);
+    array_reshape_free(a->rs);
+    a->rs = NULL;
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -380,13 +396,6 @@ static int read_superblocks(struct open_ctx *o)
             return rc;
         if ((rc = array_read_superblock_as(o->dev[i], o->format, &o->sb[i], o->why, o->whylen)) != 0)
             return rc;
-        if (o->sb[i].feature_map & MD_FEATURE_RESHAPE_ACTIVE) {
-            /* reads and writes during a reshape need both geometries: not yet (lib/array/reshape.c) */
-            uraid_why(o->why, o->whylen, "member %s: a reshape to %u members is in progress (feature RESHAPE_ACTIVE, "
-                      "at array sector %llu): finish it first with 'uraid grow --continue MEMBERS...'", o->paths[i],
-                      o->sb[i].raid_disks, (unsigned long long)o->sb[i].reshape_position);
-            return -EOPNOTSUPP;
-        }
         if (o->sb[i].feature_map & UNSUPPORTED_FEATURES) {
             uraid_why(o->why, o->whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)",
                       o->paths[i], o->sb[i].feature_map);
@@ -681,6 +690,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = start_runtime(a, &o);
     if (rc == 0)
         rc = array_ppl_start(a, o.missing, o.gone, o.p->force, o.why, o.whylen);
+    if (rc == 0)
+        rc = array_reshape_open(a, o.missing, o.why, o.whylen);
     open_ctx_free(&o);
     if (rc) {
         free_array(a);

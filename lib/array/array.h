@@ -146,6 +146,15 @@ struct uraid_array {
     char *event_program;       /* run for every event (events.c), or NULL; set at open */
     struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
     struct ppl_log *ppl;       /* md's partial parity log (lib/stripe/ppl.c), NULL when the policy is not ppl */
+    /* A reshape in progress (reshape_io.c): this array is the new geometry,
+     * rs->old the old one; NULL when none. Set and cleared only with
+     * geom_lock held for writing; every user request holds it for reading. */
+    struct array_reshape *rs;
+    pthread_rwlock_t geom_lock;
+    /* The old geometry of a reshape is an array of its own that shares the
+     * members: parent is the array it belongs to (it writes no superblock
+     * itself: failures and superblocks go to the parent). */
+    struct uraid_array *parent;
 };
 
 /* Reports an event with mdadm --monitor's name (Fail, FailSpare,

@@ -113,7 +113,8 @@ static uint64_t now_ns(void)
 /* The kinds of job, one row each (as the parity registry lists its
  * routines): md's name, the set-up that picks the kind's step, finish and
  * checkpoint for this array's level, and what the runner does for it. A
- * reshape becomes one more row. */
+ * reshape is one more row (reshape_job.c); while one is recorded on the
+ * members no other kind starts (md runs nothing beside a reshape). */
 typedef int (*job_prepare_fn)(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p,
                               char *why, size_t whylen);
 struct job_kind {
@@ -132,6 +133,7 @@ static const struct job_kind job_kinds[] = {
     {URAID_JOB_CHECK, "check", scrub_prepare, 1, 0},
     {URAID_JOB_REPAIR, "repair", scrub_prepare, 1, 0},
     {URAID_JOB_RESYNC, "resync", resync_prepare, 0, 1},
+    {URAID_JOB_RESHAPE, "reshape", reshape_prepare, 0, 1},
 };
 
 static const struct job_kind *kind_of(enum uraid_job_kind kind)
@@ -387,6 +389,11 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         uraid_why(why, whylen, "a %s is already running", uraid_job_name(running));
         return -EBUSY;
     }
+    if (__atomic_load_n(&a->rs, __ATOMIC_ACQUIRE) && kind != URAID_JOB_RESHAPE && kind != URAID_JOB_IDLE) {
+        pthread_mutex_unlock(&a->job_lock);
+        uraid_why(why, whylen, "a reshape is in progress: a %s can run once it is complete", uraid_job_name(kind));
+        return -EBUSY;
+    }
     struct job_report last;
     report_save(j, &last);
     j->kind = kind;
@@ -442,6 +449,23 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         }
     } else {
         report_restore(j, &last);
+    }
+    pthread_mutex_unlock(&a->job_lock);
+    return rc;
+}
+
+int array_job_exclusive(struct uraid_array *a, int (*fn)(struct uraid_array *a, void *ctx), void *ctx, char *why,
+                        size_t whylen)
+{
+    pthread_mutex_lock(&a->job_lock);
+    reap(a);
+    int rc;
+    if (a->job.thread_started) {
+        uraid_why(why, whylen, "a %s is running: stop it first ('uraid idle') or wait for its end",
+                  uraid_job_name(a->job.kind));
+        rc = -EBUSY;
+    } else {
+        rc = fn(a, ctx);
     }
     pthread_mutex_unlock(&a->job_lock);
     return rc;
