@@ -201,7 +201,7 @@ struct writer {
     struct setup *s;
     uint64_t lo, hi;      /* its own byte range of the model */
     uint64_t seed;
-    volatile int *stop;
+    int *stop;            /* atomic */
     int failures, rounds;
 };
 
@@ -211,7 +211,7 @@ static void *writer_main(void *arg)
     struct rng r;
     rng_seed(&r, w->seed);
     uint8_t *buf = malloc(128 << 10), *back = malloc(128 << 10);
-    while (!*w->stop) {
+    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
         uint64_t len = (1 + rng_below(&r, 32)) * BLK;
         uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
         rng_fill(&r, buf, len);
@@ -235,7 +235,7 @@ static int run_writers(struct uraid_array *a, struct setup *s, uint64_t seed, in
     enum { NW = 3 };
     struct writer w[NW];
     pthread_t t[NW];
-    volatile int stop = 0;
+    int stop = 0;
     uint64_t part = s->old_bytes / NW / BLK * BLK;
     for (int i = 0; i < NW; i++) {
         w[i] = (struct writer){.a = a, .s = s, .lo = part * (uint64_t)i, .hi = part * (uint64_t)(i + 1),
@@ -243,7 +243,7 @@ static int run_writers(struct uraid_array *a, struct setup *s, uint64_t seed, in
         pthread_create(&t[i], NULL, writer_main, &w[i]);
     }
     int rc = until(a);
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     int rounds = 0;
     for (int i = 0; i < NW; i++) {
         pthread_join(t[i], NULL);
