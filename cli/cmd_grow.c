@@ -81,6 +81,7 @@ struct grow_args {
     const char *members[URAID_MAX_MEMBERS], *added[URAID_MAX_MEMBERS], *layer[URAID_MAX_MEMBERS];
     int n, nadd, nlayer, raid_devices, resume, policy;
     const char *control;     /* --control PATH: the serving array grows online */
+    const char *size;        /* --size max|SIZE */
 };
 
 /* 1 consumed, 0 not a reshape option, -1 error printed */
@@ -89,6 +90,10 @@ static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
     const char *a = argv[*i];
     if (!strcmp(a, "--continue")) {
         g->resume = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--size") || !strcmp(a, "-z") || !strncmp(a, "--size=", 7)) {
+        g->size = a[6] == '=' ? a + 7 : *i + 1 < argc ? argv[++*i] : "";
         return 1;
     }
     if (!strcmp(a, "--control") || !strncmp(a, "--control=", 10)) {
@@ -226,6 +231,45 @@ static int run_online(const struct grow_args *g)
     return 0;
 }
 
+/* --size max|SIZE: the members' room used (mdadm's KiB when no suffix). */
+static int run_size(const struct grow_args *g)
+{
+    uint64_t sectors = 0, v = 0;
+    const char *t = g->size, *last = *t ? t + strlen(t) - 1 : t;
+    if (strcmp(t, "max")) {
+        if (cli_parse_size(t, &v) || !v) {
+            cli_error("grow", "--size must be 'max' or a size per member (KiB, or with a suffix: 512M, 2G), got '%s'", t);
+            return 2;
+        }
+        sectors = *last >= '0' && *last <= '9' ? v * 2 : v / 512;
+    }
+    if (g->raid_devices || g->nadd || g->resume || g->control || g->policy) {
+        cli_error("grow", "change the size alone (--size with the array's members only)");
+        return 2;
+    }
+    if (being_served(g->members[0])) {
+        cli_error("grow", "the array of %s is being served (its control socket answers): stop it first ('uraid stop')",
+                  g->members[0]);
+        return 1;
+    }
+    if (cli_setup_parity("grow"))
+        return 1;
+    struct uraid_grow_result res;
+    char why[512];
+    int rc = uraid_grow_size(g->members, g->n, sectors, &res, why, sizeof why);
+    if (rc == -EALREADY) {
+        printf("uraid: %s\n", why);
+        return 0;
+    }
+    if (rc) {
+        cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
+        return 1;
+    }
+    printf("uraid: array size %llu KiB (was %llu KiB); the new region is in sync\n",
+           (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2));
+    return 0;
+}
+
 int cmd_grow(int argc, char **argv)
 {
     struct grow_args g = {0};
@@ -252,6 +296,7 @@ int cmd_grow(int argc, char **argv)
                    "       uraid grow MEMBER... --raid-devices N --add NEW... [--member-layer [MEMBER:]SPEC]\n"
                    "       uraid grow --continue MEMBER...\n"
                    "       uraid grow --control PATH --raid-devices N --add NEW...\n"
+                   "       uraid grow MEMBER... --size max|SIZE\n"
                    "  (without --control the array must not be running and every member is needed; with it the\n"
                    "   serving array restripes while it serves: follow it with 'uraid status'; mdadm --grow)\n");
             return 0;
@@ -264,6 +309,8 @@ int cmd_grow(int argc, char **argv)
     }
     if (g.control)
         return run_online(&g);
+    if (g.size && g.n)
+        return run_size(&g);
     if (reshape && g.policy) {
         cli_error("grow", "change the consistency policy and the member count in two runs");
         return 2;

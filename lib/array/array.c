@@ -30,6 +30,7 @@ static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
     dst->events = tmpl->events;
     dst->utime = tmpl->utime;
     dst->resync_offset = tmpl->resync_offset;
+    dst->size = tmpl->size; /* uraid grow --size */
     dst->max_dev = tmpl->max_dev;
     memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
     dst->v090_spares = tmpl->v090_spares;
@@ -428,7 +429,12 @@ static int pick_reference(struct open_ctx *o)
                       o->paths[i], md_format_name(sb[i].format), o->paths[0], md_format_name(sb[0].format));
             return -EINVAL;
         }
-        if (!same_geometry(&sb[i], &sb[0])) {
+        /* a grow --size cut off between two superblock writes leaves members
+         * one event apart with two sizes: the newest's counts (md's too) */
+        struct md_sb resized = sb[i];
+        resized.size = sb[0].size;
+        int size_step = sb[i].events + 1 == sb[0].events || sb[0].events + 1 == sb[i].events;
+        if (!same_geometry(&sb[i], &sb[0]) && !(size_step && same_geometry(&resized, &sb[0]))) {
             uraid_why(o->why, o->whylen,
                       "member %s disagrees with %s about the array's level, layout, chunk, size or members",
                       o->paths[i], o->paths[0]);
@@ -596,6 +602,12 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
         return rc;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
     a->opened_dirty = a->dirty;
+    /* md resumes a resync at its checkpoint; while this process may write,
+     * a superblock it writes says "from the start" (md writes 0 while active) */
+    if (a->dirty) {
+        a->resync_from = a->sb.resync_offset;
+        a->sb.resync_offset = 0;
+    }
     if (a->geom.chunk_sectors) {
         a->nstripes = a->member_sectors / a->geom.chunk_sectors;
         size_t words = (size_t)(a->nstripes / 64 + 1);

@@ -101,6 +101,7 @@ struct uraid_array {
     int readonly;
     int dirty;                 /* resync_offset = 0 is on disk */
     int opened_dirty;          /* found dirty at open: stays dirty until resynced */
+    uint64_t resync_from;      /* opened dirty: the resync_offset found (md's checkpoint: in sync below it) */
     int sb_written;            /* superblocks written since open (roles are current) */
     struct md_sb sb;           /* the array-wide template (highest events) */
 
