@@ -36,13 +36,13 @@ rounds=12 kills=1
 sock=$t_tmp/nbd.sock ctl=$t_tmp/ctl.sock
 uri="nbd+unix:///?socket=$sock"
 
-# new_array DIR: 4 members of 24 MiB (RAID-5, resync policy) and m4 to add; the data written
+# new_array DIR: 4 members of 16 MiB (RAID-5, resync policy) and m4 to add; the data written
 new_array() {
     d=$1
     rm -rf "$d"; mkdir -p "$d"
     M=""
-    for i in 0 1 2 3; do truncate -s 24M "$d/m$i.img"; M="$M $d/m$i.img"; done
-    truncate -s 24M "$d/m4.img"
+    for i in 0 1 2 3; do truncate -s 16M "$d/m$i.img"; M="$M $d/m$i.img"; done
+    truncate -s 16M "$d/m4.img"
     # shellcheck disable=SC2086
     $URAID create --level 5 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync $M \
         >/dev/null 2>&1 || { t_fail "create RAID-5 in $d"; return 1; }
@@ -128,7 +128,7 @@ wait_for() { # PATTERN SECONDS: the status's last line matches
 # ---- 1. grow while serving, writes and reads going on -------------------------------------
 d=$t_tmp/a
 new_array "$d"
-if start_server --speed-limit 3M; then t_ok "serve the RAID-5"; else
+if start_server --speed-limit 2M; then t_ok "serve the RAID-5"; else
     t_fail "serve" "$(cat "$t_tmp/server.err")"; t_finish; exit 1; fi
 before=$(sha256sum "$d/m4.img")
 out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 6 --add "$d/m4.img" 2>&1)
@@ -165,7 +165,7 @@ while [ $k -lt $kills ]; do
     k=$((k + 1))
     d=$t_tmp/k$k
     new_array "$d"
-    start_server --speed-limit 2M || { t_fail "kill $k: serve"; break; }
+    start_server --speed-limit 1M || { t_fail "kill $k: serve"; break; }
     out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 5 --add "$d/m4.img" 2>&1)
     case "$out" in *started*) ;; *) t_fail "kill $k: grow --control" "$out" ;; esac
     i=0

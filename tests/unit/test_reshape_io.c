@@ -286,7 +286,7 @@ static void online(int level, int nold, int nnew, struct rng *r, uint64_t seed)
     harness_beginf("RAID-%d %d -> %d online, with writers", level, nold, n);
     int rc = make_setup(&s, r);
     char why[400];
-    struct uraid_open_params op = {.sync_speed_max_kib = 20000}; /* slow enough for the writers to meet it */
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000}; /* slow enough for the writers to meet it, not slower while they write */
     struct uraid_array *a = NULL;
     if (rc == 0)
         rc = uraid_open(s.paths, nold, &op, &a, why, sizeof why);
