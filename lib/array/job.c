@@ -206,7 +206,7 @@ static void *job_main(void *arg)
     struct array_job *j = &a->job;
     uint32_t nsec = job_batch_sectors(a);
     uint64_t pos = j->start, t0 = now_ns(), last_ckpt = t0;
-    uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos, cur_limit = j->speed_max_kib;
+    uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
     int rc = 0;
     job_check(a);
@@ -249,8 +249,11 @@ static void *job_main(void *arg)
             last_ckpt = t;
         }
         /* pace: the limit that applies now (the floor while users do I/O,
-         * as md's is_mddev_idle), over a window that starts again whenever
-         * the limit changes; naps are short so an idle array speeds up at once */
+         * as md's is_mddev_idle) over the current window; naps are short so
+         * an idle array speeds up at once. The window does not start again
+         * when the limit changes: users coming and going would otherwise
+         * grant a free batch at each change, and the job would run at full
+         * speed under intermittent I/O */
         for (;;) {
             uint64_t user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
             uint64_t limit = j->speed_max_kib;
@@ -258,8 +261,7 @@ static void *job_main(void *arg)
                 limit = j->speed_min_kib;
             seen_user = user;
             uint64_t t2 = now_ns();
-            if (limit != cur_limit || t2 - win_t > SPEED_WINDOW_NS) {
-                cur_limit = limit;
+            if (t2 - win_t > SPEED_WINDOW_NS) {
                 win_t = t2;
                 win_pos = pos;
             }
