@@ -129,6 +129,17 @@ void array_reshape_safe(struct uraid_array *a, uint64_t pos)
     pthread_mutex_unlock(&rs->mu);
 }
 
+void array_reshape_idle(struct uraid_array *a)
+{
+    struct array_reshape *rs = a->rs;
+    if (!rs)
+        return;
+    pthread_mutex_lock(&rs->mu);
+    rs->progress = rs->safe;
+    pthread_cond_broadcast(&rs->cv);
+    pthread_mutex_unlock(&rs->mu);
+}
+
 int array_reshape_wanted(struct uraid_array *a)
 {
     struct array_reshape *rs = a->rs;

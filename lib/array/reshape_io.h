@@ -68,6 +68,11 @@ void array_reshape_free(struct array_reshape *rs);
 void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end);
 /* A checkpoint is on disk at pos: requests below it go to the new geometry. */
 void array_reshape_safe(struct uraid_array *a, uint64_t pos);
+/* The job ended without recording where it got to (a checkpoint failed):
+ * progress goes back to safe. Nothing was written in the old rows of the
+ * stripes in between (the safety rule) and no request wrote them (they
+ * waited), so the old geometry still holds them; the waiters go there. */
+void array_reshape_idle(struct uraid_array *a);
 /* 1 (and the flag cleared) when a request waits for a checkpoint. */
 int array_reshape_wanted(struct uraid_array *a);
 

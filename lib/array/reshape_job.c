@@ -135,6 +135,8 @@ static int rs_finish(struct uraid_array *a, struct array_job *j, int rc)
         rc = rs_end(a, st);
     else if (gr->pos > gr->ckpt && rs_checkpoint(a, st) == 0)
         uraid_log(URAID_LOG_INFO, "reshape position %llu recorded", (unsigned long long)gr->pos);
+    if (rc)
+        array_reshape_idle(a); /* requests waiting between safe and progress go on in the old geometry */
     if (rc && rc != -ECANCELED && gr->why[0])
         job_fail(j, "%s", gr->why);
     grow_bufs_free(&st->b);
