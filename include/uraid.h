@@ -244,6 +244,11 @@ struct uraid_array_info {
     int degraded;                    /* number of slots not in sync */
     int nmembers;                    /* entries in member[]: slots first, then the rest */
     struct uraid_member_info member[URAID_MAX_MEMBERS];
+    /* A reshape in progress (0 when none): members gained (raid_devices is
+     * the new count), and the recorded position out of the new size, in
+     * array sectors of the new geometry (mdadm --detail's Reshape Status). */
+    int reshape_delta;
+    uint64_t reshape_position_sectors, reshape_total_sectors;
 };
 
 URAID_API int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);

@@ -800,6 +800,11 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
         mi->corrected_reads = sl->sb.cnt_corrected_read;
     }
     info->nmembers = nm;
+    if (a->rs) {
+        info->reshape_delta = a->sb.delta_disks;
+        info->reshape_position_sectors = a->sb.reshape_position; /* what the superblocks say (meta_lock) */
+        info->reshape_total_sectors = reshape_to_sectors(&a->rs->g);
+    }
 }
 
 int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)

@@ -217,6 +217,11 @@ for tr in 1 2 3; do
     [ "$got" = "$want" ] && t_ok "kill trial $tr: uraid cat of the half-reshaped array reads the data (both geometries)" ||
         t_fail "kill trial $tr: uraid cat of the half-reshaped array reads the data (both geometries)" \
             "sha $got, want $want: $(cat "$d/cat.err")"
+    # shellcheck disable=SC2086
+    msg=$($URAID detail $M5 2>&1)
+    echo "$msg" | grep -q "Reshape Status : [0-9]*% complete" && echo "$msg" | grep -q "Delta Devices : 1, (4->5)" &&
+        t_ok "kill trial $tr: uraid detail shows mdadm's Reshape Status and Delta Devices" ||
+        t_fail "kill trial $tr: uraid detail shows the reshape" "$(echo "$msg" | grep -i 'reshape\|delta\|devices')"
     if [ "$tr" = 3 ]; then
         # writes in mid-reshape land where the carried-on reshape finds them
         head -c "$SZ" /dev/urandom >"$d/data"
