@@ -108,7 +108,7 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     pthread_mutex_unlock(&a->meta_lock);
     int rc = array_write_superblocks(a);
     struct array_reshape *rs = a->rs;
-    a->rs = NULL;
+    __atomic_store_n(&a->rs, NULL, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
     __atomic_store_n(&a->size_sectors, reshape_to_sectors(&gr->g), __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->geom_lock);
     array_reshape_free(rs);

@@ -234,7 +234,7 @@ static int switch_over(struct uraid_array *a, void *ctx)
     }
     a->geom.raid_disks = o->N;
     a->k = o->g.to_k;
-    a->rs = o->rs;
+    __atomic_store_n(&a->rs, o->rs, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
     pthread_mutex_unlock(&a->meta_lock);
     rc = array_write_superblocks(a);
     pthread_rwlock_unlock(&a->geom_lock);
