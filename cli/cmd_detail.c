@@ -107,6 +107,10 @@ int cmd_detail(int argc, char **argv)
     printf("\n");
     if (rebuilt_pct >= 0)
         printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
+    if (info.reshape_delta && info.reshape_total_sectors)
+        printf("    Reshape Status : %d%% complete\n     Delta Devices : %d, (%d->%d)\n\n",
+               (int)(info.reshape_position_sectors * 100 / info.reshape_total_sectors), info.reshape_delta,
+               info.raid_devices - info.reshape_delta, info.raid_devices);
     printf("              Name : %s\n", info.name);
     printf("              UUID : ");
     cli_print_uuid(info.uuid);

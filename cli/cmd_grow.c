@@ -6,7 +6,8 @@
  *     a reshape; the same command again, or --continue MEMBERS..., carries
  *     on one that was stopped or killed (by uraid or md).
  * An array being served (its control socket answers) is refused: the server
- * keeps its own copy of the superblocks. */
+ * keeps its own copy of the superblocks. With --control PATH the serving
+ * array grows itself (uraid_grow_online over the control socket). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,6 +80,8 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 struct grow_args {
     const char *members[URAID_MAX_MEMBERS], *added[URAID_MAX_MEMBERS], *layer[URAID_MAX_MEMBERS];
     int n, nadd, nlayer, raid_devices, resume, policy;
+    const char *control;     /* --control PATH: the serving array grows online */
+    const char *size;        /* --size max|SIZE */
 };
 
 /* 1 consumed, 0 not a reshape option, -1 error printed */
@@ -87,6 +90,18 @@ static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
     const char *a = argv[*i];
     if (!strcmp(a, "--continue")) {
         g->resume = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--size") || !strcmp(a, "-z") || !strncmp(a, "--size=", 7)) {
+        g->size = a[6] == '=' ? a + 7 : *i + 1 < argc ? argv[++*i] : "";
+        return 1;
+    }
+    if (!strcmp(a, "--control") || !strncmp(a, "--control=", 10)) {
+        g->control = a[9] == '=' ? a + 10 : *i + 1 < argc ? argv[++*i] : "";
+        if (!*g->control) {
+            cli_error("grow", "--control needs the serving array's socket path");
+            return -1;
+        }
         return 1;
     }
     if (!strcmp(a, "--add") || !strcmp(a, "-a")) {
@@ -175,6 +190,86 @@ static int run_reshape(struct grow_args *g)
     return 0;
 }
 
+/* --control: the request "grow N NEW..." to the server, which restripes
+ * while it serves (the new members named as the server will open them). */
+static int run_online(const struct grow_args *g)
+{
+    if (g->n || g->resume || g->nlayer || !g->raid_devices || !g->nadd) {
+        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...) only: the server "
+                  "has the others (a reshape it was serving is carried on by itself)");
+        return 2;
+    }
+    char req[4096];
+    int o = snprintf(req, sizeof req, "grow %d", g->raid_devices);
+    for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
+        char abs[4096];
+        const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;
+        if (strpbrk(name, " \t")) {
+            cli_error("grow", "new member '%s': a name with blanks cannot go through the control socket", name);
+            return 2;
+        }
+        o += snprintf(req + o, sizeof req - (size_t)o, " %s", name);
+    }
+    if (o <= 0 || (size_t)o >= sizeof req) {
+        cli_error("grow", "too many or too long member names for one request");
+        return 2;
+    }
+    char resp[4096];
+    int rc = uraid_ctl_request(g->control, req, resp, sizeof resp);
+    if (rc) {
+        cli_error("grow", "%s: %s", g->control,
+                  rc == -ENOENT || rc == -ECONNREFUSED ? "no server is listening there" : uraid_strerror(rc));
+        return 1;
+    }
+    if (strncmp(resp, "ok", 2)) {
+        resp[strcspn(resp, "\n")] = 0;
+        cli_error("grow", "%s", !strncmp(resp, "error: ", 7) ? resp + 7 : resp);
+        return 1;
+    }
+    const char *msg = resp[2] == '\n' ? resp + 3 : "";
+    printf("uraid: %s", *msg ? msg : "reshape started\n");
+    return 0;
+}
+
+/* --size max|SIZE: the members' room used (mdadm's KiB when no suffix). */
+static int run_size(const struct grow_args *g)
+{
+    uint64_t sectors = 0, v = 0;
+    const char *t = g->size, *last = *t ? t + strlen(t) - 1 : t;
+    if (strcmp(t, "max")) {
+        if (cli_parse_size(t, &v) || !v) {
+            cli_error("grow", "--size must be 'max' or a size per member (KiB, or with a suffix: 512M, 2G), got '%s'", t);
+            return 2;
+        }
+        sectors = *last >= '0' && *last <= '9' ? v * 2 : v / 512;
+    }
+    if (g->raid_devices || g->nadd || g->resume || g->control || g->policy) {
+        cli_error("grow", "change the size alone (--size with the array's members only)");
+        return 2;
+    }
+    if (being_served(g->members[0])) {
+        cli_error("grow", "the array of %s is being served (its control socket answers): stop it first ('uraid stop')",
+                  g->members[0]);
+        return 1;
+    }
+    if (cli_setup_parity("grow"))
+        return 1;
+    struct uraid_grow_result res;
+    char why[512];
+    int rc = uraid_grow_size(g->members, g->n, sectors, &res, why, sizeof why);
+    if (rc == -EALREADY) {
+        printf("uraid: %s\n", why);
+        return 0;
+    }
+    if (rc) {
+        cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
+        return 1;
+    }
+    printf("uraid: array size %llu KiB (was %llu KiB); the new region is in sync\n",
+           (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2));
+    return 0;
+}
+
 int cmd_grow(int argc, char **argv)
 {
     struct grow_args g = {0};
@@ -200,7 +295,10 @@ int cmd_grow(int argc, char **argv)
             printf("usage: uraid grow --consistency-policy resync|bitmap|ppl MEMBER...\n"
                    "       uraid grow MEMBER... --raid-devices N --add NEW... [--member-layer [MEMBER:]SPEC]\n"
                    "       uraid grow --continue MEMBER...\n"
-                   "  (the array must not be running; every member is needed; mdadm --grow)\n");
+                   "       uraid grow --control PATH --raid-devices N --add NEW...\n"
+                   "       uraid grow MEMBER... --size max|SIZE\n"
+                   "  (without --control the array must not be running and every member is needed; with it the\n"
+                   "   serving array restripes while it serves: follow it with 'uraid status'; mdadm --grow)\n");
             return 0;
         } else if (a[0] == '-' && a[1]) {
             cli_error("grow", "unknown option '%s' (try 'uraid grow --help')", a);
@@ -209,6 +307,10 @@ int cmd_grow(int argc, char **argv)
             g.members[g.n++] = a;
         }
     }
+    if (g.control)
+        return run_online(&g);
+    if (g.size && g.n)
+        return run_size(&g);
     if (reshape && g.policy) {
         cli_error("grow", "change the consistency policy and the member count in two runs");
         return 2;

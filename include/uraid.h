@@ -247,6 +247,11 @@ struct uraid_array_info {
     int degraded;                    /* number of slots not in sync */
     int nmembers;                    /* entries in member[]: slots first, then the rest */
     struct uraid_member_info member[URAID_MAX_MEMBERS];
+    /* A reshape in progress (0 when none): members gained (raid_devices is
+     * the new count), and the recorded position out of the new size, in
+     * array sectors of the new geometry (mdadm --detail's Reshape Status). */
+    int reshape_delta;
+    uint64_t reshape_position_sectors, reshape_total_sectors;
 };
 
 URAID_API int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);
@@ -311,6 +316,7 @@ enum uraid_job_kind {
     URAID_JOB_CHECK,    /* read every stripe, count parity mismatches */
     URAID_JOB_REPAIR,   /* check and rewrite what is wrong */
     URAID_JOB_RESYNC,   /* after an unclean shutdown: parity recomputed from the data (md's resync) */
+    URAID_JOB_RESHAPE,  /* a grow to more members in progress (uraid_grow_online; carried on at open) */
 };
 
 struct uraid_job_params {

@@ -56,6 +56,31 @@ URAID_API int uraid_grow_members(const char *const *members, int nmembers, const
                                  const struct uraid_grow_params *p, struct uraid_grow_result *res, char *why,
                                  size_t whylen);
 
+/* Grows an open (served) RAID-5/6 array by the `added` members to
+ * raid_devices while it serves: every check first (the same refusals as
+ * uraid_grow_members, plus a job running: -EBUSY), nothing written on a
+ * refusal; then the new members' superblocks, every member's with the
+ * reshape at position 0, and the reshape job (URAID_JOB_RESHAPE in
+ * uraid_job_status) moves the stripes while reads and writes go on. The
+ * array keeps its old size until the job ends (as md does); a stop or a
+ * kill leaves the position recorded, and the next uraid_open carries it on
+ * (the monitor starts the job; reads and writes work either way). */
+URAID_API int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const *added, int nadded,
+                                char *why, size_t whylen);
+
+/* mdadm --grow --size for an array that is not running: every member of
+ * a RAID-1/4/5/6 (metadata 1.1/1.2) given; size_sectors per member, 0 for
+ * max (the smallest member's room past its data offset, in whole chunks).
+ * The new size and md's resync checkpoint (resync_offset = the old size)
+ * go to every superblock, then the new region is resynced (parity or
+ * mirrors from its data) and the array closed clean. 0; -EALREADY when the
+ * size is already that; a refusal (-EINVAL, -ENOSPC, -EOPNOTSUPP, -EUCLEAN:
+ * smaller, too big, a bitmap, a reshape, not clean, degraded, another
+ * level) writes nothing. res (may be NULL): array sectors before and after,
+ * start_position the old size per member. */
+URAID_API int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors,
+                              struct uraid_grow_result *res, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

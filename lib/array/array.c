@@ -15,7 +15,10 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "array/reshape_io.h"
 #include "stripe/ppl.h"
+
+#define RESHAPE_BITS (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
 
 static uint64_t now_seconds(void) { return (uint64_t)time(NULL); }
 
@@ -27,9 +30,19 @@ static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
     dst->events = tmpl->events;
     dst->utime = tmpl->utime;
     dst->resync_offset = tmpl->resync_offset;
+    dst->size = tmpl->size; /* uraid grow --size */
     dst->max_dev = tmpl->max_dev;
     memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
     dst->v090_spares = tmpl->v090_spares;
+    /* a reshape's record is array-wide too (the same on every member outside one) */
+    dst->feature_map = (dst->feature_map & ~RESHAPE_BITS) | (tmpl->feature_map & RESHAPE_BITS);
+    dst->raid_disks = tmpl->raid_disks;
+    dst->reshape_position = tmpl->reshape_position;
+    dst->delta_disks = tmpl->delta_disks;
+    dst->new_level = tmpl->new_level;
+    dst->new_layout = tmpl->new_layout;
+    dst->new_chunk = tmpl->new_chunk;
+    dst->new_offset = tmpl->new_offset;
 }
 
 /* 0.90 has no role for "spare" apart from "nobody": the members present
@@ -78,6 +91,8 @@ static void drop_absent_roles(struct uraid_array *a)
 
 int array_write_superblocks(struct uraid_array *a)
 {
+    if (a->parent) /* a reshape's old geometry: the members' superblocks are the parent's */
+        return array_write_superblocks(a->parent);
     if (a->readonly)
         return -EROFS;
     pthread_mutex_lock(&a->meta_lock);
@@ -182,12 +197,12 @@ static const char *level_name(int level)
     }
 }
 
-/* Features this engine can honour. Others (reshape, journal, cluster)
- * change how data is laid out or written, so opening would be unsafe. PPL
- * is kept by lib/stripe/ppl.c. */
+/* Features this engine can honour. Others (a backwards reshape, journal,
+ * cluster) change how data is laid out or written, so opening would be
+ * unsafe. PPL is kept by lib/stripe/ppl.c; a forwards reshape by
+ * reshape_io.c (which refuses the kinds it does not serve). */
 #define UNSUPPORTED_FEATURES \
-    (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_NEW_OFFSET | MD_FEATURE_JOURNAL | \
-     MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+    (MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_JOURNAL | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
 
 /* Loads a member's bad-block log when its superblock says it is not empty. */
 static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
@@ -248,6 +263,8 @@ static void free_array(struct uraid_array *a)
         uraid_job_cancel(a); /* before its members close */
     wib_free(a);
     ppl_close(a);
+    array_reshape_free(a->rs);
+    a->rs = NULL;
     for (int s = 0; s < URAID_MAX_MEMBERS; s++) {
         member_close(a->slot[s].dev);
         free(a->slot[s].badblocks);
@@ -380,13 +397,6 @@ static int read_superblocks(struct open_ctx *o)
             return rc;
         if ((rc = array_read_superblock_as(o->dev[i], o->format, &o->sb[i], o->why, o->whylen)) != 0)
             return rc;
-        if (o->sb[i].feature_map & MD_FEATURE_RESHAPE_ACTIVE) {
-            /* reads and writes during a reshape need both geometries: not yet (lib/array/reshape.c) */
-            uraid_why(o->why, o->whylen, "member %s: a reshape to %u members is in progress (feature RESHAPE_ACTIVE, "
-                      "at array sector %llu): finish it first with 'uraid grow --continue MEMBERS...'", o->paths[i],
-                      o->sb[i].raid_disks, (unsigned long long)o->sb[i].reshape_position);
-            return -EOPNOTSUPP;
-        }
         if (o->sb[i].feature_map & UNSUPPORTED_FEATURES) {
             uraid_why(o->why, o->whylen, "member %s: uses md features uraid does not support yet (feature map 0x%x)",
                       o->paths[i], o->sb[i].feature_map);
@@ -419,7 +429,12 @@ static int pick_reference(struct open_ctx *o)
                       o->paths[i], md_format_name(sb[i].format), o->paths[0], md_format_name(sb[0].format));
             return -EINVAL;
         }
-        if (!same_geometry(&sb[i], &sb[0])) {
+        /* a grow --size cut off between two superblock writes leaves members
+         * one event apart with two sizes: the newest's counts (md's too) */
+        struct md_sb resized = sb[i];
+        resized.size = sb[0].size;
+        int size_step = sb[i].events + 1 == sb[0].events || sb[0].events + 1 == sb[i].events;
+        if (!same_geometry(&sb[i], &sb[0]) && !(size_step && same_geometry(&resized, &sb[0]))) {
             uraid_why(o->why, o->whylen,
                       "member %s disagrees with %s about the array's level, layout, chunk, size or members",
                       o->paths[i], o->paths[0]);
@@ -587,6 +602,12 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
         return rc;
     a->dirty = a->sb.resync_offset != MD_RESYNC_CLEAN;
     a->opened_dirty = a->dirty;
+    /* md resumes a resync at its checkpoint; while this process may write,
+     * a superblock it writes says "from the start" (md writes 0 while active) */
+    if (a->dirty) {
+        a->resync_from = a->sb.resync_offset;
+        a->sb.resync_offset = 0;
+    }
     if (a->geom.chunk_sectors) {
         a->nstripes = a->member_sectors / a->geom.chunk_sectors;
         size_t words = (size_t)(a->nstripes / 64 + 1);
@@ -683,6 +704,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
         rc = start_runtime(a, &o);
     if (rc == 0)
         rc = array_ppl_start(a, o.missing, o.gone, o.p->force, o.why, o.whylen);
+    if (rc == 0)
+        rc = array_reshape_open(a, o.missing, o.why, o.whylen);
     open_ctx_free(&o);
     if (rc) {
         free_array(a);
@@ -780,6 +803,11 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
         mi->corrected_reads = sl->sb.cnt_corrected_read;
     }
     info->nmembers = nm;
+    if (a->rs) {
+        info->reshape_delta = a->sb.delta_disks;
+        info->reshape_position_sectors = a->sb.reshape_position; /* what the superblocks say (meta_lock) */
+        info->reshape_total_sectors = reshape_to_sectors(&a->rs->g);
+    }
 }
 
 int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info)

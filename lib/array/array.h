@@ -101,6 +101,7 @@ struct uraid_array {
     int readonly;
     int dirty;                 /* resync_offset = 0 is on disk */
     int opened_dirty;          /* found dirty at open: stays dirty until resynced */
+    uint64_t resync_from;      /* opened dirty: the resync_offset found (md's checkpoint: in sync below it) */
     int sb_written;            /* superblocks written since open (roles are current) */
     struct md_sb sb;           /* the array-wide template (highest events) */
 
@@ -147,6 +148,15 @@ struct uraid_array {
     char *event_program;       /* run for every event (events.c), or NULL; set at open */
     struct wibitmap *bitmap;   /* md's write-intent bitmap (wibitmap.c), NULL when none */
     struct ppl_log *ppl;       /* md's partial parity log (lib/stripe/ppl.c), NULL when the policy is not ppl */
+    /* A reshape in progress (reshape_io.c): this array is the new geometry,
+     * rs->old the old one; NULL when none. Set and cleared only with
+     * geom_lock held for writing; every user request holds it for reading. */
+    struct array_reshape *rs;
+    pthread_rwlock_t geom_lock;
+    /* The old geometry of a reshape is an array of its own that shares the
+     * members: parent is the array it belongs to (it writes no superblock
+     * itself: failures and superblocks go to the parent). */
+    struct uraid_array *parent;
 };
 
 /* Reports an event with mdadm --monitor's name (Fail, FailSpare,

@@ -113,7 +113,8 @@ static uint64_t now_ns(void)
 /* The kinds of job, one row each (as the parity registry lists its
  * routines): md's name, the set-up that picks the kind's step, finish and
  * checkpoint for this array's level, and what the runner does for it. A
- * reshape becomes one more row. */
+ * reshape is one more row (reshape_job.c); while one is recorded on the
+ * members no other kind starts (md runs nothing beside a reshape). */
 typedef int (*job_prepare_fn)(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p,
                               char *why, size_t whylen);
 struct job_kind {
@@ -132,6 +133,7 @@ static const struct job_kind job_kinds[] = {
     {URAID_JOB_CHECK, "check", scrub_prepare, 1, 0},
     {URAID_JOB_REPAIR, "repair", scrub_prepare, 1, 0},
     {URAID_JOB_RESYNC, "resync", resync_prepare, 0, 1},
+    {URAID_JOB_RESHAPE, "reshape", reshape_prepare, 0, 1},
 };
 
 static const struct job_kind *kind_of(enum uraid_job_kind kind)
@@ -204,7 +206,7 @@ static void *job_main(void *arg)
     struct array_job *j = &a->job;
     uint32_t nsec = job_batch_sectors(a);
     uint64_t pos = j->start, t0 = now_ns(), last_ckpt = t0;
-    uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos, cur_limit = j->speed_max_kib;
+    uint64_t win_t = t0, win_pos = pos, speed_t = t0, speed_pos = pos;
     uint64_t seen_user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
     int rc = 0;
     job_check(a);
@@ -247,8 +249,11 @@ static void *job_main(void *arg)
             last_ckpt = t;
         }
         /* pace: the limit that applies now (the floor while users do I/O,
-         * as md's is_mddev_idle), over a window that starts again whenever
-         * the limit changes; naps are short so an idle array speeds up at once */
+         * as md's is_mddev_idle) over the current window; naps are short so
+         * an idle array speeds up at once. The window does not start again
+         * when the limit changes: users coming and going would otherwise
+         * grant a free batch at each change, and the job would run at full
+         * speed under intermittent I/O */
         for (;;) {
             uint64_t user = __atomic_load_n(&a->user_requests, __ATOMIC_RELAXED);
             uint64_t limit = j->speed_max_kib;
@@ -256,8 +261,7 @@ static void *job_main(void *arg)
                 limit = j->speed_min_kib;
             seen_user = user;
             uint64_t t2 = now_ns();
-            if (limit != cur_limit || t2 - win_t > SPEED_WINDOW_NS) {
-                cur_limit = limit;
+            if (t2 - win_t > SPEED_WINDOW_NS) {
                 win_t = t2;
                 win_pos = pos;
             }
@@ -387,6 +391,11 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         uraid_why(why, whylen, "a %s is already running", uraid_job_name(running));
         return -EBUSY;
     }
+    if (__atomic_load_n(&a->rs, __ATOMIC_ACQUIRE) && kind != URAID_JOB_RESHAPE && kind != URAID_JOB_IDLE) {
+        pthread_mutex_unlock(&a->job_lock);
+        uraid_why(why, whylen, "a reshape is in progress: a %s can run once it is complete", uraid_job_name(kind));
+        return -EBUSY;
+    }
     struct job_report last;
     report_save(j, &last);
     j->kind = kind;
@@ -442,6 +451,23 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
         }
     } else {
         report_restore(j, &last);
+    }
+    pthread_mutex_unlock(&a->job_lock);
+    return rc;
+}
+
+int array_job_exclusive(struct uraid_array *a, int (*fn)(struct uraid_array *a, void *ctx), void *ctx, char *why,
+                        size_t whylen)
+{
+    pthread_mutex_lock(&a->job_lock);
+    reap(a);
+    int rc;
+    if (a->job.thread_started) {
+        uraid_why(why, whylen, "a %s is running: stop it first ('uraid idle') or wait for its end",
+                  uraid_job_name(a->job.kind));
+        rc = -EBUSY;
+    } else {
+        rc = fn(a, ctx);
     }
     pthread_mutex_unlock(&a->job_lock);
     return rc;

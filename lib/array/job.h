@@ -103,6 +103,14 @@ int scrub_prepare(struct uraid_array *a, struct array_job *j, const struct uraid
 int resync_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
                    size_t whylen);                                                        /* resync.c */
 
+int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                    size_t whylen);                                                       /* reshape_job.c */
+
+/* Runs fn(a, ctx) under job_lock with no job running and none able to
+ * start meanwhile (a reshape's start); -EBUSY with why set when one runs. */
+int array_job_exclusive(struct uraid_array *a, int (*fn)(struct uraid_array *a, void *ctx), void *ctx, char *why,
+                        size_t whylen);
+
 void array_job_init(struct uraid_array *a);
 /* Cancels a running job (its checkpoint is kept) and frees the job. */
 void array_job_fini(struct uraid_array *a);

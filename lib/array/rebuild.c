@@ -715,6 +715,14 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
         __atomic_store_n(&a->job.stop, 1, __ATOMIC_RELEASE); /* the monitor sees it end */
         return;
     }
+    char why[256];
+    if (__atomic_load_n(&a->rs, __ATOMIC_ACQUIRE)) {
+        /* md carries on a reshape at assembly, before anything else */
+        int rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        if (rc && rc != -EBUSY)
+            uraid_log(URAID_LOG_WARN, "the reshape in progress was not carried on: %s", why);
+        return;
+    }
     int hole = 0, holes = 0, spare = 0, resumable = 0;
     pthread_mutex_lock(&a->meta_lock);
     for (int s = 0; s < a->geom.raid_disks; s++) {
@@ -726,7 +734,6 @@ void array_maybe_auto_rebuild(struct uraid_array *a)
         spare |= a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE;
     int dirty = a->opened_dirty;
     pthread_mutex_unlock(&a->meta_lock);
-    char why[256];
     /* md resyncs an array that was not shut down cleanly, degraded too as
      * long as it has a redundancy left to make consistent (a RAID-6
      * missing one member); the recovery onto a spare follows when it ends */

@@ -18,6 +18,7 @@
  *   3. end: raid_disks = N, data_offset = old - shift, data_size + shift,
  *      RESHAPE_ACTIVE and NEW_OFFSET cleared, events + 1. */
 #include "array/reshape.h"
+#include "array/reshape_io.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -154,7 +155,7 @@ static int same_array(const struct grow *gr, int i)
 
 /* Head room on member i: sectors between what md's metadata occupies
  * (superblock + 36 KiB, the bad-block log) and data_offset. */
-static uint64_t headroom(const struct md_sb *sb)
+uint64_t reshape_headroom(const struct md_sb *sb)
 {
     uint64_t floor = sb->super_offset + MD_NEW_OFFSET_MIN_FROM_SB;
     if (sb->bblog_offset && sb->bblog_size) {
@@ -277,8 +278,8 @@ static int plan_start(struct grow *gr, int nold, int N)
     const struct md_sb *R = &gr->sb[gr->ref];
     uint64_t room = UINT64_MAX;
     for (int i = 0; i < nold; i++)
-        if (headroom(&gr->sb[i]) < room)
-            room = headroom(&gr->sb[i]);
+        if (reshape_headroom(&gr->sb[i]) < room)
+            room = reshape_headroom(&gr->sb[i]);
     uint64_t shift = reshape_choose_shift(room, R->chunksize);
     if (!shift)
         return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors "

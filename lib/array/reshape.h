@@ -30,6 +30,19 @@ struct grow {
  * flush of every member so the data it vouches for is on disk. (reshape.c) */
 int grow_checkpoint(struct grow *gr, uint64_t ckpt);
 
+/* A window's buffers and I/O engine (reshape_copy.c). */
+struct grow_bufs {
+    uint8_t *old[URAID_MAX_MEMBERS], *new[URAID_MAX_MEMBERS], *zero;
+    uint64_t max_stripes;
+    struct io_engine *io; /* every member's part of a window runs at once */
+};
+int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b);
+void grow_bufs_free(struct grow_bufs *b);
+
+/* New stripes [pos / stripe_data, + w): the old rows read, the new stripes
+ * built and written (not flushed). 0 or an I/O error with why set. */
+int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w);
+
 /* Moves the stripes from gr->pos to the end, checkpointing as
  * reshape_next says and at least every checkpoint_ms. 0, -EINTR when
  * stopped (position recorded) or an I/O error with why set. (reshape_copy.c) */

@@ -39,11 +39,6 @@
 #define WINDOW_BYTES (4u << 20) /* per member and window */
 #define WINDOW_MAX_STRIPES 256
 
-struct bufs {
-    uint8_t *old[URAID_MAX_MEMBERS], *new[URAID_MAX_MEMBERS], *zero;
-    uint64_t max_stripes;
-    struct io_engine *io; /* every member's part of a window runs at once */
-};
 
 static uint64_t now_ms(void)
 {
@@ -52,7 +47,7 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void bufs_free(struct bufs *b)
+void grow_bufs_free(struct grow_bufs *b)
 {
     for (int m = 0; m < URAID_MAX_MEMBERS; m++) {
         free(b->old[m]);
@@ -63,7 +58,7 @@ static void bufs_free(struct bufs *b)
         io_engine_destroy(b->io);
 }
 
-static int bufs_alloc(const struct reshape_geom *g, struct bufs *b)
+int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b)
 {
     size_t cb = (size_t)g->to.chunk_sectors * SECTOR;
     b->max_stripes = WINDOW_BYTES / cb ? WINDOW_BYTES / cb : 1;
@@ -86,7 +81,7 @@ static int bufs_alloc(const struct reshape_geom *g, struct bufs *b)
 
 /* One I/O on every member of a window at once (engine: threads or io_uring);
  * the first that failed in *bad. */
-static int run_all(struct bufs *b, struct io_op *ops, int n, int *bad)
+static int run_all(struct grow_bufs *b, struct io_op *ops, int n, int *bad)
 {
     int rc = io_engine_run(b->io, ops, n);
     for (int i = 0; rc && i < n; i++)
@@ -98,7 +93,7 @@ static int run_all(struct bufs *b, struct io_op *ops, int n, int *bad)
 }
 
 /* Reads old rows [r0, r1) of every old member into b->old. */
-static int read_old(struct grow *gr, struct bufs *b, uint64_t r0, uint64_t r1)
+static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
 {
     struct io_op ops[URAID_MAX_MEMBERS];
     int n = gr->g.from.raid_disks, bad = 0;
@@ -115,7 +110,7 @@ static int read_old(struct grow *gr, struct bufs *b, uint64_t r0, uint64_t r1)
 
 /* New stripe t (at byte off of the window's buffers): data from the old rows
  * starting at r0, P and Q from the data. */
-static int build_stripe(struct grow *gr, struct bufs *b, uint64_t t, size_t off, uint64_t r0)
+static int build_stripe(struct grow *gr, struct grow_bufs *b, uint64_t t, size_t off, uint64_t r0)
 {
     const struct reshape_geom *g = &gr->g;
     uint32_t c = g->to.chunk_sectors;
@@ -143,7 +138,7 @@ static int build_stripe(struct grow *gr, struct bufs *b, uint64_t t, size_t off,
 }
 
 /* New stripes [pos / stripe_data, + w): read, build, write. */
-static int copy_window(struct grow *gr, struct bufs *b, uint64_t pos, uint64_t w)
+int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
 {
     const struct reshape_geom *g = &gr->g;
     uint32_t c = g->to.chunk_sectors;
@@ -179,8 +174,8 @@ static int copy_window(struct grow *gr, struct bufs *b, uint64_t pos, uint64_t w
 
 int grow_copy(struct grow *gr)
 {
-    struct bufs b = {0};
-    int rc = bufs_alloc(&gr->g, &b);
+    struct grow_bufs b = {0};
+    int rc = grow_bufs_alloc(&gr->g, &b);
     if (rc)
         uraid_why(gr->why, gr->whylen, "cannot set up the reshape's buffers and I/O: %s", uraid_strerror(rc));
     uint64_t every = gr->p->checkpoint_ms ? gr->p->checkpoint_ms : 1000, last = now_ms();
@@ -208,13 +203,13 @@ int grow_copy(struct grow *gr)
             last = now_ms();
             continue;
         }
-        rc = copy_window(gr, &b, gr->pos, w);
+        rc = grow_copy_window(gr, &b, gr->pos, w);
         if (rc == 0) {
             gr->pos += w * sd;
             if (gr->p->progress)
                 gr->p->progress(gr->p->ctx, gr->pos, total);
         }
     }
-    bufs_free(&b);
+    grow_bufs_free(&b);
     return rc;
 }

@@ -47,5 +47,8 @@ int resync_prepare(struct uraid_array *a, struct array_job *j, const struct urai
     j->finish = resync_finish;
     if (a->bitmap)
         j->next = wib_next_needed;
+    else if (!a->r10 && a->resync_from < j->end) /* md's checkpoint (e.g. a grown size: the new region) */
+        j->start = a->geom.level == 1 ? a->resync_from / 128 * 128
+                                      : a->resync_from / a->geom.chunk_sectors * a->geom.chunk_sectors;
     return 0;
 }

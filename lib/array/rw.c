@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "array/dataio.h"
+#include "array/reshape_io.h"
 #include "log.h"
 
 /* ---- reads ----------------------------------------------------------------------- */
@@ -117,7 +118,7 @@ static int read_rebuild_piece(struct uraid_array *a, uint8_t *buf, const struct 
 
 #define READ_BATCH 256
 
-int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
+int array_read_plain(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
 {
     int rc = array_range_ok(a, len, offset);
     if (rc)
@@ -202,7 +203,7 @@ static void write_span(const struct uraid_array *a, uint64_t sector, uint64_t en
 /* What every user write does: the read-only and range checks, the dirty
  * mark on disk, the request count, the bitmap's bits before any member
  * write, then the level's path. buf NULL writes zeros (uraid_write_zeroes). */
-static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
+int array_write_plain(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
 {
     if (a->readonly)
         return -EROFS;
@@ -233,6 +234,26 @@ static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, 
     return rc;
 }
 
+/* Every user request holds geom_lock for reading: a reshape's start and end
+ * change the geometry with it held for writing. During a reshape the
+ * request is split by reshape_io.c between the new and the old geometry. */
+int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
+{
+    pthread_rwlock_rdlock(&a->geom_lock);
+    int rc = a->rs ? array_reshape_request(a, buf, NULL, len, offset) : array_read_plain(a, buf, len, offset);
+    pthread_rwlock_unlock(&a->geom_lock);
+    return rc;
+}
+
+static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
+{
+    pthread_rwlock_rdlock(&a->geom_lock);
+    int rc = a->rs ? array_reshape_request(a, NULL, buf ? buf : array_reshape_zeroes, len, offset)
+                   : array_write_plain(a, buf, len, offset);
+    pthread_rwlock_unlock(&a->geom_lock);
+    return rc;
+}
+
 int uraid_write(struct uraid_array *a, const void *buf, size_t len, uint64_t offset)
 {
     return buf || !len ? write_request(a, buf, len, offset) : -EINVAL;
@@ -253,6 +274,7 @@ int uraid_flush(struct uraid_array *a)
     int slot[URAID_MAX_MEMBERS + 1], n = 0, rc = 0;
     if (a->readonly)
         return 0;
+    pthread_rwlock_rdlock(&a->geom_lock); /* a reshape's start adds members */
     for (int m = 0; m < a->geom.raid_disks; m++) {
         struct member *dev = __atomic_load_n(&a->slot[m].dev, __ATOMIC_ACQUIRE);
         if (dev && (slot_ok(a, m) || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_REBUILDING)) {
@@ -267,6 +289,7 @@ int uraid_flush(struct uraid_array *a)
         ops[n++] = (struct io_op){.m = repl, .kind = IO_FLUSH};
     }
     io_engine_run(a->io, ops, n);
+    pthread_rwlock_unlock(&a->geom_lock);
     for (int i = 0; i < n; i++) {
         if (!ops[i].result)
             continue;
@@ -280,4 +303,4 @@ int uraid_flush(struct uraid_array *a)
     return rc;
 }
 
-uint64_t uraid_size(const struct uraid_array *a) { return a->size_sectors * SECTOR; }
+uint64_t uraid_size(const struct uraid_array *a) { return __atomic_load_n(&a->size_sectors, __ATOMIC_ACQUIRE) * SECTOR; }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array/array.h"
+#include "array/reshape_io.h"
 #include "log.h"
 
 int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset)
@@ -52,6 +52,12 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     failure_cause(cause, sizeof cause, what, err);
     if (m < 0)
         return err ? err : -EIO;
+    if (a->parent) { /* a reshape's old geometry: the parent decides and records it */
+        int rc = array_member_failed(a->parent, m, err, what);
+        if (rc == 0 && !slot_ok(a->parent, m))
+            __atomic_store_n(&a->slot[m].state, URAID_MEMBER_FAULTY, __ATOMIC_RELEASE);
+        return rc;
+    }
     pthread_mutex_lock(&a->meta_lock);
     if (a->slot[m].dev && a->slot[m].state == URAID_MEMBER_REBUILDING) {
         /* a member being rebuilt carries no redundancy yet: losing it only
@@ -86,6 +92,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
         return -EIO;
     }
     __atomic_store_n(&a->slot[m].state, URAID_MEMBER_FAULTY, __ATOMIC_RELEASE);
+    array_reshape_member_failed(a, m);
     uint32_t dev_number = a->slot[m].sb.dev_number;
     if (dev_number < a->sb.max_dev)
         a->sb.dev_roles[dev_number] = MD_ROLE_FAULTY;
@@ -152,6 +159,13 @@ void uraid_reset_counters(struct uraid_array *a)
 int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
 {
     pthread_mutex_init(&a->meta_lock, NULL);
+    /* a reshape's start and end wait for the requests in flight, and no
+     * stream of readers may hold them off */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&a->geom_lock, &ra);
+    pthread_rwlockattr_destroy(&ra);
     stripe_locks_init(&a->locks);
     array_job_init(a);
     a->replace_source = -1;
@@ -177,6 +191,7 @@ void array_runtime_fini(struct uraid_array *a)
     stripe_pool_stop(a->pool);
     a->pool = NULL;
     stripe_locks_destroy(&a->locks);
+    pthread_rwlock_destroy(&a->geom_lock);
     pthread_mutex_destroy(&a->meta_lock);
 }
 

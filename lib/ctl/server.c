@@ -27,6 +27,7 @@
 #include "array/array.h"
 #include "log.h"
 #include "uraid_ctl.h"
+#include "uraid_grow.h"
 
 #define MAX_REQUEST 4096
 #define READ_TIMEOUT_MS 2000
@@ -134,6 +135,8 @@ static int read_request(int fd, char *req)
 }
 
 /* Background work: check, repair, idle, frozen (md's sync_action) and findings. */
+static void answer_grow(struct uraid_ctl *c, char *arg, char *out);
+
 static void answer_job(struct uraid_ctl *c, const char *verb, char *out)
 {
     char why[512] = "";
@@ -233,13 +236,17 @@ static int answer(struct uraid_ctl *c, char *req, int len)
             snprintf(out, RESPONSE_BYTES, "error: cannot build the status: %s\n", uraid_strerror(rc));
         return 0;
     }
+    if (!strcmp(verb, "grow")) {
+        answer_grow(c, arg, out);
+        return 0;
+    }
     if (!strcmp(verb, "rmw-level")) {
         answer_rmw_level(c, arg, out);
         return 0;
     }
     if (!takes_arg) {
         /* the verb is at most MAX_REQUEST bytes: quote a bounded part */
-        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, stop, check, repair, idle, frozen, findings, rmw-level)\n", verb,
+        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, grow, stop, check, repair, idle, frozen, findings, rmw-level)\n", verb,
                  strlen(verb) > 64 ? "..." : "");
         return 0;
     }
@@ -258,6 +265,35 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     else /* an add may say how it was taken (re-added, or a spare for a full rebuild) */
         snprintf(out, RESPONSE_BYTES, "ok\n%s%s", why, why[0] ? "\n" : "");
     return 0;
+}
+
+/* "grow N NEW...": mdadm --grow --raid-devices N --add NEW... on the
+ * serving array (uraid_grow_online); the reshape runs as its job. Member
+ * names are separated by blanks. */
+static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
+{
+    char *save = NULL, *tok = strtok_r(arg, " \t", &save), *end = NULL;
+    long n = tok ? strtol(tok, &end, 10) : 0;
+    if (!tok || *end || n < 1 || n > URAID_MAX_MEMBERS) {
+        snprintf(out, RESPONSE_BYTES, "error: 'grow' needs the new member count (1 to %d) and the new members: "
+                 "grow N NEW...\n", URAID_MAX_MEMBERS);
+        return;
+    }
+    const char *added[URAID_MAX_MEMBERS];
+    int nadd = 0;
+    while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
+        if (nadd == URAID_MAX_MEMBERS) {
+            snprintf(out, RESPONSE_BYTES, "error: more than %d new members\n", URAID_MAX_MEMBERS);
+            return;
+        }
+        added[nadd++] = tok;
+    }
+    char why[512] = "";
+    int rc = uraid_grow_online(c->a, (int)n, added, nadd, why, sizeof why);
+    if (rc)
+        snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
+    else
+        snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members started; follow it with 'uraid status'\n", n);
 }
 
 /* Only root or the socket's owner (this process's user) may act. */

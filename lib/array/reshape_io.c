@@ -1,0 +1,288 @@
+/* Reads and writes of an array in mid-reshape (reshape_io.h has the rule).
+ *
+ * Why no request reads or writes the wrong place:
+ *   - below safe every stripe was written in the new geometry and flushed
+ *     before the superblocks said safe; the job only writes new stripes at
+ *     or past its own position >= safe, so a new-geometry request and the
+ *     job never share a stripe;
+ *   - from progress on the data is still only in the old geometry, in old
+ *     rows >= reshape_old_safe_row(progress); the job writes new rows that
+ *     land below old row reshape_old_safe_row(safe) (reshape_geom.h), and
+ *     reads old rows only after every old-geometry request overlapping the
+ *     window ended (array_reshape_window), and no new one can start there
+ *     (progress moved first);
+ *   - a write in the old geometry after a window was read but before its
+ *     checkpoint cannot happen: the window's sectors lie below progress.
+ *   - a kill at any moment: a write below safe is in the new geometry, which
+ *     a restart reads below the position on disk (>= safe); a write from
+ *     progress on is in the old rows a restart's windows read again.
+ * Stripe locks are per geometry: the two never cover the same stripe. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/reshape_io.h"
+#include "log.h"
+
+#define RESHAPE_BITS (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
+
+const uint8_t array_reshape_zeroes[1];
+
+static int piece(struct uraid_array *t, void *rbuf, const uint8_t *wbuf, uint64_t s, uint64_t n)
+{
+    size_t len = (size_t)n * SECTOR;
+    if (rbuf)
+        return array_read_plain(t, rbuf, len, s * SECTOR);
+    return array_write_plain(t, wbuf == array_reshape_zeroes ? NULL : wbuf, len, s * SECTOR);
+}
+
+static void unlink_req(struct array_reshape *rs, struct rs_req *r)
+{
+    for (struct rs_req **pp = &rs->inflight; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+}
+
+int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf, size_t len, uint64_t offset)
+{
+    struct array_reshape *rs = a->rs;
+    int rc = array_range_ok(a, len, offset);
+    if (rc || len == 0)
+        return rc;
+    if (!rbuf && a->readonly)
+        return -EROFS;
+    /* the dirty mark goes to every member (the parent's superblocks) first */
+    if (!rbuf && (rc = array_mark_dirty(a)) != 0)
+        return rc;
+    uint64_t s = offset / SECTOR, e = s + len / SECTOR;
+    uint8_t *rp = rbuf;
+    const uint8_t *wp = wbuf;
+    while (s < e && rc == 0) {
+        struct rs_req me = {0};
+        struct uraid_array *t;
+        uint64_t n;
+        pthread_mutex_lock(&rs->mu);
+        for (;;) {
+            if (s < rs->safe) {
+                t = a;
+                n = (e < rs->safe ? e : rs->safe) - s;
+                break;
+            }
+            if (s >= rs->progress) {
+                t = rs->old;
+                n = e - s;
+                me = (struct rs_req){.s = s, .e = e, .next = rs->inflight};
+                rs->inflight = &me;
+                break;
+            }
+            rs->want_ckpt = 1; /* md's make_request retries until reshape_safe has passed it */
+            pthread_cond_wait(&rs->cv, &rs->mu);
+        }
+        pthread_mutex_unlock(&rs->mu);
+        if (t != a)
+            __atomic_add_fetch(&a->user_requests, 1, __ATOMIC_RELAXED); /* the job yields to users */
+        rc = piece(t, rp, wbuf == array_reshape_zeroes ? wbuf : wp, s, n);
+        if (t != a) {
+            pthread_mutex_lock(&rs->mu);
+            unlink_req(rs, &me);
+            pthread_cond_broadcast(&rs->cv);
+            pthread_mutex_unlock(&rs->mu);
+        }
+        s += n;
+        if (rp)
+            rp += n * SECTOR;
+        if (wp && wbuf != array_reshape_zeroes)
+            wp += n * SECTOR;
+    }
+    return rc;
+}
+
+static int overlaps(const struct array_reshape *rs, uint64_t s, uint64_t e)
+{
+    for (const struct rs_req *r = rs->inflight; r; r = r->next)
+        if (r->s < e && s < r->e)
+            return 1;
+    return 0;
+}
+
+void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end)
+{
+    struct array_reshape *rs = a->rs;
+    pthread_mutex_lock(&rs->mu);
+    if (end > rs->progress)
+        rs->progress = end;
+    while (overlaps(rs, pos, end))
+        pthread_cond_wait(&rs->cv, &rs->mu);
+    pthread_mutex_unlock(&rs->mu);
+}
+
+void array_reshape_safe(struct uraid_array *a, uint64_t pos)
+{
+    struct array_reshape *rs = a->rs;
+    pthread_mutex_lock(&rs->mu);
+    rs->safe = pos;
+    if (rs->progress < pos)
+        rs->progress = pos;
+    pthread_cond_broadcast(&rs->cv);
+    pthread_mutex_unlock(&rs->mu);
+}
+
+void array_reshape_idle(struct uraid_array *a)
+{
+    struct array_reshape *rs = a->rs;
+    if (!rs)
+        return;
+    pthread_mutex_lock(&rs->mu);
+    rs->progress = rs->safe;
+    pthread_cond_broadcast(&rs->cv);
+    pthread_mutex_unlock(&rs->mu);
+}
+
+int array_reshape_wanted(struct uraid_array *a)
+{
+    struct array_reshape *rs = a->rs;
+    pthread_mutex_lock(&rs->mu);
+    int w = rs->want_ckpt;
+    rs->want_ckpt = 0;
+    pthread_mutex_unlock(&rs->mu);
+    return w;
+}
+
+void array_reshape_member_failed(struct uraid_array *a, int m)
+{
+    struct array_reshape *rs = a->rs;
+    if (rs && m >= 0 && m < rs->old->geom.raid_disks)
+        __atomic_store_n(&rs->old->slot[m].state, URAID_MEMBER_FAULTY, __ATOMIC_RELEASE);
+}
+
+/* ---- the two geometries -------------------------------------------------------- */
+
+int array_reshape_new(struct uraid_array *a, const struct reshape_geom *g, uint64_t old_off, uint64_t pos,
+                      struct array_reshape **out)
+{
+    struct array_reshape *rs = calloc(1, sizeof *rs);
+    struct uraid_array *o = calloc(1, sizeof *o);
+    uint64_t *dw = calloc((size_t)(a->nstripes / 64 + 1), sizeof *dw);
+    if (!rs || !o || !dw) {
+        free(rs);
+        free(o);
+        free(dw);
+        return -ENOMEM;
+    }
+    rs->g = *g;
+    rs->old_off = old_off;
+    rs->safe = rs->progress = pos;
+    pthread_mutex_init(&rs->mu, NULL);
+    pthread_cond_init(&rs->cv, NULL);
+    o->geom = g->from;
+    o->k = g->from_k;
+    o->nparity = layout_parity_count(&g->from);
+    o->member_sectors = a->member_sectors;
+    o->size_sectors = reshape_from_sectors(g);
+    o->readonly = a->readonly;
+    o->dirty = 1;      /* the parent marks the members dirty before any write reaches this one */
+    o->sb_written = 1;
+    o->sb = a->sb;
+    o->parent = a;
+    o->io = a->io;     /* shared: the parent destroys it */
+    o->replace_source = -1;
+    o->nstripes = a->nstripes;
+    o->degraded_written = dw;
+    for (int s = 0; s < g->from.raid_disks; s++) {
+        o->slot[s] = a->slot[s];
+        o->slot[s].data_offset = old_off;
+        o->slot[s].old_dev = NULL;
+    }
+    pthread_mutex_init(&o->meta_lock, NULL);
+    pthread_rwlock_init(&o->geom_lock, NULL);
+    stripe_locks_init(&o->locks);
+    array_job_init(o);
+    rs->old = o;
+    *out = rs;
+    return 0;
+}
+
+void array_reshape_free(struct array_reshape *rs)
+{
+    if (!rs)
+        return;
+    struct uraid_array *o = rs->old;
+    if (o) {
+        stripe_pool_stop(o->pool);
+        stripe_locks_destroy(&o->locks);
+        array_job_fini(o);
+        pthread_rwlock_destroy(&o->geom_lock);
+        pthread_mutex_destroy(&o->meta_lock);
+        free(o->degraded_written);
+        free(o); /* its members, engine and bad-block lists are the parent's */
+    }
+    pthread_cond_destroy(&rs->cv);
+    pthread_mutex_destroy(&rs->mu);
+    free(rs);
+}
+
+/* md's record of a reshape this engine can serve: a grow of RAID-4/5/6 to
+ * more members with a data offset change (what uraid grow and mdadm 3.3+
+ * write), every member present, no bitmap or log. */
+static int reshape_supported(const struct uraid_array *a, int missing, char *why, size_t whylen)
+{
+    const struct md_sb *R = &a->sb;
+    if (R->level < 4 || R->level > 6 || R->delta_disks <= 0 || R->new_level != (uint32_t)R->level ||
+        R->new_layout != R->layout || R->new_chunk != R->chunksize || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
+        return uraid_why(why, whylen, "a reshape of level %d to %u members (new level %u, delta %d) is in progress: "
+                         "uraid serves only grows of RAID-4/5/6 to more members; finish it with mdadm",
+                         R->level, R->raid_disks, R->new_level, R->delta_disks), -EOPNOTSUPP;
+    if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
+        return uraid_why(why, whylen, "the reshape in progress uses a backup file (no data offset change): not "
+                         "supported yet; carry it on with mdadm --grow --continue"), -EOPNOTSUPP;
+    if (missing)
+        return uraid_why(why, whylen, "a reshape is in progress and %d member%s missing: a degraded reshape is not "
+                         "supported yet; give every member, old and new", missing, missing == 1 ? " is" : "s are"),
+               -EOPNOTSUPP;
+    if (a->bitmap || md_sb_has_ppl(R))
+        return uraid_why(why, whylen, "a reshape is in progress on an array with a %s: not supported yet",
+                         a->bitmap ? "write-intent bitmap" : "partial parity log"), -EOPNOTSUPP;
+    return 0;
+}
+
+int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t whylen)
+{
+    const struct md_sb *R = &a->sb;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        const struct array_slot *sl = &a->slot[s];
+        if (sl->dev && (sl->sb.feature_map ^ R->feature_map) & MD_FEATURE_RESHAPE_ACTIVE)
+            return uraid_why(why, whylen, "member %s: its superblock %s a reshape (feature RESHAPE_ACTIVE) but the "
+                             "array's newest %s: carry it on with 'uraid grow --continue' first", sl->dev->path,
+                             sl->sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE ? "records" : "does not record",
+                             R->feature_map & MD_FEATURE_RESHAPE_ACTIVE ? "does" : "does not"), -EOPNOTSUPP;
+    }
+    if (!(R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+        return 0;
+    int rc = reshape_supported(a, missing, why, whylen);
+    if (rc)
+        return rc;
+    struct layout_geom from = a->geom;
+    from.raid_disks = (int)R->raid_disks - R->delta_disks;
+    uint64_t shift = (uint64_t)-(int64_t)R->new_offset, old_off = a->slot[0].sb.data_offset;
+    struct reshape_geom g;
+    char gwhy[200];
+    if (reshape_geom_init(&g, &from, &a->geom, a->member_sectors, shift, gwhy, sizeof gwhy) ||
+        reshape_position_ok(&g, R->reshape_position, gwhy, sizeof gwhy))
+        return uraid_why(why, whylen, "the reshape on the members: %s", gwhy), -EINVAL;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].sb.data_offset != old_off || !(a->slot[s].sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+            return uraid_why(why, whylen, "member %s is not at the reshape's point (data offset %llu, the others' "
+                             "%llu): carry the reshape on with 'uraid grow --continue' first", a->slot[s].dev->path,
+                             (unsigned long long)a->slot[s].sb.data_offset, (unsigned long long)old_off), -EINVAL;
+    if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &a->rs)) != 0)
+        return uraid_why(why, whylen, "out of memory"), rc;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        a->slot[s].data_offset = old_off - shift;
+    a->size_sectors = reshape_from_sectors(&g); /* md grows the array at the reshape's end */
+    uraid_log(URAID_LOG_INFO, "a reshape from %d to %d members is in progress at array sector %llu: requests below it "
+              "use the new geometry, the others the old", g.from.raid_disks, g.to.raid_disks,
+              (unsigned long long)R->reshape_position);
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* Reads and writes of an array in mid-reshape (reshape_io.c) and the
+ * reshape job that moves its stripes while it serves (reshape_job.c).
+ *
+ * The open array is the new geometry (every member, the new data offset);
+ * rs->old is the old geometry (the old members at the old data offset), an
+ * array of its own that shares the members. A request is addressed as md's
+ * raid5.c make_request addresses it, with two positions (array sectors on
+ * new stripe boundaries, safe <= progress):
+ *   sector <  safe      the new geometry (md's reshape_safe: moved, and the
+ *                       position on disk says so);
+ *   sector >= progress  the old geometry (md's reshape_progress: not moved,
+ *                       and not in the window being moved);
+ *   in between          the request waits (md retries it) until the next
+ *                       checkpoint moves safe past it: those stripes are
+ *                       being moved, or were moved but a restart would
+ *                       still read them in the old geometry.
+ * The job moves progress ahead before a window and waits for the old-
+ * geometry requests that overlap the window to end (the window lock). */
+#ifndef URAID_ARRAY_RESHAPE_IO_H
+#define URAID_ARRAY_RESHAPE_IO_H
+
+#include "array/array.h"
+#include "reshape_geom.h"
+
+/* An old-geometry request in flight (on its caller's stack). */
+struct rs_req {
+    uint64_t s, e;
+    struct rs_req *next;
+};
+
+struct array_reshape {
+    struct reshape_geom g;
+    uint64_t old_off;          /* every member's data offset in the old geometry */
+    struct uraid_array *old;   /* the old geometry */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t safe, progress;   /* under mu */
+    int want_ckpt;             /* a request waits for safe to move */
+    struct rs_req *inflight;   /* old-geometry requests running, under mu */
+};
+
+/* Passed as the write buffer of array_reshape_request: write zeroes. */
+extern const uint8_t array_reshape_zeroes[1];
+
+/* The request paths of one geometry (rw.c): what uraid_read and
+ * uraid_write do on an array that is not reshaping. */
+int array_read_plain(struct uraid_array *a, void *buf, size_t len, uint64_t offset);
+int array_write_plain(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset);
+
+/* One user request on a reshaping array (rbuf: a read; else wbuf, or
+ * array_reshape_zeroes), split between the geometries. Caller holds
+ * geom_lock for reading. */
+int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf, size_t len, uint64_t offset);
+
+/* At open, after the members are placed: an array whose superblocks say
+ * RESHAPE_ACTIVE becomes the new geometry with the old one beside it
+ * (0 when it does not reshape; a refusal names what is not supported). */
+int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t whylen);
+
+/* The old geometry from the array as it is (before a reshape starts, or
+ * at open): the first g->from.raid_disks slots at data offset old_off. */
+int array_reshape_new(struct uraid_array *a, const struct reshape_geom *g, uint64_t old_off, uint64_t pos,
+                      struct array_reshape **out);
+void array_reshape_free(struct array_reshape *rs);
+
+/* The job's side of the window lock: progress moves to end and the call
+ * returns once no old-geometry request overlaps [pos, end). */
+void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end);
+/* A checkpoint is on disk at pos: requests below it go to the new geometry. */
+void array_reshape_safe(struct uraid_array *a, uint64_t pos);
+/* The job ended without recording where it got to (a checkpoint failed):
+ * progress goes back to safe. Nothing was written in the old rows of the
+ * stripes in between (the safety rule) and no request wrote them (they
+ * waited), so the old geometry still holds them; the waiters go there. */
+void array_reshape_idle(struct uraid_array *a);
+/* 1 (and the flag cleared) when a request waits for a checkpoint. */
+int array_reshape_wanted(struct uraid_array *a);
+
+/* Member m of the new geometry failed: the old geometry stops using it too. */
+void array_reshape_member_failed(struct uraid_array *a, int m);
+
+/* Headroom before data_offset a member's metadata leaves (reshape.c). */
+uint64_t reshape_headroom(const struct md_sb *sb);
+
+#endif

@@ -1,0 +1,193 @@
+/* The reshape as a background job of a served array (job.c's table), and
+ * uraid_grow_online, which starts one.
+ *
+ * The job walks the new geometry's member rows like a rebuild; each step
+ * moves the new stripes of its rows in windows (reshape_copy.c), taking
+ * each window from the requests first (array_reshape_window), and records
+ * the position as the offline grow does (reshape_next's rule, every second,
+ * and at once when a request waits for a window already moved): every
+ * member flushed, then every superblock with the new reshape_position, then
+ * the requests below it go to the new geometry. A stop (uraid stop, close,
+ * 'idle') records the position reached; the next open carries on from it
+ * (the monitor starts the job again, as md continues a reshape at
+ * assembly). The end: the last position (the whole array) on disk, then
+ * md's end of a reshape in every superblock (reshape.c's table), then the
+ * array grows to its new size. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/reshape.h"
+#include "array/reshape_io.h"
+#include "log.h"
+
+struct rs_job {
+    struct grow gr;        /* the members by slot, the geometry, pos and ckpt */
+    struct grow_bufs b;
+    char why[256];         /* what stopped it (job_fail gets it) */
+};
+
+/* Every member flushed, then the position in every superblock; then it is safe. */
+static int rs_checkpoint(struct uraid_array *a, struct rs_job *st)
+{
+    struct grow *gr = &st->gr;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        int rc = member_flush(a->slot[s].dev);
+        if (rc)
+            return uraid_why(gr->why, gr->whylen, "member %s: flush failed: %s (the reshape stopped at array "
+                             "sector %llu)", a->slot[s].dev->path, uraid_strerror(rc), (unsigned long long)gr->pos), rc;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb.reshape_position = gr->pos;
+    pthread_mutex_unlock(&a->meta_lock);
+    int rc = array_write_superblocks(a);
+    if (rc)
+        return uraid_why(gr->why, gr->whylen, "cannot record the reshape position %llu: %s",
+                         (unsigned long long)gr->pos, uraid_strerror(rc)), rc;
+    gr->ckpt = gr->pos;
+    array_reshape_safe(a, gr->pos);
+    return 0;
+}
+
+/* Moves the new stripes of member rows [start, start + nsec). */
+static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
+{
+    struct rs_job *st = j->priv;
+    struct grow *gr = &st->gr;
+    uint64_t sd = reshape_stripe_data(&gr->g), c = gr->g.to.chunk_sectors;
+    uint64_t target = (start + nsec) / c * sd;
+    int rc = 0;
+    while (rc == 0 && gr->pos < target) {
+        uint64_t left = (target - gr->pos) / sd, w = 0;
+        enum reshape_move mv = reshape_next(&gr->g, gr->pos, gr->ckpt, left < st->b.max_stripes ? left : st->b.max_stripes, &w);
+        if (mv == RESHAPE_DONE)
+            break;
+        if (mv == RESHAPE_CHECKPOINT) {
+            rc = gr->pos > gr->ckpt ? rs_checkpoint(a, st) : -EINVAL;
+            continue;
+        }
+        array_reshape_window(a, gr->pos, gr->pos + w * sd);
+        rc = grow_copy_window(gr, &st->b, gr->pos, w);
+        if (rc == 0)
+            gr->pos += w * sd;
+        if (rc == 0 && array_reshape_wanted(a))
+            rc = rs_checkpoint(a, st); /* a request waits for these stripes */
+    }
+    if (rc)
+        job_fail(j, "%s", gr->why[0] ? gr->why : uraid_strerror(rc));
+    return rc;
+}
+
+static int rs_periodic(struct uraid_array *a, struct array_job *j)
+{
+    struct rs_job *st = j->priv;
+    return st->gr.pos > st->gr.ckpt ? rs_checkpoint(a, st) : 0;
+}
+
+/* md's end of a reshape: every member's superblock with the new data
+ * offset and no reshape; then the array has its new size. */
+static int rs_end(struct uraid_array *a, struct rs_job *st)
+{
+    struct grow *gr = &st->gr;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        int rc = member_flush(a->slot[s].dev);
+        if (rc)
+            return uraid_why(gr->why, gr->whylen, "member %s: flush failed: %s", a->slot[s].dev->path,
+                             uraid_strerror(rc)), rc;
+    }
+    pthread_rwlock_wrlock(&a->geom_lock); /* no request may look at rs while it goes */
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb.feature_map &= ~(uint32_t)(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET);
+    a->sb.reshape_position = 0;
+    a->sb.delta_disks = 0;
+    a->sb.new_offset = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        a->slot[s].sb.data_offset = gr->old_off - gr->g.shift;
+        a->slot[s].sb.data_size += gr->g.shift;
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+    int rc = array_write_superblocks(a);
+    struct array_reshape *rs = a->rs;
+    __atomic_store_n(&a->rs, NULL, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
+    __atomic_store_n(&a->size_sectors, reshape_to_sectors(&gr->g), __ATOMIC_RELEASE);
+    pthread_rwlock_unlock(&a->geom_lock);
+    array_reshape_free(rs);
+    if (rc)
+        uraid_why(gr->why, gr->whylen, "the reshape is complete but its end could not be recorded: %s",
+                  uraid_strerror(rc));
+    else
+        uraid_log(URAID_LOG_INFO, "reshape complete: %d members, array size %llu KiB (was %llu KiB); clients see the "
+                  "new size when they connect again", gr->g.to.raid_disks,
+                  (unsigned long long)(reshape_to_sectors(&gr->g) / 2),
+                  (unsigned long long)(reshape_from_sectors(&gr->g) / 2));
+    return rc;
+}
+
+static int rs_finish(struct uraid_array *a, struct array_job *j, int rc)
+{
+    struct rs_job *st = j->priv;
+    struct grow *gr = &st->gr;
+    if (rc == 0 && gr->pos < reshape_to_sectors(&gr->g))
+        rc = -EIO; /* the walk ended before the last stripe: cannot happen */
+    if (rc == 0 && gr->pos > gr->ckpt)
+        rc = rs_checkpoint(a, st);
+    if (rc == 0)
+        rc = rs_end(a, st);
+    else if (gr->pos > gr->ckpt && rs_checkpoint(a, st) == 0)
+        uraid_log(URAID_LOG_INFO, "reshape position %llu recorded", (unsigned long long)gr->pos);
+    if (rc)
+        array_reshape_idle(a); /* requests waiting between safe and progress go on in the old geometry */
+    if (rc && rc != -ECANCELED && gr->why[0])
+        job_fail(j, "%s", gr->why);
+    grow_bufs_free(&st->b);
+    free(st);
+    j->priv = NULL;
+    if (rc == 0)
+        array_kick_monitor(a); /* a resync the array still owes runs now */
+    return rc;
+}
+
+int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct uraid_job_params *p, char *why,
+                    size_t whylen)
+{
+    (void)p;
+    struct array_reshape *rs = a->rs;
+    if (!rs)
+        return uraid_why(why, whylen, "no reshape is in progress: start one with 'uraid grow --control PATH "
+                         "--raid-devices N --add NEW...'"), -EINVAL;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (!slot_ok(a, s))
+            return uraid_why(why, whylen, "slot %d is not in sync: a degraded reshape is not supported yet", s),
+                   -EOPNOTSUPP;
+    struct rs_job *st = calloc(1, sizeof *st);
+    if (!st)
+        return uraid_why(why, whylen, "out of memory"), -ENOMEM;
+    struct grow *gr = &st->gr;
+    gr->g = rs->g;
+    gr->old_off = rs->old_off;
+    pthread_mutex_lock(&rs->mu);
+    gr->pos = gr->ckpt = rs->safe;
+    pthread_mutex_unlock(&rs->mu);
+    gr->n = a->geom.raid_disks;
+    for (int s = 0; s < gr->n; s++) {
+        gr->dev[s] = a->slot[s].dev;
+        gr->name[s] = a->slot[s].dev->path;
+        gr->at[s] = s;
+    }
+    gr->why = st->why;
+    gr->whylen = sizeof st->why;
+    int rc = grow_bufs_alloc(&gr->g, &st->b);
+    if (rc) {
+        grow_bufs_free(&st->b);
+        free(st);
+        return uraid_why(why, whylen, "cannot set up the reshape's buffers: %s", uraid_strerror(rc)), rc;
+    }
+    uint64_t c = gr->g.to.chunk_sectors;
+    j->priv = st;
+    j->step = rs_step;
+    j->finish = rs_finish;
+    j->checkpoint = rs_periodic;
+    j->start = gr->pos / reshape_stripe_data(&gr->g) * c;
+    j->end = reshape_stripes(&gr->g) * c;
+    return 0;
+}

@@ -1,0 +1,273 @@
+/* uraid_grow_online: a served RAID-5/6 gains members (mdadm --grow
+ * --raid-devices N --add NEW... on a running array), the reshape then runs
+ * as a background job (reshape_job.c) while requests go on (reshape_io.c).
+ *
+ * What is written when (the offline grow's order, reshape.c):
+ *   1. every check first; a refusal writes nothing and closes the new
+ *      members;
+ *   2. the new members' superblocks (their slots, the reshape at position
+ *      0), flushed;
+ *   3. with no request in flight (geom_lock held for writing) and no job
+ *      running (job_lock): the array becomes the new geometry at position
+ *      0, and every member's superblock gets the reshape (events + 1);
+ *   4. the job starts; the monitor starts it again after a restart. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/reshape_io.h"
+#include "log.h"
+#include "uraid_grow.h"
+
+struct online {
+    int N, nold, nadd;
+    const char *const *added;
+    struct member *dev[URAID_MAX_MEMBERS];
+    struct md_sb sb[URAID_MAX_MEMBERS];
+    struct reshape_geom g;
+    uint64_t old_off;
+    struct array_reshape *rs;
+    char *why;
+    size_t whylen;
+};
+
+static int no(struct online *o, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int no(struct online *o, int rc, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    uraid_why(o->why, o->whylen, "%s", line);
+    return rc;
+}
+
+static int check_array(struct uraid_array *a, struct online *o)
+{
+    const struct md_sb *R = &a->sb;
+    if (a->readonly)
+        return no(o, -EROFS, "the array is open read-only");
+    if (a->rs)
+        return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    if (a->geom.level != 5 && a->geom.level != 6)
+        return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-5 and RAID-6 can gain members",
+                  a->geom.level);
+    if (R->format != MD_FMT_1_2)
+        return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays can "
+                  "gain members", md_format_name(R->format));
+    if (md_sb_has_ppl(R) || a->bitmap)
+        return no(o, -EOPNOTSUPP, "the array keeps a %s: %s", a->bitmap ? "write-intent bitmap" : "partial parity log",
+                  a->bitmap ? "growing it is not supported yet" : "md cannot reshape such an array; switch to resync "
+                  "first (uraid grow --consistency-policy=resync, with the array stopped)");
+    if (a->opened_dirty)
+        return no(o, -EUCLEAN, "the array was not shut down cleanly and its resync has not finished: grow it after "
+                  "the resync");
+    if (o->N <= a->geom.raid_disks)
+        return no(o, -EINVAL, "--raid-devices %d is not larger than the array's %d members (shrinking is not "
+                  "supported yet)", o->N, a->geom.raid_disks);
+    if (o->N > URAID_MAX_MEMBERS || o->nadd != o->N - a->geom.raid_disks)
+        return no(o, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", o->N,
+                  o->N - a->geom.raid_disks, o->N - a->geom.raid_disks == 1 ? "" : "s", o->nadd);
+    o->nold = a->geom.raid_disks;
+    o->old_off = a->slot[0].data_offset;
+    for (int s = 0; s < o->nold; s++) {
+        const struct array_slot *sl = &a->slot[s];
+        if (!slot_ok(a, s))
+            return no(o, -EINVAL, "slot %d is not in sync: a grow needs every member in sync; rebuild first", s);
+        if ((sl->badblocks && sl->badblocks->count) || sl->data_offset != o->old_off)
+            return no(o, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", sl->dev->path,
+                      sl->data_offset != o->old_off ? "a data offset unlike the others'" : "a non-empty bad-block list");
+    }
+    return 0;
+}
+
+static int known_member(const struct uraid_array *a, const char *path)
+{
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].dev && array_same_file(a->slot[s].dev->path, path))
+            return 1;
+    for (int e = 0; e < a->nextra; e++)
+        if (a->extra[e].dev && array_same_file(a->extra[e].dev->path, path))
+            return 1;
+    return 0;
+}
+
+static int open_added(struct uraid_array *a, struct online *o)
+{
+    uint64_t need = o->old_off + a->member_sectors;
+    for (int i = 0; i < o->nadd; i++) {
+        char mwhy[300];
+        if (known_member(a, o->added[i]))
+            return no(o, -EEXIST, "new member %s is already a member or spare of this array", o->added[i]);
+        for (int j = 0; j < i; j++)
+            if (array_same_file(o->added[i], o->added[j]))
+                return no(o, -EINVAL, "%s and %s are the same member: give each once", o->added[j], o->added[i]);
+        int rc = member_open_why(o->added[i], 0, &o->dev[i], mwhy, sizeof mwhy);
+        if (rc)
+            return no(o, rc, "new member %s: cannot open: %s", o->added[i], mwhy);
+        if (o->dev[i]->size / SECTOR < need)
+            return no(o, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset %llu + "
+                      "%llu per member)", o->added[i], (unsigned long long)(o->dev[i]->size / SECTOR),
+                      (unsigned long long)need, (unsigned long long)o->old_off, (unsigned long long)a->member_sectors);
+    }
+    return 0;
+}
+
+/* A device number nobody uses: not in dev_roles, no member's, none taken yet. */
+static int free_dev_number(const struct uraid_array *a, const struct online *o, int taken, uint32_t *dn)
+{
+    for (uint32_t d = 0; d < a->sb.max_dev; d++) {
+        int used = a->sb.dev_roles[d] != MD_ROLE_SPARE;
+        for (int s = 0; s < a->geom.raid_disks && !used; s++)
+            used = a->slot[s].dev && a->slot[s].sb.dev_number == d;
+        for (int e = 0; e < a->nextra && !used; e++)
+            used = a->extra[e].sb.dev_number == d;
+        for (int i = 0; i < taken && !used; i++)
+            used = o->sb[i].dev_number == d;
+        if (!used) {
+            *dn = d;
+            return 0;
+        }
+    }
+    return no((struct online *)o, -EOPNOTSUPP, "the superblocks have no free device number for another member "
+              "(max_dev %u)", a->sb.max_dev);
+}
+
+/* The shift, the geometries, the template's reshape fields (in tmpl) and
+ * the new members' superblocks. */
+static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
+{
+    uint64_t room = UINT64_MAX;
+    for (int s = 0; s < o->nold; s++)
+        if (reshape_headroom(&a->slot[s].sb) < room)
+            room = reshape_headroom(&a->slot[s].sb);
+    uint64_t shift = reshape_choose_shift(room, a->geom.chunk_sectors);
+    if (!shift)
+        return no(o, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors free "
+                  "before data_offset %llu, %u needed (one chunk): %llu sectors missing", (unsigned long long)room,
+                  (unsigned long long)o->old_off, (unsigned)reshape_min_shift(a->geom.chunk_sectors),
+                  (unsigned long long)(reshape_min_shift(a->geom.chunk_sectors) - room));
+    struct layout_geom to = a->geom;
+    to.raid_disks = o->N;
+    char gwhy[200];
+    if (reshape_geom_init(&o->g, &a->geom, &to, a->member_sectors, shift, gwhy, sizeof gwhy))
+        return no(o, -EINVAL, "%s", gwhy);
+    *tmpl = a->sb;
+    tmpl->raid_disks = (uint32_t)o->N;
+    tmpl->delta_disks = o->N - o->nold;
+    tmpl->new_level = (uint32_t)a->geom.level;
+    tmpl->new_layout = tmpl->layout;
+    tmpl->new_chunk = tmpl->chunksize;
+    tmpl->new_offset = -(int32_t)shift;
+    tmpl->reshape_position = 0;
+    tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+    for (int i = 0; i < o->nadd; i++) {
+        struct md_sb *sb = &o->sb[i];
+        uint32_t dn = 0;
+        int rc = free_dev_number(a, o, i, &dn);
+        if (rc)
+            return rc;
+        *sb = a->slot[0].sb;
+        sb->dev_number = dn;
+        sb->feature_map &= ~(uint32_t)(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
+        sb->recovery_offset = 0;
+        sb->cnt_corrected_read = 0;
+        sb->devflags = 0;
+        sb->data_size = o->dev[i]->size / SECTOR - o->old_off;
+        if ((rc = array_random_bytes(sb->device_uuid, 16)) != 0)
+            return no(o, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
+        tmpl->dev_roles[dn] = (uint16_t)(o->nold + i);
+    }
+    return 0;
+}
+
+/* Steps 2 and 3 of the top comment; under job_lock with no job running. */
+static int switch_over(struct uraid_array *a, void *ctx)
+{
+    struct online *o = ctx;
+    struct md_sb tmpl;
+    if (a->rs)
+        return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    int rc = plan(a, o, &tmpl);
+    if (rc == 0 && (rc = array_reshape_new(a, &o->g, o->old_off, 0, &o->rs)) != 0)
+        no(o, rc, "out of memory");
+    for (int i = 0; rc == 0 && i < o->nadd; i++) {
+        struct md_sb sb = o->sb[i];
+        sb.feature_map = (sb.feature_map & ~(uint32_t)MD_FEATURE_BITMAP_OFFSET) | (tmpl.feature_map & (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET));
+        sb.raid_disks = tmpl.raid_disks;
+        sb.delta_disks = tmpl.delta_disks;
+        sb.new_level = tmpl.new_level;
+        sb.new_layout = tmpl.new_layout;
+        sb.new_chunk = tmpl.new_chunk;
+        sb.new_offset = tmpl.new_offset;
+        sb.reshape_position = 0;
+        sb.events = tmpl.events + 1;
+        memcpy(sb.dev_roles, tmpl.dev_roles, sizeof sb.dev_roles);
+        if ((rc = array_write_new_member(o->dev[i], &sb)) == 0)
+            rc = member_flush(o->dev[i]);
+        if (rc)
+            no(o, rc, "new member %s: cannot write its superblock: %s (nothing else was changed)", o->added[i],
+               uraid_strerror(rc));
+    }
+    if (rc) {
+        array_reshape_free(o->rs);
+        o->rs = NULL;
+        return rc;
+    }
+    uint64_t new_off = o->old_off - o->g.shift;
+    pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb = tmpl;
+    for (int s = 0; s < o->nold; s++)
+        __atomic_store_n(&a->slot[s].data_offset, new_off, __ATOMIC_RELEASE);
+    for (int i = 0; i < o->nadd; i++) {
+        struct array_slot *sl = &a->slot[o->nold + i];
+        memset(sl, 0, sizeof *sl);
+        sl->sb = o->sb[i];
+        sl->data_offset = new_off;
+        sl->dev = o->dev[i];
+        sl->state = URAID_MEMBER_IN_SYNC;
+        o->dev[i] = NULL;
+    }
+    a->geom.raid_disks = o->N;
+    a->k = o->g.to_k;
+    __atomic_store_n(&a->rs, o->rs, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
+    pthread_mutex_unlock(&a->meta_lock);
+    rc = array_write_superblocks(a);
+    pthread_rwlock_unlock(&a->geom_lock);
+    if (rc)
+        return no(o, rc, "the reshape started, but the superblocks could not be written to every member: %s",
+                  uraid_strerror(rc));
+    uraid_log(URAID_LOG_INFO, "reshape from %d to %d members started (data offset %llu -> %llu)", o->nold, o->N,
+              (unsigned long long)o->old_off, (unsigned long long)new_off);
+    return 0;
+}
+
+int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const *added, int nadded, char *why,
+                      size_t whylen)
+{
+    struct online o = {.N = raid_devices, .nadd = nadded, .added = added, .why = why, .whylen = whylen};
+    uraid_why(why, whylen, "%s", "");
+    if (!a || nadded < 0 || nadded > URAID_MAX_MEMBERS || (nadded && !added))
+        return no(&o, -EINVAL, "give the new member count and the new members");
+    int rc = check_array(a, &o);
+    if (rc == 0)
+        rc = open_added(a, &o);
+    if (rc == 0)
+        rc = array_job_exclusive(a, switch_over, &o, why, whylen);
+    for (int i = 0; i < nadded; i++)
+        member_close(o.dev[i]);
+    if (rc)
+        return rc;
+    char jwhy[256];
+    rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, jwhy, sizeof jwhy);
+    if (rc == -EBUSY)
+        rc = 0; /* the monitor started it first */
+    if (rc)
+        uraid_why(why, whylen, "the reshape is recorded but its job did not start: %s (it starts at the next open)",
+                  jwhy);
+    return rc;
+}

@@ -1,0 +1,143 @@
+/* uraid_grow_size: mdadm --grow --size max|SIZE for an array that is not
+ * running, after its members were replaced by bigger ones (or grew).
+ *
+ * What is written when (md's raid5_resize / raid1_resize and super_1_sync):
+ *   1. every check first (uraid_open's, then: RAID-1/4/5/6, metadata 1.1 or
+ *      1.2, whose data area ends at the member's end, every slot in sync, a
+ *      clean shutdown, no reshape, no bitmap, a size larger than now); a
+ *      refusal writes nothing;
+ *   2. every member's superblock: size = the new size per member, data_size
+ *      = the member's room, resync_offset = the old size (md sets
+ *      recovery_cp to the old dev_sectors: in sync below it), events + 1;
+ *   3. the array opened again (dirty from the old size on) and resynced from
+ *      the old size: the new region's parity (or mirrors) computed from its
+ *      data; the clean close records resync_offset = MaxSector.
+ * A kill during 3 leaves md's record of a resync from the old size: the
+ * next resync (uraid's or md's) starts there. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/array.h"
+#include "log.h"
+#include "uraid_grow.h"
+
+static int room_of(const struct array_slot *sl, uint64_t *room)
+{
+    uint64_t dev = sl->dev->size / SECTOR;
+    if (dev <= sl->sb.data_offset)
+        return -ENOSPC;
+    *room = dev - sl->sb.data_offset;
+    return 0;
+}
+
+static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, size_t whylen)
+{
+    const struct md_sb *R = &a->sb;
+    if (a->geom.level != 1 && (a->geom.level < 4 || a->geom.level > 6))
+        return uraid_why(why, whylen, "--size on %s is not supported yet: RAID-1/4/5/6 can use bigger members",
+                         a->geom.level == 0 ? "RAID-0 (md takes its size from the members)" : "this level"), -EOPNOTSUPP;
+    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
+        return uraid_why(why, whylen, "metadata %s keeps its superblock at the member's end: growing the size "
+                         "would need it moved; not supported yet", md_format_name(R->format)), -EOPNOTSUPP;
+    if (a->rs || (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+        return uraid_why(why, whylen, "a reshape is in progress: finish it first"), -EBUSY;
+    if (a->bitmap)
+        return uraid_why(why, whylen, "growing the size of an array with a write-intent bitmap is not supported yet "
+                         "(remove it with 'uraid update --update=no-bitmap', grow, then add one)"), -EOPNOTSUPP;
+    if (a->opened_dirty)
+        return uraid_why(why, whylen, "the array was not shut down cleanly: run 'uraid resync' first"), -EUCLEAN;
+    uint64_t room = UINT64_MAX;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        uint64_t r = 0;
+        if (!slot_ok(a, s))
+            return uraid_why(why, whylen, "slot %d is not in sync: rebuild it first", s), -EINVAL;
+        if (room_of(&a->slot[s], &r))
+            return uraid_why(why, whylen, "member %s has no room past its data offset", a->slot[s].dev->path), -ENOSPC;
+        if (r < room)
+            room = r;
+    }
+    uint64_t unit = a->geom.level == 1 ? 128 : a->geom.chunk_sectors; /* mdadm's rounding (FORMAT.md 1a) */
+    uint64_t max = room / unit * unit;
+    if (want && want > max)
+        return uraid_why(why, whylen, "--size %llu KiB is more than the smallest member holds (%llu KiB past its data "
+                         "offset)", (unsigned long long)(want / 2), (unsigned long long)(max / 2)), -ENOSPC;
+    *to = want ? want / unit * unit : max;
+    if (*to < a->member_sectors)
+        return uraid_why(why, whylen, "--size %llu KiB is smaller than the array's %llu KiB per member: shrinking is "
+                         "not supported yet", (unsigned long long)(*to / 2),
+                         (unsigned long long)(a->member_sectors / 2)), -EINVAL;
+    if (*to == a->member_sectors)
+        return uraid_why(why, whylen, "the array already uses %llu KiB per member, all %s: nothing to do",
+                         (unsigned long long)(*to / 2), want ? "that was asked" : "the members hold"), -EALREADY;
+    return 0;
+}
+
+/* Step 2: the new size and md's resync checkpoint in every superblock;
+ * then the open array takes the size, dirty from the old size on, as it
+ * would be found at the next open. */
+static int record(struct uraid_array *a, uint64_t to)
+{
+    uint64_t nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
+    uint64_t *dw = NULL;
+    if (nstripes && !(dw = calloc((size_t)(nstripes / 64 + 1), sizeof *dw)))
+        return -ENOMEM;
+    pthread_mutex_lock(&a->meta_lock);
+    uint64_t from = a->member_sectors;
+    a->sb.size = to;
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        uint64_t r = 0;
+        if (room_of(&a->slot[s], &r) == 0)
+            a->slot[s].sb.data_size = r;
+    }
+    a->sb.resync_offset = from;
+    pthread_mutex_unlock(&a->meta_lock);
+    int rc = array_write_superblocks(a);
+    if (rc) {
+        free(dw);
+        return rc;
+    }
+    pthread_mutex_lock(&a->meta_lock);
+    a->member_sectors = to;
+    a->size_sectors = a->geom.level == 1 ? to : nstripes * a->geom.chunk_sectors * (uint64_t)a->k;
+    if (dw) {
+        free(a->degraded_written);
+        a->degraded_written = dw;
+        a->nstripes = nstripes;
+    }
+    a->dirty = a->opened_dirty = 1;
+    a->resync_from = from;
+    a->sb.resync_offset = 0; /* what an open of a dirty array keeps in memory (array.c) */
+    pthread_mutex_unlock(&a->meta_lock);
+    return 0;
+}
+
+int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, struct uraid_grow_result *res,
+                    char *why, size_t whylen)
+{
+    struct uraid_array *a = NULL;
+    uraid_why(why, whylen, "%s", "");
+    int rc = uraid_open(members, n, NULL, &a, why, whylen);
+    if (rc)
+        return rc;
+    uint64_t to = 0, from = a->member_sectors, old_bytes = uraid_size(a);
+    rc = check(a, size_sectors, &to, why, whylen);
+    if (rc == 0 && (rc = record(a, to)) != 0)
+        uraid_why(why, whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc));
+    if (rc == 0) {
+        struct uraid_job_status st;
+        rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, whylen);
+        if (rc == 0 && (rc = uraid_job_wait(a, &st)) != 0)
+            uraid_why(why, whylen, "the new region's resync stopped: %s (the superblocks say where: run 'uraid "
+                      "resync' to finish it)", st.why);
+    }
+    if (res) {
+        memset(res, 0, sizeof *res);
+        res->from_sectors = old_bytes / SECTOR;
+        res->to_sectors = uraid_size(a) / SECTOR;
+        res->start_position = from;
+        res->raid_devices = a->geom.raid_disks;
+    }
+    int crc = uraid_close(a);
+    return rc ? rc : crc;
+}

@@ -1,0 +1,357 @@
+/* Reads and writes of an array in mid-reshape (lib/array/reshape_io.c) and
+ * the reshape as a job of an open array (reshape_job.c, reshape_online.c).
+ *
+ * 1. Stopped positions: RAID-5 4 -> 5 and RAID-6 4 -> 6 grown offline and
+ *    stopped at several positions (the offline grow's stop); at each, the
+ *    array is opened through the engine (both geometries), read whole and
+ *    compared with the model, written at random ranges (across the
+ *    boundary too) and read back, closed, and the grow carried on to the
+ *    next stop. At the end: every byte, zeros in the new space, a clean
+ *    check.
+ * 2. Online: a clean array grown with uraid_grow_online while writer
+ *    threads write and read back their own regions; the job is stopped
+ *    once (a close in the middle), opened again and carried on by
+ *    uraid_job_start(RESHAPE); at the end every byte matches the model and
+ *    a check reports mismatch_cnt 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "uraid.h"
+#include "uraid_grow.h"
+
+#define MAXM 8
+#define BLK 4096
+
+struct setup {
+    int level, nold, nnew;
+    uint64_t member_bytes;
+    char dir[128], path[MAXM][160];
+    const char *paths[MAXM];
+    uint8_t *model;       /* the array's bytes (old size) */
+    uint64_t old_bytes;
+};
+
+static int make_setup(struct setup *s, struct rng *r)
+{
+    char why[300];
+    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-rsio.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
+    if (!mkdtemp(s->dir))
+        return -errno;
+    int n = s->nold + s->nnew;
+    for (int i = 0; i < n; i++) {
+        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
+        s->paths[i] = s->path[i];
+        int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0 || ftruncate(fd, (off_t)s->member_bytes))
+            return -errno;
+        close(fd);
+    }
+    struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold, .chunk_bytes = 64 << 10,
+                                     .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
+    int rc = uraid_create(s->paths, s->nold, &cp, 0, why, sizeof why);
+    CHECK(rc == 0, "create: %s", why);
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s->paths, s->nold, NULL, &a, why, sizeof why)) == 0) {
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        s->old_bytes = info.size_bytes;
+        s->model = malloc(s->old_bytes);
+        rng_fill(r, s->model, s->old_bytes);
+        rc = uraid_write(a, s->model, s->old_bytes, 0);
+        CHECK(rc == 0, "write");
+        CHECK(uraid_close(a) == 0);
+    }
+    return rc;
+}
+
+static void drop_setup(struct setup *s)
+{
+    for (int i = 0; i < s->nold + s->nnew; i++)
+        unlink(s->path[i]);
+    rmdir(s->dir);
+    free(s->model);
+}
+
+struct stop_at {
+    uint64_t at;
+    volatile int stop;
+};
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    struct stop_at *st = ctx;
+    (void)total;
+    if (done >= st->at)
+        st->stop = 1;
+}
+
+/* The whole array against the model (and zeros past it when bigger). */
+static void compare(struct uraid_array *a, const struct setup *s, const char *what)
+{
+    uint64_t size = uraid_size(a);
+    uint8_t *buf = malloc(size);
+    int rc = uraid_read(a, buf, size, 0);
+    CHECK(rc == 0, "%s: read: %s", what, uraid_strerror(rc));
+    uint64_t bad = UINT64_MAX;
+    for (uint64_t i = 0; i < s->old_bytes && bad == UINT64_MAX; i += BLK)
+        if (memcmp(buf + i, s->model + i, BLK))
+            bad = i;
+    CHECK(bad == UINT64_MAX, "%s: the bytes at %llu differ from what was written", what, (unsigned long long)bad);
+    int zeros = 1;
+    for (uint64_t i = s->old_bytes; i < size && zeros; i++)
+        zeros = buf[i] == 0;
+    CHECK(zeros, "%s: the new space is not zeros", what);
+    free(buf);
+}
+
+static void clean_check(struct uraid_array *a, const char *what)
+{
+    char why[300];
+    struct uraid_job_status st;
+    CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "%s: check: %s", what, why);
+    uraid_job_wait(a, &st);
+    CHECK(st.result == 0 && st.mismatch_sectors == 0, "%s: check: result %d, mismatch %llu", what, st.result,
+          (unsigned long long)st.mismatch_sectors);
+}
+
+/* Random writes of up to 300 KiB (the model too), some across pos. */
+static void scribble(struct uraid_array *a, struct setup *s, struct rng *r, uint64_t pos_bytes, const char *what)
+{
+    uint8_t *buf = malloc(300 << 10);
+    for (int i = 0; i < 12; i++) {
+        uint64_t len = (1 + rng_below(r, 75)) * BLK, off;
+        if (i % 3 == 0 && pos_bytes > len && pos_bytes < s->old_bytes)
+            off = (pos_bytes - len / 2) / BLK * BLK;
+        else
+            off = rng_below(r, (s->old_bytes - len) / BLK + 1) * BLK;
+        if (off + len > s->old_bytes)
+            off = s->old_bytes - len;
+        rng_fill(r, buf, len);
+        int rc = uraid_write(a, buf, len, off);
+        CHECK(rc == 0, "%s: write at %llu: %s", what, (unsigned long long)off, uraid_strerror(rc));
+        memcpy(s->model + off, buf, len);
+    }
+    free(buf);
+}
+
+static void stopped_positions(int level, int nold, int nnew, struct rng *r)
+{
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .member_bytes = 4u << 20};
+    int n = nold + nnew;
+    harness_beginf("RAID-%d %d -> %d: I/O at stopped reshape positions", level, nold, n);
+    int rc = make_setup(&s, r);
+    char why[400], what[80];
+    /* stops at growing fractions of the old size (in array sectors): past it
+     * the windows hold only zeros and run to the end in one go */
+    static const int pct[] = {3, 20, 45, 70};
+    int resumed = 0;
+    for (size_t k = 0; rc == 0 && k < sizeof pct / sizeof pct[0]; k++) {
+        struct stop_at st = {.at = s.old_bytes / 512 * (uint64_t)pct[k] / 100};
+        struct uraid_grow_params p = {.raid_devices = resumed ? 0 : n, .resume_only = resumed, .progress = on_progress,
+                                      .ctx = &st, .stop = &st.stop, .checkpoint_ms = 1u << 30};
+        struct uraid_grow_result res;
+        rc = uraid_grow_members(s.paths, resumed ? n : nold, s.paths + nold, resumed ? 0 : nnew, &p, &res, why,
+                                sizeof why);
+        CHECK(rc == -EINTR, "stop at %d%%: %d %s", pct[k], rc, why);
+        if (rc != -EINTR)
+            break;
+        resumed = 1;
+        struct uraid_array *a = NULL;
+        snprintf(what, sizeof what, "stopped at %d%%", pct[k]);
+        rc = uraid_open(s.paths, n, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "%s: open: %s", what, why);
+        if (rc)
+            break;
+        CHECK(uraid_size(a) == s.old_bytes, "%s: size %llu, the old one is %llu", what,
+              (unsigned long long)uraid_size(a), (unsigned long long)s.old_bytes);
+        compare(a, &s, what);
+        scribble(a, &s, r, st.at * 512, what);
+        compare(a, &s, what);
+        char busy[300];
+        CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, busy, sizeof busy) == -EBUSY, "%s: a check started during "
+              "the reshape", what);
+        CHECK(uraid_close(a) == 0, "%s: close", what);
+    }
+    if (rc == -EINTR) {
+        struct uraid_grow_params p = {.resume_only = 1};
+        rc = uraid_grow_members(s.paths, n, NULL, 0, &p, NULL, why, sizeof why);
+        CHECK(rc == 0, "continue to the end: %s", why);
+        struct uraid_array *a = NULL;
+        if (rc == 0 && uraid_open(s.paths, n, NULL, &a, why, sizeof why) == 0) {
+            compare(a, &s, "after the end");
+            clean_check(a, "after the end");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
+/* ---- online --------------------------------------------------------------------- */
+
+struct writer {
+    struct uraid_array *a;
+    struct setup *s;
+    uint64_t lo, hi;      /* its own byte range of the model */
+    uint64_t seed;
+    int *stop;            /* atomic */
+    int failures, rounds;
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    struct rng r;
+    rng_seed(&r, w->seed);
+    uint8_t *buf = malloc(128 << 10), *back = malloc(128 << 10);
+    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t len = (1 + rng_below(&r, 32)) * BLK;
+        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
+        rng_fill(&r, buf, len);
+        if (uraid_write(w->a, buf, len, off) != 0) {
+            w->failures++;
+            continue;
+        }
+        memcpy(w->s->model + off, buf, len);
+        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
+            w->failures++;
+        w->rounds++;
+    }
+    free(buf);
+    free(back);
+    return NULL;
+}
+
+static int run_writers(struct uraid_array *a, struct setup *s, uint64_t seed, int (*until)(struct uraid_array *),
+                       const char *what)
+{
+    enum { NW = 3 };
+    struct writer w[NW];
+    pthread_t t[NW];
+    int stop = 0;
+    uint64_t part = s->old_bytes / NW / BLK * BLK;
+    for (int i = 0; i < NW; i++) {
+        w[i] = (struct writer){.a = a, .s = s, .lo = part * (uint64_t)i, .hi = part * (uint64_t)(i + 1),
+                               .seed = seed + (uint64_t)i, .stop = &stop};
+        pthread_create(&t[i], NULL, writer_main, &w[i]);
+    }
+    int rc = until(a);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    int rounds = 0;
+    for (int i = 0; i < NW; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(w[i].failures == 0, "%s: writer %d: %d writes or read-backs failed", what, i, w[i].failures);
+        rounds += w[i].rounds;
+    }
+    CHECK(rounds > 0, "%s: no write went through during the reshape", what);
+    return rc;
+}
+
+/* Until the reshape passed a third of the members, then stop it. */
+static int until_third(struct uraid_array *a)
+{
+    struct uraid_job_status st;
+    for (int i = 0; i < 20000; i++) {
+        uraid_job_status(a, &st);
+        if (!st.running || st.done_sectors * 3 >= st.total_sectors)
+            break;
+        usleep(1000);
+    }
+    uraid_job_cancel(a);
+    uraid_job_status(a, &st);
+    if (getenv("RSIO_DEBUG"))
+        fprintf(stderr, "job kind %d result %d done %llu/%llu why %s\n", st.kind, st.result,
+                (unsigned long long)st.done_sectors, (unsigned long long)st.total_sectors, st.why);
+    return st.result;
+}
+
+static int until_end(struct uraid_array *a)
+{
+    struct uraid_job_status st;
+    return uraid_job_wait(a, &st);
+}
+
+static void online(int level, int nold, int nnew, struct rng *r, uint64_t seed)
+{
+    /* 16 MiB: the job runs in steps of 2 MiB per member, and is stopped between two */
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .member_bytes = 16u << 20};
+    int n = nold + nnew;
+    harness_beginf("RAID-%d %d -> %d online, with writers", level, nold, n);
+    int rc = make_setup(&s, r);
+    char why[400];
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000}; /* slow enough for the writers to meet it, not slower while they write */
+    struct uraid_array *a = NULL;
+    if (rc == 0)
+        rc = uraid_open(s.paths, nold, &op, &a, why, sizeof why);
+    CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        char bad[400];
+        CHECK(uraid_grow_online(a, n + 1, s.paths + nold, nnew, bad, sizeof bad) == -EINVAL, "a grow with too few "
+              "new members was taken");
+        rc = uraid_grow_online(a, n, s.paths + nold, nnew, why, sizeof why);
+        CHECK(rc == 0, "grow online: %s", why);
+    }
+    if (rc == 0) {
+        int jr = run_writers(a, &s, seed, until_third, "first part");
+        CHECK(jr == -ECANCELED || jr == 0, "the reshape's first part: %s", uraid_strerror(jr));
+        compare(a, &s, "after the stop");
+        CHECK(uraid_close(a) == 0, "close in mid-reshape");
+        a = NULL;
+        rc = uraid_open(s.paths, n, &op, &a, why, sizeof why);
+        CHECK(rc == 0, "open in mid-reshape: %s", why);
+    }
+    if (rc == 0) {
+        compare(a, &s, "reopened");
+        rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        CHECK(rc == 0, "carry the reshape on: %s", why);
+        if (rc == 0) {
+            int jr = run_writers(a, &s, seed + 100, until_end, "second part");
+            CHECK(jr == 0, "the reshape's end: %s", uraid_strerror(jr));
+        }
+        CHECK(uraid_size(a) > s.old_bytes, "the array did not grow: %llu bytes", (unsigned long long)uraid_size(a));
+        compare(a, &s, "after the online reshape");
+        clean_check(a, "after the online reshape");
+        CHECK(uraid_close(a) == 0, "close");
+        a = NULL;
+        rc = uraid_open(s.paths, n, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open after the end: %s", why);
+        if (rc == 0) {
+            struct uraid_array_info info;
+            uraid_get_info(a, &info);
+            CHECK(info.raid_devices == n, "%d raid devices after the end", info.raid_devices);
+            compare(a, &s, "reopened after the end");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
+static void log_line(void *ctx, enum uraid_log_level level, const char *message)
+{
+    (void)ctx;
+    (void)level;
+    fprintf(stderr, "  log: %s\n", message);
+}
+
+int main(int argc, char **argv)
+{
+    harness_init(argc, argv, "reshape_io");
+    if (getenv("RSIO_DEBUG"))
+        uraid_set_log(log_line, NULL, URAID_LOG_INFO);
+    struct rng r;
+    uint64_t seed = harness_seed();
+    rng_seed(&r, seed);
+    stopped_positions(5, 4, 1, &r);
+    stopped_positions(6, 4, 2, &r);
+    online(5, 4, 1, &r, seed);
+    online(6, 4, 1, &r, seed);
+    return harness_finish();
+}
