@@ -183,6 +183,11 @@ static int run_reshape(struct grow_args *g)
         cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
+    if (res.appended) {
+        printf("uraid: linear: %d members (appended, no data moved), array size %llu KiB (was %llu KiB)\n",
+               res.raid_devices, (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2));
+        return 0;
+    }
     printf("uraid: reshape %s: %d members, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
            res.resumed ? "carried on and complete" : "complete", res.raid_devices,
            (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2),

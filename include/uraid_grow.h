@@ -37,6 +37,7 @@ struct uraid_grow_result {
     uint64_t start_position; /* array sector the run started at */
     uint64_t shift;          /* sectors data_offset moved down */
     int raid_devices;
+    int appended;            /* linear: the new members were appended, nothing moved */
 };
 
 /* Grows the array of `members` (every member, any order) by the `added`
@@ -47,7 +48,8 @@ struct uraid_grow_result {
  * members in its p->raid_devices slots (the same grow run again after it
  * ended); -EINTR when stopped (its position is recorded: run
  * again to continue); -EINVAL, -ENOSPC, -EOPNOTSUPP, -EBUSY, ... with one
- * line in why for a refusal, which writes nothing: a level other than 5/6,
+ * line in why for a refusal, which writes nothing: a level other than 5/6 or
+ * linear (linear: the new members appended, nothing moved, appended = 1),
  * N not larger, too few or too many new members, a new member too small,
  * too little head room before data_offset (the line says how much is
  * missing), a reshape in progress with other parameters, an array that is

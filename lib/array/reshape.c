@@ -170,7 +170,7 @@ uint64_t reshape_headroom(const struct md_sb *sb)
 static const char *level_text(int level)
 {
     static const char *names[] = {"RAID-0", "RAID-1", "", "", "RAID-4", "RAID-5", "RAID-6"};
-    return level >= 0 && level <= 6 ? names[level] : "this level";
+    return level >= 0 && level <= 6 ? names[level] : level == 10 ? "RAID-10" : "this level";
 }
 
 /* The array as it is now: one clean, in-sync member per old slot, none of
@@ -178,12 +178,16 @@ static const char *level_text(int level)
 static int check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
-    if (R->level != 5 && R->level != 6)
-        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-5 and RAID-6 can gain members "
+    int linear = R->level == LAYOUT_LEVEL_LINEAR;
+    if (!linear && R->level != 5 && R->level != 6)
+        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-5, RAID-6 and linear can gain members "
                    "(--raid-devices N --add NEW...)", level_text(R->level));
-    if (R->format != MD_FMT_1_2) /* 1.0 and 0.90 keep no room before the data; md grows them with a backup file */
+    /* 1.0 and 0.90 keep no room before the data (md grows them with a
+     * backup file); linear moves no data, but their superblock sits at
+     * each member's end, which a new member's size decides */
+    if (R->format != MD_FMT_1_2 && !(linear && R->format == MD_FMT_1_1))
         return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
-                   "can gain members", md_format_name(R->format));
+                   "(and 1.1 for linear) can gain members", md_format_name(R->format));
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",
@@ -234,7 +238,8 @@ static int new_dev_number(struct grow *gr, uint32_t *dn)
 static int check_added(struct grow *gr, int nold, int N)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
-    uint64_t need = R->data_offset + R->size;
+    /* linear keeps no per-member size: a new member needs room for one chunk of data */
+    uint64_t need = R->data_offset + (R->level == LAYOUT_LEVEL_LINEAR ? 2048 : R->size);
     if (gr->n - nold != N - nold || N > URAID_MAX_MEMBERS)
         return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - nold,
                    N - nold == 1 ? "" : "s", gr->n - nold);
@@ -309,6 +314,25 @@ static int plan_start(struct grow *gr, int nold, int N)
             return rc;
     }
     gr->old_off = R->data_offset;
+    return 0;
+}
+
+/* Linear gains members as md's linear_add does: appended after the last,
+ * no data moved, the superblocks say raid_disks = N (one write, events +
+ * 1) and the array is the longer concatenation. */
+static int plan_linear(struct grow *gr, int nold, int N)
+{
+    gr->tmpl = gr->sb[gr->ref];
+    gr->tmpl.raid_disks = (uint32_t)N;
+    for (int i = nold; i < gr->n; i++) {
+        uint32_t dn = 0;
+        int rc = new_dev_number(gr, &dn);
+        if (rc == 0)
+            rc = new_member_sb(gr, i, dn, i);
+        if (rc)
+            return rc;
+    }
+    gr->appended = 1;
     return 0;
 }
 
@@ -465,7 +489,7 @@ static int start(struct grow *gr, int nmembers)
     if (rc == 0)
         rc = check_added(gr, nmembers, N);
     if (rc == 0)
-        rc = plan_start(gr, nmembers, N);
+        rc = R->level == LAYOUT_LEVEL_LINEAR ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, N);
     return rc ? rc : write_all(gr);
 }
 
@@ -501,6 +525,16 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     }
     if (rc == 0 && !active && !ended)
         rc = start(gr, nmembers);
+    if (rc == 0 && gr->appended) {
+        for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+            r.to_sectors += gr->sb[gr->at[s]].data_size;
+            if (s < nmembers)
+                r.from_sectors += gr->sb[gr->at[s]].data_size;
+        }
+        r.raid_devices = (int)gr->tmpl.raid_disks;
+        r.appended = 1;
+        ended = 1;
+    }
     if (rc == 0 && !ended) {
         r.resumed = active;
         r.from_sectors = reshape_from_sectors(&gr->g);

@@ -21,6 +21,7 @@ struct grow {
     struct reshape_geom g;
     uint64_t old_off;               /* every member's data_offset before */
     uint64_t pos, ckpt;             /* reached; on disk */
+    int appended;                   /* linear: members appended, nothing to move */
     const struct uraid_grow_params *p;
     char *why;
     size_t whylen;

@@ -122,8 +122,51 @@ all="$M $dl/new.img"
 # shellcheck disable=SC2086
 before=$(sums $all)
 # shellcheck disable=SC2086
-refuse "RAID-1" "growing RAID-1 is not supported yet: RAID-5 and RAID-6 can gain members" \
+refuse "RAID-1" "growing RAID-1 is not supported yet: RAID-5, RAID-6 and linear can gain members" \
     $URAID grow $M --raid-devices 3 --add "$dl/new.img"
+# ---- linear gains a member: appended, nothing moved (md's linear_add) ----------------------
+dn=$t_tmp/lin
+rm -rf "$dn"; mkdir -p "$dn"
+truncate -s 16M "$dn/m0.img"; truncate -s 24M "$dn/m1.img"; truncate -s 20M "$dn/new.img"; truncate -s 1M "$dn/tiny.img"
+if $URAID create --level linear --raid-devices 2 "$dn/m0.img" "$dn/m1.img" >/dev/null 2>&1; then
+    lsz=$(($($URAID detail "$dn/m0.img" "$dn/m1.img" | awk '/Array Size/ {print $4; exit}') * 1024))
+    head -c "$lsz" /dev/urandom >"$dn/data"
+    $URAID write "$dn/m0.img" "$dn/m1.img" <"$dn/data"
+    all="$dn/m0.img $dn/m1.img $dn/tiny.img"
+    # shellcheck disable=SC2086
+    before=$(sums $all)
+    refuse "linear: a new member with no room for data" "new member $dn/tiny.img is too small" \
+        $URAID grow "$dn/m0.img" "$dn/m1.img" --raid-devices 3 --add "$dn/tiny.img"
+    out=$($URAID grow "$dn/m0.img" "$dn/m1.img" --raid-devices 3 --add "$dn/new.img" 2>&1)
+    case $out in *"linear: 3 members (appended, no data moved)"*) t_ok "linear 2 -> 3: grown ($out)" ;;
+        *) t_fail "linear 2 -> 3: grown" "$out" ;; esac
+    L="$dn/m0.img $dn/m1.img $dn/new.img"
+    # shellcheck disable=SC2086
+    nsz=$(($($URAID detail $L | awk '/Array Size/ {print $4; exit}') * 1024))
+    ndata=$(($(mdadm --examine "$dn/new.img" | awk '/Avail Dev Size/ {print $5; exit}') * 512))
+    [ "$nsz" -eq $((lsz + ndata)) ] && t_ok "linear: the array grew by the new member's data area ($ndata bytes)" ||
+        t_fail "linear: the array grew by the new member's data area" "$lsz + $ndata != $nsz"
+    # shellcheck disable=SC2086
+    got=$($URAID cat $L | head -c "$lsz" | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$(sha256sum <"$dn/data" | cut -d' ' -f1)" ] && t_ok "linear: every old byte where it was" ||
+        t_fail "linear: every old byte where it was"
+    head -c 1048576 /dev/urandom >"$dn/tail"
+    # shellcheck disable=SC2086
+    $URAID write --offset "$lsz" $L <"$dn/tail" 2>/dev/null
+    # shellcheck disable=SC2086
+    got=$($URAID cat $L | tail -c +$((lsz + 1)) | head -c 1048576 | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$(sha256sum <"$dn/tail" | cut -d' ' -f1)" ] && t_ok "linear: a write past the old end reads back" ||
+        t_fail "linear: a write past the old end reads back"
+    ex=$(mdadm --examine "$dn/new.img" 2>&1; mdadm --examine "$dn/m0.img" 2>&1)
+    echo "$ex" | grep -q "Device Role : Active device 2" && [ "$(echo "$ex" | grep -c 'Raid Devices : 3')" -eq 2 ] &&
+        echo "$ex" | grep -q "Array State : AAA" && t_ok "linear: mdadm --examine: 3 devices, the new one slot 2" ||
+        t_fail "linear: mdadm --examine" "$(echo "$ex" | grep -E 'Raid Devices|Role|Array State')"
+    # shellcheck disable=SC2086
+    t_mdadm_agrees "linear grown" $L
+else
+    t_fail "create linear of 2"
+fi
+
 dp=$t_tmp/p
 rm -rf "$dp"; mkdir -p "$dp"
 for i in 0 1 2 3 4; do truncate -s 16M "$dp/m$i.img"; done

@@ -1,7 +1,8 @@
 #!/bin/sh
 # uraid grow and the real md (../shared/tools/md-oracle, Linux 6.1's md and
 # mdadm 4.2 in a QEMU guest) taking each other's reshape over:
-#   a. md assembles arrays uraid grew (RAID-5 4 -> 5, RAID-6 5 -> 6), reads
+#   a. md assembles arrays uraid grew (RAID-5 4 -> 5, RAID-6 5 -> 6, linear
+#      2 -> 3), reads
 #      every old byte as written and zeros in the new space, and its check
 #      finds mismatch_cnt 0;
 #   b. uraid killed in the middle of a RAID-5 4 -> 5 grow: md assembles the
@@ -73,19 +74,37 @@ $URAID grow $M --raid-devices 6 --add "$t_tmp/a6/m5.img" >/dev/null 2>&1 || t_fa
 # shellcheck disable=SC2086
 $URAID grow $t_tmp/a5/m0.img $t_tmp/a5/m1.img $t_tmp/a5/m2.img $t_tmp/a5/m3.img --raid-devices 5 \
     --add "$t_tmp/a5/m4.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-5 4 -> 5"
+# linear of 2 gains a third member (appended, no data moved)
+mkdir -p "$t_tmp/al"
+AL="$t_tmp/al/m0.img $t_tmp/al/m1.img $t_tmp/al/m2.img"
+truncate -s 16M $AL
+$URAID create --level linear --raid-devices 2 "$t_tmp/al/m0.img" "$t_tmp/al/m1.img" >/dev/null 2>&1 ||
+    t_fail "a: create linear of 2"
+OLDL=$(size_of "$t_tmp/al/m0.img" "$t_tmp/al/m1.img")
+"$PATTERN" -s 53 -n "$OLDL" | $URAID write "$t_tmp/al/m0.img" "$t_tmp/al/m1.img" || t_fail "a: write linear"
+$URAID grow "$t_tmp/al/m0.img" "$t_tmp/al/m1.img" --raid-devices 3 --add "$t_tmp/al/m2.img" >/dev/null 2>&1 ||
+    t_fail "a: uraid grows linear 2 -> 3"
 # shellcheck disable=SC2086
-NEW5=$(size_of $A5) NEW6=$(size_of $A6)
+NEW5=$(size_of $A5) NEW6=$(size_of $A6) NEWL=$(size_of $AL)
 # shellcheck disable=SC2086
-"$ORACLE" --snapshot --timeout 500 $(disks $A5 $A6) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
+"$ORACLE" --snapshot --timeout 500 $(disks $A5 $A6 $AL) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
 exec 2>&1
 $GUEST_VERIFY
 mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
 mdadm --assemble /dev/md1 /dev/vd[f-k] || exit 1
+mdadm --assemble /dev/md2 /dev/vd[l-n] && {
+    mdpattern -s 53 -n $OLDL -c < /dev/md2 >/dev/null && echo "md2 pattern OK"
+    [ "\$(blockdev --getsize64 /dev/md2)" = "$NEWL" ] && echo "md2 size OK"
+}
 verify md0 51 $OLD5 $NEW5
 verify md1 52 $OLD6 $NEW6
 GUEST
 judge "a: RAID-5 grown 4 -> 5 by uraid" md0 "$t_tmp/a.log"
 judge "a: RAID-6 (512K chunk) grown 5 -> 6 by uraid" md1 "$t_tmp/a.log"
+for w in "md2 pattern OK" "md2 size OK"; do
+    grep -q "^$w\$" "$t_tmp/a.log" && t_ok "a: linear grown 2 -> 3 by uraid: md: $w ($NEWL bytes)" ||
+        t_fail "a: linear grown 2 -> 3 by uraid: md: $w" "$(grep -i 'md2\|mdadm' "$t_tmp/a.log" | tail -3)"
+done
 
 # ---- b. uraid killed mid-reshape, md carries it on ---------------------------------------
 d=$t_tmp/b
