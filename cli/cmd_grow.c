@@ -183,6 +183,11 @@ static int run_reshape(struct grow_args *g)
         cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
+    if (res.appended == 2) {
+        printf("uraid: RAID-1: %d mirrors, the new ones %srecovered from the others\n", res.raid_devices,
+               res.resumed ? "(a recovery carried on) " : "");
+        return 0;
+    }
     if (res.appended) {
         printf("uraid: linear: %d members (appended, no data moved), array size %llu KiB (was %llu KiB)\n",
                res.raid_devices, (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2));

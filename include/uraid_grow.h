@@ -37,7 +37,8 @@ struct uraid_grow_result {
     uint64_t start_position; /* array sector the run started at */
     uint64_t shift;          /* sectors data_offset moved down */
     int raid_devices;
-    int appended;            /* linear: the new members were appended, nothing moved */
+    int appended;            /* 1: linear, the new members appended; 2: RAID-1, the new mirrors
+                              * recovered; nothing restriped either way */
 };
 
 /* Grows the array of `members` (every member, any order) by the `added`

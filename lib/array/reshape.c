@@ -178,16 +178,16 @@ static const char *level_text(int level)
 static int check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
-    int linear = R->level == LAYOUT_LEVEL_LINEAR;
+    int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
     if (!linear && R->level != 5 && R->level != 6)
-        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-5, RAID-6 and linear can gain members "
-                   "(--raid-devices N --add NEW...)", level_text(R->level));
+        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-5, RAID-6 and linear can gain "
+                   "members (--raid-devices N --add NEW...)", level_text(R->level));
     /* 1.0 and 0.90 keep no room before the data (md grows them with a
      * backup file); linear moves no data, but their superblock sits at
      * each member's end, which a new member's size decides */
     if (R->format != MD_FMT_1_2 && !(linear && R->format == MD_FMT_1_1))
         return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
-                   "(and 1.1 for linear) can gain members", md_format_name(R->format));
+                   "(and 1.1 for RAID-1 and linear) can gain members", md_format_name(R->format));
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",
@@ -319,7 +319,10 @@ static int plan_start(struct grow *gr, int nold, int N)
 
 /* Linear gains members as md's linear_add does: appended after the last,
  * no data moved, the superblocks say raid_disks = N (one write, events +
- * 1) and the array is the longer concatenation. */
+ * 1) and the array is the longer concatenation. RAID-1 gains mirrors as
+ * md's raid1_add_disk into a new slot does: the same write, each new
+ * mirror recorded as recovering from sector 0 (RECOVERY_OFFSET), which
+ * the recovery that follows fills (uraid_grow_members runs it). */
 static int plan_linear(struct grow *gr, int nold, int N)
 {
     gr->tmpl = gr->sb[gr->ref];
@@ -331,9 +334,37 @@ static int plan_linear(struct grow *gr, int nold, int N)
             rc = new_member_sb(gr, i, dn, i);
         if (rc)
             return rc;
+        if (gr->tmpl.level == 1) {
+            gr->sb[i].feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+            gr->sb[i].recovery_offset = 0;
+        }
     }
-    gr->appended = 1;
+    gr->appended = gr->tmpl.level == 1 ? 2 : 1;
     return 0;
+}
+
+/* The new mirrors filled: the array opened as any command opens it and
+ * its recovery run to the end (a kill leaves md's checkpoint, from which
+ * `uraid rebuild` or md carries on). */
+static int recover_mirrors(struct grow *gr, char *why, size_t whylen)
+{
+    struct uraid_open_params op = {.member_sim = gr->p->member_sim};
+    struct uraid_array *a;
+    int rc = uraid_open(gr->name, gr->n, &op, &a, why, whylen);
+    if (rc)
+        return rc;
+    struct uraid_job_params jp = {.slot = -1};
+    rc = uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, whylen);
+    if (rc == 0) {
+        struct uraid_job_status st;
+        rc = uraid_job_wait(a, &st);
+        if (rc || st.result)
+            uraid_why(why, whylen, "the new mirrors' recovery failed: %s (run 'uraid rebuild' with every member to "
+                      "carry it on)", st.why[0] ? st.why : uraid_strerror(rc ? rc : st.result));
+        rc = rc ? rc : st.result;
+    }
+    int crc = uraid_close(a);
+    return rc ? rc : crc;
 }
 
 /* ---- carrying on a reshape already on the members --------------------------- */
@@ -480,6 +511,13 @@ static int start(struct grow *gr, int nmembers)
     int done = N == (int)R->raid_disks && gr->n > nmembers;
     for (int i = nmembers; i < gr->n && done; i++)
         done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev && R->dev_roles[gr->sb[i].dev_number] < N;
+    int recovering = 0;
+    for (int i = 0; i < gr->n && done; i++)
+        recovering |= same_array(gr, i) && (gr->sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET);
+    if (done && R->level == 1 && recovering) {
+        gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' recovery */
+        return 0;
+    }
     if (done) /* the same grow again after it ended (a kill after its last write) */
         return say(gr, -EALREADY, "the array already has %d members, the new ones among them: nothing to do", N);
     if (N <= (int)gr->sb[gr->ref].raid_disks)
@@ -489,7 +527,7 @@ static int start(struct grow *gr, int nmembers)
     if (rc == 0)
         rc = check_added(gr, nmembers, N);
     if (rc == 0)
-        rc = R->level == LAYOUT_LEVEL_LINEAR ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, N);
+        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1 ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, N);
     return rc ? rc : write_all(gr);
 }
 
@@ -525,14 +563,23 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     }
     if (rc == 0 && !active && !ended)
         rc = start(gr, nmembers);
-    if (rc == 0 && gr->appended) {
+    if (rc == 0 && gr->resumed_mirrors) {
+        r.resumed = 1;
+        r.appended = gr->appended = 2;
+        r.raid_devices = (int)gr->sb[gr->ref].raid_disks;
+        r.from_sectors = r.to_sectors = gr->sb[gr->ref].size;
+        ended = 1;
+    }
+    if (rc == 0 && gr->appended && !gr->resumed_mirrors) {
         for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
             r.to_sectors += gr->sb[gr->at[s]].data_size;
             if (s < nmembers)
                 r.from_sectors += gr->sb[gr->at[s]].data_size;
         }
         r.raid_devices = (int)gr->tmpl.raid_disks;
-        r.appended = 1;
+        r.appended = gr->appended;
+        if (gr->tmpl.level == 1) /* mirrors: the size stays */
+            r.from_sectors = r.to_sectors = gr->sb[gr->ref].size;
         ended = 1;
     }
     if (rc == 0 && !ended) {
@@ -546,10 +593,14 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         if (rc == 0)
             rc = finish(gr);
     }
+    for (int i = 0; i < gr->n; i++) {
+        member_close(gr->dev[i]);
+        gr->dev[i] = NULL;
+    }
+    if (rc == 0 && gr->appended == 2)
+        rc = recover_mirrors(gr, why, whylen);
     if (res)
         *res = r;
-    for (int i = 0; i < gr->n; i++)
-        member_close(gr->dev[i]);
     free(gr);
     return rc;
 }

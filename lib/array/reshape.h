@@ -21,7 +21,8 @@ struct grow {
     struct reshape_geom g;
     uint64_t old_off;               /* every member's data_offset before */
     uint64_t pos, ckpt;             /* reached; on disk */
-    int appended;                   /* linear: members appended, nothing to move */
+    int appended;                   /* 1 linear, 2 RAID-1: members appended, nothing to move */
+    int resumed_mirrors;            /* RAID-1 grown before, its new mirrors still recovering */
     const struct uraid_grow_params *p;
     char *why;
     size_t whylen;

@@ -1,10 +1,11 @@
 #!/bin/sh
 # uraid grow --raid-devices N --add NEW...: RAID-5 4 -> 5 and RAID-6 5 -> 6
-# members offline, through the uraid command, mdadm --examine as the judge of
+# members offline (and RAID-1 2 -> 4 mirrors, killed in their recovery and
+# carried on; linear 2 -> 3 appended), through the uraid command, mdadm --examine as the judge of
 # the superblocks:
 #   1. refusals (one line, every member byte for byte unchanged): N not
 #      larger, too few new members, a new member too small, too little head
-#      room (says how much is missing), RAID-1 ("not supported yet"), a PPL
+#      room (says how much is missing), a RAID-1 mirror too small, a PPL
 #      array, a reshape in progress asked again with other parameters;
 #   2. a grow: the old bytes read back the same, the new space reads as
 #      zeros, uraid check finds mismatch_cnt 0, mdadm --examine shows 5 Raid
@@ -115,15 +116,45 @@ before=$(sums $all)
 # shellcheck disable=SC2086
 refuse "too little head room" "48 sectors free before data_offset 128, 128 needed (one chunk): 80 sectors missing" \
     $URAID grow $M --raid-devices 5 --add "$dh/new.img"
+# ---- RAID-1 gains mirrors: two new slots, recovered from the others ------------------------
 dl=$t_tmp/l
 new_array "$dl" 1 2
-truncate -s 16M "$dl/new.img"
-all="$M $dl/new.img"
+truncate -s 16M "$dl/new.img" "$dl/new2.img" "$dl/tiny.img"
+truncate -s 1M "$dl/tiny.img"
+all="$M $dl/new.img $dl/new2.img $dl/tiny.img"
 # shellcheck disable=SC2086
 before=$(sums $all)
 # shellcheck disable=SC2086
-refuse "RAID-1" "growing RAID-1 is not supported yet: RAID-5, RAID-6 and linear can gain members" \
-    $URAID grow $M --raid-devices 3 --add "$dl/new.img"
+refuse "RAID-1: a new mirror too small" "new member $dl/tiny.img is too small" \
+    $URAID grow $M --raid-devices 3 --add "$dl/tiny.img"
+# a kill -9 in the middle of the new mirrors' recovery (members at 4 MB/s), then the same grow again
+R1="$M $dl/new.img $dl/new2.img"
+lay=""; for f in $R1; do lay="$lay --member-layer $f:throttle=4M"; done
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 4 --add "$dl/new.img" "$dl/new2.img" $lay >/dev/null 2>&1 &
+gp=$!
+n=0; while ! mdadm --examine "$dl/new2.img" 2>/dev/null | grep -q "Recovery Offset" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+sleep 0.5
+kill -9 $gp 2>/dev/null; wait $gp 2>/dev/null
+mdadm --examine "$dl/new2.img" 2>&1 | grep -q "Recovery Offset : " &&
+    t_ok "RAID-1 2 -> 4: killed in the recovery, md's checkpoint on the new mirror" ||
+    t_fail "RAID-1 2 -> 4: killed in the recovery" "$(mdadm --examine "$dl/new2.img" 2>&1 | grep -E 'Recovery|Role')"
+# shellcheck disable=SC2086
+out=$($URAID grow $M --raid-devices 4 --add "$dl/new.img" "$dl/new2.img" 2>&1)
+case $out in *"4 mirrors, the new ones (a recovery carried on) recovered"*) t_ok "RAID-1: the same grow again carries the recovery on" ;;
+    *) t_fail "RAID-1: the same grow again carries the recovery on" "$out" ;; esac
+# shellcheck disable=SC2086
+got=$($URAID cat "$dl/new.img" "$dl/new2.img" 2>/dev/null | sha256sum | cut -d' ' -f1)
+[ "$got" = "$(sha256sum <"$dl/data" | cut -d' ' -f1)" ] && t_ok "RAID-1: the two new mirrors alone hold every byte" ||
+    t_fail "RAID-1: the two new mirrors alone hold every byte"
+# shellcheck disable=SC2086
+checks_clean "RAID-1 2 -> 4" $R1
+ex=$(mdadm --examine "$dl/new2.img" 2>&1)
+echo "$ex" | grep -q "Raid Devices : 4" && echo "$ex" | grep -q "Array State : AAAA" &&
+    ! echo "$ex" | grep -q "Recovery Offset" && t_ok "RAID-1: mdadm --examine: 4 devices, all active, no recovery left" ||
+    t_fail "RAID-1: mdadm --examine" "$(echo "$ex" | grep -E 'Raid Devices|Array State|Recovery')"
+# shellcheck disable=SC2086
+t_mdadm_agrees "RAID-1 grown" $R1
 # ---- linear gains a member: appended, nothing moved (md's linear_add) ----------------------
 dn=$t_tmp/lin
 rm -rf "$dn"; mkdir -p "$dn"

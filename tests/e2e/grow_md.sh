@@ -2,7 +2,7 @@
 # uraid grow and the real md (../shared/tools/md-oracle, Linux 6.1's md and
 # mdadm 4.2 in a QEMU guest) taking each other's reshape over:
 #   a. md assembles arrays uraid grew (RAID-5 4 -> 5, RAID-6 5 -> 6, linear
-#      2 -> 3), reads
+#      2 -> 3, RAID-1 2 -> 3 mirrors), reads
 #      every old byte as written and zeros in the new space, and its check
 #      finds mismatch_cnt 0;
 #   b. uraid killed in the middle of a RAID-5 4 -> 5 grow: md assembles the
@@ -84,10 +84,14 @@ OLDL=$(size_of "$t_tmp/al/m0.img" "$t_tmp/al/m1.img")
 "$PATTERN" -s 53 -n "$OLDL" | $URAID write "$t_tmp/al/m0.img" "$t_tmp/al/m1.img" || t_fail "a: write linear"
 $URAID grow "$t_tmp/al/m0.img" "$t_tmp/al/m1.img" --raid-devices 3 --add "$t_tmp/al/m2.img" >/dev/null 2>&1 ||
     t_fail "a: uraid grows linear 2 -> 3"
+# RAID-1 of 2 gains a third mirror (recovered by uraid before md sees it)
+make_array "$t_tmp/a1" 1 2 54; A1="$M $t_tmp/a1/m2.img"; OLD1=$SZ
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 3 --add "$t_tmp/a1/m2.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-1 2 -> 3"
 # shellcheck disable=SC2086
 NEW5=$(size_of $A5) NEW6=$(size_of $A6) NEWL=$(size_of $AL)
 # shellcheck disable=SC2086
-"$ORACLE" --snapshot --timeout 500 $(disks $A5 $A6 $AL) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
+"$ORACLE" --snapshot --timeout 500 $(disks $A5 $A6 $AL $A1) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
 exec 2>&1
 $GUEST_VERIFY
 mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
@@ -98,9 +102,14 @@ mdadm --assemble /dev/md2 /dev/vd[l-n] && {
 }
 verify md0 51 $OLD5 $NEW5
 verify md1 52 $OLD6 $NEW6
+mdadm --assemble /dev/md3 /dev/vd[o-q] && echo "md3 raid_disks=\$(cat /sys/block/md3/md/raid_disks) degraded=\$(cat /sys/block/md3/md/degraded)" &&
+    verify md3 54 $OLD1 $OLD1
 GUEST
 judge "a: RAID-5 grown 4 -> 5 by uraid" md0 "$t_tmp/a.log"
 judge "a: RAID-6 (512K chunk) grown 5 -> 6 by uraid" md1 "$t_tmp/a.log"
+judge "a: RAID-1 grown 2 -> 3 mirrors by uraid" md3 "$t_tmp/a.log"
+grep -q "^md3 raid_disks=3 degraded=0\$" "$t_tmp/a.log" && t_ok "a: RAID-1 grown: md runs 3 mirrors, none degraded" ||
+    t_fail "a: RAID-1 grown: md runs 3 mirrors" "$(grep md3 "$t_tmp/a.log" | head -3)"
 for w in "md2 pattern OK" "md2 size OK"; do
     grep -q "^$w\$" "$t_tmp/a.log" && t_ok "a: linear grown 2 -> 3 by uraid: md: $w ($NEWL bytes)" ||
         t_fail "a: linear grown 2 -> 3 by uraid: md: $w" "$(grep -i 'md2\|mdadm' "$t_tmp/a.log" | tail -3)"
