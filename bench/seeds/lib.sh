@@ -23,6 +23,7 @@ s_cleanup() {
                   set -- $arg
                   [ "$(losetup -n -O BACK-FILE "$1" 2>/dev/null | sed 's/ *$//')" = "$2" ] && timeout 10 losetup -d "$1" 2>/dev/null ;;
             fuse) timeout 10 fusermount3 -u "$arg" 2>/dev/null || timeout 10 fusermount3 -uz "$arg" 2>/dev/null ;;
+            rmdir) [ -d "$arg" ] && rmdir "$arg" 2>/dev/null ;;
             pid) kill -TERM "$arg" 2>/dev/null; n=0
                  while kill -0 "$arg" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
                  kill -9 "$arg" 2>/dev/null ;;

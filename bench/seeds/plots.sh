@@ -14,7 +14,7 @@ make_plots() {
     awk -F'\t' '{ print $1, $2, $4, $6 }' "$dat/bonnie.tsv" >"$dat/bonnie-plot.tsv"
     echo "raw-limit $((14 * DISK_MBPS)) $((7 * DISK_MBPS)) $((14 * DISK_MBPS))" >>"$dat/bonnie-plot.tsv"
     timeout 60 gnuplot >"$W/gnuplot.log" 2>&1 <<GP || die "gnuplot failed: $(tail -n 3 "$W/gnuplot.log")"
-set terminal png size 800,480
+set terminal png size 800,480 noenhanced
 set grid
 set key top left
 set output "$OUT/streams.png"
@@ -22,6 +22,7 @@ set title "000: concurrent streaming readers, 4-disk RAID-5 ($DISK)"
 set xlabel "readers at once"; set ylabel "total MB/s"
 set yrange [0:*]
 set xtics 1
+set yrange [0:$((3 * DISK_MBPS * 23 / 20))]
 plot "$dat/streams.tsv" using 1:2 with linespoints lw 2 title "uraid mount + ext4", \
      "$dat/nbd-streams.tsv" using 1:2 with linespoints lw 2 title "uraid serve (NBD)", \
      $((3 * DISK_MBPS)) with lines dt 2 lw 2 title "limit: 3 x disk"
