@@ -9,6 +9,7 @@ int bench_array(int argc, char **argv);
 int bench_rebuild(int argc, char **argv);
 int bench_scrub(int argc, char **argv);
 int bench_reshape(int argc, char **argv);
+int bench_seeds(int argc, char **argv);
 
 int cmd_bench(int argc, char **argv)
 {
@@ -17,7 +18,8 @@ int cmd_bench(int argc, char **argv)
                "       uraid bench array [--level 5|6] [--members N] [--throttle] [--json] ... (--help)\n"
                "       uraid bench rebuild [--level 5|6] [--members N] [--rate 150M] [--json] ... (--help)\n"
                "       uraid bench scrub [--level 5|6] [--members N] [--throttle MB_PER_S] [--json] ... (--help)\n"
-               "       uraid bench reshape [--level 5|6] [--members N] [--rate 150M] [--json] ... (--help)\n");
+               "       uraid bench reshape [--level 5|6] [--members N] [--rate 150M] [--json] ... (--help)\n"
+               "       uraid bench seeds [--quick] [--out DIR] (--help)\n");
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "parity"))
@@ -30,6 +32,8 @@ int cmd_bench(int argc, char **argv)
         return bench_scrub(argc - 1, argv + 1);
     if (!strcmp(argv[1], "reshape"))
         return bench_reshape(argc - 1, argv + 1);
-    cli_error("bench", "unknown benchmark '%s' (available: parity, array, rebuild, scrub, reshape)", argv[1]);
+    if (!strcmp(argv[1], "seeds"))
+        return bench_seeds(argc - 1, argv + 1);
+    cli_error("bench", "unknown benchmark '%s' (available: parity, array, rebuild, scrub, reshape, seeds)", argv[1]);
     return 2;
 }

@@ -3,7 +3,7 @@
 # Idempotent and quiet when everything is present; run as root on Debian.
 set -eu
 
-packages="gcc make pkg-config dpkg-dev debhelper fakeroot libisal-dev mdadm xz-utils jq clang libclang-rt-14-dev libtsan2 liburing-dev nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev fio qemu-utils libfuse3-dev fuse3 e2fsprogs util-linux btrfs-progs openssl"
+packages="gcc make pkg-config dpkg-dev debhelper fakeroot libisal-dev mdadm xz-utils jq clang libclang-rt-14-dev libtsan2 liburing-dev nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev fio qemu-utils libfuse3-dev fuse3 e2fsprogs util-linux btrfs-progs openssl gnuplot-nox bonnie++"
 
 missing=""
 for pkg in $packages; do

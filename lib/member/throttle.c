@@ -4,7 +4,9 @@
  * of wall time: the layer does the real I/O, then sleeps until the request's
  * deadline. Positioning is what a disk head pays to get from the end of the
  * previous request to this one's start: nothing when they meet (a stream),
- * else a seek that grows with the square root of the distance (an arm
+ * the time the skipped bytes take to pass under the head for a skip
+ * forward of at most one revolution's worth of bytes (the head waits on its
+ * track: a RAID-5 stream passing over parity chunks), else a seek that grows with the square root of the distance (an arm
  * accelerates, then coasts: short seeks cost far less than a full stroke),
  *     track-to-track + (full_stroke - track-to-track) * sqrt(distance / size)
  * plus half a revolution, the average rotational latency. Over uniformly
@@ -62,6 +64,7 @@ struct throttle_priv {
     struct disk_model d;
     int has_head;
     uint64_t t2t_ns, seek_ns, half_rev_ns;
+    uint64_t rev_bytes;    /* bytes passing under the head per revolution (a track) */
     pthread_mutex_t mu;
     uint64_t head;         /* where the last committed request ended, under mu */
     uint64_t xfer_until;   /* the shared transfer channel is busy until, under mu */
@@ -99,6 +102,11 @@ static uint64_t position_ns(const struct throttle_priv *t, uint64_t off)
 {
     if (!t->has_head || off == t->head)
         return 0;
+    /* A short skip forward (a RAID-5 stream passing over a parity chunk)
+     * needs no seek: the head stays on its track while the skipped bytes
+     * pass under it, as on a real disk (whose read-ahead caches them). */
+    if (off > t->head && off - t->head <= t->rev_bytes)
+        return transfer_ns(t, (size_t)(off - t->head));
     uint64_t ns = t->half_rev_ns;
     if (t->seek_ns) {
         double frac = t->inner->size ? (double)distance(off, t->head) / (double)t->inner->size : 1.0;
@@ -317,6 +325,7 @@ int member_disk_wrap(struct member *inner, const struct disk_model *d, struct me
     t->seek_ns = (uint64_t)d->seek_usec * 1000u;
     t->t2t_ns = t->seek_ns < T2T_NS ? t->seek_ns : T2T_NS;
     t->half_rev_ns = d->rpm ? 30000000000ull / d->rpm : 0;
+    t->rev_bytes = d->rpm ? d->bytes_per_sec * 60u / d->rpm : 0;
     t->slot_free = slots;
     t->nslots = nslots;
     m->ops = &throttle_ops;

@@ -29,6 +29,7 @@ missing=""
 units="uraid@.service uraid-monitor.service uraid-check.service uraid-check.timer"
 for f in usr/bin/uraid usr/lib/liburaid.so.0.1.0 usr/lib/liburaid.a usr/lib/pkgconfig/liburaid.pc \
     usr/share/man/man1/uraid.1 usr/share/man/man5/uraid.conf.5 usr/share/bash-completion/completions/uraid \
+    usr/share/uraid/seeds/run.sh usr/share/uraid/seeds/lib.sh \
     $(for u in $units; do echo "usr/lib/systemd/system/$u"; done) \
     "${plugindir#/}/nbdkit-uraid-plugin.so" $(cd include && ls *.h | sed 's|^|usr/include/|') \
     $(cd docs && ls *.[1-8] | sed 's|^\(.*\.\)\([1-8]\)$|usr/share/man/man\2/\1\2|'); do

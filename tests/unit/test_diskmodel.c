@@ -54,7 +54,10 @@ static struct member *open_disk(const char *spec)
 static double model_ms(const struct disk_model *d, uint64_t head, uint64_t off, size_t len)
 {
     double ms = d->latency_usec / 1e3;
-    if ((d->seek_usec || d->rpm) && off != head) {
+    double rev_bytes = d->rpm ? d->bytes_per_sec * 60.0 / d->rpm : 0;
+    if (off > head && off - head <= rev_bytes) /* the head waits on its track */
+        ms += (off - head) * 1e3 / d->bytes_per_sec;
+    else if ((d->seek_usec || d->rpm) && off != head) {
         double seek = d->seek_usec / 1e3, t2t = seek < T2T_MS ? seek : T2T_MS;
         double dist = off > head ? off - head : head - off;
         if (d->seek_usec)
@@ -242,6 +245,40 @@ static void test_queue(const char *name, const char *extra, int threads, int per
           iops[1] / iops[0], min_gain);
 }
 
+/* A stream that skips one 64 KiB chunk in two (a member's share of a RAID
+ * stream passing over parity) waits for the skipped bytes on its track:
+ * the transfer time of everything passed, not a seek and half a revolution
+ * per chunk (5 ms each: eight times slower). A skip past a revolution's
+ * worth of bytes still seeks. */
+static void test_skip(void)
+{
+    struct disk_model d;
+    CHECK(member_disk_preset("hdd-7200", &d) == 0);
+    enum { N = 48, CHUNK = 65536 };
+    uint64_t offs[N];
+    for (int i = 0; i < N; i++)
+        offs[i] = (uint64_t)i * 2 * CHUNK;
+    double want = 0;
+    for (int i = 0; i < N; i++)
+        want += model_ms(&d, i ? offs[i - 1] + CHUNK : 0, offs[i], CHUNK);
+    double seek_each = N * (T2T_MS + 30e3 / d.rpm);
+    struct job j = {open_disk("disk=hdd-7200"), CHUNK, N, offs, 0};
+    double raw = raw_ms(j);
+    double ms = j.m ? run_jobs(&j, 1) : 0;
+    member_close(j.m);
+    printf("  hdd-7200, 64 KiB read, 64 KiB skipped, x%d: %.1f ms (model %.1f; a seek per chunk would be %.0f)\n", N,
+           ms, want, seek_each);
+    CHECK(ms > want * 0.97 && ms < (want + raw) * 2 * loose, "%.1f ms, the model says %.1f", ms, want);
+    /* 4 MiB forward is more than a revolution (1.5 MB at 180 MB/s, 7200 rpm) */
+    uint64_t far[2] = {0, 4u << 20};
+    j = (struct job){open_disk("disk=hdd-7200"), CHUNK, 2, far, 0};
+    ms = j.m ? run_jobs(&j, 1) : 0;
+    member_close(j.m);
+    want = model_ms(&d, 0, 0, CHUNK) + model_ms(&d, CHUNK, far[1], CHUNK);
+    printf("  hdd-7200, a 4 MiB skip: %.1f ms (model %.1f)\n", ms, want);
+    CHECK(ms > want * 0.97 && want > 30e3 / d.rpm, "%.1f ms, the model says %.1f", ms, want);
+}
+
 static void test_keys(void)
 {
     /* throttle= overrides the preset's rate: 1 MiB at 120 MB/s, not 180 */
@@ -331,6 +368,9 @@ int main(int argc, char **argv)
      * machine, not the model, would be the limit (~200k IOPS) */
     harness_begin("disk=nvme,latency=500us: 8 threads, qd 64 serves them at once");
     test_queue("nvme", ",latency=500us", 8, 100, 4096, 4.0);
+    harness_end();
+    harness_begin("disk=hdd-7200: a skip within a revolution waits on the track, a longer one seeks");
+    test_skip();
     harness_end();
     harness_begin("disk keys: overrides, explicit seek, writes, bad keys refused");
     test_keys();
