@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 
 #define MiB (1024u * 1024u)
@@ -34,18 +35,7 @@ struct bopts {
     const char *dir;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* ---- one measured job: T threads running a loop until the deadline ---- */
 
@@ -93,13 +83,13 @@ static void *worker_main(void *arg)
     }
     memset(buf, 0x5a + w->id, j->io);
     uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(w->id + 1);
-    double end = now_s() + j->seconds;
+    double end = bench_now_s() + j->seconds;
     /* sequential jobs: each thread streams its own region (or its own member) */
     uint64_t region = j->a ? j->size / (uint64_t)j->threads : j->fd_size;
     region -= region % j->io;
     uint64_t pos = 0;
     int fd = j->a ? -1 : j->fds[w->id % j->nfds];
-    while (now_s() < end) {
+    while (bench_now_s() < end) {
         for (int batch = 0; batch < 8; batch++) {
             uint64_t off;
             if (j->kind == RAND_WRITE) {
@@ -137,7 +127,7 @@ static double run_job(struct job *j)
     pthread_t t[64];
     struct worker w[64];
     int n = j->threads > 64 ? 64 : j->threads;
-    double start = now_s();
+    double start = bench_now_s();
     for (int i = 0; i < n; i++) {
         w[i] = (struct worker){.j = j, .id = i};
         pthread_create(&t[i], NULL, worker_main, &w[i]);
@@ -149,7 +139,7 @@ static double run_job(struct job *j)
         if (w[i].error && !j->error)
             j->error = w[i].error;
     }
-    return bytes / (now_s() - start) / 1e6;
+    return bytes / (bench_now_s() - start) / 1e6;
 }
 
 static double median3(struct job *j)
@@ -157,7 +147,7 @@ static double median3(struct job *j)
     double v[3];
     for (int r = 0; r < 3; r++)
         v[r] = run_job(j);
-    qsort(v, 3, sizeof v[0], cmp_double);
+    qsort(v, 3, sizeof v[0], bench_cmp_double);
     return v[1];
 }
 
@@ -372,9 +362,6 @@ static int bench_throttled(const struct bopts *o, int *first)
     return status;
 }
 
-int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
-                       const char **dir);
-int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
 
 int bench_array(int argc, char **argv)
 {

@@ -1,16 +1,17 @@
-/* Option parsing that the array benchmarks (bench array, bench scrub)
- * share: the shape of the member files and the end of the option loop.
- * Declared where used, as cmd_bench.c declares the benchmarks. */
+/* What the benchmarks share (cli/bench.h): the shape of the member files
+ * and the end of the option loop of the array benchmarks, wall-clock time,
+ * a median's sort, member files. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 
 #define MiB (1024u * 1024u)
-
-int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
-                       const char **dir);
-int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
 
 /* --members N (4 to 32), --size MEMBER_SIZE (16 MiB at least), --chunk SIZE
  * (a power of two, 4 KiB at least), --dir DIR: 1 when `a` is one of them
@@ -44,4 +45,34 @@ int bench_usage_or_bad(const char *cmd, const char *a, const char *usage)
     }
     cli_error(cmd, "bad or incomplete option '%s' (try --help)", a);
     return 2;
+}
+
+double bench_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int bench_make_file(const char *path, uint64_t bytes)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return -errno;
+    int rc = ftruncate(fd, (off_t)bytes) ? -errno : 0;
+    uint8_t *z = calloc(1, MiB);
+    for (uint64_t off = 0; rc == 0 && z && off < bytes; off += MiB)
+        if (pwrite(fd, z, MiB, (off_t)off) != (ssize_t)MiB)
+            rc = -EIO;
+    if (!z)
+        rc = -ENOMEM;
+    free(z);
+    close(fd);
+    return rc;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "cli.h"
 
 #define RUNS 5
@@ -165,11 +166,6 @@ static double measure_once(struct cursor *c, int impl, int op, enum ref_kind ref
     return bytes_per_call * calls / elapsed; /* bytes per ns = GB/s */
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static double measure(struct cursor *c, int impl, int op, enum ref_kind ref,
                       uint64_t (*reader)(const uint8_t *, size_t))
@@ -177,7 +173,7 @@ static double measure(struct cursor *c, int impl, int op, enum ref_kind ref,
     double v[RUNS];
     for (int r = 0; r < RUNS; r++)
         v[r] = measure_once(c, impl, op, ref, reader);
-    qsort(v, RUNS, sizeof v[0], cmp_double);
+    qsort(v, RUNS, sizeof v[0], bench_cmp_double);
     return v[RUNS / 2];
 }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "uraid_admin.h"
 
@@ -22,18 +23,7 @@ struct ropts {
     const char *rate, *dir;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
 
 /* MB/s of sequential 2 MiB reads of `bytes` from path through "throttle=RATE". */
 static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
@@ -46,33 +36,18 @@ static double raw_member_rate(const char *path, const char *rate, uint64_t bytes
     double mbps = 0;
     uint8_t *buf = aligned_alloc(4096, 2 * MiB);
     if (buf) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         uint64_t off = 0;
         for (; off + 2 * MiB <= bytes; off += 2 * MiB)
             if (uraid_member_read(m, buf, 2 * MiB, off + 4 * MiB))
                 break;
-        mbps = (double)off / 1e6 / (now_s() - t0);
+        mbps = (double)off / 1e6 / (bench_now_s() - t0);
     }
     free(buf);
     uraid_member_close(m);
     return mbps;
 }
 
-static int make_file(const char *path, uint64_t bytes)
-{
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0)
-        return -errno;
-    int rc = ftruncate(fd, (off_t)bytes) ? -errno : 0;
-    /* allocate the tmpfs pages now: the raw pass must not pay for it either */
-    uint8_t *z = calloc(1, MiB);
-    for (uint64_t off = 0; rc == 0 && z && off < bytes; off += MiB)
-        if (pwrite(fd, z, MiB, (off_t)off) != (ssize_t)MiB)
-            rc = -EIO;
-    free(z);
-    close(fd);
-    return rc;
-}
 
 /* One rebuild: MB/s per member (bytes written to the new member / time). */
 static double one_rebuild(const struct ropts *o, char paths[][256], int *status)
@@ -170,7 +145,7 @@ int bench_rebuild(int argc, char **argv)
     int status = 0;
     for (int i = 0; i <= o.members && status == 0; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/uraid-bench-rebuild-%d-%d.img", o.dir, (int)getpid(), i);
-        if (make_file(paths[i], o.member_bytes)) {
+        if (bench_make_file(paths[i], o.member_bytes)) {
             cli_error("bench rebuild", "cannot create %s", paths[i]);
             status = 1;
         }
@@ -189,8 +164,8 @@ int bench_rebuild(int argc, char **argv)
         unlink(paths[i]);
     if (status || runs == 0)
         return 1;
-    qsort(ours, (size_t)runs, sizeof ours[0], cmp_double);
-    qsort(raw, (size_t)runs, sizeof raw[0], cmp_double);
+    qsort(ours, (size_t)runs, sizeof ours[0], bench_cmp_double);
+    qsort(raw, (size_t)runs, sizeof raw[0], bench_cmp_double);
     double mo = ours[runs / 2], mr = raw[runs / 2];
     if (o.json)
         printf("{\"bench\": \"rebuild\", \"level\": %d, \"members\": %d, \"rate\": \"%s\", \"member_bytes\": %llu, "

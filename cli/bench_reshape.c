@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "uraid_admin.h"
 #include "uraid_grow.h"
@@ -30,34 +31,8 @@ struct gopts {
     const char *rate, *dir;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
 
-static int make_file(const char *path, uint64_t bytes)
-{
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0)
-        return -errno;
-    int rc = ftruncate(fd, (off_t)bytes) ? -errno : 0;
-    /* tmpfs pages allocated now, so neither pass pays for them */
-    uint8_t *z = calloc(1, MiB);
-    for (uint64_t off = 0; rc == 0 && z && off < bytes; off += MiB)
-        if (pwrite(fd, z, MiB, (off_t)off) != (ssize_t)MiB)
-            rc = -EIO;
-    free(z);
-    close(fd);
-    return rc;
-}
 
 /* MB/s of 2 MiB requests through "throttle=RATE" on path: half the bytes
  * read, then the same range written (a grow's members do both). */
@@ -73,12 +48,12 @@ static double raw_member_rate(const char *path, const char *rate, uint64_t bytes
     if (buf) {
         memset(buf, 0, 2 * MiB);
         uint64_t half = bytes / 2 / (2 * MiB) * (2 * MiB), off = 0, moved = 0;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (off = 0; off < half && !uraid_member_read(m, buf, 2 * MiB, off + 4 * MiB); off += 2 * MiB)
             moved += 2 * MiB;
         for (off = 0; off < half && !uraid_member_write(m, buf, 2 * MiB, off + 4 * MiB); off += 2 * MiB)
             moved += 2 * MiB;
-        mbps = (double)moved / 1e6 / (now_s() - t0);
+        mbps = (double)moved / 1e6 / (bench_now_s() - t0);
     }
     free(buf);
     uraid_member_close(m);
@@ -109,9 +84,9 @@ static double one_grow(const struct gopts *o, char paths[][256], double *data, i
     }
     struct uraid_grow_params gp = {.raid_devices = n + 1, .member_sim = sim};
     struct uraid_grow_result res;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int rc = uraid_grow_members(p, n, p + n, 1, &gp, &res, why, sizeof why);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     if (rc) {
         cli_error("bench reshape", "%s", why);
         *status = 1;
@@ -174,7 +149,7 @@ int bench_reshape(int argc, char **argv)
     int status = 0, n = o.members, par = o.level == 6 ? 2 : 1;
     for (int i = 0; i <= n && status == 0; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/uraid-bench-reshape-%d-%d.img", o.dir, (int)getpid(), i);
-        if (make_file(paths[i], o.member_bytes)) {
+        if (bench_make_file(paths[i], o.member_bytes)) {
             cli_error("bench reshape", "cannot create %s", paths[i]);
             status = 1;
         }
@@ -199,9 +174,9 @@ int bench_reshape(int argc, char **argv)
         unlink(paths[i]);
     if (status || runs == 0)
         return 1;
-    qsort(ratio, (size_t)runs, sizeof ratio[0], cmp_double);
-    qsort(speed, (size_t)runs, sizeof speed[0], cmp_double);
-    qsort(raw, (size_t)runs, sizeof raw[0], cmp_double);
+    qsort(ratio, (size_t)runs, sizeof ratio[0], bench_cmp_double);
+    qsort(speed, (size_t)runs, sizeof speed[0], bench_cmp_double);
+    qsort(raw, (size_t)runs, sizeof raw[0], bench_cmp_double);
     if (o.json)
         printf("{\"bench\": \"reshape\", \"level\": %d, \"from\": %d, \"to\": %d, \"rate\": \"%s\", \"member_bytes\": "
                "%llu, \"array_mbps\": %.1f, \"raw_member_mbps\": %.1f, \"ratio\": %.3f}\n",

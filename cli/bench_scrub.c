@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 
 #define MiB (1024u * 1024u)
@@ -41,12 +42,6 @@ static double cpu_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 struct reader {
     const char *path;
@@ -81,7 +76,7 @@ static double raw_read(char paths[][256], int n, uint64_t off, uint64_t len)
 {
     pthread_t t[URAID_MAX_MEMBERS];
     struct reader r[URAID_MAX_MEMBERS];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < n; i++) {
         r[i] = (struct reader){.path = paths[i], .off = off, .len = len};
         pthread_create(&t[i], NULL, reader_main, &r[i]);
@@ -91,7 +86,7 @@ static double raw_read(char paths[][256], int n, uint64_t off, uint64_t len)
         pthread_join(t[i], NULL);
         err |= r[i].error;
     }
-    return err ? -1 : (double)len * n / (now_s() - t0) / 1e6;
+    return err ? -1 : (double)len * n / (bench_now_s() - t0) / 1e6;
 }
 
 /* MB/s of member bytes a check reads; -1 on an error or a mismatch. */
@@ -110,11 +105,11 @@ static double check_once(char paths[][256], int n, const char *sim, uint64_t *mi
         return -1;
     }
     struct uraid_job_status st;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int rc = uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why);
     if (rc == 0)
         rc = uraid_job_wait(a, &st);
-    double secs = now_s() - t0;
+    double secs = bench_now_s() - t0;
     if (rc)
         cli_error("bench scrub", "check: %s", why[0] ? why : uraid_strerror(rc));
     *mismatch = rc ? 0 : st.mismatch_sectors;
@@ -266,9 +261,6 @@ static int run(const struct sopts *o, int throttled, int *first)
     return status;
 }
 
-int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
-                       const char **dir);
-int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
 
 int bench_scrub(int argc, char **argv)
 {
