@@ -27,7 +27,11 @@ uraid_to_md() {
         i=$((i + 1))
     done
     # shellcheck disable=SC2086
-    $URAID create --level "$level" --raid-devices "$n" --chunk 64K --layout "$layout" --name oracle $disks \
+    # RAID-6's default (uraid's PPL with partial Q) is one md refuses by design (ppl.sh proves it):
+    # here md must run the array, so RAID-6 asks for resync, as mdadm's default for small members
+    pol=""; [ "$level" = 6 ] && pol="--consistency-policy resync"
+    # shellcheck disable=SC2086
+    $URAID create --level "$level" --raid-devices "$n" --chunk 64K --layout "$layout" --name oracle $pol $disks \
         >"$dir/create.log" 2>&1 || { t_fail "$name" "create: $(cat "$dir/create.log")"; return; }
     # shellcheck disable=SC2086
     size_kib=$($URAID detail $disks 2>/dev/null | awk '/Array Size/ {print $4; exit}')
