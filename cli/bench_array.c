@@ -35,8 +35,6 @@ struct bopts {
     const char *dir;
 };
 
-
-
 /* ---- one measured job: T threads running a loop until the deadline ---- */
 
 enum job_kind { SEQ_READ, SEQ_WRITE, RAND_WRITE };
@@ -361,7 +359,6 @@ static int bench_throttled(const struct bopts *o, int *first)
     remove_members(4, paths, fds);
     return status;
 }
-
 
 int bench_array(int argc, char **argv)
 {

@@ -166,7 +166,6 @@ static double measure_once(struct cursor *c, int impl, int op, enum ref_kind ref
     return bytes_per_call * calls / elapsed; /* bytes per ns = GB/s */
 }
 
-
 static double measure(struct cursor *c, int impl, int op, enum ref_kind ref,
                       uint64_t (*reader)(const uint8_t *, size_t))
 {

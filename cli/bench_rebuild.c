@@ -23,8 +23,6 @@ struct ropts {
     const char *rate, *dir;
 };
 
-
-
 /* MB/s of sequential 2 MiB reads of `bytes` from path through "throttle=RATE". */
 static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
 {
@@ -47,7 +45,6 @@ static double raw_member_rate(const char *path, const char *rate, uint64_t bytes
     uraid_member_close(m);
     return mbps;
 }
-
 
 /* One rebuild: MB/s per member (bytes written to the new member / time). */
 static double one_rebuild(const struct ropts *o, char paths[][256], int *status)

@@ -31,9 +31,6 @@ struct gopts {
     const char *rate, *dir;
 };
 
-
-
-
 /* MB/s of 2 MiB requests through "throttle=RATE" on path: half the bytes
  * read, then the same range written (a grow's members do both). */
 static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)

@@ -42,7 +42,6 @@ static double cpu_s(void)
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-
 struct reader {
     const char *path;
     uint64_t off, len;
@@ -260,7 +259,6 @@ static int run(const struct sopts *o, int throttled, int *first)
     remove_members(o, paths);
     return status;
 }
-
 
 int bench_scrub(int argc, char **argv)
 {
