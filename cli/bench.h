@@ -15,5 +15,10 @@ int bench_cmp_double(const void *a, const void *b);
 /* A member file of `bytes`, every page written (tmpfs pages allocated now,
  * so no measured pass pays for them). 0 or a negative errno. */
 int bench_make_file(const char *path, uint64_t bytes);
+/* MB/s of sequential 2 MiB requests through "throttle=RATE" on the member
+ * at path, from 4 MiB in: `bytes` read, or (write_half) half of them read
+ * and then the same range written, as a grow's members do both. 0 when the
+ * member cannot be opened. */
+double bench_member_rate(const char *path, const char *rate, uint64_t bytes, int write_half);
 
 #endif

@@ -2,6 +2,7 @@
  * and the end of the option loop of the array benchmarks, wall-clock time,
  * a median's sort, member files. */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "uraid_admin.h"
 
 #define MiB (1024u * 1024u)
 
@@ -75,4 +77,29 @@ int bench_make_file(const char *path, uint64_t bytes)
     free(z);
     close(fd);
     return rc;
+}
+
+double bench_member_rate(const char *path, const char *rate, uint64_t bytes, int write_half)
+{
+    char spec[64], why[300];
+    snprintf(spec, sizeof spec, "throttle=%s", rate);
+    struct uraid_member *m;
+    if (uraid_member_open(path, !write_half, spec, &m, why, sizeof why))
+        return 0;
+    const uint64_t req = 2u << 20;
+    double mbps = 0;
+    uint8_t *buf = aligned_alloc(4096, req);
+    if (buf) {
+        memset(buf, 0, req);
+        uint64_t span = (write_half ? bytes / 2 : bytes) / req * req, moved = 0, off;
+        double t0 = bench_now_s();
+        for (off = 0; off < span && !uraid_member_read(m, buf, req, off + 2 * req); off += req)
+            moved += req;
+        for (off = 0; write_half && off < span && !uraid_member_write(m, buf, req, off + 2 * req); off += req)
+            moved += req;
+        mbps = (double)moved / 1e6 / (bench_now_s() - t0);
+    }
+    free(buf);
+    uraid_member_close(m);
+    return mbps;
 }

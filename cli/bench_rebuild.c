@@ -23,28 +23,6 @@ struct ropts {
     const char *rate, *dir;
 };
 
-/* MB/s of sequential 2 MiB reads of `bytes` from path through "throttle=RATE". */
-static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
-{
-    char spec[64], why[300];
-    snprintf(spec, sizeof spec, "throttle=%s", rate);
-    struct uraid_member *m;
-    if (uraid_member_open(path, 1, spec, &m, why, sizeof why))
-        return 0;
-    double mbps = 0;
-    uint8_t *buf = aligned_alloc(4096, 2 * MiB);
-    if (buf) {
-        double t0 = bench_now_s();
-        uint64_t off = 0;
-        for (; off + 2 * MiB <= bytes; off += 2 * MiB)
-            if (uraid_member_read(m, buf, 2 * MiB, off + 4 * MiB))
-                break;
-        mbps = (double)off / 1e6 / (bench_now_s() - t0);
-    }
-    free(buf);
-    uraid_member_close(m);
-    return mbps;
-}
 
 /* One rebuild: MB/s per member (bytes written to the new member / time). */
 static double one_rebuild(const struct ropts *o, char paths[][256], int *status)
@@ -150,7 +128,7 @@ int bench_rebuild(int argc, char **argv)
     double ours[9], raw[9];
     int runs = 0;
     for (int r = 0; r < o.runs && status == 0; r++) {
-        raw[r] = raw_member_rate(paths[0], o.rate, o.member_bytes - 8 * MiB);
+        raw[r] = bench_member_rate(paths[0], o.rate, o.member_bytes - 8 * MiB, 0);
         ours[r] = one_rebuild(&o, paths, &status);
         runs++;
         if (!o.json)

@@ -31,31 +31,6 @@ struct gopts {
     const char *rate, *dir;
 };
 
-/* MB/s of 2 MiB requests through "throttle=RATE" on path: half the bytes
- * read, then the same range written (a grow's members do both). */
-static double raw_member_rate(const char *path, const char *rate, uint64_t bytes)
-{
-    char spec[64], why[300];
-    snprintf(spec, sizeof spec, "throttle=%s", rate);
-    struct uraid_member *m;
-    if (uraid_member_open(path, 0, spec, &m, why, sizeof why))
-        return 0;
-    double mbps = 0;
-    uint8_t *buf = aligned_alloc(4096, 2 * MiB);
-    if (buf) {
-        memset(buf, 0, 2 * MiB);
-        uint64_t half = bytes / 2 / (2 * MiB) * (2 * MiB), off = 0, moved = 0;
-        double t0 = bench_now_s();
-        for (off = 0; off < half && !uraid_member_read(m, buf, 2 * MiB, off + 4 * MiB); off += 2 * MiB)
-            moved += 2 * MiB;
-        for (off = 0; off < half && !uraid_member_write(m, buf, 2 * MiB, off + 4 * MiB); off += 2 * MiB)
-            moved += 2 * MiB;
-        mbps = (double)moved / 1e6 / (bench_now_s() - t0);
-    }
-    free(buf);
-    uraid_member_close(m);
-    return mbps;
-}
 
 /* One grow from o->members to o->members + 1: its time in seconds, the
  * array's bytes before in *data. */
@@ -154,7 +129,7 @@ int bench_reshape(int argc, char **argv)
     double ratio[9], speed[9], raw[9];
     int runs = 0;
     for (int r = 0; r < o.runs && status == 0; r++) {
-        raw[r] = raw_member_rate(paths[n], o.rate, o.member_bytes - 8 * MiB);
+        raw[r] = bench_member_rate(paths[n], o.rate, o.member_bytes - 8 * MiB, 1);
         double data = 0, t = one_grow(&o, paths, &data, &status);
         if (status || t <= 0 || raw[r] <= 0)
             break;
