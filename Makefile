@@ -166,16 +166,19 @@ tsan-tests: $(TSAN_TEST_BIN)
 layers:
 	@sh scripts/check-layers.sh
 
+# Builds with one job per CPU and runs the tests two at a time
+# (URAID_TEST_JOBS, tests/run.sh).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 check: deps layers
-	@$(MAKE) --no-print-directory all unit-tests san-tests tsan-tests
-	@sh tests/run.sh
+	@$(MAKE) --no-print-directory -j$(NPROC) all unit-tests san-tests tsan-tests
+	@bash tests/run.sh
 
 # The long mode: make check with every matrix at full size (URAID_TEST_LONG=1:
 # every md layout and format against the real md, the long reshape and crash
 # trials), then the crash trials at full length. Takes an hour or more.
 check-long: deps layers
-	@$(MAKE) --no-print-directory all unit-tests san-tests tsan-tests
-	@URAID_TEST_LONG=1 sh tests/run.sh
+	@$(MAKE) --no-print-directory -j$(NPROC) all unit-tests san-tests tsan-tests
+	@URAID_TEST_LONG=1 bash tests/run.sh
 	@$(MAKE) --no-print-directory crash-long
 
 demo: deps

@@ -37,11 +37,8 @@ cd "$(dirname "$0")/../.." || exit 1
 ORACLE=../shared/tools/md-oracle/md-oracle
 export MDORACLE_HOME="${MDORACLE612_HOME:-$HOME/.cache/md-oracle-612}" MDORACLE_ACCEL="${MDORACLE_ACCEL:-tcg}"
 d=$t_tmp
-if [ ! -f "$MDORACLE_HOME/out/vmlinux" ]; then
-    mkdir -p "$MDORACLE_HOME"
-    ../shared/tools/md-oracle/build.sh --install-deps --kernel-pkg 6.12 >"$d/build.log" 2>&1 ||
-        { t_fail "SKIPPED (counted as failed): no Linux 6.12 guest with ublk" "$(tail -3 "$d/build.log")"; t_finish; exit 1; }
-fi
+oracle_build --kernel-pkg 6.12 >"$d/build.log" 2>&1 ||
+    { t_fail "SKIPPED (counted as failed): no Linux 6.12 guest with ublk" "$(tail -3 "$d/build.log")"; t_finish; exit 1; }
 grep -q ublk_drv "$MDORACLE_HOME/out/VERSIONS" 2>/dev/null || grep -rqs ublk "$MDORACLE_HOME/build/rootfs/etc/mdoracle/modules.load" ||
     { t_fail "SKIPPED (counted as failed): the guest in $MDORACLE_HOME has no ublk_drv"; t_finish; exit 1; }
 

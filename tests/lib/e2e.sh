@@ -116,8 +116,20 @@ oracle_ready() {
     export MDORACLE_HOME="${MDORACLE_HOME:-$HOME/.cache/md-oracle}" MDORACLE_ACCEL="${MDORACLE_ACCEL:-tcg}"
     PATTERN="$MDORACLE_HOME/out/mdpattern"
     [ -x "$ORACLE" ] || { t_fail "md-oracle present at $ORACLE"; return 1; }
+    oracle_build >"$t_tmp/oracle-build.log" 2>&1 \
+        || { t_fail "md-oracle build" "$(tail -5 "$t_tmp/oracle-build.log")"; return 1; }
+}
+
+# oracle_build [BUILD.SH OPTIONS]: builds the guest in $MDORACLE_HOME unless it
+# is there. Under one lock for every guest: tests run two at a time
+# (tests/run.sh), and two builds would race for the same directory and for
+# apt's lock (--install-deps).
+oracle_build() {
     [ -f "$MDORACLE_HOME/out/vmlinux" ] && return 0
     mkdir -p "$MDORACLE_HOME"
-    ../shared/tools/md-oracle/build.sh --install-deps >"$t_tmp/oracle-build.log" 2>&1 \
-        || { t_fail "md-oracle build" "$(tail -5 "$t_tmp/oracle-build.log")"; return 1; }
+    (
+        flock -w 3600 8 || { echo "oracle_build: no lock on /tmp/uraid-oracle-build.lock in an hour" >&2; exit 1; }
+        [ -f "$MDORACLE_HOME/out/vmlinux" ] && exit 0
+        ../shared/tools/md-oracle/build.sh --install-deps "$@"
+    ) 8>/tmp/uraid-oracle-build.lock
 }
