@@ -13,16 +13,9 @@ cd "$(dirname "$0")/../.." || exit 1
 T="timeout 60"
 server_pid=""
 nbd_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null
-    [ -n "$nbd_pid" ] && kill -9 "$nbd_pid" 2>/dev/null
-    rm -rf "$t_tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-for c in nbdkit nbdinfo nbdcopy mdadm timeout; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
+t_at_exit '[ -n "$nbd_pid" ] && kill -9 "$nbd_pid" 2>/dev/null'
+t_at_exit '[ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null'
+t_need nbdkit nbdinfo nbdcopy mdadm timeout
 
 dir=$t_tmp/disks
 mkdir -p "$dir"

@@ -24,9 +24,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
 T="timeout 120"
-for c in mdadm timeout sha256sum python3 xz; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
+t_need mdadm timeout sha256sum python3 xz
 
 # expect NAME STATUS PATTERN CMD...: exit status, and a line matching PATTERN ("" = any output)
 expect() {

@@ -22,16 +22,9 @@ uri="nbd+unix:///?socket=$sock"
 log=$t_tmp/events.log
 server_pid=""
 mon_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null
-    [ -n "$mon_pid" ] && kill -9 "$mon_pid" 2>/dev/null
-    rm -rf "$t_tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-for c in nbdkit nbdinfo timeout; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
+t_at_exit '[ -n "$mon_pid" ] && kill -9 "$mon_pid" 2>/dev/null'
+t_at_exit '[ -n "$server_pid" ] && kill -9 "$server_pid" 2>/dev/null'
+t_need nbdkit nbdinfo timeout
 
 d() { echo "$t_tmp/d$1.img"; }
 for i in 0 1 2 3 4; do truncate -s 32M "$(d $i)"; done

@@ -19,9 +19,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
 T="timeout 120"
-for c in mdadm timeout sha256sum nbdcopy nbdinfo xz; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
+t_need mdadm timeout sha256sum nbdcopy nbdinfo xz
 server_pid=""
 cleanup() {
     [ -n "$server_pid" ] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null

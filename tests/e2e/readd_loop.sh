@@ -22,20 +22,12 @@ T="timeout 30"
 if t_long; then CYCLES=${URAID_LOOP_CYCLES:-20}; else CYCLES=${URAID_LOOP_CYCLES:-6}; fi
 [ "$CYCLES" -ge 20 ] || t_short_note "$CYCLES cycles per level instead of 20"
 
-cleanup() {
-    [ -n "$wpid" ] && kill "$wpid" 2>/dev/null
-    timeout 10 fusermount3 -uz "$mnt" 2>/dev/null
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-    rm -rf "$t_tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+t_at_exit '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null'
+t_at_exit 'timeout 10 fusermount3 -uz "$mnt" 2>/dev/null'
+t_at_exit '[ -n "$wpid" ] && kill "$wpid" 2>/dev/null'
 
-for c in fusermount3 mdadm timeout cmp; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
-[ "$(id -u)" -eq 0 ] || { t_fail "needs root (FUSE mount)"; t_finish; exit 1; }
-[ -c /dev/fuse ] || { t_fail "needs /dev/fuse"; t_finish; exit 1; }
+t_need mdadm timeout cmp
+t_need_fuse
 mkdir -p "$mnt"
 
 BLK=65536

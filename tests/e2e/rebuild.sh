@@ -13,9 +13,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
 T="timeout 60"
-for c in mdadm timeout cmp; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
+t_need mdadm timeout cmp
 d() { echo "$t_tmp/d$1.img"; }
 for i in 0 1 2 3 4 5 6; do truncate -s 48M "$(d $i)"; done
 truncate -s 48M "$t_tmp/new.img"

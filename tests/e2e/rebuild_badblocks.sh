@@ -10,9 +10,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
 T="timeout 60"
-for c in mdadm timeout sha256sum cmp dd; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
+t_need mdadm timeout sha256sum cmp dd
 
 # expect NAME STATUS PATTERN CMD...: exit status, and a line matching PATTERN ("" = any output)
 expect() {

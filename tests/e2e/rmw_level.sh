@@ -17,19 +17,11 @@ sock=$t_tmp/nbd.sock
 pid=""
 T="timeout 20"
 
-cleanup() {
-    timeout 10 fusermount3 -uz "$mnt" 2>/dev/null
-    [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
-    rm -rf "$t_tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+t_at_exit '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null'
+t_at_exit 'timeout 10 fusermount3 -uz "$mnt" 2>/dev/null'
 
-for c in fusermount3 nbdkit nbdcopy timeout; do
-    command -v "$c" >/dev/null 2>&1 || { t_fail "needs $c in PATH"; t_finish; exit 1; }
-done
-[ "$(id -u)" -eq 0 ] || { t_fail "needs root (FUSE mount)"; t_finish; exit 1; }
-[ -c /dev/fuse ] || { t_fail "needs /dev/fuse"; t_finish; exit 1; }
+t_need nbdkit nbdcopy timeout
+t_need_fuse
 
 expect() {
     name=$1 want=$2 pat=$3; shift 3

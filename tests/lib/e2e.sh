@@ -8,7 +8,19 @@ t_passed=0
 t_failed=0
 t_suite=${t_suite:-$(basename "$0" .sh)}
 t_tmp=$(mktemp -d "/tmp/uraid-${t_suite}.XXXXXX")
-[ -n "${URAID_TEST_KEEP:-}" ] || trap 'rm -rf "$t_tmp"' EXIT
+
+# t_at_exit 'COMMAND': run when the test exits (the last one given first),
+# then $t_tmp is removed unless URAID_TEST_KEEP is set. COMMAND is evaluated
+# then, so it sees the final value of a variable set later (a server's pid).
+t_at_exit_cmds=""
+t_at_exit() { t_at_exit_cmds="$1
+$t_at_exit_cmds"; }
+_t_exit() {
+    eval "$t_at_exit_cmds"
+    [ -n "${URAID_TEST_KEEP:-}" ] || rm -rf "$t_tmp"
+}
+trap _t_exit EXIT
+trap 'exit 1' INT TERM
 
 t_ok() { t_passed=$((t_passed + 1)); echo "ok   $1"; }
 t_fail() { t_failed=$((t_failed + 1)); echo "FAIL $1${2:+: $2}"; }
@@ -26,6 +38,22 @@ t_expect() {
 # cases to the long mode says so with t_short_note (not counted as passed).
 t_long() { [ "${URAID_TEST_LONG:-0}" = 1 ]; }
 t_short_note() { t_long || echo "note $t_suite: short mode: $1 (make check-long runs them)"; }
+
+# t_need COMMAND...: the suite fails at once (one line naming it) unless
+# every command is on PATH: a missing tool is never a skipped pass.
+t_need() {
+    for _tn_c in "$@"; do
+        command -v "$_tn_c" >/dev/null 2>&1 || { t_fail "needs $_tn_c in PATH"; t_finish; exit 1; }
+    done
+}
+
+# t_need_fuse: the same for mounting an array with FUSE (root, /dev/fuse,
+# fusermount3).
+t_need_fuse() {
+    t_need fusermount3
+    [ "$(id -u)" -eq 0 ] || { t_fail "needs root (FUSE mount)"; t_finish; exit 1; }
+    [ -c /dev/fuse ] || { t_fail "needs /dev/fuse"; t_finish; exit 1; }
+}
 
 t_finish() {
     echo "$t_suite: $t_passed passed, $t_failed failed"
