@@ -244,7 +244,7 @@ static int async_start(struct batch *b, struct io_op *ops, int n)
     for (int i = 0; i < n; i++) {
         struct io_op *op = &ops[i];
         op->async = 0;
-        if (!op->m || !op->m->ops || !op->m->ops->submit || op_valid(op) || !op->len)
+        if (!op->m || !op->m->ops || !op->m->ops->submit || op_valid(op) || (!op->len && op->kind != IO_FLUSH))
             continue;
         op->aio = (struct member_aio){.done = aio_done, .ctx = b};
         atomic_fetch_add_explicit(&b->pending, 1, memory_order_relaxed);

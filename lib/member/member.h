@@ -21,7 +21,8 @@ struct member_aio {
     void *ctx;
 };
 
-enum member_aio_kind { MEMBER_AIO_READ = 0, MEMBER_AIO_WRITE = 1, MEMBER_AIO_ZERO = 2 };
+/* MEMBER_AIO_FLUSH: what member_flush does (buf, len and offset unused). */
+enum member_aio_kind { MEMBER_AIO_READ = 0, MEMBER_AIO_WRITE = 1, MEMBER_AIO_ZERO = 2, MEMBER_AIO_FLUSH = 3 };
 
 struct member_ops {
     const char *kind; /* "file", "blockdev", ... */

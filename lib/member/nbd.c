@@ -136,6 +136,14 @@ static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, 
                              struct member_aio *aio)
 {
     struct nbd_priv *p = m->priv;
+    if (kind == MEMBER_AIO_FLUSH) {
+        /* as member_nbd_flush: without a server flush there is nothing to wait for */
+        if (m->readonly || !p->can_flush) {
+            aio->done(aio, 0);
+            return 0;
+        }
+        return nbd_queue(p, kind, NULL, 0, 0, aio);
+    }
     if (kind == MEMBER_AIO_ZERO ? !p->can_zero || len > NBD_MAX_ZERO : len > p->max_request)
         return -E2BIG; /* the synchronous path splits it, or writes zeros */
     if (kind == MEMBER_AIO_WRITE && m->readonly)

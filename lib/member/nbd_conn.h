@@ -14,14 +14,14 @@
 
 #define NBD_MAX_CONNS 16
 #define NBD_DEFAULT_CONNS 4
-#define NBD_REQ_FLUSH 3 /* after the MEMBER_AIO_* kinds */
+#define NBD_REQ_FLUSH MEMBER_AIO_FLUSH
 
 struct nbd_conn;
 
 /* One request; lists are circular with a sentinel. */
 struct nbd_req {
     struct nbd_req *next, *prev;
-    int kind;                /* MEMBER_AIO_READ/WRITE/ZERO or NBD_REQ_FLUSH */
+    int kind;                /* MEMBER_AIO_READ/WRITE/ZERO/FLUSH */
     void *buf;
     size_t len;
     uint64_t off;
