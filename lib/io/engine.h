@@ -32,6 +32,7 @@ struct io_op {
     void *buf;
     size_t len;        /* bytes */
     uint64_t offset;   /* bytes */
+    int fua;           /* IO_WRITE: durable when done (NBD's FUA flag; else a flush after it) */
     int result;        /* out: 0 or a negative errno */
     struct member_aio aio; /* the engine's, while the op is in flight */
     int async;             /* the engine's: started through member_ops.submit */

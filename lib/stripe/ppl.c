@@ -508,35 +508,29 @@ static void link_part(struct ppl_log *L, struct ppl_part *part)
 }
 
 /* The prepared log writes w[0..nw) out as one batch after the flushes of
- * the members their headers drop (departed), then every written member
- * flushed at once; the results in res. */
+ * the members their headers drop (departed), each durable when it
+ * completes (FUA: one round trip, where a write and then a flush took two;
+ * a member without FUA gets the flush after its write); the results in
+ * res. */
 static int run_log_writes(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed, int *res)
 {
     struct ppl_log *L = a->ppl;
     struct io_op ops[PPL_MAX_SLOTS];
-    int slot[PPL_MAX_SLOTS], rc = 0;
-    uint64_t written = 0;
+    int rc = 0;
     flush_departed(a, departed);
     for (int i = 0; i < nw; i++)
         ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
-                                .offset = L->m[w[i].s].start * SECTOR + w[i].off};
+                                .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
     io_engine_run(a->io, ops, nw);
     for (int i = 0; i < nw; i++) {
         res[i] = ops[i].result;
-        written |= res[i] ? 0 : 1ull << w[i].s;
-    }
-    int nf = flush_slots(a, written, ops, slot);
-    for (int f = 0; f < nf; f++)
-        for (int i = 0; i < nw; i++)
-            if (w[i].s == slot[f] && !res[i])
-                res[i] = ops[f].result;
-    for (int i = 0; i < nw; i++)
         rc = rc ? rc : res[i];
+    }
     return rc;
 }
 
 /* The unit's parts linked into their logs, lowest slot first, each log
- * that does not list them yet written and flushed, all before any data or
+ * that does not list them yet written durably, all before any data or
  * parity write of the unit. Logs taken at once go out as one batch (P's
  * and Q's logs of a RAID-6 stripe side by side); a log another writer
  * holds is not waited for while one is held (that chained the writers of

@@ -3,7 +3,8 @@
  *   - pipelining: a batch of the I/O engine on one member with a 50 ms
  *     round trip (delay filter) has more than 4 requests at the server at
  *     once, counted by nbdkit's log filter; data identical; an IO_FLUSH of the
- *     engine (the member's own submit) reaches the server;
+ *     engine (the member's own submit) reaches the server, a write with fua
+ *     carries NBD's FUA flag;
  *   - a stalled server (SIGSTOP): a request fails the member after its
  *     timeout (,timeout=1s after the URI) instead of hanging; the member
  *     stays failed after the server resumes; opening it again works and
@@ -145,6 +146,9 @@ static void test_pipelined(struct io_engine *e)
         /* a flush through the engine (the member's own submit) reaches the server */
         struct io_op fl = {.m = m, .kind = IO_FLUSH};
         CHECK(io_engine_run(e, &fl, 1) == 0 && fl.result == 0, "flush: %d", fl.result);
+        /* and a write with fua set carries NBD's FUA flag */
+        struct io_op fw = {.m = m, .kind = IO_WRITE, .buf = a, .len = 4096, .offset = 0, .fua = 1};
+        CHECK(io_engine_run(e, &fw, 1) == 0 && fw.result == 0, "FUA write: %d", fw.result);
     }
     if (m)
         member_close(m);
@@ -153,6 +157,7 @@ static void test_pipelined(struct io_engine *e)
     printf("  the server saw at most %d requests at once (%d in all)\n", maxc, started);
     CHECK(started >= 2 * N, "the log filter saw %d requests, expected %d", started, 2 * N);
     CHECK(log_has(log, " Flush id="), "the engine's IO_FLUSH never reached the server");
+    CHECK(log_has(log, "fua=1"), "the engine's FUA write reached the server without the FUA flag");
     /* One synchronous request per connection would be at most 4. */
     CHECK(maxc > 4, "at most %d requests in flight on the member", maxc);
     free(a);
