@@ -7,7 +7,7 @@
 #           what the exports and nbdkit can move with no RAID in between;
 #   cli     `uraid write` of DATA bytes from a tmpfs file and `uraid cat` of
 #           the whole array to /dev/null, on a RAID-6 of the six exports
-#           (64 KiB chunk): one request of the command at a time;
+#           (64 KiB chunk): four 4 MiB requests of the command in flight;
 #   served  the same array served by `uraid serve` on a unix socket, DATA
 #           copied in and the whole export out by nbdcopy (4 connections,
 #           many requests in flight);
