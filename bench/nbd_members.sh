@@ -7,7 +7,7 @@
 #           what the exports and nbdkit can move with no RAID in between;
 #   cli     `uraid write` of DATA bytes from a tmpfs file and `uraid cat` of
 #           the whole array to /dev/null, on a RAID-6 of the six exports
-#           (64 KiB chunk): one request of the command at a time;
+#           (64 KiB chunk): four 4 MiB requests of the command in flight;
 #   served  the same array served by `uraid serve` on a unix socket, DATA
 #           copied in and the whole export out by nbdcopy (4 connections,
 #           many requests in flight);
@@ -33,7 +33,9 @@
 # Environment: MEMBER_SIZE (256M), DATA (512M of array data written),
 # RUNS (3), WORKDIR (/dev/shm), DELAY (e.g. 2ms: nbdkit's delay filter adds
 # it to every read and write, a remote export's round trip, where the
-# connection pool matters; none by default). Servers and files are removed on exit.
+# connection pool matters; none by default), POLICY (the array's
+# --consistency-policy: RAID-6's default, ppl, when unset; resync leaves the
+# log's cost out). Servers and files are removed on exit.
 set -eu
 cd "$(dirname "$0")/.." || exit 1
 
@@ -115,7 +117,8 @@ for run in $(seq 1 "$RUNS"); do
 
     for conns in 4 1; do
         # shellcheck disable=SC2086
-        URAID_NBD_CONNECTIONS=$conns $URAID create --force --level 6 --raid-devices 6 --chunk 64K --assume-clean $uris >/dev/null
+        URAID_NBD_CONNECTIONS=$conns $URAID create --force --level 6 --raid-devices 6 --chunk 64K --assume-clean \
+            ${POLICY:+--consistency-policy $POLICY} $uris >/dev/null
         t0=$(now_ns)
         # shellcheck disable=SC2086
         URAID_NBD_CONNECTIONS=$conns $URAID write $uris <"$dir/src"
@@ -151,7 +154,7 @@ row() {
         runs = ""; for (i = 4; i <= NF; i++) runs = runs " " $i
         printf "| %s | %d | %d | %d | %.2fx | %.2fx |%s |\n", $1, $2, $3, ideal, $2 / ideal, $2 / $3, runs }'
 }
-echo "RAID-6 of 6 nbdkit file exports on $WORKDIR ($MEMBER_SIZE each, chunk 64K${DELAY:+, delay $DELAY per request}), $DATA written, median of $RUNS"
+echo "RAID-6 of 6 nbdkit file exports on $WORKDIR ($MEMBER_SIZE each, chunk 64K${DELAY:+, delay $DELAY per request}${POLICY:+, policy $POLICY}), $DATA written, median of $RUNS"
 echo "| test | array MB/s | raw MB/s | ideal | array/ideal | array/raw | runs (array | raw) |"
 echo "|---|---|---|---|---|---|---|"
 row "cli-seq-write,4-conns" "$a4_w" "$raw_w"

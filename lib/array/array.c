@@ -104,30 +104,36 @@ int array_write_superblocks(struct uraid_array *a)
     /* md writes its bitmap superblock first: after a crash in between the
      * bitmap is one event ahead, which md still accepts */
     wib_write_header(a);
-    int rc = 0, written = 0;
+    struct member *devs[2 * URAID_MAX_MEMBERS];
+    const struct md_sb *sbs[2 * URAID_MAX_MEMBERS];
+    int res[2 * URAID_MAX_MEMBERS];
+    int n = 0, nslots, rc = 0, written = 0;
     for (int s = 0; s < a->geom.raid_disks; s++) {
         struct array_slot *sl = &a->slot[s];
         if (!sl->dev || (sl->state != URAID_MEMBER_IN_SYNC && sl->state != URAID_MEMBER_REBUILDING))
             continue;
         merge_array_fields(&sl->sb, &a->sb);
-        int r = array_write_superblock(sl->dev, &sl->sb);
-        if (r == 0)
-            r = member_flush(sl->dev);
-        if (r) {
-            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its superblock: %s", sl->dev->path,
-                      uraid_strerror(r));
-            rc = r;
-        } else {
-            written++;
-        }
+        devs[n] = sl->dev;
+        sbs[n++] = &sl->sb;
     }
+    nslots = n; /* the spares after them: a spare's failed write fails nothing */
     for (int e = 0; e < a->nextra; e++) {
         struct array_slot *sl = &a->extra[e];
         if (!sl->dev || sl->state != URAID_MEMBER_SPARE)
             continue;
         merge_array_fields(&sl->sb, &a->sb);
-        if (array_write_superblock(sl->dev, &sl->sb) == 0)
-            member_flush(sl->dev);
+        devs[n] = sl->dev;
+        sbs[n++] = &sl->sb;
+    }
+    array_write_superblock_set(a, devs, sbs, n, res);
+    for (int i = 0; i < nslots; i++) {
+        if (res[i]) {
+            uraid_log(URAID_LOG_ERROR, "member %s: cannot write its superblock: %s", devs[i]->path,
+                      uraid_strerror(res[i]));
+            rc = res[i];
+        } else {
+            written++;
+        }
     }
     if (written) {
         __atomic_store_n(&a->sb_written, 1, __ATOMIC_RELEASE);
@@ -137,6 +143,16 @@ int array_write_superblocks(struct uraid_array *a)
     return written ? 0 : (rc ? rc : -EIO);
 }
 
+/* Whether the superblocks still have to say dirty before a write (see
+ * array_mark_dirty). */
+static int dirty_pending(struct uraid_array *a)
+{
+    int absent = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        absent |= !__atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
+    return !__atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE) || (!__atomic_load_n(&a->sb_written, __ATOMIC_ACQUIRE) && absent);
+}
+
 int array_mark_dirty(struct uraid_array *a)
 {
     /* An array opened dirty is already marked on disk, but if it is also
@@ -144,17 +160,22 @@ int array_mark_dirty(struct uraid_array *a)
      * their slots: write them once before the first write so those roles
      * are dropped (drop_absent_roles), or a member that misses these writes
      * would later be taken back in sync at the same events. */
-    int absent = 0;
-    for (int s = 0; s < a->geom.raid_disks; s++)
-        absent |= !__atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE) && (__atomic_load_n(&a->sb_written, __ATOMIC_ACQUIRE) || !absent))
+    if (!dirty_pending(a))
         return 0;
-    pthread_mutex_lock(&a->meta_lock);
-    a->sb.resync_offset = 0;
-    pthread_mutex_unlock(&a->meta_lock);
-    int rc = array_write_superblocks(a);
-    if (rc == 0)
-        __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
+    /* The first writes of a served array come many at once: one writes the
+     * superblocks, the others wait for it (md's md_write_start), instead
+     * of each writing them again, one after another under meta_lock. */
+    pthread_mutex_lock(&a->dirty_lock);
+    int rc = 0;
+    if (dirty_pending(a)) {
+        pthread_mutex_lock(&a->meta_lock);
+        a->sb.resync_offset = 0;
+        pthread_mutex_unlock(&a->meta_lock);
+        rc = array_write_superblocks(a);
+        if (rc == 0)
+            __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&a->dirty_lock);
     return rc;
 }
 

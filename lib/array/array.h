@@ -116,6 +116,7 @@ struct uraid_array {
     int rmw_level;             /* atomic: URAID_RMW_*, read as each stripe is planned */
     int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */
     pthread_mutex_t meta_lock; /* superblock template and member state changes */
+    pthread_mutex_t dirty_lock; /* one writer marks the array dirty; the others wait for it */
 
     uint64_t user_requests;    /* atomic: reads and writes served, so background work can yield */
     int auto_rebuild;          /* the monitor runs: background maintenance as md does */
@@ -237,6 +238,14 @@ int array_read_superblock_as(struct member *m, int want, struct md_sb *sb, char 
 /* Writes sb where and as its format says (super_offset, 1.x or 0.90);
  * -EINVAL when that is not where md looks on this member. (sbio.c) */
 int array_write_superblock(struct member *m, const struct md_sb *sb);
+/* sb encoded for member m into buf (MD_SB_BYTES) and the byte offset it
+ * goes to: what array_write_superblock writes. 0 or a negative errno. */
+int array_encode_superblock(struct member *m, const struct md_sb *sb, uint8_t *buf, uint64_t *offset);
+/* sbs[i] written to devs[i] and flushed, all members at once (the
+ * engine's batch); res[i] each one's 0 or negative errno. Returns 0 or
+ * -ENOMEM (then every res is -ENOMEM). */
+int array_write_superblock_set(struct uraid_array *a, struct member *const *devs, const struct md_sb *const *sbs,
+                               int n, int *res);
 
 /* mdadm's --metadata spellings into enum md_format; NULL -> MD_FMT_ANY.
  * 0 or -EINVAL with one line. (sbio.c) */

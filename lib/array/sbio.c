@@ -118,9 +118,8 @@ int array_read_superblock(struct member *m, struct md_sb *sb, char *why, size_t 
     return array_read_superblock_as(m, MD_FMT_ANY, sb, why, whylen);
 }
 
-int array_write_superblock(struct member *m, const struct md_sb *sb)
+int array_encode_superblock(struct member *m, const struct md_sb *sb, uint8_t *buf, uint64_t *offset)
 {
-    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
     int rc = 0;
     if (sb->format == MD_FMT_0_90) {
         struct md_sb0 s0;
@@ -137,7 +136,61 @@ int array_write_superblock(struct member *m, const struct md_sb *sb)
         return rc;
     if (sb->super_offset != md_format_sb_sector(sb->format, m->size / SECTOR))
         return -EINVAL; /* the superblock belongs elsewhere on this member: never write it there */
-    return member_write(m, buf, MD_SB_BYTES, sb->super_offset * SECTOR);
+    *offset = sb->super_offset * SECTOR;
+    return 0;
+}
+
+int array_write_superblock(struct member *m, const struct md_sb *sb)
+{
+    uint8_t buf[MD_SB_BYTES] __attribute__((aligned(4096)));
+    uint64_t at;
+    int rc = array_encode_superblock(m, sb, buf, &at);
+    return rc ? rc : member_write(m, buf, MD_SB_BYTES, at);
+}
+
+int array_write_superblock_set(struct uraid_array *a, struct member *const *devs, const struct md_sb *const *sbs,
+                               int n, int *res)
+{
+    uint8_t *bufs = n ? aligned_alloc(4096, (size_t)n * MD_SB_BYTES) : NULL;
+    struct io_op *ops = n ? calloc((size_t)n, sizeof *ops) : NULL;
+    int *idx = n ? calloc((size_t)n, sizeof *idx) : NULL;
+    int rc = !n || (bufs && ops && idx) ? 0 : -ENOMEM, nops = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        uint64_t at = 0;
+        res[i] = array_encode_superblock(devs[i], sbs[i], bufs + (size_t)i * MD_SB_BYTES, &at);
+        if (res[i] == 0) {
+            idx[nops] = i;
+            ops[nops++] = (struct io_op){.m = devs[i], .kind = IO_WRITE, .buf = bufs + (size_t)i * MD_SB_BYTES,
+                                         .len = MD_SB_BYTES, .offset = at};
+        }
+    }
+    /* every write, then every flush, at once: members far away cost two
+     * round trips in all instead of two each (md's md_super_write for
+     * every member, then md_super_wait) */
+    for (int pass = 0; pass < 2 && rc == 0 && nops; pass++) {
+        if (a->io) {
+            io_engine_run(a->io, ops, nops);
+        } else {
+            for (int k = 0; k < nops; k++)
+                ops[k].result = ops[k].kind == IO_FLUSH ? member_flush(ops[k].m)
+                                                        : member_write(ops[k].m, ops[k].buf, ops[k].len, ops[k].offset);
+        }
+        int kept = 0;
+        for (int k = 0; k < nops; k++) {
+            res[idx[k]] = ops[k].result;
+            if (ops[k].result)
+                continue;
+            idx[kept] = idx[k];
+            ops[kept++] = (struct io_op){.m = ops[k].m, .kind = IO_FLUSH};
+        }
+        nops = kept;
+    }
+    for (int i = 0; i < n && rc; i++)
+        res[i] = rc;
+    free(bufs);
+    free(ops);
+    free(idx);
+    return rc;
 }
 
 int array_write_new_member(struct member *m, const struct md_sb *sb)

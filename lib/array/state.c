@@ -159,6 +159,7 @@ void uraid_reset_counters(struct uraid_array *a)
 int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
 {
     pthread_mutex_init(&a->meta_lock, NULL);
+    pthread_mutex_init(&a->dirty_lock, NULL);
     /* a reshape's start and end wait for the requests in flight, and no
      * stream of readers may hold them off */
     pthread_rwlockattr_t ra;
@@ -193,6 +194,7 @@ void array_runtime_fini(struct uraid_array *a)
     stripe_locks_destroy(&a->locks);
     pthread_rwlock_destroy(&a->geom_lock);
     pthread_mutex_destroy(&a->meta_lock);
+    pthread_mutex_destroy(&a->dirty_lock);
 }
 
 struct stripe_pool *array_stripe_pool(struct uraid_array *a)

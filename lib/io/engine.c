@@ -129,6 +129,9 @@ static void op_run(struct io_op *op)
         rc = member_flush(op->m);
     else if (!rc && op->len)
         rc = op_sync(op, 0);
+    /* memory-backed members keep nothing in a cache to flush */
+    if (!rc && op->kind == IO_WRITE && op->fua && !op->m->inline_io)
+        rc = member_flush(op->m);
     op->result = rc;
 }
 
@@ -244,12 +247,13 @@ static int async_start(struct batch *b, struct io_op *ops, int n)
     for (int i = 0; i < n; i++) {
         struct io_op *op = &ops[i];
         op->async = 0;
-        if (!op->m || !op->m->ops || !op->m->ops->submit || op_valid(op) || !op->len)
+        if (!op->m || !op->m->ops || !op->m->ops->submit || op_valid(op) || (!op->len && op->kind != IO_FLUSH))
             continue;
         op->aio = (struct member_aio){.done = aio_done, .ctx = b};
         atomic_fetch_add_explicit(&b->pending, 1, memory_order_relaxed);
         op->async = 1;
-        if (op->m->ops->submit(op->m, (int)op->kind, op->buf, op->len, op->offset, &op->aio)) {
+        int kind = op->kind == IO_WRITE && op->fua ? MEMBER_AIO_WRITE_FUA : (int)op->kind;
+        if (op->m->ops->submit(op->m, kind, op->buf, op->len, op->offset, &op->aio)) {
             op->async = 0; /* not taken: the pool runs it */
             atomic_fetch_sub_explicit(&b->pending, 1, memory_order_relaxed);
             continue;
@@ -362,7 +366,7 @@ static int ring_classify(struct tl_ring *r, struct io_op *ops, int n)
         struct io_op *op = &ops[i];
         int fd = -1;
         /* Invalid and empty ops take the pool path, which reports them. */
-        if (!op->async && !op_valid(op) && op->len && op->kind != IO_ZERO)
+        if (!op->async && !op_valid(op) && op->len && op->kind != IO_ZERO && op->kind != IO_FLUSH && !op->fua)
             fd = member_direct_fd(op->m, op->buf, op->len, op->offset, op->kind == IO_WRITE);
         r->fds[i] = fd < 0 ? -1 : fd;
         direct += fd >= 0;

@@ -22,7 +22,8 @@
 
 /* IO_ZERO: the range reads as zeros afterwards (member_zero); buf unused.
  * IO_FLUSH: member_flush (buf, len and offset unused), so the flushes of
- * several members run at once on the pool's threads. */
+ * several members run at once: through the member's own submit where it
+ * has one (NBD: no pool thread in between), else on the pool's threads. */
 enum io_kind { IO_READ = 0, IO_WRITE = 1, IO_ZERO = 2, IO_FLUSH = 3 };
 
 struct io_op {
@@ -31,6 +32,7 @@ struct io_op {
     void *buf;
     size_t len;        /* bytes */
     uint64_t offset;   /* bytes */
+    int fua;           /* IO_WRITE: durable when done (NBD's FUA flag; else a flush after it) */
     int result;        /* out: 0 or a negative errno */
     struct member_aio aio; /* the engine's, while the op is in flight */
     int async;             /* the engine's: started through member_ops.submit */

@@ -21,7 +21,16 @@ struct member_aio {
     void *ctx;
 };
 
-enum member_aio_kind { MEMBER_AIO_READ = 0, MEMBER_AIO_WRITE = 1, MEMBER_AIO_ZERO = 2 };
+/* MEMBER_AIO_FLUSH: what member_flush does (buf, len and offset unused).
+ * MEMBER_AIO_WRITE_FUA: a write that is durable when it completes (NBD's
+ * FUA flag), one round trip instead of a write and a flush. */
+enum member_aio_kind {
+    MEMBER_AIO_READ = 0,
+    MEMBER_AIO_WRITE = 1,
+    MEMBER_AIO_ZERO = 2,
+    MEMBER_AIO_FLUSH = 3,
+    MEMBER_AIO_WRITE_FUA = 4,
+};
 
 struct member_ops {
     const char *kind; /* "file", "blockdev", ... */

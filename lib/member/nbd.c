@@ -136,9 +136,22 @@ static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, 
                              struct member_aio *aio)
 {
     struct nbd_priv *p = m->priv;
+    if (kind == MEMBER_AIO_FLUSH) {
+        /* as member_nbd_flush: without a server flush there is nothing to wait for */
+        if (m->readonly || !p->can_flush) {
+            aio->done(aio, 0);
+            return 0;
+        }
+        return nbd_queue(p, kind, NULL, 0, 0, aio);
+    }
     if (kind == MEMBER_AIO_ZERO ? !p->can_zero || len > NBD_MAX_ZERO : len > p->max_request)
         return -E2BIG; /* the synchronous path splits it, or writes zeros */
-    if (kind == MEMBER_AIO_WRITE && m->readonly)
+    if (kind == MEMBER_AIO_WRITE_FUA && !p->can_fua) {
+        if (p->can_flush)
+            return -EOPNOTSUPP; /* the engine writes, then flushes */
+        kind = MEMBER_AIO_WRITE; /* nothing cached: a write is durable */
+    }
+    if ((kind == MEMBER_AIO_WRITE || kind == MEMBER_AIO_WRITE_FUA) && m->readonly)
         return -EROFS;
     return nbd_queue(p, kind, buf, len, off, aio);
 }
@@ -306,6 +319,7 @@ static int first_connection(struct nbd_priv *p, int readonly, int64_t *size, cha
     p->maxconn = nbd_can_multi_conn(h) == 1 ? p->maxconn_wanted : 1;
     p->maxconn_init = p->maxconn;
     p->can_flush = nbd_can_flush(h) == 1;
+    p->can_fua = nbd_can_fua(h) == 1;
     p->can_zero = nbd_can_zero(h) == 1;
     p->max_request = NBD_MAX_REQUEST;
     int64_t maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);

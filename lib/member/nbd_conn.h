@@ -14,14 +14,14 @@
 
 #define NBD_MAX_CONNS 16
 #define NBD_DEFAULT_CONNS 4
-#define NBD_REQ_FLUSH 3 /* after the MEMBER_AIO_* kinds */
+#define NBD_REQ_FLUSH MEMBER_AIO_FLUSH
 
 struct nbd_conn;
 
 /* One request; lists are circular with a sentinel. */
 struct nbd_req {
     struct nbd_req *next, *prev;
-    int kind;                /* MEMBER_AIO_READ/WRITE/ZERO or NBD_REQ_FLUSH */
+    int kind;                /* enum member_aio_kind */
     void *buf;
     size_t len;
     uint64_t off;
@@ -56,7 +56,7 @@ struct nbd_priv {
     char *uri;               /* for libnbd: the name without member options */
     uint64_t timeout_ns;     /* 0: no timeout */
     int maxconn_wanted;
-    int can_flush, can_zero;
+    int can_flush, can_zero, can_fua;
     size_t max_request;
 
     /* The member's thread only. */

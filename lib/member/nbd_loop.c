@@ -179,6 +179,7 @@ static void send_req(struct nbd_priv *p, struct nbd_conn *c, struct nbd_req *r)
     switch (r->kind) {
     case MEMBER_AIO_READ: ck = nbd_aio_pread(c->h, r->buf, r->len, r->off, cb, 0); break;
     case MEMBER_AIO_WRITE: ck = nbd_aio_pwrite(c->h, r->buf, r->len, r->off, cb, 0); break;
+    case MEMBER_AIO_WRITE_FUA: ck = nbd_aio_pwrite(c->h, r->buf, r->len, r->off, cb, LIBNBD_CMD_FLAG_FUA); break;
     case MEMBER_AIO_ZERO: ck = nbd_aio_zero(c->h, r->len, r->off, cb, 0); break;
     default: ck = nbd_aio_flush(c->h, cb, 0); break;
     }

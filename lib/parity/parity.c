@@ -5,8 +5,12 @@
  * Selection state machine (per process):
  *   UNSELECTED --first call / uraid_parity_init--> SELECTED (timed or forced)
  *   SELECTED --uraid_parity_force(name)--> SELECTED (forced)
- * The chosen index per operation lives in an atomic int so the hot path
- * takes no lock once selection has run. */
+ * Timed selection times each operation on its first use, not all four at
+ * once: a command that reads a healthy array computes no parity and pays
+ * nothing, a writer pays for gen_pq (and rmw) only, and a served array's
+ * first write no longer stalls behind the recovery routines' probe. The
+ * chosen index per operation lives in an atomic int so the hot path takes
+ * no lock once that operation's choice is made. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +39,7 @@ static const struct parity_impl *const registry[] = {
 static pthread_mutex_t select_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int selected = 0;               /* 0 until the first selection ran */
 static atomic_int chosen[URAID_OP_COUNT];
+static atomic_int decided[URAID_OP_COUNT];    /* 1 once chosen[op] holds a timed or forced choice */
 static double chosen_mbps[URAID_OP_COUNT];
 static int forced_index = -1;
 
@@ -65,8 +70,8 @@ static int find_impl(const char *name)
 
 #define PROBE_K 8
 #define PROBE_LEN (64 * 1024)
-#define PROBE_NS 1000000L /* per implementation, operation and trial */
-#define PROBE_TRIALS 5
+#define PROBE_NS 500000L /* per implementation, operation and trial */
+#define PROBE_TRIALS 3
 
 struct probe_bufs {
     uint8_t *block[PROBE_K + 2];
@@ -128,15 +133,16 @@ static double probe_mbps(const struct parity_impl *im, enum uraid_parity_op op, 
     return (double)iters * probe_input_bytes(op) / elapsed * 1e3;
 }
 
-static void select_by_timing(void)
+/* Times every valid implementation of op and keeps the fastest; under
+ * select_lock. */
+static void time_op(enum uraid_parity_op op)
 {
     struct probe_bufs b;
     size_t n = PROBE_K + 4;
     uint8_t *mem = aligned_alloc(64, n * PROBE_LEN);
     if (!mem) {
         /* Without probe memory the portable code is a safe, correct choice. */
-        for (int op = 0; op < URAID_OP_COUNT; op++)
-            atomic_store(&chosen[op], find_impl("int64"));
+        atomic_store(&chosen[op], find_impl("int64"));
         return;
     }
     for (size_t i = 0; i < n * PROBE_LEN; i++)
@@ -146,36 +152,39 @@ static void select_by_timing(void)
     b.alt[0] = mem + (size_t)(PROBE_K + 2) * PROBE_LEN;
     b.alt[1] = mem + (size_t)(PROBE_K + 3) * PROBE_LEN;
 
-    for (int op = 0; op < URAID_OP_COUNT; op++) {
-        /* Trials take turns across candidates, so a burst of noise from a
-         * neighbour lands on all of them rather than on one; each keeps its
-         * best (least-disturbed) trial. */
-        double mbps[64] = {0};
-        for (int trial = 0; trial < PROBE_TRIALS; trial++)
-            for (int i = 0; i < REGISTRY_SIZE; i++) {
-                /* The reference is the oracle, never a contender. */
-                if (registry[i] == &parity_impl_ref || !registry[i]->valid())
-                    continue;
-                if (trial == 0)
-                    probe_once(registry[i], op, &b); /* warm: the probe measures cache-resident speed */
-                double v = probe_mbps(registry[i], op, &b);
-                if (v > mbps[i])
-                    mbps[i] = v;
-            }
-        int best = find_impl("int64");
+    /* Trials take turns across candidates, so a burst of noise from a
+     * neighbour lands on all of them rather than on one; each keeps its
+     * best (least-disturbed) trial. */
+    double mbps[64] = {0};
+    for (int trial = 0; trial < PROBE_TRIALS; trial++)
         for (int i = 0; i < REGISTRY_SIZE; i++) {
-            if (mbps[i] > 0)
-                uraid_log(URAID_LOG_DEBUG, "parity: %-7s %-10s %9.0f MB/s", op_names[op], registry[i]->name,
-                          mbps[i]);
-            if (mbps[i] > mbps[best])
-                best = i;
+            /* The reference is the oracle, never a contender. */
+            if (registry[i] == &parity_impl_ref || !registry[i]->valid())
+                continue;
+            if (trial == 0)
+                probe_once(registry[i], op, &b); /* warm: the probe measures cache-resident speed */
+            double v = probe_mbps(registry[i], op, &b);
+            if (v > mbps[i])
+                mbps[i] = v;
         }
-        atomic_store(&chosen[op], best);
-        chosen_mbps[op] = mbps[best];
-        uraid_log(URAID_LOG_INFO, "parity: %s using %s (%.0f MB/s)", op_names[op], registry[best]->name,
-                  mbps[best]);
+    int best = find_impl("int64");
+    for (int i = 0; i < REGISTRY_SIZE; i++) {
+        if (mbps[i] > 0)
+            uraid_log(URAID_LOG_DEBUG, "parity: %-7s %-10s %9.0f MB/s", op_names[op], registry[i]->name, mbps[i]);
+        if (mbps[i] > mbps[best])
+            best = i;
     }
+    atomic_store(&chosen[op], best);
+    chosen_mbps[op] = mbps[best];
+    uraid_log(URAID_LOG_INFO, "parity: %s using %s (%.0f MB/s)", op_names[op], registry[best]->name, mbps[best]);
     free(mem);
+}
+
+/* Timed selection from now on: each operation timed at its next use. */
+static void select_by_timing(void)
+{
+    for (int op = 0; op < URAID_OP_COUNT; op++)
+        atomic_store(&decided[op], 0);
 }
 
 static int apply_force_locked(const char *name)
@@ -193,6 +202,7 @@ static int apply_force_locked(const char *name)
     for (int op = 0; op < URAID_OP_COUNT; op++) {
         atomic_store(&chosen[op], i);
         chosen_mbps[op] = 0;
+        atomic_store(&decided[op], 1);
     }
     uraid_log(URAID_LOG_INFO, "parity: forced to %s", name);
     return 0;
@@ -242,6 +252,14 @@ static const struct parity_impl *impl_for(enum uraid_parity_op op)
 {
     if (!atomic_load_explicit(&selected, memory_order_acquire) && uraid_parity_init() != 0)
         return NULL;
+    if (!atomic_load_explicit(&decided[op], memory_order_acquire)) {
+        pthread_mutex_lock(&select_lock);
+        if (!atomic_load(&decided[op])) {
+            time_op(op);
+            atomic_store(&decided[op], 1);
+        }
+        pthread_mutex_unlock(&select_lock);
+    }
     return registry[atomic_load_explicit(&chosen[op], memory_order_relaxed)];
 }
 

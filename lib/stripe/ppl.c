@@ -309,11 +309,27 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
     return rc;
 }
 
-/* A flush, where the member has a cache to flush: memory-backed members
- * (tmpfs) hold their writes in the page cache, which is their storage. */
-static int flush_member(struct member *dev)
+/* The members in mask flushed at once, through the engine (one round
+ * trip for all of them, not one per member: remote members wait a round
+ * trip each); memory-backed ones (tmpfs) keep their writes in the page
+ * cache, which is their storage, and have nothing to flush. Each op's result
+ * is in ops[i].result, slot[i] its slot. Returns the count. */
+static int flush_slots(struct uraid_array *a, uint64_t mask, struct io_op *ops, int *slot)
 {
-    return dev->inline_io ? 0 : member_flush(dev);
+    int n = 0;
+    for (int j = 0; j < PPL_MAX_SLOTS && mask; j++) {
+        if (!(mask >> j & 1))
+            continue;
+        mask &= ~(1ull << j);
+        struct member *dev = __atomic_load_n(&a->slot[j].dev, __ATOMIC_ACQUIRE);
+        if (!dev || !slot_ok(a, j) || dev->inline_io)
+            continue;
+        slot[n] = j;
+        ops[n++] = (struct io_op){.m = dev, .kind = IO_FLUSH};
+    }
+    if (n)
+        io_engine_run(a->io, ops, n);
+    return n;
 }
 
 /* The members written by parts that left a log (mask) are flushed before
@@ -321,16 +337,13 @@ static int flush_member(struct member *dev)
  * an unflushed write no log covers. */
 static void flush_departed(struct uraid_array *a, uint64_t todo)
 {
-    for (int j = 0; j < PPL_MAX_SLOTS && todo; j++) {
-        if (!(todo >> j & 1))
-            continue;
-        todo &= ~(1ull << j);
-        struct member *dev = __atomic_load_n(&a->slot[j].dev, __ATOMIC_ACQUIRE);
-        int rc = dev && slot_ok(a, j) ? flush_member(dev) : 0;
-        if (rc)
-            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s", dev->path,
-                      uraid_strerror(rc));
-    }
+    struct io_op ops[PPL_MAX_SLOTS];
+    int slot[PPL_MAX_SLOTS];
+    int n = flush_slots(a, todo, ops, slot);
+    for (int i = 0; i < n; i++)
+        if (ops[i].result)
+            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s", ops[i].m->path,
+                      uraid_strerror(ops[i].result));
 }
 
 /* A part of the list is in a header on disk: its unit's member writes may
@@ -359,12 +372,16 @@ static int any_written(const struct ppl_member *m)
  * to see so); each is past this log, and the logs are taken lowest slot
  * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
  * part `seq` is on disk already, and the header's place and partial
- * parity bytes. */
-static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t *pp)
+ * parity bytes. With try, returns 2 and holds nothing where it would
+ * wait (another writer has the log, or the area must wrap). */
+static int claim_log(struct ppl_member *m, uint64_t seq, int try, uint64_t *off, uint64_t *pp)
 {
     uint64_t area = (uint64_t)m->sectors * SECTOR;
     for (;;) {
-        pthread_mutex_lock(&m->mu);
+        if (!try)
+            pthread_mutex_lock(&m->mu);
+        else if (pthread_mutex_trylock(&m->mu))
+            return 2;
         pthread_mutex_lock(&m->list_mu);
         if (m->written_seq >= seq)
             return 1;
@@ -380,6 +397,10 @@ static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t
             return 0;
         }
         pthread_mutex_unlock(&m->mu);
+        if (try) {
+            pthread_mutex_unlock(&m->list_mu);
+            return 2;
+        }
         while (any_written(m) && m->written_seq < seq)
             pthread_cond_wait(&m->departed, &m->list_mu);
         pthread_mutex_unlock(&m->list_mu);
@@ -398,13 +419,17 @@ struct log_write {
 /* Slot s's header listing every part in flight there, then their partial
  * parity, into w->buf. Returns 1 when prepared (the log stays held), 0
  * when part `seq` is on disk already (a header another writer wrote
- * listed it), or a negative errno (nothing held). */
-static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w)
+ * listed it), 2 when try found the log busy (nothing held), or a negative
+ * errno (nothing held). */
+static int prepare_header(struct uraid_array *a, int s, uint64_t seq, int try, struct log_write *w)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
     uint64_t pp;
-    if (claim_log(m, seq, &w->off, &pp)) {
+    int claimed = claim_log(m, seq, try, &w->off, &pp);
+    if (claimed == 2)
+        return 2;
+    if (claimed) {
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
@@ -470,49 +495,83 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
     free(w->buf);
 }
 
-/* The unit's parts linked into their logs, lowest slot first, and every
- * log that does not list them yet written at once: one batch of writes
- * (P's and Q's logs of a RAID-6 stripe go out side by side), then each
- * flushed, all before any data or parity write of the unit. */
+/* Part linked into its member's list: every header written there from now
+ * on lists it. */
+static void link_part(struct ppl_log *L, struct ppl_part *part)
+{
+    struct ppl_member *m = &L->m[part->slot];
+    pthread_mutex_lock(&m->list_mu);
+    part->seq = ++m->link_seq;
+    part->next = m->inflight;
+    m->inflight = part;
+    pthread_mutex_unlock(&m->list_mu);
+}
+
+/* The prepared log writes w[0..nw) out as one batch after the flushes of
+ * the members their headers drop (departed), each durable when it
+ * completes (FUA: one round trip, where a write and then a flush took two;
+ * a member without FUA gets the flush after its write); the results in
+ * res. */
+static int run_log_writes(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed, int *res)
+{
+    struct ppl_log *L = a->ppl;
+    struct io_op ops[PPL_MAX_SLOTS];
+    int rc = 0;
+    flush_departed(a, departed);
+    for (int i = 0; i < nw; i++)
+        ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
+                                .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
+    io_engine_run(a->io, ops, nw);
+    for (int i = 0; i < nw; i++) {
+        res[i] = ops[i].result;
+        rc = rc ? rc : res[i];
+    }
+    return rc;
+}
+
+/* The unit's parts linked into their logs, lowest slot first, each log
+ * that does not list them yet written durably, all before any data or
+ * parity write of the unit. Logs taken at once go out as one batch (P's
+ * and Q's logs of a RAID-6 stripe side by side); a log another writer
+ * holds is not waited for while one is held (that chained the writers of
+ * all logs into one queue): the batch goes out first, then the unit waits
+ * its turn there, and finds its part written when the writer before it
+ * listed it. A unit thus waits only on logs above those it is written in,
+ * as claim_log needs. */
 static int write_logs(struct uraid_array *a, struct ppl_unit *u)
 {
     struct ppl_log *L = a->ppl;
+    struct ppl_part *parts[PPL_MAX_SLOTS];
     struct log_write w[PPL_MAX_SLOTS];
-    struct io_op ops[PPL_MAX_SLOTS];
     int res[PPL_MAX_SLOTS];
-    int nw = 0, rc = 0, ran = 0;
-    uint64_t departed = 0;
-    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
-        struct ppl_part *part = u->parts;
-        while (part && part->slot != s)
-            part = part->unit_next;
-        if (!part)
-            continue;
-        pthread_mutex_lock(&L->m[s].list_mu);
-        part->seq = ++L->m[s].link_seq;
-        part->next = L->m[s].inflight;
-        L->m[s].inflight = part;
-        pthread_mutex_unlock(&L->m[s].list_mu);
-        int r = prepare_header(a, s, part->seq, &w[nw]);
-        if (r < 0)
-            rc = r;
-        else if (r > 0)
-            departed |= w[nw++].departed;
-    }
-    if (rc == 0 && nw) {
-        flush_departed(a, departed);
-        for (int i = 0; i < nw; i++)
-            ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
-                                    .offset = L->m[w[i].s].start * SECTOR + w[i].off};
-        io_engine_run(a->io, ops, nw);
-        ran = 1;
-        for (int i = 0; i < nw; i++) {
-            res[i] = ops[i].result ? ops[i].result : flush_member(a->slot[w[i].s].dev);
-            rc = rc ? rc : res[i];
+    int np = 0, rc = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        for (struct ppl_part *part = u->parts; part; part = part->unit_next)
+            if (part->slot == s)
+                parts[np++] = part;
+    for (int i = 0, linked = 0; i < np && rc == 0;) {
+        int nw = 0, j = i;
+        uint64_t departed = 0;
+        for (; j < np; j++) {
+            if (j >= linked)
+                link_part(L, parts[linked++]);
+            int r = prepare_header(a, parts[j]->slot, parts[j]->seq, nw > 0, &w[nw]);
+            if (r == 2)
+                break;
+            if (r < 0) {
+                rc = r;
+                break;
+            }
+            if (r == 1)
+                departed |= w[nw++].departed;
         }
+        int ran = rc == 0 && nw;
+        if (ran)
+            rc = run_log_writes(a, w, nw, departed, res);
+        for (int k = 0; k < nw; k++)
+            finish_header(a, &w[k], ran ? res[k] : -ECANCELED);
+        i = j;
     }
-    for (int i = 0; i < nw; i++)
-        finish_header(a, &w[i], ran ? res[i] : -ECANCELED);
     return rc;
 }
 

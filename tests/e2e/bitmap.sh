@@ -73,8 +73,10 @@ grep -q "^ *Intent Bitmap : Internal$" "$dir/detail" && grep -q "^Consistency Po
     && t_ok "detail says 'Intent Bitmap : Internal', 'Consistency Policy : bitmap' as mdadm --detail does" \
     || t_fail "detail's bitmap lines" "$(cat "$dir/detail")"
 
+# 20 MiB at 2 MB/s per member (RAID-5 of 4: 6.7 MB each) takes 3.4 s at best,
+# however many requests uraid write keeps in flight: still writing at 2 s
 # shellcheck disable=SC2086
-head -c 20M /dev/urandom | $URAID write --member-layer throttle=4M $D 2>/dev/null &
+head -c 20M /dev/urandom | $URAID write --member-layer throttle=2M $D 2>/dev/null &
 wpid=$!
 sleep 2
 kill -9 $wpid 2>/dev/null
@@ -138,8 +140,11 @@ uraid_crash_to_md() {
     # shellcheck disable=SC2086
     $URAID create --level "$level" --raid-devices "$n" --chunk 64K --bitmap internal --bitmap-chunk 128K $disks \
         >"$d/c.log" 2>&1 || { t_fail "$name" "create: $(cat "$d/c.log")"; return; }
+    # 30 MiB at 3 MB/s per member (10 MB each on RAID-5 n=4 and RAID-6 n=5):
+    # 3.3 s at best however many requests uraid write keeps in flight, so
+    # still writing at 2 s
     # shellcheck disable=SC2086
-    head -c 30M /dev/urandom | $URAID write --member-layer throttle=6M $disks 2>/dev/null &
+    head -c 30M /dev/urandom | $URAID write --member-layer throttle=3M $disks 2>/dev/null &
     wpid=$!
     sleep 2
     kill -9 $wpid 2>/dev/null

@@ -2,7 +2,9 @@
  * servers started here, each with --exit-with-parent:
  *   - pipelining: a batch of the I/O engine on one member with a 50 ms
  *     round trip (delay filter) has more than 4 requests at the server at
- *     once, counted by nbdkit's log filter; data identical;
+ *     once, counted by nbdkit's log filter; data identical; an IO_FLUSH of the
+ *     engine (the member's own submit) reaches the server, a write with fua
+ *     carries NBD's FUA flag;
  *   - a stalled server (SIGSTOP): a request fails the member after its
  *     timeout (,timeout=1s after the URI) instead of hanging; the member
  *     stays failed after the server resumes; opening it again works and
@@ -92,6 +94,19 @@ static int max_concurrent(const char *log, int *started)
     return max;
 }
 
+/* 1 when a line of nbdkit's log contains what. */
+static int log_has(const char *log, const char *what)
+{
+    FILE *f = fopen(log, "r");
+    char line[512];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, what) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
 /* A batch of n ops of len bytes each at distinct offsets on m. */
 static int run_batch(struct io_engine *e, struct member *m, enum io_kind kind, uint8_t *buf, int n, size_t len)
 {
@@ -128,6 +143,12 @@ static void test_pipelined(struct io_engine *e)
         CHECK(!memcmp(a, b, (size_t)N * LEN), "data read back differs");
         printf("  %d writes of 64 KiB in %.0f ms, %d reads in %.0f ms (50 ms per request at the server)\n", N,
                (t1 - t0) * 1e3, N, (t2 - t1) * 1e3);
+        /* a flush through the engine (the member's own submit) reaches the server */
+        struct io_op fl = {.m = m, .kind = IO_FLUSH};
+        CHECK(io_engine_run(e, &fl, 1) == 0 && fl.result == 0, "flush: %d", fl.result);
+        /* and a write with fua set carries NBD's FUA flag */
+        struct io_op fw = {.m = m, .kind = IO_WRITE, .buf = a, .len = 4096, .offset = 0, .fua = 1};
+        CHECK(io_engine_run(e, &fw, 1) == 0 && fw.result == 0, "FUA write: %d", fw.result);
     }
     if (m)
         member_close(m);
@@ -135,6 +156,8 @@ static void test_pipelined(struct io_engine *e)
     int started, maxc = max_concurrent(log, &started);
     printf("  the server saw at most %d requests at once (%d in all)\n", maxc, started);
     CHECK(started >= 2 * N, "the log filter saw %d requests, expected %d", started, 2 * N);
+    CHECK(log_has(log, " Flush id="), "the engine's IO_FLUSH never reached the server");
+    CHECK(log_has(log, "fua=1"), "the engine's FUA write reached the server without the FUA flag");
     /* One synchronous request per connection would be at most 4. */
     CHECK(maxc > 4, "at most %d requests in flight on the member", maxc);
     free(a);
