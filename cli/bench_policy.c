@@ -23,6 +23,8 @@
 
 struct popts {
     int level, members, rounds, threads, seq_threads;
+    int only;     /* a policy to run alone (for a profiler), 0: both */
+    int test;     /* one test to run alone, -1: all */
     uint64_t member_bytes, chunk;
     double seconds;
     const char *dir, *layer;
@@ -81,7 +83,7 @@ static int run_policy(const struct popts *o, const char *const *paths, int polic
     if (!err)
         err = uraid_write(a, warm, sizeof warm, 0);
     for (int i = 0; i < NTESTS && !err; i++)
-        mbps[i] = bench_array_rate(a, t[i].kind, t[i].io, t[i].threads, o->seconds, &err);
+        mbps[i] = o->test >= 0 && o->test != i ? 0 : bench_array_rate(a, t[i].kind, t[i].io, t[i].threads, o->seconds, &err);
     uraid_close(a);
     if (err > 0 || err < -1)
         cli_error("bench policy", "a write failed: %s", strerror(-err));
@@ -104,8 +106,13 @@ static int rounds(const struct popts *o, const char *const *paths)
     for (int r = 0; r < o->rounds; r++) {
         double a[NTESTS], b[NTESTS];
         int first_ppl = r % 2 == 0;
-        if (run_policy(o, paths, first_ppl ? URAID_POLICY_PPL : URAID_POLICY_BITMAP, t, first_ppl ? a : b) ||
-            run_policy(o, paths, first_ppl ? URAID_POLICY_BITMAP : URAID_POLICY_PPL, t, first_ppl ? b : a))
+        memset(a, 0, sizeof a);
+        memset(b, 0, sizeof b);
+        int p1 = first_ppl ? URAID_POLICY_PPL : URAID_POLICY_BITMAP, p2 = p1 == URAID_POLICY_PPL ? URAID_POLICY_BITMAP
+                                                                                               : URAID_POLICY_PPL;
+        if ((!o->only || o->only == p1) && run_policy(o, paths, p1, t, first_ppl ? a : b))
+            return 1;
+        if ((!o->only || o->only == p2) && run_policy(o, paths, p2, t, first_ppl ? b : a))
             return 1;
         printf("round %d (%s first):\n", r + 1, first_ppl ? "ppl" : "bitmap");
         for (int i = 0; i < NTESTS; i++) {
@@ -130,6 +137,7 @@ static int rounds(const struct popts *o, const char *const *paths)
 static const char usage[] =
     "usage: uraid bench policy [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE] [--dir DIR]\n"
     "                          [--rounds N] [--seconds S] [--threads N] [--seq-threads N] [--member-layer SPEC]\n"
+    "                          [--only ppl|bitmap] [--test 1-4]  (one policy or one test alone, for a profiler)\n"
     "  ppl against bitmap on the same members, alternating, one ratio per round and their median;\n"
     "  --member-layer puts every member behind a simulated disk (disk=hdd-7200|sata-ssd|nvme,\n"
     "  throttle=RATE,latency=TIME: see uraid(1)).\n";
@@ -137,7 +145,7 @@ static const char usage[] =
 int bench_policy(int argc, char **argv)
 {
     struct popts o = {.level = 5, .members = 6, .rounds = 5, .threads = 8, .seq_threads = 2,
-                      .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 1, .dir = "/dev/shm"};
+                      .member_bytes = 256 * MiB, .chunk = 65536, .seconds = 1, .dir = "/dev/shm", .test = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--level") && v && (!strcmp(v, "5") || !strcmp(v, "6")))
@@ -150,6 +158,10 @@ int bench_policy(int argc, char **argv)
             o.seq_threads = atoi(v);
         else if (!strcmp(a, "--seconds") && v && atof(v) > 0)
             o.seconds = atof(v);
+        else if (!strcmp(a, "--only") && v && (!strcmp(v, "ppl") || !strcmp(v, "bitmap")))
+            o.only = uraid_policy_parse(v);
+        else if (!strcmp(a, "--test") && v && atoi(v) >= 1 && atoi(v) <= NTESTS)
+            o.test = atoi(v) - 1;
         else if (!strcmp(a, "--member-layer") && v)
             o.layer = v;
         else if (!bench_shape_option(a, v, &o.members, &o.member_bytes, &o.chunk, &o.dir))

@@ -309,28 +309,19 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
     return rc;
 }
 
-/* A flush, where the member has a cache to flush: memory-backed members
- * (tmpfs) hold their writes in the page cache, which is their storage. */
-static int flush_member(struct member *dev)
-{
-    return dev->inline_io ? 0 : member_flush(dev);
-}
-
 /* The members written by parts that left a log (mask) are flushed before
  * a header that no longer lists them goes out: a power cut must not leave
- * an unflushed write no log covers. */
+ * an unflushed write no log covers. A failed flush fails its member
+ * elsewhere; the header goes out still (its other parts need it). */
 static void flush_departed(struct uraid_array *a, uint64_t todo)
 {
-    for (int j = 0; j < PPL_MAX_SLOTS && todo; j++) {
-        if (!(todo >> j & 1))
-            continue;
-        todo &= ~(1ull << j);
-        struct member *dev = __atomic_load_n(&a->slot[j].dev, __ATOMIC_ACQUIRE);
-        int rc = dev && slot_ok(a, j) ? flush_member(dev) : 0;
-        if (rc)
-            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s", dev->path,
-                      uraid_strerror(rc));
-    }
+    int res[PPL_MAX_SLOTS];
+    if (!todo || ppl_flush(a, todo, res) == 0)
+        return;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((todo >> j & 1) && res[j])
+            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s",
+                      a->slot[j].dev ? a->slot[j].dev->path : "(missing)", uraid_strerror(res[j]));
 }
 
 /* A part of the list is in a header on disk: its unit's member writes may
@@ -426,7 +417,8 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
         at += p->pp_bytes;
     }
     if (w->buf) {
-        w->departed = m->unflushed;
+        /* slots a flush since (another log's, most often) has covered are left out */
+        w->departed = ppl_flush_todo(L, m);
         m->unflushed = 0;
     }
     pthread_mutex_unlock(&m->list_mu);
@@ -501,13 +493,19 @@ static int write_logs(struct uraid_array *a, struct ppl_unit *u)
     }
     if (rc == 0 && nw) {
         flush_departed(a, departed);
+        uint64_t written = 0;
         for (int i = 0; i < nw; i++)
             ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
                                     .offset = L->m[w[i].s].start * SECTOR + w[i].off};
         io_engine_run(a->io, ops, nw);
+        for (int i = 0; i < nw; i++)
+            written |= ops[i].result ? 0 : 1ull << w[i].s;
+        /* the logs written are flushed side by side (P's and Q's of RAID-6) */
+        int fres[PPL_MAX_SLOTS];
+        ppl_flush(a, written, fres);
         ran = 1;
         for (int i = 0; i < nw; i++) {
-            res[i] = ops[i].result ? ops[i].result : flush_member(a->slot[w[i].s].dev);
+            res[i] = ops[i].result ? ops[i].result : fres[w[i].s];
             rc = rc ? rc : res[i];
         }
     }
@@ -628,6 +626,9 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
             if (*pp_ == part) {
                 *pp_ = part->next;
                 m->unflushed |= part->written;
+                for (int j = 0; j < PPL_MAX_SLOTS; j++)
+                    if (part->written >> j & 1)
+                        m->need[j] = ppl_flush_mark(L, j);
                 pthread_cond_broadcast(&m->departed);
                 break;
             }

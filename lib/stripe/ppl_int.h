@@ -22,7 +22,8 @@ struct ppl_member {
     uint64_t link_seq;          /* parts linked so far */
     uint64_t written_seq;       /* every part up to this one is in a header on disk */
     uint64_t next_off;          /* bytes into the area where the next header goes */
-    uint64_t unflushed;         /* slots written by parts that left, not flushed since */
+    uint64_t unflushed;         /* slots written by parts that left since the last header */
+    uint64_t need[PPL_MAX_SLOTS]; /* per slot: the flush (ppl_flush's number) that covers them */
     uint32_t entries;           /* atomic: entries reserved by units in flight */
     uint64_t pp_bytes;          /* atomic: partial parity reserved */
     uint64_t start;             /* the area: member sector and length */
@@ -39,8 +40,23 @@ struct ppl_log {
     pthread_cond_t res_cv; /* room freed in some log */
     int waiters;           /* atomic: units waiting for room */
     uint32_t tag;          /* atomic: RAID-6 units logged since open (PPL_TAG) */
+    /* Per slot, atomic: flushes started (each takes the next number) and
+     * the highest number of one that succeeded. A write that completed
+     * before a flush numbered n started is durable once flushed >= n. */
+    uint64_t flush_started[PPL_MAX_SLOTS];
+    uint64_t flushed[PPL_MAX_SLOTS];
     struct ppl_member m[PPL_MAX_SLOTS];
 };
+
+/* Flushes of the slots in mask, at once (ppl_flush.c); memory-backed
+ * members have nothing to flush. res[s] gets each slot's result when res
+ * is not NULL. 0 or the first failure. */
+int ppl_flush(struct uraid_array *a, uint64_t mask, int *res);
+/* The number a flush of slot s must reach to cover the writes completed
+ * so far (under the caller's list_mu: ppl_end records it in need[s]). */
+uint64_t ppl_flush_mark(const struct ppl_log *L, int s);
+/* The slots of m->unflushed whose writes no flush has covered yet. */
+uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m);
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that
