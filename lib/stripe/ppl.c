@@ -81,6 +81,10 @@ void ppl_close(struct uraid_array *a)
     if (!L)
         return;
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
+        for (struct ppl_part *p = L->m[s].inflight, *nx; p; p = nx) {
+            nx = p->next; /* lingering parts: every unit has finished */
+            free(p);
+        }
         pthread_mutex_destroy(&L->m[s].mu);
         pthread_mutex_destroy(&L->m[s].list_mu);
         pthread_cond_destroy(&L->m[s].departed);
@@ -156,24 +160,6 @@ static int clear_once(struct uraid_array *a)
 }
 
 /* ---- logging ---------------------------------------------------------------------- */
-
-/* One unit's share of one member's log: its entries and their partial
- * parity, kept while the unit's member writes are in flight. Every header
- * written on that member meanwhile repeats them (md replays only a log's
- * newest header), so writers on one parity member overlap: each holds
- * the member's log only for its own log write. */
-struct ppl_part {
-    struct ppl_part *next;       /* the member's parts in flight */
-    struct ppl_part *unit_next;  /* the unit's other parts */
-    int slot;
-    uint64_t seq;                /* its place in the member's list */
-    uint32_t nentries;
-    uint64_t pp_bytes;
-    uint64_t written;            /* slots the unit's stripes write */
-    uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
-    uint8_t *pp;                 /* pp_bytes, after folded[] */
-    struct ppl_entry e[];
-};
 
 /* What the log needs of one stripe: its map, the parity slots whose logs
  * hold its entries (P's; on RAID-6 also Q's; -1: that parity is not
@@ -291,6 +277,10 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
         if (pl[i].par[0] != part->slot && pl[i].par[1] != part->slot)
             continue;
         part->written |= pl[i].written;
+        if (!part->s_hi && !part->s_lo)
+            part->s_lo = ps[i].stripe;
+        part->s_lo = ps[i].stripe < part->s_lo ? ps[i].stripe : part->s_lo;
+        part->s_hi = ps[i].stripe > part->s_hi ? ps[i].stripe : part->s_hi;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
             struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k,
                                                 (uint32_t)part->slot | tag << PPL_TAG_SHIFT);
@@ -351,8 +341,9 @@ static int any_written(const struct ppl_member *m)
  * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
  * part `seq` is on disk already, and the header's place and partial
  * parity bytes. */
-static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t *pp)
+static int claim_log(struct ppl_log *L, int s, uint64_t seq, uint64_t *off, uint64_t *pp)
 {
+    struct ppl_member *m = &L->m[s];
     uint64_t area = (uint64_t)m->sectors * SECTOR;
     for (;;) {
         pthread_mutex_lock(&m->mu);
@@ -366,13 +357,19 @@ static int claim_log(struct ppl_member *m, uint64_t seq, uint64_t *off, uint64_t
         /* md reads a header only where one more sector follows it */
         if (*off + PPL_HEADER_BYTES + *pp < area)
             return 0;
+        /* lingering parts leave (their members flushed before this header) */
+        struct ppl_part *gone = NULL;
+        ppl_sweep(L, m, 1, &gone);
+        ppl_free_swept(L, s, gone);
         if (!any_written(m)) {
             *off = 0;
             return 0;
         }
         pthread_mutex_unlock(&m->mu);
+        m->wrapping++;
         while (any_written(m) && m->written_seq < seq)
             pthread_cond_wait(&m->departed, &m->list_mu);
+        m->wrapping--;
         pthread_mutex_unlock(&m->list_mu);
     }
 }
@@ -395,11 +392,13 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
     uint64_t pp;
-    if (claim_log(m, seq, &w->off, &pp)) {
+    if (claim_log(L, s, seq, &w->off, &pp)) {
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
+    struct ppl_part *gone = NULL;
+    ppl_sweep(L, m, 0, &gone);
     struct ppl_header *h = calloc(1, sizeof *h);
     w->s = s;
     w->upto = m->link_seq;
@@ -422,6 +421,7 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
         m->unflushed = 0;
     }
     pthread_mutex_unlock(&m->list_mu);
+    ppl_free_swept(L, s, gone);
     int rc = w->buf ? 0 : -ENOMEM;
     if (rc == 0) {
         h->signature = L->signature;
@@ -543,8 +543,19 @@ static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, c
 {
     if (try_reserve(L, held, entries, pp))
         return;
-    pthread_mutex_lock(&L->res_mu);
+    /* lingering parts give their room back first (no new one lingers
+     * while a unit waits for room) */
     __atomic_add_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
+    for (int s = 0; s < PPL_MAX_SLOTS; s++) {
+        struct ppl_part *gone = NULL;
+        if (!(held >> s & 1))
+            continue;
+        pthread_mutex_lock(&L->m[s].list_mu);
+        ppl_sweep(L, &L->m[s], 1, &gone);
+        pthread_mutex_unlock(&L->m[s].list_mu);
+        ppl_free_swept(L, s, gone);
+    }
+    pthread_mutex_lock(&L->res_mu);
     while (!try_reserve(L, held, entries, pp))
         pthread_cond_wait(&L->res_cv, &L->res_mu);
     __atomic_sub_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
@@ -622,8 +633,12 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
         nx = part->unit_next;
         struct ppl_member *m = &L->m[part->slot];
         pthread_mutex_lock(&m->list_mu);
+        int stays = 0;
         for (struct ppl_part **pp_ = &m->inflight; *pp_; pp_ = &(*pp_)->next)
             if (*pp_ == part) {
+                /* it keeps its room in the log while it lingers */
+                if ((stays = u->reserved && ppl_linger(L, m, part)) != 0)
+                    break;
                 *pp_ = part->next;
                 m->unflushed |= part->written;
                 for (int j = 0; j < PPL_MAX_SLOTS; j++)
@@ -633,6 +648,8 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
                 break;
             }
         pthread_mutex_unlock(&m->list_mu);
+        if (stays)
+            continue;
         entries[part->slot] = part->nentries;
         pp[part->slot] = part->pp_bytes;
         free(part);

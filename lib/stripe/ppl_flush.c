@@ -1,6 +1,19 @@
 /* The PPL's member flushes (ppl_int.h): run at once, and counted, so that
  * a header need not flush again a member whose writes a flush started
- * since (another unit's log flush, most often) has made durable. */
+ * since (another unit's log flush, most often) has made durable.
+ *
+ * Lingering parts. A unit that leaves a log must have its member writes
+ * flushed before a header that no longer lists it goes out. A part
+ * without partial parity (whole stripes: replay rewrites their parity
+ * from the data, whatever state a power cut left the data in) need not
+ * leave: it stays listed in the headers that follow, at no cost (entries
+ * only, no partial parity), and leaves once flushes that other log writes
+ * issue anyway have covered its writes. So a stream of whole-stripe
+ * writes does not flush every member before each log write. It must
+ * leave, its members flushed first, before a part with partial parity of
+ * one of its stripes is written (that partial parity takes its data as
+ * durable; replay in header order could otherwise end with it), when the
+ * area must start over, and when a unit waits for room in the log. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -61,4 +74,78 @@ int ppl_flush(struct uraid_array *a, uint64_t mask, int *res)
             res[slot[i]] = ops[i].result;
     }
     return rc;
+}
+
+/* Lingering entries at most, per log: room stays for units in flight. */
+#define LINGER_MAX (PPL_MAX_ENTRIES / 4)
+
+int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
+{
+    if (p->pp_bytes || p->seq > m->written_seq || m->wrapping || m->lingering + p->nentries > LINGER_MAX ||
+        __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE))
+        return 0;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if (p->written >> j & 1)
+            p->mark[j] = ppl_flush_mark(L, j);
+    p->lingering = 1;
+    m->lingering += p->nentries;
+    return 1;
+}
+
+static int covered(const struct ppl_log *L, const struct ppl_part *p)
+{
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((p->written >> j & 1) && __atomic_load_n(&L->flushed[j], __ATOMIC_ACQUIRE) < p->mark[j])
+            return 0;
+    return 1;
+}
+
+/* A part of m's list not on disk yet logs partial parity of a stripe of p. */
+static int rewritten(const struct ppl_member *m, const struct ppl_part *p)
+{
+    for (const struct ppl_part *q = m->inflight; q; q = q->next)
+        if (q->seq > m->written_seq && q->pp_bytes && q->s_lo <= p->s_hi && p->s_lo <= q->s_hi)
+            return 1;
+    return 0;
+}
+
+void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct ppl_part **gone)
+{
+    for (struct ppl_part **pp = &m->inflight; *pp && m->lingering;) {
+        struct ppl_part *p = *pp;
+        if (!p->lingering) {
+            pp = &p->next;
+            continue;
+        }
+        int done = covered(L, p);
+        if (!done && !all && !rewritten(m, p)) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        m->lingering -= p->nentries;
+        if (!done) {
+            m->unflushed |= p->written;
+            for (int j = 0; j < PPL_MAX_SLOTS; j++)
+                if ((p->written >> j & 1) && m->need[j] < p->mark[j])
+                    m->need[j] = p->mark[j];
+        }
+        p->next = *gone;
+        *gone = p;
+    }
+}
+
+void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone)
+{
+    int any = gone != NULL;
+    for (struct ppl_part *nx; gone; gone = nx) {
+        nx = gone->next;
+        __atomic_sub_fetch(&L->m[s].entries, gone->nentries, __ATOMIC_ACQ_REL);
+        free(gone);
+    }
+    if (any && __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&L->res_mu);
+        pthread_cond_broadcast(&L->res_cv);
+        pthread_mutex_unlock(&L->res_mu);
+    }
 }

@@ -12,7 +12,30 @@
 
 #define PPL_MAX_SLOTS 64 /* md's limit: a flush bitmap of one unsigned long */
 
-struct ppl_part;
+#include "meta/ppl.h"
+
+/* One unit's share of one member's log: its entries and their partial
+ * parity, kept while the unit's member writes are in flight. Every header
+ * written on that member meanwhile repeats them (md replays only a log's
+ * newest header), so writers on one parity member overlap: each holds
+ * the member's log only for its own log write. A part without partial
+ * parity (whole stripes written) may stay listed after its unit finished
+ * ("lingering", ppl_flush.c) until flushes cover its writes. */
+struct ppl_part {
+    struct ppl_part *next;       /* the member's parts in flight */
+    struct ppl_part *unit_next;  /* the unit's other parts */
+    int slot;
+    int lingering;               /* its unit has finished; mark[] says which flushes cover it */
+    uint64_t seq;                /* its place in the member's list */
+    uint32_t nentries;
+    uint64_t pp_bytes;
+    uint64_t written;            /* slots the unit's stripes write */
+    uint64_t s_lo, s_hi;         /* the stripes of its entries lie in [s_lo, s_hi] */
+    uint64_t mark[PPL_MAX_SLOTS]; /* lingering: per written slot, ppl_flush_mark when its unit finished */
+    uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
+    uint8_t *pp;                 /* pp_bytes, after folded[] */
+    struct ppl_entry e[];
+};
 
 struct ppl_member {
     pthread_mutex_t mu;         /* log writes one at a time, in order; next_off */
@@ -24,6 +47,8 @@ struct ppl_member {
     uint64_t next_off;          /* bytes into the area where the next header goes */
     uint64_t unflushed;         /* slots written by parts that left since the last header */
     uint64_t need[PPL_MAX_SLOTS]; /* per slot: the flush (ppl_flush's number) that covers them */
+    uint32_t lingering;         /* entries of lingering parts in the list */
+    int wrapping;               /* writers waiting for the area to start over (claim_log) */
     uint32_t entries;           /* atomic: entries reserved by units in flight */
     uint64_t pp_bytes;          /* atomic: partial parity reserved */
     uint64_t start;             /* the area: member sector and length */
@@ -57,6 +82,19 @@ int ppl_flush(struct uraid_array *a, uint64_t mask, int *res);
 uint64_t ppl_flush_mark(const struct ppl_log *L, int s);
 /* The slots of m->unflushed whose writes no flush has covered yet. */
 uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m);
+
+/* Under m->list_mu, when part p's unit finishes: 1 when p stays listed
+ * (lingering), 0 when it is to leave the list as usual. */
+int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p);
+/* Under m->list_mu: lingering parts leave the list onto *gone, those
+ * whose writes flushes have covered since, and (all set) every other one,
+ * or those whose stripes a part not on disk yet rewrites with partial
+ * parity (which takes their writes as durable): their slots then go to
+ * m->unflushed, flushed before the next header. */
+void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct ppl_part **gone);
+/* The parts ppl_sweep took from slot s's list freed, their room in the
+ * log given back. */
+void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone);
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that
