@@ -267,20 +267,25 @@ static int band_pp(const struct stripe_rows *r, const struct plan *pl, const str
 
 /* Slot s's part of the unit: entries and partial parity of stripes
  * [0, n) whose P or Q lies there (parity_disk: s, the log's member). */
-static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, uint32_t tag,
-                     struct ppl_part *part)
+static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, int own,
+                     uint32_t tag, struct ppl_part *part)
 {
     uint32_t c = a->geom.chunk_sectors;
     uint8_t *pp = part->pp;
-    int rc = 0;
+    int rc = 0, first = 1;
     for (int i = 0; i < n && rc == 0; i++) {
         if (pl[i].par[0] != part->slot && pl[i].par[1] != part->slot)
             continue;
         part->written |= pl[i].written;
-        if (!part->s_hi && !part->s_lo)
-            part->s_lo = ps[i].stripe;
-        part->s_lo = ps[i].stripe < part->s_lo ? ps[i].stripe : part->s_lo;
-        part->s_hi = ps[i].stripe > part->s_hi ? ps[i].stripe : part->s_hi;
+        if (first)
+            part->s_lo = part->s_hi = part->la_lo = part->la_hi = ps[i].stripe;
+        first = 0;
+        if (i < own) {
+            part->s_lo = ps[i].stripe < part->s_lo ? ps[i].stripe : part->s_lo;
+            part->s_hi = ps[i].stripe > part->s_hi ? ps[i].stripe : part->s_hi;
+        }
+        part->la_lo = ps[i].stripe < part->la_lo ? ps[i].stripe : part->la_lo;
+        part->la_hi = ps[i].stripe > part->la_hi ? ps[i].stripe : part->la_hi;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
             struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k,
                                                 (uint32_t)part->slot | tag << PPL_TAG_SHIFT);
@@ -367,8 +372,12 @@ static int claim_log(struct ppl_log *L, int s, uint64_t seq, uint64_t *off, uint
         }
         pthread_mutex_unlock(&m->mu);
         m->wrapping++;
-        while (any_written(m) && m->written_seq < seq)
+        while (any_written(m) && m->written_seq < seq) {
             pthread_cond_wait(&m->departed, &m->list_mu);
+            gone = NULL; /* parts pinned before may linger now */
+            ppl_sweep(L, m, 1, &gone);
+            ppl_free_swept(L, s, gone);
+        }
         m->wrapping--;
         pthread_mutex_unlock(&m->list_mu);
     }
@@ -539,13 +548,8 @@ static int try_reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries
     return fits;
 }
 
-static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, const uint64_t *pp)
+static void sweep_held(struct ppl_log *L, uint64_t held)
 {
-    if (try_reserve(L, held, entries, pp))
-        return;
-    /* lingering parts give their room back first (no new one lingers
-     * while a unit waits for room) */
-    __atomic_add_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         struct ppl_part *gone = NULL;
         if (!(held >> s & 1))
@@ -555,11 +559,67 @@ static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, c
         pthread_mutex_unlock(&L->m[s].list_mu);
         ppl_free_swept(L, s, gone);
     }
+}
+
+static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, const uint64_t *pp)
+{
+    if (try_reserve(L, held, entries, pp))
+        return;
+    /* lingering parts give their room back first (no new one lingers
+     * while a unit waits for room) */
+    __atomic_add_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
+    sweep_held(L, held);
     pthread_mutex_lock(&L->res_mu);
-    while (!try_reserve(L, held, entries, pp))
+    while (!try_reserve(L, held, entries, pp)) {
         pthread_cond_wait(&L->res_cv, &L->res_mu);
+        pthread_mutex_unlock(&L->res_mu);
+        sweep_held(L, held); /* parts pinned before may linger now */
+        pthread_mutex_lock(&L->res_mu);
+    }
     __atomic_sub_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&L->res_mu);
+}
+
+/* A unit of whole, consecutive stripes of a healthy array (a stream)
+ * also lists the stripes after them whole (ppl_ahead.c): their plans go
+ * after the unit's in pl, their entries are counted in entries[] and
+ * held. Returns the stripes to list (own and ahead; *xs then holds them
+ * all, to free), or a negative errno. */
+static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct plan *pl, int take,
+                      struct ppl_stripe **xs, uint32_t *entries, uint64_t *held)
+{
+    int par = a->geom.level == 6 ? 2 : 1;
+    for (int i = 0; i < take; i++) {
+        int ok = ps[i].stripe == ps[0].stripe + (uint64_t)i && pl[i].pp_bytes == 0 && pl[i].nb == 1;
+        for (int j = 0; j < par && ok; j++)
+            ok = pl[i].par[j] >= 0 && !pl[i].fold[0][0];
+        if (!ok)
+            return take;
+    }
+    uint64_t stripes = a->size_sectors / ((uint64_t)a->k * a->geom.chunk_sectors);
+    int want = ppl_ahead_count(take), n = take;
+    *xs = malloc(sizeof **xs * (size_t)(take + want));
+    if (!*xs)
+        return -ENOMEM;
+    memcpy(*xs, ps, sizeof *ps * (size_t)take);
+    for (; n < take + want && ps[0].stripe + (uint64_t)n < stripes; n++) {
+        struct ppl_stripe *x = &(*xs)[n];
+        *x = (struct ppl_stripe){.stripe = ps[0].stripe + (uint64_t)n, .r0 = 0,
+                                 .r1 = (uint64_t)a->k * a->geom.chunk_sectors};
+        int ok = plan_stripe(a, x, &pl[n]) == 0 && pl[n].pp_bytes == 0 && pl[n].nb == 1 && !pl[n].fold[0][0];
+        for (int j = 0; j < par && ok; j++) {
+            int p = pl[n].par[j];
+            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 8;
+        }
+        if (!ok)
+            break;
+        pl[n].written = 0; /* listed, not written */
+        for (int j = 0; j < par; j++) {
+            entries[pl[n].par[j]]++;
+            *held |= 1ull << pl[n].par[j];
+        }
+    }
+    return n;
 }
 
 int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct ppl_unit *u)
@@ -567,8 +627,10 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
     struct ppl_log *L = a->ppl;
     u->held = 0;
     u->parts = NULL;
+    u->reserved = 0;
+    u->npin = 0;
     int rc = clear_once(a);
-    struct plan *pl = rc ? NULL : calloc((size_t)n, sizeof *pl);
+    struct plan *pl = rc ? NULL : calloc((size_t)n + PPL_AHEAD_MAX, sizeof *pl);
     if (rc == 0 && !pl)
         rc = -ENOMEM;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
@@ -595,6 +657,10 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
             u->held |= 1ull << p;
         }
     }
+    struct ppl_stripe *xs = NULL;
+    int nx = rc == 0 ? plan_ahead(a, ps, pl, take, &xs, entries, &u->held) : take;
+    if (nx < 0)
+        rc = nx;
     for (int s = 0; rc == 0 && s < PPL_MAX_SLOTS; s++) {
         if (!(u->held >> s & 1))
             continue;
@@ -609,13 +675,18 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         part->pp = part->folded + 2 * entries[s];
         part->unit_next = u->parts;
         u->parts = part;
-        rc = fill_part(a, ps, pl, take, tag, part);
+        rc = fill_part(a, xs ? xs : ps, pl, nx, take, tag, part);
+        part->ahead = xs != NULL;
     }
     free(pl);
+    free(xs);
     if (rc) {
         ppl_end(a, u);
         return rc;
     }
+    /* stripes a header on disk lists already, logged ahead: no log write */
+    if (ppl_cover(L, u))
+        return take;
     reserve(L, u->held, entries, pp_bytes);
     u->reserved = 1;
     rc = write_logs(a, u);
@@ -629,6 +700,7 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
     struct ppl_log *L = a->ppl;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
     uint64_t pp[PPL_MAX_SLOTS] = {0};
+    ppl_uncover(L, u);
     for (struct ppl_part *part = u->parts, *nx; part; part = nx) {
         nx = part->unit_next;
         struct ppl_member *m = &L->m[part->slot];
@@ -639,6 +711,10 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
                 /* it keeps its room in the log while it lingers */
                 if ((stays = u->reserved && ppl_linger(L, m, part)) != 0)
                     break;
+                if ((stays = part->pins) != 0) { /* units it covers still write */
+                    ppl_linger_pinned(L, m, part);
+                    break;
+                }
                 *pp_ = part->next;
                 m->unflushed |= part->written;
                 for (int j = 0; j < PPL_MAX_SLOTS; j++)

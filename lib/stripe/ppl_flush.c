@@ -104,16 +104,38 @@ static int covered(const struct ppl_log *L, const struct ppl_part *p)
 static int rewritten(const struct ppl_member *m, const struct ppl_part *p)
 {
     for (const struct ppl_part *q = m->inflight; q; q = q->next)
-        if (q->seq > m->written_seq && q->pp_bytes && q->s_lo <= p->s_hi && p->s_lo <= q->s_hi)
+        if (q->seq > m->written_seq && q->pp_bytes && q->s_lo <= p->la_hi && p->la_lo <= q->s_hi)
             return 1;
     return 0;
 }
 
+/* p's writes go to the slots flushed before the next header. */
+static void to_flush(struct ppl_member *m, const struct ppl_part *p)
+{
+    m->unflushed |= p->written;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((p->written >> j & 1) && m->need[j] < p->mark[j])
+            m->need[j] = p->mark[j];
+}
+
+void ppl_linger_pinned(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
+{
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if (p->written >> j & 1)
+            p->mark[j] = ppl_flush_mark(L, j);
+    p->lingering = 1;
+    m->lingering += p->nentries;
+}
+
 void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct ppl_part **gone)
 {
-    for (struct ppl_part **pp = &m->inflight; *pp && m->lingering;) {
+    for (struct ppl_part **pp = &m->inflight; *pp;) {
         struct ppl_part *p = *pp;
-        if (!p->lingering) {
+        /* a pinned part stays; writes of its stripes that finished are
+         * flushed first when partial parity of them is to be logged */
+        if (p->pins && (all || rewritten(m, p)))
+            to_flush(m, p);
+        if (!p->lingering || p->pins) {
             pp = &p->next;
             continue;
         }
@@ -124,12 +146,8 @@ void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct pp
         }
         *pp = p->next;
         m->lingering -= p->nentries;
-        if (!done) {
-            m->unflushed |= p->written;
-            for (int j = 0; j < PPL_MAX_SLOTS; j++)
-                if ((p->written >> j & 1) && m->need[j] < p->mark[j])
-                    m->need[j] = p->mark[j];
-        }
+        if (!done)
+            to_flush(m, p);
         p->next = *gone;
         *gone = p;
     }

@@ -30,7 +30,10 @@ struct ppl_part {
     uint32_t nentries;
     uint64_t pp_bytes;
     uint64_t written;            /* slots the unit's stripes write */
-    uint64_t s_lo, s_hi;         /* the stripes of its entries lie in [s_lo, s_hi] */
+    uint64_t s_lo, s_hi;         /* its unit's stripes lie in [s_lo, s_hi] */
+    uint64_t la_lo, la_hi;       /* its entries' stripes (with those logged ahead) lie in [la_lo, la_hi] */
+    int ahead;                   /* every stripe of [la_lo, la_hi] with its parity here is listed, whole */
+    int pins;                    /* units whose stripes it lists write now without a log write (ppl_ahead.c) */
     uint64_t mark[PPL_MAX_SLOTS]; /* lingering: per written slot, ppl_flush_mark when its unit finished */
     uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
     uint8_t *pp;                 /* pp_bytes, after folded[] */
@@ -95,6 +98,22 @@ void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct pp
 /* The parts ppl_sweep took from slot s's list freed, their room in the
  * log given back. */
 void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone);
+/* Under m->list_mu: part p, its unit finished, kept listed because units
+ * it covers still write (p->pins). */
+void ppl_linger_pinned(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p);
+
+/* Whole stripes logged ahead (ppl_ahead.c). A unit whose parts (not linked
+ * yet) have no partial parity and whose stripes a part on disk already
+ * lists whole, in every log the unit needs, writes without a log write:
+ * those parts are pinned for it and its own freed. 1 when so, else 0. */
+int ppl_cover(struct ppl_log *L, struct ppl_unit *u);
+/* At the end of a covered unit: its writes are added to the pinned parts'
+ * (which stay listed until flushes cover them), the pins let go. */
+void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
+/* Stripes logged ahead of a unit of `taken` whole stripes (a stream): how
+ * many, at most PPL_AHEAD_MAX. */
+int ppl_ahead_count(int taken);
+#define PPL_AHEAD_MAX 24
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that
