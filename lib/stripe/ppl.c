@@ -345,13 +345,16 @@ static int any_written(const struct ppl_member *m)
  * to see so); each is past this log, and the logs are taken lowest slot
  * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
  * part `seq` is on disk already, and the header's place and partial
- * parity bytes. */
-static int claim_log(struct ppl_log *L, int s, uint64_t seq, uint64_t *off, uint64_t *pp)
+ * parity bytes; with try set, -EBUSY (nothing held) instead of waiting. */
+static int claim_log(struct ppl_log *L, int s, uint64_t seq, int try, uint64_t *off, uint64_t *pp)
 {
     struct ppl_member *m = &L->m[s];
     uint64_t area = (uint64_t)m->sectors * SECTOR;
     for (;;) {
-        pthread_mutex_lock(&m->mu);
+        if (!try)
+            pthread_mutex_lock(&m->mu);
+        else if (pthread_mutex_trylock(&m->mu))
+            return -EBUSY;
         pthread_mutex_lock(&m->list_mu);
         if (m->written_seq >= seq)
             return 1;
@@ -371,6 +374,10 @@ static int claim_log(struct ppl_log *L, int s, uint64_t seq, uint64_t *off, uint
             return 0;
         }
         pthread_mutex_unlock(&m->mu);
+        if (try) {
+            pthread_mutex_unlock(&m->list_mu);
+            return -EBUSY;
+        }
         m->wrapping++;
         while (any_written(m) && m->written_seq < seq) {
             pthread_cond_wait(&m->departed, &m->list_mu);
@@ -395,13 +402,17 @@ struct log_write {
 /* Slot s's header listing every part in flight there, then their partial
  * parity, into w->buf. Returns 1 when prepared (the log stays held), 0
  * when part `seq` is on disk already (a header another writer wrote
- * listed it), or a negative errno (nothing held). */
-static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w)
+ * listed it), or a negative errno (nothing held; -EBUSY: the log is busy
+ * and try was set). */
+static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w, int try)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
     uint64_t pp;
-    if (claim_log(L, s, seq, &w->off, &pp)) {
+    int c = claim_log(L, s, seq, try, &w->off, &pp);
+    if (c < 0)
+        return c;
+    if (c) {
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
@@ -475,51 +486,76 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
  * log that does not list them yet written at once: one batch of writes
  * (P's and Q's logs of a RAID-6 stripe go out side by side), then each
  * flushed, all before any data or parity write of the unit. */
+/* The batch w[0..nw) written side by side, then flushed side by side,
+ * after the members that departed parts wrote; each log let go. */
+static int run_batch(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed)
+{
+    struct ppl_log *L = a->ppl;
+    struct io_op ops[PPL_MAX_SLOTS];
+    int fres[PPL_MAX_SLOTS], rc = 0;
+    uint64_t written = 0;
+    if (!nw)
+        return 0;
+    flush_departed(a, departed);
+    for (int i = 0; i < nw; i++)
+        ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
+                                .offset = L->m[w[i].s].start * SECTOR + w[i].off};
+    io_engine_run(a->io, ops, nw);
+    for (int i = 0; i < nw; i++)
+        written |= ops[i].result ? 0 : 1ull << w[i].s;
+    ppl_flush(a, written, fres);
+    for (int i = 0; i < nw; i++) {
+        int r = ops[i].result ? ops[i].result : fres[w[i].s];
+        rc = rc ? rc : r;
+        finish_header(a, &w[i], r);
+    }
+    return rc;
+}
+
+/* The unit's parts linked into their logs first (a header another writer
+ * prepares from then on lists them), then every log that does not list
+ * them yet written, lowest slot first: as one batch (P's and Q's logs of
+ * a RAID-6 stripe side by side) while the logs are free; a log another
+ * writer holds is waited for only once the batch so far is out, so that
+ * no writer holds one log while it waits for another (RAID-6 units,
+ * which need two, would otherwise queue behind each other). All before
+ * any data or parity write of the unit. */
 static int write_logs(struct uraid_array *a, struct ppl_unit *u)
 {
     struct ppl_log *L = a->ppl;
     struct log_write w[PPL_MAX_SLOTS];
-    struct io_op ops[PPL_MAX_SLOTS];
-    int res[PPL_MAX_SLOTS];
-    int nw = 0, rc = 0, ran = 0;
+    int nw = 0, rc = 0;
     uint64_t departed = 0;
+    for (struct ppl_part *part = u->parts; part; part = part->unit_next) {
+        struct ppl_member *m = &L->m[part->slot];
+        pthread_mutex_lock(&m->list_mu);
+        part->seq = ++m->link_seq;
+        part->next = m->inflight;
+        m->inflight = part;
+        pthread_mutex_unlock(&m->list_mu);
+    }
     for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
         struct ppl_part *part = u->parts;
         while (part && part->slot != s)
             part = part->unit_next;
         if (!part)
             continue;
-        pthread_mutex_lock(&L->m[s].list_mu);
-        part->seq = ++L->m[s].link_seq;
-        part->next = L->m[s].inflight;
-        L->m[s].inflight = part;
-        pthread_mutex_unlock(&L->m[s].list_mu);
-        int r = prepare_header(a, s, part->seq, &w[nw]);
+        int r = prepare_header(a, s, part->seq, &w[nw], nw > 0);
+        if (r == -EBUSY) {
+            rc = run_batch(a, w, nw, departed);
+            nw = 0;
+            departed = 0;
+            r = rc ? rc : prepare_header(a, s, part->seq, &w[nw], 0);
+        }
         if (r < 0)
             rc = r;
         else if (r > 0)
             departed |= w[nw++].departed;
     }
-    if (rc == 0 && nw) {
-        flush_departed(a, departed);
-        uint64_t written = 0;
-        for (int i = 0; i < nw; i++)
-            ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
-                                    .offset = L->m[w[i].s].start * SECTOR + w[i].off};
-        io_engine_run(a->io, ops, nw);
-        for (int i = 0; i < nw; i++)
-            written |= ops[i].result ? 0 : 1ull << w[i].s;
-        /* the logs written are flushed side by side (P's and Q's of RAID-6) */
-        int fres[PPL_MAX_SLOTS];
-        ppl_flush(a, written, fres);
-        ran = 1;
-        for (int i = 0; i < nw; i++) {
-            res[i] = ops[i].result ? ops[i].result : fres[w[i].s];
-            rc = rc ? rc : res[i];
-        }
-    }
+    if (rc == 0)
+        return run_batch(a, w, nw, departed);
     for (int i = 0; i < nw; i++)
-        finish_header(a, &w[i], ran ? res[i] : -ECANCELED);
+        finish_header(a, &w[i], -ECANCELED);
     return rc;
 }
 
