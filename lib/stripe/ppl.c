@@ -419,6 +419,11 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
     }
     struct ppl_part *gone = NULL;
     ppl_sweep(L, m, 0, &gone);
+    if (gone) { /* the header holds what is left */
+        pp = 0;
+        for (struct ppl_part *p = m->inflight; p; p = p->next)
+            pp += p->pp_bytes;
+    }
     struct ppl_header *h = calloc(1, sizeof *h);
     w->s = s;
     w->upto = m->link_seq;

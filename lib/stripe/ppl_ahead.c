@@ -26,12 +26,19 @@ int ppl_ahead_count(int taken)
  * m->list_mu. */
 static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p)
 {
+    struct ppl_part *found = NULL;
     if (m->wrapping)
         return NULL;
-    for (struct ppl_part *c = m->inflight; c; c = c->next)
-        if (c->ahead && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
-            return c;
-    return NULL;
+    for (struct ppl_part *c = m->inflight; c; c = c->next) {
+        /* a part with partial parity of these stripes must leave first
+         * (ppl_sweep, before a header): replayed after the lister it
+         * would take the data these writes overwrite as current */
+        if (c->pp_bytes && c->la_lo <= p->s_hi && p->s_lo <= c->la_hi)
+            return NULL;
+        if (!found && c->ahead && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
+            found = c;
+    }
+    return found;
 }
 
 static void unpin(struct ppl_log *L, struct ppl_unit *u, int add)
