@@ -8,6 +8,12 @@
 
 struct uraid_array;
 
+/* One run of a job on an open array (bench_array.c): `threads` threads for
+ * `seconds`, each request `io` bytes; sequential jobs stream one region per
+ * thread, random writes are io-aligned. MB/s; the first error in *error. */
+enum { BENCH_SEQ_READ, BENCH_SEQ_WRITE, BENCH_RAND_WRITE };
+double bench_array_rate(struct uraid_array *a, int kind, size_t io, int threads, double seconds, int *error);
+
 int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
                        const char **dir);
 int bench_usage_or_bad(const char *cmd, const char *a, const char *usage);
@@ -18,11 +24,5 @@ int bench_cmp_double(const void *a, const void *b);
 /* A member file of `bytes`, every page written (tmpfs pages allocated now,
  * so no measured pass pays for them). 0 or a negative errno. */
 int bench_make_file(const char *path, uint64_t bytes);
-
-/* One run of a job on an open array (bench_array.c): `threads` threads for
- * `seconds`, each request `io` bytes; sequential jobs stream one region per
- * thread, random writes are io-aligned. MB/s; the first error in *error. */
-enum { BENCH_SEQ_READ, BENCH_SEQ_WRITE, BENCH_RAND_WRITE };
-double bench_array_rate(struct uraid_array *a, int kind, size_t io, int threads, double seconds, int *error);
 
 #endif
