@@ -517,10 +517,9 @@ static int run_batch(struct uraid_array *a, struct log_write *w, int nw, uint64_
     return rc;
 }
 
-/* The unit's parts linked into their logs first (a header another writer
- * prepares from then on lists them), then every log that does not list
- * them yet written, lowest slot first: as one batch (P's and Q's logs of
- * a RAID-6 stripe side by side) while the logs are free; a log another
+/* The unit's parts linked into their logs and every log that does not
+ * list them yet written, lowest slot first: as one batch (P's and Q's logs
+ * of a RAID-6 stripe side by side) while the logs are free; a log another
  * writer holds is waited for only once the batch so far is out, so that
  * no writer holds one log while it waits for another (RAID-6 units,
  * which need two, would otherwise queue behind each other). All before
@@ -531,20 +530,21 @@ static int write_logs(struct uraid_array *a, struct ppl_unit *u)
     struct log_write w[PPL_MAX_SLOTS];
     int nw = 0, rc = 0;
     uint64_t departed = 0;
-    for (struct ppl_part *part = u->parts; part; part = part->unit_next) {
-        struct ppl_member *m = &L->m[part->slot];
-        pthread_mutex_lock(&m->list_mu);
-        part->seq = ++m->link_seq;
-        part->next = m->inflight;
-        m->inflight = part;
-        pthread_mutex_unlock(&m->list_mu);
-    }
     for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
         struct ppl_part *part = u->parts;
         while (part && part->slot != s)
             part = part->unit_next;
         if (!part)
             continue;
+        /* linked only now: a part another writer's header lists belongs to
+         * a unit past every lower log, so the area's restart, which waits
+         * for such parts, never waits for a unit waiting for it */
+        struct ppl_member *m = &L->m[s];
+        pthread_mutex_lock(&m->list_mu);
+        part->seq = ++m->link_seq;
+        part->next = m->inflight;
+        m->inflight = part;
+        pthread_mutex_unlock(&m->list_mu);
         int r = prepare_header(a, s, part->seq, &w[nw], nw > 0);
         if (r == -EBUSY) {
             rc = run_batch(a, w, nw, departed);
