@@ -626,9 +626,10 @@ static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, c
  * after the unit's in pl, their entries are counted in entries[] and
  * held. Returns the stripes to list (own and ahead; *xs then holds them
  * all, to free), or a negative errno. */
-static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct plan *pl, int take,
+static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct plan **plp, int take,
                       struct ppl_stripe **xs, uint32_t *entries, uint64_t *held)
 {
+    struct plan *pl = *plp;
     int par = a->geom.level == 6 ? 2 : 1;
     for (int i = 0; i < take; i++) {
         int ok = ps[i].stripe == ps[0].stripe + (uint64_t)i && pl[i].pp_bytes == 0 && pl[i].nb == 1;
@@ -639,6 +640,11 @@ static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct
     }
     uint64_t stripes = a->size_sectors / ((uint64_t)a->k * a->geom.chunk_sectors);
     int want = ppl_ahead_count(take), n = take;
+    /* plans are large (a stripe map each): room for those ahead only now */
+    pl = realloc(pl, sizeof *pl * (size_t)(take + want));
+    if (!pl)
+        return -ENOMEM;
+    *plp = pl;
     *xs = malloc(sizeof **xs * (size_t)(take + want));
     if (!*xs)
         return -ENOMEM;
@@ -671,7 +677,7 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
     u->reserved = 0;
     u->npin = 0;
     int rc = clear_once(a);
-    struct plan *pl = rc ? NULL : calloc((size_t)n + PPL_AHEAD_MAX, sizeof *pl);
+    struct plan *pl = rc ? NULL : calloc((size_t)n, sizeof *pl);
     if (rc == 0 && !pl)
         rc = -ENOMEM;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
@@ -699,7 +705,7 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         }
     }
     struct ppl_stripe *xs = NULL;
-    int nx = rc == 0 ? plan_ahead(a, ps, pl, take, &xs, entries, &u->held) : take;
+    int nx = rc == 0 ? plan_ahead(a, ps, &pl, take, &xs, entries, &u->held) : take;
     if (nx < 0)
         rc = nx;
     for (int s = 0; rc == 0 && s < PPL_MAX_SLOTS; s++) {
