@@ -3,7 +3,16 @@
 #ifndef URAID_CLI_BENCH_H
 #define URAID_CLI_BENCH_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct uraid_array;
+
+/* One run of a job on an open array (bench_array.c): `threads` threads for
+ * `seconds`, each request `io` bytes; sequential jobs stream one region per
+ * thread, random writes are io-aligned. MB/s; the first error in *error. */
+enum { BENCH_SEQ_READ, BENCH_SEQ_WRITE, BENCH_RAND_WRITE };
+double bench_array_rate(struct uraid_array *a, int kind, size_t io, int threads, double seconds, int *error);
 
 int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
                        const char **dir);

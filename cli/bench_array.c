@@ -140,6 +140,16 @@ static double run_job(struct job *j)
     return bytes / (bench_now_s() - start) / 1e6;
 }
 
+double bench_array_rate(struct uraid_array *a, int kind, size_t io, int threads, double seconds, int *error)
+{
+    struct job j = {.a = a, .size = uraid_size(a), .seconds = seconds, .io = io, .threads = threads,
+                    .kind = kind == BENCH_SEQ_READ ? SEQ_READ : kind == BENCH_SEQ_WRITE ? SEQ_WRITE : RAND_WRITE};
+    double v = run_job(&j);
+    if (j.error && error && !*error)
+        *error = j.error;
+    return v;
+}
+
 static double median3(struct job *j)
 {
     double v[3];

@@ -81,6 +81,10 @@ void ppl_close(struct uraid_array *a)
     if (!L)
         return;
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
+        for (struct ppl_part *p = L->m[s].inflight, *nx; p; p = nx) {
+            nx = p->next; /* lingering parts: every unit has finished */
+            free(p);
+        }
         pthread_mutex_destroy(&L->m[s].mu);
         pthread_mutex_destroy(&L->m[s].list_mu);
         pthread_cond_destroy(&L->m[s].departed);
@@ -156,24 +160,6 @@ static int clear_once(struct uraid_array *a)
 }
 
 /* ---- logging ---------------------------------------------------------------------- */
-
-/* One unit's share of one member's log: its entries and their partial
- * parity, kept while the unit's member writes are in flight. Every header
- * written on that member meanwhile repeats them (md replays only a log's
- * newest header), so writers on one parity member overlap: each holds
- * the member's log only for its own log write. */
-struct ppl_part {
-    struct ppl_part *next;       /* the member's parts in flight */
-    struct ppl_part *unit_next;  /* the unit's other parts */
-    int slot;
-    uint64_t seq;                /* its place in the member's list */
-    uint32_t nentries;
-    uint64_t pp_bytes;
-    uint64_t written;            /* slots the unit's stripes write */
-    uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
-    uint8_t *pp;                 /* pp_bytes, after folded[] */
-    struct ppl_entry e[];
-};
 
 /* What the log needs of one stripe: its map, the parity slots whose logs
  * hold its entries (P's; on RAID-6 also Q's; -1: that parity is not
@@ -281,16 +267,25 @@ static int band_pp(const struct stripe_rows *r, const struct plan *pl, const str
 
 /* Slot s's part of the unit: entries and partial parity of stripes
  * [0, n) whose P or Q lies there (parity_disk: s, the log's member). */
-static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, uint32_t tag,
-                     struct ppl_part *part)
+static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const struct plan *pl, int n, int own,
+                     uint32_t tag, struct ppl_part *part)
 {
     uint32_t c = a->geom.chunk_sectors;
     uint8_t *pp = part->pp;
-    int rc = 0;
+    int rc = 0, first = 1;
     for (int i = 0; i < n && rc == 0; i++) {
         if (pl[i].par[0] != part->slot && pl[i].par[1] != part->slot)
             continue;
         part->written |= pl[i].written;
+        if (first)
+            part->s_lo = part->s_hi = part->la_lo = part->la_hi = ps[i].stripe;
+        first = 0;
+        if (i < own) {
+            part->s_lo = ps[i].stripe < part->s_lo ? ps[i].stripe : part->s_lo;
+            part->s_hi = ps[i].stripe > part->s_hi ? ps[i].stripe : part->s_hi;
+        }
+        part->la_lo = ps[i].stripe < part->la_lo ? ps[i].stripe : part->la_lo;
+        part->la_hi = ps[i].stripe > part->la_hi ? ps[i].stripe : part->la_hi;
         for (int j = 0; j < pl[i].nb && rc == 0; j++) {
             struct ppl_entry e = ppl_band_entry(&pl[i].b[j], ps[i].stripe, c, a->k,
                                                 (uint32_t)part->slot | tag << PPL_TAG_SHIFT);
@@ -309,41 +304,19 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
     return rc;
 }
 
-/* The members in mask flushed at once, through the engine (one round
- * trip for all of them, not one per member: remote members wait a round
- * trip each); memory-backed ones (tmpfs) keep their writes in the page
- * cache, which is their storage, and have nothing to flush. Each op's result
- * is in ops[i].result, slot[i] its slot. Returns the count. */
-static int flush_slots(struct uraid_array *a, uint64_t mask, struct io_op *ops, int *slot)
-{
-    int n = 0;
-    for (int j = 0; j < PPL_MAX_SLOTS && mask; j++) {
-        if (!(mask >> j & 1))
-            continue;
-        mask &= ~(1ull << j);
-        struct member *dev = __atomic_load_n(&a->slot[j].dev, __ATOMIC_ACQUIRE);
-        if (!dev || !slot_ok(a, j) || dev->inline_io)
-            continue;
-        slot[n] = j;
-        ops[n++] = (struct io_op){.m = dev, .kind = IO_FLUSH};
-    }
-    if (n)
-        io_engine_run(a->io, ops, n);
-    return n;
-}
-
 /* The members written by parts that left a log (mask) are flushed before
  * a header that no longer lists them goes out: a power cut must not leave
- * an unflushed write no log covers. */
+ * an unflushed write no log covers. A failed flush fails its member
+ * elsewhere; the header goes out still (its other parts need it). */
 static void flush_departed(struct uraid_array *a, uint64_t todo)
 {
-    struct io_op ops[PPL_MAX_SLOTS];
-    int slot[PPL_MAX_SLOTS];
-    int n = flush_slots(a, todo, ops, slot);
-    for (int i = 0; i < n; i++)
-        if (ops[i].result)
-            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s", ops[i].m->path,
-                      uraid_strerror(ops[i].result));
+    int res[PPL_MAX_SLOTS];
+    if (!todo || ppl_flush(a, todo, res) == 0)
+        return;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((todo >> j & 1) && res[j])
+            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s",
+                      a->slot[j].dev ? a->slot[j].dev->path : "(missing)", uraid_strerror(res[j]));
 }
 
 /* A part of the list is in a header on disk: its unit's member writes may
@@ -372,16 +345,16 @@ static int any_written(const struct ppl_member *m)
  * to see so); each is past this log, and the logs are taken lowest slot
  * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
  * part `seq` is on disk already, and the header's place and partial
- * parity bytes. With try, returns 2 and holds nothing where it would
- * wait (another writer has the log, or the area must wrap). */
-static int claim_log(struct ppl_member *m, uint64_t seq, int try, uint64_t *off, uint64_t *pp)
+ * parity bytes; with try set, -EBUSY (nothing held) instead of waiting. */
+static int claim_log(struct ppl_log *L, int s, uint64_t seq, int try, uint64_t *off, uint64_t *pp)
 {
+    struct ppl_member *m = &L->m[s];
     uint64_t area = (uint64_t)m->sectors * SECTOR;
     for (;;) {
         if (!try)
             pthread_mutex_lock(&m->mu);
         else if (pthread_mutex_trylock(&m->mu))
-            return 2;
+            return -EBUSY;
         pthread_mutex_lock(&m->list_mu);
         if (m->written_seq >= seq)
             return 1;
@@ -392,6 +365,10 @@ static int claim_log(struct ppl_member *m, uint64_t seq, int try, uint64_t *off,
         /* md reads a header only where one more sector follows it */
         if (*off + PPL_HEADER_BYTES + *pp < area)
             return 0;
+        /* lingering parts leave (their members flushed before this header) */
+        struct ppl_part *gone = NULL;
+        ppl_sweep(L, m, 1, &gone);
+        ppl_free_swept(L, s, gone);
         if (!any_written(m)) {
             *off = 0;
             return 0;
@@ -399,10 +376,16 @@ static int claim_log(struct ppl_member *m, uint64_t seq, int try, uint64_t *off,
         pthread_mutex_unlock(&m->mu);
         if (try) {
             pthread_mutex_unlock(&m->list_mu);
-            return 2;
+            return -EBUSY;
         }
-        while (any_written(m) && m->written_seq < seq)
+        m->wrapping++;
+        while (any_written(m) && m->written_seq < seq) {
             pthread_cond_wait(&m->departed, &m->list_mu);
+            gone = NULL; /* parts pinned before may linger now */
+            ppl_sweep(L, m, 1, &gone);
+            ppl_free_swept(L, s, gone);
+        }
+        m->wrapping--;
         pthread_mutex_unlock(&m->list_mu);
     }
 }
@@ -419,20 +402,27 @@ struct log_write {
 /* Slot s's header listing every part in flight there, then their partial
  * parity, into w->buf. Returns 1 when prepared (the log stays held), 0
  * when part `seq` is on disk already (a header another writer wrote
- * listed it), 2 when try found the log busy (nothing held), or a negative
- * errno (nothing held). */
-static int prepare_header(struct uraid_array *a, int s, uint64_t seq, int try, struct log_write *w)
+ * listed it), or a negative errno (nothing held; -EBUSY: the log is busy
+ * and try was set). */
+static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w, int try)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
     uint64_t pp;
-    int claimed = claim_log(m, seq, try, &w->off, &pp);
-    if (claimed == 2)
-        return 2;
-    if (claimed) {
+    int c = claim_log(L, s, seq, try, &w->off, &pp);
+    if (c < 0)
+        return c;
+    if (c) {
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         return 0;
+    }
+    struct ppl_part *gone = NULL;
+    ppl_sweep(L, m, 0, &gone);
+    if (gone) { /* the header holds what is left */
+        pp = 0;
+        for (struct ppl_part *p = m->inflight; p; p = p->next)
+            pp += p->pp_bytes;
     }
     struct ppl_header *h = calloc(1, sizeof *h);
     w->s = s;
@@ -451,10 +441,12 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, int try, s
         at += p->pp_bytes;
     }
     if (w->buf) {
-        w->departed = m->unflushed;
+        /* slots a flush since (another log's, most often) has covered are left out */
+        w->departed = ppl_flush_todo(L, m);
         m->unflushed = 0;
     }
     pthread_mutex_unlock(&m->list_mu);
+    ppl_free_swept(L, s, gone);
     int rc = w->buf ? 0 : -ENOMEM;
     if (rc == 0) {
         h->signature = L->signature;
@@ -495,83 +487,76 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
     free(w->buf);
 }
 
-/* Part linked into its member's list: every header written there from now
- * on lists it. */
-static void link_part(struct ppl_log *L, struct ppl_part *part)
-{
-    struct ppl_member *m = &L->m[part->slot];
-    pthread_mutex_lock(&m->list_mu);
-    part->seq = ++m->link_seq;
-    part->next = m->inflight;
-    m->inflight = part;
-    pthread_mutex_unlock(&m->list_mu);
-}
-
-/* The prepared log writes w[0..nw) out as one batch after the flushes of
- * the members their headers drop (departed), each durable when it
- * completes (FUA: one round trip, where a write and then a flush took two;
- * a member without FUA gets the flush after its write); the results in
- * res. */
-static int run_log_writes(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed, int *res)
+/* The batch w[0..nw) written side by side, then flushed side by side,
+ * after the members that departed parts wrote; each log let go. */
+static int run_batch(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed)
 {
     struct ppl_log *L = a->ppl;
     struct io_op ops[PPL_MAX_SLOTS];
-    int rc = 0;
+    int fres[PPL_MAX_SLOTS], rc = 0;
+    uint64_t written = 0;
+    if (!nw)
+        return 0;
     flush_departed(a, departed);
     for (int i = 0; i < nw; i++)
         ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
-                                .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
+                                .offset = L->m[w[i].s].start * SECTOR + w[i].off};
     io_engine_run(a->io, ops, nw);
+    for (int i = 0; i < nw; i++)
+        written |= ops[i].result ? 0 : 1ull << w[i].s;
+    ppl_flush(a, written, fres);
     for (int i = 0; i < nw; i++) {
-        res[i] = ops[i].result;
-        rc = rc ? rc : res[i];
+        int r = ops[i].result ? ops[i].result : fres[w[i].s];
+        rc = rc ? rc : r;
+        finish_header(a, &w[i], r);
     }
     return rc;
 }
 
-/* The unit's parts linked into their logs, lowest slot first, each log
- * that does not list them yet written durably, all before any data or
- * parity write of the unit. Logs taken at once go out as one batch (P's
- * and Q's logs of a RAID-6 stripe side by side); a log another writer
- * holds is not waited for while one is held (that chained the writers of
- * all logs into one queue): the batch goes out first, then the unit waits
- * its turn there, and finds its part written when the writer before it
- * listed it. A unit thus waits only on logs above those it is written in,
- * as claim_log needs. */
+/* The unit's parts linked into their logs and every log that does not
+ * list them yet written, lowest slot first: as one batch (P's and Q's logs
+ * of a RAID-6 stripe side by side) while the logs are free; a log another
+ * writer holds is waited for only once the batch so far is out, so that
+ * no writer holds one log while it waits for another (RAID-6 units,
+ * which need two, would otherwise queue behind each other). All before
+ * any data or parity write of the unit. */
 static int write_logs(struct uraid_array *a, struct ppl_unit *u)
 {
     struct ppl_log *L = a->ppl;
-    struct ppl_part *parts[PPL_MAX_SLOTS];
     struct log_write w[PPL_MAX_SLOTS];
-    int res[PPL_MAX_SLOTS];
-    int np = 0, rc = 0;
-    for (int s = 0; s < PPL_MAX_SLOTS; s++)
-        for (struct ppl_part *part = u->parts; part; part = part->unit_next)
-            if (part->slot == s)
-                parts[np++] = part;
-    for (int i = 0, linked = 0; i < np && rc == 0;) {
-        int nw = 0, j = i;
-        uint64_t departed = 0;
-        for (; j < np; j++) {
-            if (j >= linked)
-                link_part(L, parts[linked++]);
-            int r = prepare_header(a, parts[j]->slot, parts[j]->seq, nw > 0, &w[nw]);
-            if (r == 2)
-                break;
-            if (r < 0) {
-                rc = r;
-                break;
-            }
-            if (r == 1)
-                departed |= w[nw++].departed;
+    int nw = 0, rc = 0;
+    uint64_t departed = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
+        struct ppl_part *part = u->parts;
+        while (part && part->slot != s)
+            part = part->unit_next;
+        if (!part)
+            continue;
+        /* linked only now: a part another writer's header lists belongs to
+         * a unit past every lower log, so the area's restart, which waits
+         * for such parts, never waits for a unit waiting for it */
+        struct ppl_member *m = &L->m[s];
+        pthread_mutex_lock(&m->list_mu);
+        part->seq = ++m->link_seq;
+        part->next = m->inflight;
+        m->inflight = part;
+        pthread_mutex_unlock(&m->list_mu);
+        int r = prepare_header(a, s, part->seq, &w[nw], nw > 0);
+        if (r == -EBUSY) {
+            rc = run_batch(a, w, nw, departed);
+            nw = 0;
+            departed = 0;
+            r = rc ? rc : prepare_header(a, s, part->seq, &w[nw], 0);
         }
-        int ran = rc == 0 && nw;
-        if (ran)
-            rc = run_log_writes(a, w, nw, departed, res);
-        for (int k = 0; k < nw; k++)
-            finish_header(a, &w[k], ran ? res[k] : -ECANCELED);
-        i = j;
+        if (r < 0)
+            rc = r;
+        else if (r > 0)
+            departed |= w[nw++].departed;
     }
+    if (rc == 0)
+        return run_batch(a, w, nw, departed);
+    for (int i = 0; i < nw; i++)
+        finish_header(a, &w[i], -ECANCELED);
     return rc;
 }
 
@@ -600,16 +585,84 @@ static int try_reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries
     return fits;
 }
 
+static void sweep_held(struct ppl_log *L, uint64_t held)
+{
+    for (int s = 0; s < PPL_MAX_SLOTS; s++) {
+        struct ppl_part *gone = NULL;
+        if (!(held >> s & 1))
+            continue;
+        pthread_mutex_lock(&L->m[s].list_mu);
+        ppl_sweep(L, &L->m[s], 1, &gone);
+        pthread_mutex_unlock(&L->m[s].list_mu);
+        ppl_free_swept(L, s, gone);
+    }
+}
+
 static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, const uint64_t *pp)
 {
     if (try_reserve(L, held, entries, pp))
         return;
-    pthread_mutex_lock(&L->res_mu);
+    /* lingering parts give their room back first (no new one lingers
+     * while a unit waits for room) */
     __atomic_add_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
-    while (!try_reserve(L, held, entries, pp))
+    sweep_held(L, held);
+    pthread_mutex_lock(&L->res_mu);
+    while (!try_reserve(L, held, entries, pp)) {
         pthread_cond_wait(&L->res_cv, &L->res_mu);
+        pthread_mutex_unlock(&L->res_mu);
+        sweep_held(L, held); /* parts pinned before may linger now */
+        pthread_mutex_lock(&L->res_mu);
+    }
     __atomic_sub_fetch(&L->waiters, 1, __ATOMIC_ACQ_REL);
     pthread_mutex_unlock(&L->res_mu);
+}
+
+/* A unit of whole, consecutive stripes of a healthy array (a stream)
+ * also lists the stripes after them whole (ppl_ahead.c): their plans go
+ * after the unit's in pl, their entries are counted in entries[] and
+ * held. Returns the stripes to list (own and ahead; *xs then holds them
+ * all, to free), or a negative errno. */
+static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct plan **plp, int take,
+                      struct ppl_stripe **xs, uint32_t *entries, uint64_t *held)
+{
+    struct plan *pl = *plp;
+    int par = a->geom.level == 6 ? 2 : 1;
+    for (int i = 0; i < take; i++) {
+        int ok = ps[i].stripe == ps[0].stripe + (uint64_t)i && pl[i].pp_bytes == 0 && pl[i].nb == 1;
+        for (int j = 0; j < par && ok; j++)
+            ok = pl[i].par[j] >= 0 && !pl[i].fold[0][0];
+        if (!ok)
+            return take;
+    }
+    uint64_t stripes = a->size_sectors / ((uint64_t)a->k * a->geom.chunk_sectors);
+    int want = ppl_ahead_count(take), n = take;
+    /* plans are large (a stripe map each): room for those ahead only now */
+    pl = realloc(pl, sizeof *pl * (size_t)(take + want));
+    if (!pl)
+        return -ENOMEM;
+    *plp = pl;
+    *xs = malloc(sizeof **xs * (size_t)(take + want));
+    if (!*xs)
+        return -ENOMEM;
+    memcpy(*xs, ps, sizeof *ps * (size_t)take);
+    for (; n < take + want && ps[0].stripe + (uint64_t)n < stripes; n++) {
+        struct ppl_stripe *x = &(*xs)[n];
+        *x = (struct ppl_stripe){.stripe = ps[0].stripe + (uint64_t)n, .r0 = 0,
+                                 .r1 = (uint64_t)a->k * a->geom.chunk_sectors};
+        int ok = plan_stripe(a, x, &pl[n]) == 0 && pl[n].pp_bytes == 0 && pl[n].nb == 1 && !pl[n].fold[0][0];
+        for (int j = 0; j < par && ok; j++) {
+            int p = pl[n].par[j];
+            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 8;
+        }
+        if (!ok)
+            break;
+        pl[n].written = 0; /* listed, not written */
+        for (int j = 0; j < par; j++) {
+            entries[pl[n].par[j]]++;
+            *held |= 1ull << pl[n].par[j];
+        }
+    }
+    return n;
 }
 
 int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct ppl_unit *u)
@@ -617,6 +670,8 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
     struct ppl_log *L = a->ppl;
     u->held = 0;
     u->parts = NULL;
+    u->reserved = 0;
+    u->npin = 0;
     int rc = clear_once(a);
     struct plan *pl = rc ? NULL : calloc((size_t)n, sizeof *pl);
     if (rc == 0 && !pl)
@@ -645,6 +700,10 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
             u->held |= 1ull << p;
         }
     }
+    struct ppl_stripe *xs = NULL;
+    int nx = rc == 0 ? plan_ahead(a, ps, &pl, take, &xs, entries, &u->held) : take;
+    if (nx < 0)
+        rc = nx;
     for (int s = 0; rc == 0 && s < PPL_MAX_SLOTS; s++) {
         if (!(u->held >> s & 1))
             continue;
@@ -659,13 +718,18 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         part->pp = part->folded + 2 * entries[s];
         part->unit_next = u->parts;
         u->parts = part;
-        rc = fill_part(a, ps, pl, take, tag, part);
+        rc = fill_part(a, xs ? xs : ps, pl, nx, take, tag, part);
+        part->ahead = xs != NULL;
     }
     free(pl);
+    free(xs);
     if (rc) {
         ppl_end(a, u);
         return rc;
     }
+    /* stripes a header on disk lists already, logged ahead: no log write */
+    if (ppl_cover(L, u))
+        return take;
     reserve(L, u->held, entries, pp_bytes);
     u->reserved = 1;
     rc = write_logs(a, u);
@@ -679,18 +743,32 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
     struct ppl_log *L = a->ppl;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
     uint64_t pp[PPL_MAX_SLOTS] = {0};
+    ppl_uncover(L, u);
     for (struct ppl_part *part = u->parts, *nx; part; part = nx) {
         nx = part->unit_next;
         struct ppl_member *m = &L->m[part->slot];
         pthread_mutex_lock(&m->list_mu);
+        int stays = 0;
         for (struct ppl_part **pp_ = &m->inflight; *pp_; pp_ = &(*pp_)->next)
             if (*pp_ == part) {
+                /* it keeps its room in the log while it lingers */
+                if ((stays = u->reserved && ppl_linger(L, m, part)) != 0)
+                    break;
+                if ((stays = part->pins) != 0) { /* units it covers still write */
+                    ppl_linger_pinned(L, m, part);
+                    break;
+                }
                 *pp_ = part->next;
                 m->unflushed |= part->written;
+                for (int j = 0; j < PPL_MAX_SLOTS; j++)
+                    if (part->written >> j & 1)
+                        m->need[j] = ppl_flush_mark(L, j);
                 pthread_cond_broadcast(&m->departed);
                 break;
             }
         pthread_mutex_unlock(&m->list_mu);
+        if (stays)
+            continue;
         entries[part->slot] = part->nentries;
         pp[part->slot] = part->pp_bytes;
         free(part);

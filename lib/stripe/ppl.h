@@ -55,10 +55,16 @@ struct ppl_stripe {
 };
 
 struct ppl_part;
+#define PPL_UNIT_PINS 64
 struct ppl_unit {
     uint64_t held;            /* raid slots whose log lists this unit */
     struct ppl_part *parts;   /* its entries there, until ppl_end */
     int reserved;
+    /* a unit written without a log write: the parts that list its stripes */
+    int npin;
+    struct ppl_part *pin[PPL_UNIT_PINS];
+    int pin_slot[PPL_UNIT_PINS];
+    uint64_t pin_written[PPL_UNIT_PINS];
 };
 
 /* Logs the longest prefix of ps[0..n-1] that fits one log per parity

@@ -12,7 +12,33 @@
 
 #define PPL_MAX_SLOTS 64 /* md's limit: a flush bitmap of one unsigned long */
 
-struct ppl_part;
+#include "meta/ppl.h"
+
+/* One unit's share of one member's log: its entries and their partial
+ * parity, kept while the unit's member writes are in flight. Every header
+ * written on that member meanwhile repeats them (md replays only a log's
+ * newest header), so writers on one parity member overlap: each holds
+ * the member's log only for its own log write. A part without partial
+ * parity (whole stripes written) may stay listed after its unit finished
+ * ("lingering", ppl_flush.c) until flushes cover its writes. */
+struct ppl_part {
+    struct ppl_part *next;       /* the member's parts in flight */
+    struct ppl_part *unit_next;  /* the unit's other parts */
+    int slot;
+    int lingering;               /* its unit has finished; mark[] says which flushes cover it */
+    uint64_t seq;                /* its place in the member's list */
+    uint32_t nentries;
+    uint64_t pp_bytes;
+    uint64_t written;            /* slots the unit's stripes write */
+    uint64_t s_lo, s_hi;         /* its unit's stripes lie in [s_lo, s_hi] */
+    uint64_t la_lo, la_hi;       /* its entries' stripes (with those logged ahead) lie in [la_lo, la_hi] */
+    int ahead;                   /* every stripe of [la_lo, la_hi] with its parity here is listed, whole */
+    int pins;                    /* units whose stripes it lists write now without a log write (ppl_ahead.c) */
+    uint64_t mark[PPL_MAX_SLOTS]; /* lingering: per written slot, ppl_flush_mark when its unit finished */
+    uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
+    uint8_t *pp;                 /* pp_bytes, after folded[] */
+    struct ppl_entry e[];
+};
 
 struct ppl_member {
     pthread_mutex_t mu;         /* log writes one at a time, in order; next_off */
@@ -22,7 +48,10 @@ struct ppl_member {
     uint64_t link_seq;          /* parts linked so far */
     uint64_t written_seq;       /* every part up to this one is in a header on disk */
     uint64_t next_off;          /* bytes into the area where the next header goes */
-    uint64_t unflushed;         /* slots written by parts that left, not flushed since */
+    uint64_t unflushed;         /* slots written by parts that left since the last header */
+    uint64_t need[PPL_MAX_SLOTS]; /* per slot: the flush (ppl_flush's number) that covers them */
+    uint32_t lingering;         /* entries of lingering parts in the list */
+    int wrapping;               /* writers waiting for the area to start over (claim_log) */
     uint32_t entries;           /* atomic: entries reserved by units in flight */
     uint64_t pp_bytes;          /* atomic: partial parity reserved */
     uint64_t start;             /* the area: member sector and length */
@@ -39,8 +68,52 @@ struct ppl_log {
     pthread_cond_t res_cv; /* room freed in some log */
     int waiters;           /* atomic: units waiting for room */
     uint32_t tag;          /* atomic: RAID-6 units logged since open (PPL_TAG) */
+    /* Per slot, atomic: flushes started (each takes the next number) and
+     * the highest number of one that succeeded. A write that completed
+     * before a flush numbered n started is durable once flushed >= n. */
+    uint64_t flush_started[PPL_MAX_SLOTS];
+    uint64_t flushed[PPL_MAX_SLOTS];
     struct ppl_member m[PPL_MAX_SLOTS];
 };
+
+/* Flushes of the slots in mask, at once (ppl_flush.c); memory-backed
+ * members have nothing to flush. res[s] gets each slot's result when res
+ * is not NULL. 0 or the first failure. */
+int ppl_flush(struct uraid_array *a, uint64_t mask, int *res);
+/* The number a flush of slot s must reach to cover the writes completed
+ * so far (under the caller's list_mu: ppl_end records it in need[s]). */
+uint64_t ppl_flush_mark(const struct ppl_log *L, int s);
+/* The slots of m->unflushed whose writes no flush has covered yet. */
+uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m);
+
+/* Under m->list_mu, when part p's unit finishes: 1 when p stays listed
+ * (lingering), 0 when it is to leave the list as usual. */
+int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p);
+/* Under m->list_mu: lingering parts leave the list onto *gone, those
+ * whose writes flushes have covered since, and (all set) every other one,
+ * or those whose stripes a part not on disk yet rewrites with partial
+ * parity (which takes their writes as durable): their slots then go to
+ * m->unflushed, flushed before the next header. */
+void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct ppl_part **gone);
+/* The parts ppl_sweep took from slot s's list freed, their room in the
+ * log given back. */
+void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone);
+/* Under m->list_mu: part p, its unit finished, kept listed because units
+ * it covers still write (p->pins). */
+void ppl_linger_pinned(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p);
+
+/* Whole stripes logged ahead (ppl_ahead.c). A unit whose parts (not linked
+ * yet) have no partial parity and whose stripes a part on disk already
+ * lists whole, in every log the unit needs, writes without a log write:
+ * those parts are pinned for it and its own freed. 1 when so, else 0. */
+int ppl_cover(struct ppl_log *L, struct ppl_unit *u);
+/* At the end of a covered unit: its writes are added to the pinned parts'
+ * (which stay listed until flushes cover them), the pins let go. */
+void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
+/* Stripes logged ahead of a unit of `taken` whole stripes (a stream): how
+ * many, at most PPL_AHEAD_MAX. */
+int ppl_ahead_count(int taken);
+#define PPL_AHEAD_MAX 24
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that

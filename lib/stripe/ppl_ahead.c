@@ -1,0 +1,108 @@
+/* Whole stripes logged ahead (ppl_int.h). A stream of whole-stripe writes
+ * pays a log write and its flush per unit, before its data; a bitmap pays
+ * a write per bitmap chunk. So a unit of whole stripes, consecutive, on a
+ * healthy array also lists the next stripes whole (entries only, no
+ * partial parity: replay rewrites their parity from the data, right
+ * whatever the data are, so listing a stripe nobody writes costs replay
+ * time only). The units that follow and write only stripes a header on
+ * disk lists that way need no log write: they pin the part that lists
+ * them, so it stays listed while they write and lingers after them until
+ * flushes cover their writes too (ppl_flush.c), as if its own unit had
+ * written them. A pinned part never leaves the list: the area's restart
+ * waits for its pins, and a part with partial parity of one of its
+ * stripes gets its writes flushed before that part's header (ppl_sweep). */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "stripe/ppl_int.h"
+
+int ppl_ahead_count(int taken)
+{
+    int n = 3 * taken;
+    return n < 8 ? 8 : n > 24 ? 24 : n;
+}
+
+/* A part of m's list on disk listing p's stripes whole, or NULL. Under
+ * m->list_mu. */
+static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p)
+{
+    struct ppl_part *found = NULL;
+    if (m->wrapping)
+        return NULL;
+    for (struct ppl_part *c = m->inflight; c; c = c->next) {
+        /* a part with partial parity of these stripes must leave first
+         * (ppl_sweep, before a header): replayed after the lister it
+         * would take the data these writes overwrite as current */
+        if (c->pp_bytes && c->la_lo <= p->s_hi && p->s_lo <= c->la_hi)
+            return NULL;
+        if (!found && c->ahead && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
+            found = c;
+    }
+    return found;
+}
+
+static void unpin(struct ppl_log *L, struct ppl_unit *u, int add)
+{
+    for (int i = 0; i < u->npin; i++) {
+        struct ppl_member *m = &L->m[u->pin_slot[i]];
+        struct ppl_part *c = u->pin[i];
+        pthread_mutex_lock(&m->list_mu);
+        if (add) {
+            c->written |= u->pin_written[i];
+            for (int j = 0; j < PPL_MAX_SLOTS; j++)
+                if (u->pin_written[i] >> j & 1)
+                    c->mark[j] = ppl_flush_mark(L, j);
+        }
+        c->pins--;
+        pthread_cond_broadcast(&m->departed);
+        pthread_mutex_unlock(&m->list_mu);
+    }
+    u->npin = 0;
+    /* a part no longer pinned may give its room back to a unit waiting */
+    if (__atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&L->res_mu);
+        pthread_cond_broadcast(&L->res_cv);
+        pthread_mutex_unlock(&L->res_mu);
+    }
+}
+
+int ppl_cover(struct ppl_log *L, struct ppl_unit *u)
+{
+    u->npin = 0;
+    if (!u->parts)
+        return 0;
+    for (struct ppl_part *p = u->parts; p; p = p->unit_next)
+        if (p->pp_bytes)
+            return 0;
+    for (struct ppl_part *p = u->parts; p; p = p->unit_next) {
+        struct ppl_member *m = &L->m[p->slot];
+        if (!p->written)
+            continue; /* a log of stripes ahead only */
+        pthread_mutex_lock(&m->list_mu);
+        struct ppl_part *c = u->npin < PPL_UNIT_PINS ? lister(m, p) : NULL;
+        if (c) {
+            c->pins++;
+            u->pin[u->npin] = c;
+            u->pin_slot[u->npin] = p->slot;
+            u->pin_written[u->npin++] = p->written;
+        }
+        pthread_mutex_unlock(&m->list_mu);
+        if (!c) {
+            unpin(L, u, 0);
+            return 0;
+        }
+    }
+    for (struct ppl_part *p = u->parts, *nx; p; p = nx) {
+        nx = p->unit_next;
+        free(p);
+    }
+    u->parts = NULL;
+    u->held = 0;
+    return 1;
+}
+
+void ppl_uncover(struct ppl_log *L, struct ppl_unit *u)
+{
+    if (u->npin)
+        unpin(L, u, 1);
+}

@@ -1,0 +1,169 @@
+/* The PPL's member flushes (ppl_int.h): run at once, and counted, so that
+ * a header need not flush again a member whose writes a flush started
+ * since (another unit's log flush, most often) has made durable.
+ *
+ * Lingering parts. A unit that leaves a log must have its member writes
+ * flushed before a header that no longer lists it goes out. A part
+ * without partial parity (whole stripes: replay rewrites their parity
+ * from the data, whatever state a power cut left the data in) need not
+ * leave: it stays listed in the headers that follow, at no cost (entries
+ * only, no partial parity), and leaves once flushes that other log writes
+ * issue anyway have covered its writes. So a stream of whole-stripe
+ * writes does not flush every member before each log write. It must
+ * leave, its members flushed first, before a part with partial parity of
+ * one of its stripes is written (that partial parity takes its data as
+ * durable; replay in header order could otherwise end with it), when the
+ * area must start over, and when a unit waits for room in the log. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "array/dataio.h"
+#include "log.h"
+#include "stripe/ppl_int.h"
+
+uint64_t ppl_flush_mark(const struct ppl_log *L, int s)
+{
+    return __atomic_load_n(&L->flush_started[s], __ATOMIC_ACQUIRE) + 1;
+}
+
+uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m)
+{
+    uint64_t todo = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if ((m->unflushed >> s & 1) && __atomic_load_n(&L->flushed[s], __ATOMIC_ACQUIRE) < m->need[s])
+            todo |= 1ull << s;
+    return todo;
+}
+
+static void note_flushed(struct ppl_log *L, int s, uint64_t n)
+{
+    uint64_t cur = __atomic_load_n(&L->flushed[s], __ATOMIC_ACQUIRE);
+    while (cur < n && !__atomic_compare_exchange_n(&L->flushed[s], &cur, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+}
+
+int ppl_flush(struct uraid_array *a, uint64_t mask, int *res)
+{
+    struct ppl_log *L = a->ppl;
+    struct io_op ops[PPL_MAX_SLOTS];
+    int slot[PPL_MAX_SLOTS];
+    uint64_t num[PPL_MAX_SLOTS];
+    int n = 0, rc = 0;
+    for (int s = 0; s < PPL_MAX_SLOTS && mask >> s; s++) {
+        if (!(mask >> s & 1))
+            continue;
+        if (res)
+            res[s] = 0;
+        struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
+        if (!dev || !slot_ok(a, s) || dev->inline_io)
+            continue;
+        num[n] = __atomic_add_fetch(&L->flush_started[s], 1, __ATOMIC_ACQ_REL);
+        slot[n] = s;
+        ops[n++] = (struct io_op){.m = dev, .kind = IO_FLUSH};
+    }
+    if (n == 1)
+        ops[0].result = member_flush(ops[0].m);
+    else if (n)
+        io_engine_run(a->io, ops, n);
+    for (int i = 0; i < n; i++) {
+        if (ops[i].result == 0)
+            note_flushed(L, slot[i], num[i]);
+        else if (!rc)
+            rc = ops[i].result;
+        if (res)
+            res[slot[i]] = ops[i].result;
+    }
+    return rc;
+}
+
+/* Lingering entries at most, per log: room stays for units in flight. */
+#define LINGER_MAX (PPL_MAX_ENTRIES / 4)
+
+int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
+{
+    if (p->pp_bytes || p->seq > m->written_seq || m->wrapping || m->lingering + p->nentries > LINGER_MAX ||
+        __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE))
+        return 0;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if (p->written >> j & 1)
+            p->mark[j] = ppl_flush_mark(L, j);
+    p->lingering = 1;
+    m->lingering += p->nentries;
+    return 1;
+}
+
+static int covered(const struct ppl_log *L, const struct ppl_part *p)
+{
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((p->written >> j & 1) && __atomic_load_n(&L->flushed[j], __ATOMIC_ACQUIRE) < p->mark[j])
+            return 0;
+    return 1;
+}
+
+/* A part of m's list not on disk yet logs partial parity of a stripe of p. */
+static int rewritten(const struct ppl_member *m, const struct ppl_part *p)
+{
+    for (const struct ppl_part *q = m->inflight; q; q = q->next)
+        if (q->seq > m->written_seq && q->pp_bytes && q->s_lo <= p->la_hi && p->la_lo <= q->s_hi)
+            return 1;
+    return 0;
+}
+
+/* p's writes go to the slots flushed before the next header. */
+static void to_flush(struct ppl_member *m, const struct ppl_part *p)
+{
+    m->unflushed |= p->written;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((p->written >> j & 1) && m->need[j] < p->mark[j])
+            m->need[j] = p->mark[j];
+}
+
+void ppl_linger_pinned(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
+{
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if (p->written >> j & 1)
+            p->mark[j] = ppl_flush_mark(L, j);
+    p->lingering = 1;
+    m->lingering += p->nentries;
+}
+
+void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct ppl_part **gone)
+{
+    for (struct ppl_part **pp = &m->inflight; *pp;) {
+        struct ppl_part *p = *pp;
+        /* a pinned part stays; writes of its stripes that finished are
+         * flushed first when partial parity of them is to be logged */
+        if (p->pins && (all || rewritten(m, p)))
+            to_flush(m, p);
+        if (!p->lingering || p->pins) {
+            pp = &p->next;
+            continue;
+        }
+        int done = covered(L, p);
+        if (!done && !all && !rewritten(m, p)) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        m->lingering -= p->nentries;
+        if (!done)
+            to_flush(m, p);
+        p->next = *gone;
+        *gone = p;
+    }
+}
+
+void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone)
+{
+    int any = gone != NULL;
+    for (struct ppl_part *nx; gone; gone = nx) {
+        nx = gone->next;
+        __atomic_sub_fetch(&L->m[s].entries, gone->nentries, __ATOMIC_ACQ_REL);
+        free(gone);
+    }
+    if (any && __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&L->res_mu);
+        pthread_cond_broadcast(&L->res_cv);
+        pthread_mutex_unlock(&L->res_mu);
+    }
+}
