@@ -38,9 +38,11 @@
 #include "array/reshape_io.h"
 
 #define RA_STREAMS 8
-#define RA_MEMBER_MAX (8u << 20) /* a window's bytes per member: ~130 ms of a 60 MB/s disk per seek */
+#define RA_MEMBER_MAX (16u << 20) /* a window's bytes per member: ~130 ms of a 60 MB/s disk per seek */
 #define RA_MEMBER_ONE (2u << 20) /* ... with one stream: no seek to amortise, less read past a file's end */
 #define RA_MIN_STRIPES 4u
+#define RA_JUMP_SECTORS (64u << 11) /* 64 MiB: ext4 puts a file's extents this far apart */
+#define RA_JUMP_MIN_REQ 128u        /* sectors: requests smaller than this never jump with a stream */
 #define RA_ACTIVE_NS 1000000000ull /* a stream idle this long no longer shares the budget */
 
 enum ra_state { RA_QUEUED, RA_FILLING, RA_READY, RA_DEAD };
@@ -56,6 +58,7 @@ struct ra_entry {
     size_t bytes;         /* counted against the budget */
     uint8_t *mem;         /* raid_disks buffers */
     uint32_t *gen;        /* per stripe: its lock's seqlock count at the fill */
+    uint8_t *bad;         /* per stripe: written since (or during) the fill, not to be served (atomic) */
     unsigned char valid[URAID_MAX_MEMBERS];
     struct ra_entry *next;
 };
@@ -64,6 +67,7 @@ struct ra_stream {
     uint64_t next;        /* array sector after the furthest request */
     uint64_t ahead;       /* stripes below this are read or queued */
     uint64_t mark;        /* the last window queued starts here */
+    uint64_t jump;        /* a request some way past next ended here (0: none) */
     uint64_t used_ns;
     uint32_t win;         /* stripes of the next window */
     int seq;              /* requests seen; sequential from 2 */
@@ -80,6 +84,7 @@ struct array_ra {
     struct ra_stream st[RA_STREAMS];
     pthread_t thr;
     int started, stop;
+    int min_streams;      /* read ahead once this many streams are active */
     struct ra_stats stats;
 };
 
@@ -120,7 +125,7 @@ static void entry_unlink_free(struct array_ra *ra, struct ra_entry *e)
         }
     ra->bytes -= e->bytes;
     free(e->mem);
-    free(e->gen);
+    free(e->gen); /* bad[] lives in the same allocation */
     free(e);
 }
 
@@ -215,12 +220,12 @@ static int queue_window(struct array_ra *ra, struct uraid_array *a, uint64_t *s,
         return 0;
     int n_m = a->geom.raid_disks;
     size_t mb = (size_t)(s1 - s0) * a->geom.chunk_sectors * SECTOR;
-    size_t bytes = mb * (size_t)n_m + sizeof(uint32_t) * (size_t)(s1 - s0);
+    size_t bytes = mb * (size_t)n_m + (sizeof(uint32_t) + 1) * (size_t)(s1 - s0);
     if (make_room(ra, bytes, ss, 0))
         return -ENOSPC;
     struct ra_entry *e = calloc(1, sizeof *e);
     uint8_t *mem = aligned_alloc(4096, mb * (size_t)n_m);
-    uint32_t *gen = calloc((size_t)(s1 - s0), sizeof *gen);
+    uint32_t *gen = calloc((size_t)(s1 - s0), sizeof *gen + 1);
     if (!e || !mem || !gen) {
         free(e);
         free(mem);
@@ -228,7 +233,8 @@ static int queue_window(struct array_ra *ra, struct uraid_array *a, uint64_t *s,
         return -ENOMEM;
     }
     *e = (struct ra_entry){.s0 = s0, .s1 = s1, .state = RA_QUEUED, .used = ++ra->tick, .sig = ra->sig, .owner = owner,
-                           .member_bytes = mb, .bytes = bytes, .mem = mem, .gen = gen, .next = ra->list};
+                           .member_bytes = mb, .bytes = bytes, .mem = mem, .gen = gen,
+                           .bad = (uint8_t *)(gen + (s1 - s0)), .next = ra->list};
     ra->list = e;
     ra->bytes += bytes;
     *s = s1;
@@ -280,9 +286,10 @@ static int fill0(struct uraid_array *a, struct ra_entry *e)
     uint32_t slots0 = __atomic_load_n(&a->slots_gen, __ATOMIC_ACQUIRE);
     if (slots0 & 1)
         return -EAGAIN;
-    for (uint64_t s = e->s0; s < e->s1; s++)
-        if ((e->gen[s - e->s0] = stripe_gen(&a->locks, s)) & 1)
-            return -EAGAIN; /* a writer is in there now */
+    for (uint64_t s = e->s0; s < e->s1; s++) {
+        e->gen[s - e->s0] = stripe_gen(&a->locks, s);
+        e->bad[s - e->s0] = e->gen[s - e->s0] & 1; /* a writer is in there now */
+    }
     struct io_op ops[URAID_MAX_MEMBERS];
     int who[URAID_MAX_MEMBERS], nops = 0, n = a->geom.raid_disks;
     unsigned char lost[URAID_MAX_MEMBERS] = {0};
@@ -303,7 +310,7 @@ static int fill0(struct uraid_array *a, struct ra_entry *e)
     rebuild_lost(a, e, lost);
     for (uint64_t s = e->s0; s < e->s1; s++)
         if (stripe_gen(&a->locks, s) != e->gen[s - e->s0])
-            return -EAGAIN; /* written while we read: parts may be old */
+            e->bad[s - e->s0] = 1; /* written while we read: parts may be old */
     return 0;
 }
 
@@ -370,25 +377,49 @@ static uint64_t max_window(const struct array_ra *ra, const struct uraid_array *
 {
     uint64_t chunk = (uint64_t)a->geom.chunk_sectors * SECTOR;
     uint64_t w = ra->budget / (2u * (uint64_t)active_streams(ra, now)) / ((uint64_t)a->geom.raid_disks * chunk);
-    uint64_t cap = active_streams(ra, now) > 1 ? RA_MEMBER_MAX : RA_MEMBER_ONE;
+    uint64_t cap = active_streams(ra, now) > 1 ? RA_MEMBER_MAX : (getenv("RA_ONE_KIB") ? strtoull(getenv("RA_ONE_KIB"), 0, 10) << 10 : RA_MEMBER_ONE);
     if (w > cap / chunk)
         w = cap / chunk;
     return w < RA_MIN_STRIPES ? RA_MIN_STRIPES : w;
 }
 
-/* The stream this request continues, if it is sequential; -1 otherwise. */
+static int near(uint64_t sector, uint64_t at, uint64_t tol) { return sector + tol >= at && sector <= at + tol; }
+
+/* The stream this request continues, if it is sequential; -1 otherwise. A
+ * request a little way past a stream (a file system's next extent: ext4
+ * puts them up to tens of MiB apart) continues it once the request after
+ * it follows on; a lone random read there does not. */
 static int stream_note(struct array_ra *ra, uint64_t sector, uint64_t end, uint64_t now)
 {
-    uint64_t tol = (end - sector) * 4 > 2048 ? (end - sector) * 4 : 2048;
-    int lru = 0;
+    /* a stream's requests in flight together arrive in any order: a few
+     * requests' worth either way, at least 1 MiB for large ones */
+    int big = end - sector >= RA_JUMP_MIN_REQ; /* random reads are small */
+    uint64_t tol = (end - sector) * 4;
+    if (big && tol < 2048)
+        tol = 2048;
+    int hit = -1, lru = 0;
+    for (int i = 0; i < RA_STREAMS && hit < 0; i++) /* a stream it follows */
+        if (ra->st[i].seq && near(sector, ra->st[i].next, tol))
+            hit = i;
+    for (int i = 0; i < RA_STREAMS && hit < 0 && big; i++) /* one whose jump it confirms */
+        if (ra->st[i].seq >= 2 && ra->st[i].jump && near(sector, ra->st[i].jump, tol)) {
+            hit = i;
+            ra->st[i].next = ra->st[i].jump;
+        }
+    if (hit >= 0) {
+        struct ra_stream *s = &ra->st[hit];
+        s->seq++;
+        s->jump = 0;
+        if (end > s->next)
+            s->next = end;
+        s->used_ns = now;
+        return s->seq >= 2 ? hit : -1;
+    }
     for (int i = 0; i < RA_STREAMS; i++) {
         struct ra_stream *s = &ra->st[i];
-        if (s->seq && sector + tol >= s->next && sector <= s->next + tol) {
-            s->seq++;
-            if (end > s->next)
-                s->next = end;
-            s->used_ns = now;
-            return s->seq >= 2 ? i : -1;
+        if (big && s->seq >= 2 && sector > s->next && sector - s->next <= RA_JUMP_SECTORS && !s->jump) {
+            s->jump = end; /* perhaps */
+            return -1;
         }
         if (s->used_ns < ra->st[lru].used_ns)
             lru = i;
@@ -434,11 +465,12 @@ static void schedule(struct array_ra *ra, struct uraid_array *a, int si, uint64_
     struct ra_stream *s = &ra->st[si];
     uint64_t ss = stripe_sectors(a), first = sector / ss, last = (end - 1) / ss;
     uint64_t maxw = max_window(ra, a, now), nstripes = (a->size_sectors + ss - 1) / ss;
-    if (s->win == 0 || s->ahead < first || s->ahead > last + 4 * maxw ||
-        (s->ahead > first && !entry_find(ra, first))) { /* (re)starting, or its window was thrown away */
+    if (s->win == 0) { /* a new stream: small windows first */
         uint64_t req = last - first + 1;
         s->ahead = s->mark = first;
         s->win = (uint32_t)(2 * req > RA_MIN_STRIPES ? 2 * req : RA_MIN_STRIPES);
+    } else if (s->ahead < first || s->ahead > last + 4 * maxw || (s->ahead > first && !entry_find(ra, first))) {
+        s->ahead = s->mark = first; /* it jumped, or its window was thrown away: its window size stays */
     }
     if (s->win > maxw)
         s->win = (uint32_t)maxw;
@@ -493,10 +525,7 @@ static void release(struct array_ra *ra, struct ra_entry *e, uint64_t hit, int s
 {
     pthread_mutex_lock(&ra->mu);
     ra->stats.hits += hit;
-    if (stale && e->state != RA_DEAD) {
-        ra->stats.stale++;
-        e->state = RA_DEAD;
-    }
+    ra->stats.stale += stale != 0;
     entry_unref(ra, e);
     pthread_mutex_unlock(&ra->mu);
 }
@@ -513,7 +542,11 @@ static uint64_t copy_from(struct uraid_array *a, const struct ra_entry *e, uint8
         if (layout_map(&a->geom, sector + done, &ad) || ad.stripe < e->s0 || ad.stripe >= e->s1 ||
             !e->valid[ad.disk])
             break;
-        if (stripe_gen(&a->locks, ad.stripe) != e->gen[ad.stripe - e->s0]) {
+        uint64_t i = ad.stripe - e->s0;
+        if (__atomic_load_n(&e->bad[i], __ATOMIC_RELAXED))
+            break;
+        if (stripe_gen(&a->locks, ad.stripe) != e->gen[i]) { /* written since the fill */
+            __atomic_store_n(&e->bad[i], 1, __ATOMIC_RELAXED);
             *stale = 1;
             break;
         }
@@ -542,7 +575,11 @@ int array_read_ra(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
         ra->sig = sig;
     }
     int si = stream_note(ra, sector, end, now);
-    if (si >= 0)
+    if (getenv("RA_DEBUG")) fprintf(stderr, "%.3f req %llu +%llu stream %d\n", now / 1e6, (unsigned long long)sector, (unsigned long long)(end - sector), si);
+    /* one stream alone has no seeks to amortise: its requests in flight
+     * together already keep every member streaming (and a window read past
+     * the end of a file would only cost it) */
+    if (si >= 0 && active_streams(ra, now) >= ra->min_streams)
         schedule(ra, a, si, sector, end, now);
     pthread_mutex_unlock(&ra->mu);
     uint8_t *p = buf;
@@ -595,6 +632,7 @@ struct array_ra *ra_create(struct uraid_array *a)
             mib = v;
     }
     ra->budget = (size_t)mib << 20;
+    ra->min_streams = 2;
     return ra;
 }
 
@@ -603,6 +641,13 @@ void ra_set_budget(struct array_ra *ra, size_t bytes)
     pthread_mutex_lock(&ra->mu);
     ra->budget = bytes;
     make_room(ra, 0, 1, 1);
+    pthread_mutex_unlock(&ra->mu);
+}
+
+void ra_set_min_streams(struct array_ra *ra, int n)
+{
+    pthread_mutex_lock(&ra->mu);
+    ra->min_streams = n;
     pthread_mutex_unlock(&ra->mu);
 }
 

@@ -17,8 +17,8 @@ struct ra_stats {
     uint64_t hits;        /* sectors served from the cache */
     uint64_t fills;       /* windows read */
     uint64_t async_fills; /* ... of them by the read-ahead thread */
-    uint64_t dropped;     /* windows thrown away: a writer came between, or a slot changed */
-    uint64_t stale;       /* cached windows found written since their fill */
+    uint64_t dropped;     /* windows thrown away: a slot changed members while they were read */
+    uint64_t stale;       /* cached stripes found written since their fill */
     int streams;          /* sequential streams being followed now */
     size_t bytes, budget; /* cached (and being read), and the most it may */
 };
@@ -33,6 +33,9 @@ void ra_destroy(struct array_ra *ra);
 /* Budget in bytes (0: off); drops what is cached beyond it. */
 void ra_set_budget(struct array_ra *ra, size_t bytes);
 void ra_get_stats(struct array_ra *ra, struct ra_stats *st);
+/* Streams active at once before any is read ahead: 2 (a lone stream has no
+ * seeks to amortise); tests set 1. */
+void ra_set_min_streams(struct array_ra *ra, int n);
 
 /* uraid_read's path for a plain (not reshaping) array, geom_lock held for
  * reading: array_read_plain, with the read-ahead where it applies. */
