@@ -28,7 +28,6 @@
  *    member whose read fails is left out: the request path reads those
  *    pieces itself and corrects the read error, as it would without us. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -88,7 +87,6 @@ struct array_ra {
     struct ra_stats stats;
 };
 
-static uint64_t now_ns(void);
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -271,15 +269,7 @@ static void rebuild_lost(struct uraid_array *a, struct ra_entry *e, const unsign
         e->valid[list[i]] = 1;
 }
 
-static int fill0(struct uraid_array *a, struct ra_entry *e);
 static int fill(struct uraid_array *a, struct ra_entry *e)
-{
-    double t0 = now_ns() / 1e6;
-    int rc = fill0(a, e);
-    if (getenv("RA_DEBUG")) fprintf(stderr, "%.1f fill [%llu,%llu) owner %d %.1f ms rc %d\n", t0, (unsigned long long)e->s0, (unsigned long long)e->s1, e->owner, now_ns() / 1e6 - t0, rc);
-    return rc;
-}
-static int fill0(struct uraid_array *a, struct ra_entry *e)
 {
     uint32_t cs = a->geom.chunk_sectors;
     uint64_t ms0 = e->s0 * cs, nsec = (e->s1 - e->s0) * cs;
@@ -377,7 +367,7 @@ static uint64_t max_window(const struct array_ra *ra, const struct uraid_array *
 {
     uint64_t chunk = (uint64_t)a->geom.chunk_sectors * SECTOR;
     uint64_t w = ra->budget / (2u * (uint64_t)active_streams(ra, now)) / ((uint64_t)a->geom.raid_disks * chunk);
-    uint64_t cap = active_streams(ra, now) > 1 ? RA_MEMBER_MAX : (getenv("RA_ONE_KIB") ? strtoull(getenv("RA_ONE_KIB"), 0, 10) << 10 : RA_MEMBER_ONE);
+    uint64_t cap = active_streams(ra, now) > 1 ? RA_MEMBER_MAX : RA_MEMBER_ONE;
     if (w > cap / chunk)
         w = cap / chunk;
     return w < RA_MIN_STRIPES ? RA_MIN_STRIPES : w;
@@ -575,7 +565,6 @@ int array_read_ra(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
         ra->sig = sig;
     }
     int si = stream_note(ra, sector, end, now);
-    if (getenv("RA_DEBUG")) fprintf(stderr, "%.3f req %llu +%llu stream %d\n", now / 1e6, (unsigned long long)sector, (unsigned long long)(end - sector), si);
     /* one stream alone has no seeks to amortise: its requests in flight
      * together already keep every member streaming (and a window read past
      * the end of a file would only cost it) */
