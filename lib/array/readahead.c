@@ -403,7 +403,8 @@ static int stream_note(struct array_ra *ra, uint64_t sector, uint64_t end, uint6
         if (end > s->next)
             s->next = end;
         s->used_ns = now;
-        return s->seq >= 2 ? hit : -1;
+        /* small requests must run longer: two random reads meet by chance */
+        return s->seq >= (big ? 2 : 4) ? hit : -1;
     }
     for (int i = 0; i < RA_STREAMS; i++) {
         struct ra_stream *s = &ra->st[i];
@@ -647,6 +648,9 @@ void ra_get_stats(struct array_ra *ra, struct ra_stats *st)
     st->streams = 0;
     st->bytes = ra->bytes;
     st->budget = ra->budget;
+    st->pending = 0;
+    for (struct ra_entry *e = ra->list; e; e = e->next)
+        st->pending += e->state == RA_QUEUED || e->state == RA_FILLING;
     uint64_t now = now_ns();
     for (int i = 0; i < RA_STREAMS; i++)
         st->streams += ra->st[i].seq >= 2 && now - ra->st[i].used_ns < RA_ACTIVE_NS;

@@ -21,6 +21,7 @@ struct ra_stats {
     uint64_t stale;       /* cached stripes found written since their fill */
     int streams;          /* sequential streams being followed now */
     size_t bytes, budget; /* cached (and being read), and the most it may */
+    int pending;          /* windows queued or being read */
 };
 
 /* The cache's budget: URAID_READAHEAD (MiB, 0 turns it off) or

@@ -46,8 +46,12 @@ static void stream(struct fx *f, struct uraid_array *a, uint64_t off, uint64_t t
     }
 }
 
-/* The read-ahead thread's windows in flight have ended. */
-static void settle(void) { usleep(200 * 1000); }
+/* The read-ahead thread's windows in flight have ended (at most 20 s). */
+static void settle(struct uraid_array *a)
+{
+    for (int i = 0; i < 2000 && stats(a).pending; i++)
+        usleep(10 * 1000);
+}
 
 /* A lone stream is read ahead too (the library waits for two by default). */
 static int setup1(struct fx *f, int level, int n, int sim, struct uraid_array **a)
@@ -78,18 +82,18 @@ static void test_hits(int level, int n)
               (unsigned long long)st.fills, (unsigned long long)st.hits, (unsigned long long)(total / 512));
         CHECK(c.member_reads * 4 < nreq * (uint64_t)n, "%llu member reads for %llu requests",
               (unsigned long long)c.member_reads, (unsigned long long)nreq);
-        settle();
+        settle(a);
         uint64_t fills0 = stats(a).fills;
         for (int i = 0; i < 64; i++) {
             uint64_t off = rng_below(&rng, f.size / KIB) * KIB;
             fx_verify(&f, a, off, KIB, "random read");
         }
-        settle();
+        settle(a);
         CHECK(stats(a).fills == fills0, "random reads read ahead: %llu windows after %llu",
               (unsigned long long)stats(a).fills, (unsigned long long)fills0);
         ra_set_budget(a->ra, 0);
         stream(&f, a, total, total / 4, CHUNK, "stream, no budget");
-        settle();
+        settle(a);
         CHECK(stats(a).fills == fills0, "budget 0 still read ahead");
         CHECK(uraid_close(a) == 0);
     }
@@ -105,7 +109,7 @@ static void test_writes(int level, int n)
     if (setup1(&f, level, n, 0, &a) == 0 && a) {
         uint64_t mib = 1u << 20;
         stream(&f, a, 0, 2 * mib, CHUNK, "stream start");
-        settle(); /* the window beyond is read */
+        settle(a); /* the window beyond is read */
         uint8_t buf[3 * KIB];
         rng_fill(&rng, buf, sizeof buf);
         CHECK(fx_write(&f, a, buf, KIB, 2 * mib + 8 * KIB) == 0);
