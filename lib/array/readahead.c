@@ -37,7 +37,7 @@
 #include "array/reshape_io.h"
 
 #define RA_STREAMS 8
-#define RA_MEMBER_MAX (16u << 20) /* a window's bytes per member: ~130 ms of a 60 MB/s disk per seek */
+#define RA_MEMBER_MAX (16u << 20) /* a window's bytes per member: ~280 ms of a 60 MB/s disk per seek */
 #define RA_MEMBER_ONE (2u << 20) /* ... with one stream: no seek to amortise, less read past a file's end */
 #define RA_MIN_STRIPES 4u
 #define RA_JUMP_SECTORS (64u << 11) /* 64 MiB: ext4 puts a file's extents this far apart */
@@ -186,6 +186,19 @@ static int make_room(struct array_ra *ra, size_t need, uint64_t ss, int force)
     return 0;
 }
 
+/* Every window no stream is still in, freed. */
+static void trim(struct array_ra *ra, uint64_t ss)
+{
+    uint64_t now = now_ns();
+    struct ra_entry *e = ra->list;
+    while (e) {
+        struct ra_entry *next = e->next;
+        if (evictable(ra, e, ss, now, 0))
+            entry_unlink_free(ra, e);
+        e = next;
+    }
+}
+
 static void kill_all(struct array_ra *ra)
 {
     struct ra_entry *e = ra->list;
@@ -328,7 +341,13 @@ static void *ra_thread(void *arg)
             if (x->state == RA_QUEUED && (!e || x->used < e->used))
                 e = x;
         if (!e) {
-            pthread_cond_wait(&ra->work, &ra->mu);
+            /* idle: what no stream reads any more goes back (a second
+             * or two after the streams stop, the cache is empty) */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            if (pthread_cond_timedwait(&ra->work, &ra->mu, &ts) == ETIMEDOUT)
+                trim(ra, stripe_sectors(a));
             continue;
         }
         e->state = RA_FILLING;

@@ -27,7 +27,7 @@ struct ra_stats {
 /* The cache's budget: URAID_READAHEAD (MiB, 0 turns it off) or
  * RA_DEFAULT_MIB. ra_create allocates only the bookkeeping; NULL on ENOMEM
  * (reads then go without read-ahead). */
-#define RA_DEFAULT_MIB 128
+#define RA_DEFAULT_MIB 256
 struct array_ra *ra_create(struct uraid_array *a);
 /* Stops the read-ahead thread and frees the cache (before the I/O engine goes). */
 void ra_destroy(struct array_ra *ra);

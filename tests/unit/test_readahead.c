@@ -6,7 +6,8 @@
  *    stale, and a writer thread racing a streaming reader: every 4 KiB block
  *    read is at least as new as the last write of it that had returned
  *    before the read began;
- *  - several interleaved streams are each followed;
+ *  - several interleaved streams are each followed (a lone one is not read
+ *    ahead by default), and the cache is given back once they stop;
  *  - degraded arrays (one member missing on RAID-5, two on RAID-6): the
  *    windows rebuild the missing members, and read the right data;
  *  - a member read error inside a window is still corrected by the request
@@ -240,6 +241,9 @@ static void test_streams(void)
         CHECK(streams >= 3, "%d streams followed, 3 (and the lone one) expected", streams);
         CHECK(st.hits * 512 >= 3 * part * 8 / 10, "hits %llu sectors of %llu", (unsigned long long)st.hits,
               (unsigned long long)(3 * part / 512));
+        for (int i = 0; i < 100 && stats(a).bytes; i++)
+            usleep(100 * 1000);
+        CHECK(stats(a).bytes == 0, "%zu bytes still cached 10 s after the streams stopped", stats(a).bytes);
         CHECK(uraid_close(a) == 0);
     }
     fx_destroy(&f);
