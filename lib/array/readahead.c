@@ -417,10 +417,11 @@ static int stream_note(struct array_ra *ra, uint64_t sector, uint64_t end, uint6
         }
     if (hit >= 0) {
         struct ra_stream *s = &ra->st[hit];
-        s->seq++;
-        s->jump = 0;
-        if (end > s->next)
+        if (end > s->next) { /* only reading on counts: a re-read is not a stream */
+            s->seq++;
             s->next = end;
+        }
+        s->jump = 0;
         s->used_ns = now;
         /* small requests must run longer: two random reads meet by chance */
         return s->seq >= (big ? 2 : 4) ? hit : -1;
