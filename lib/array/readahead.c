@@ -586,11 +586,10 @@ int array_read_ra(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
         ra->sig = sig;
     }
     int si = stream_note(ra, sector, end, now);
-    /* one stream alone has no seeks to amortise: when its requests are a
-     * stripe or more, those in flight together keep every member streaming
-     * (and a window read past the end of a file would only cost it); one of
-     * small requests leaves the members idle between them */
-    if (si >= 0 && (active_streams(ra, now) >= ra->min_streams || end - sector < ss))
+    /* one stream alone has no seeks to amortise: its requests in flight
+     * together keep the members streaming (and a window read past the end
+     * of a file would only cost it) */
+    if (si >= 0 && active_streams(ra, now) >= ra->min_streams)
         schedule(ra, a, si, sector, end, now);
     pthread_mutex_unlock(&ra->mu);
     uint8_t *p = buf;

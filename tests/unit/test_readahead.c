@@ -6,9 +6,8 @@
  *    stale, and a writer thread racing a streaming reader: every 4 KiB block
  *    read is at least as new as the last write of it that had returned
  *    before the read began;
- *  - several interleaved streams are each followed (a lone one of whole
- *    stripes is not read ahead by default), and the cache is given back
- *    once they stop;
+ *  - several interleaved streams are each followed (a lone one is not read
+ *    ahead by default), and the cache is given back once they stop;
  *  - degraded arrays (one member missing on RAID-5, two on RAID-6): the
  *    windows rebuild the missing members, and read the right data;
  *  - a member read error inside a window is still corrected by the request
@@ -228,8 +227,8 @@ static void test_streams(void)
     if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
         uint64_t part = f.size / 4, req = 128u << 10;
         int streams = 0;
-        stream(&f, a, 3 * part, part, f.stripe_bytes, "a lone stream of whole stripes");
-        CHECK(stats(a).fills == 0, "a lone stream of whole stripes was read ahead (the default waits for two)");
+        stream(&f, a, 3 * part, part, req, "a lone stream");
+        CHECK(stats(a).fills == 0, "a lone stream was read ahead (the default waits for two)");
         for (uint64_t at = 0; at < part; at += req) {
             for (int s = 0; s < 3; s++)
                 fx_verify(&f, a, (uint64_t)s * part + at, req, "interleaved streams");
