@@ -6,23 +6,31 @@
  * front of it, so the array layer does what those do, for every front-end:
  *
  *  - streams: up to RA_STREAMS sequential streams are followed, each by the
- *    end of its last request; a request starting near one (within a few
+ *    end of the furthest request; a request starting near one (within a few
  *    request lengths: a stream's requests arrive out of order when several
- *    are in flight) continues it, the second one makes it sequential;
- *  - windows: a sequential stream is read ahead in windows of whole
- *    stripes, one request per member per window (parity included: a head
- *    that skips the parity chunk pays its time anyway), growing from
- *    RA_MIN_STRIPES by doubling as Linux's read-ahead does, to at most
- *    RA_MEMBER_MAX per member and the budget shared by the active streams;
- *    one window beyond the request is kept in flight, read by a thread of
- *    its own, so the disks stay busy while the stream consumes the last;
- *  - the cache: windows live in a budget (URAID_READAHEAD MiB) and leave it
- *    least recently used first;
- *  - writes: a window records its stripes' seqlock counts before its reads
- *    and checks them after (a writer in between throws it away); a read
- *    served from it compares them again, so data written after a fill is
- *    never served from the cache. Every writer of data bumps those counts
- *    (write.c, zero.c, scrub.c's repair), so no write path calls in here;
+ *    are in flight) and reading past it continues it; two such requests
+ *    make it sequential (four for small ones: random reads meet by chance).
+ *    A large request some way ahead (a file system's next extent) continues
+ *    it once the request after it follows on;
+ *  - windows: once two streams are active (a lone stream has no seeks to
+ *    amortise, and its requests in flight already keep the members busy),
+ *    each is read ahead in windows of whole stripes, one request per member
+ *    per window (parity included: a head that skips the parity chunk pays
+ *    its time anyway), growing from the request's size by doubling as
+ *    Linux's read-ahead does, to at most RA_MEMBER_MAX per member and the
+ *    budget shared by the active streams; when a request reaches the last
+ *    window queued, the next is queued for a thread of its own, so the disks
+ *    stay busy while the stream consumes the last;
+ *  - the cache: windows live in a budget (URAID_READAHEAD MiB); a window a
+ *    stream has passed is freed at once, one of an idle stream when the
+ *    thread has been idle a second, and no window a stream is still in is
+ *    evicted for another (that stream would start again with small windows);
+ *  - writes: a window records each stripe's seqlock count before its reads
+ *    and compares after (a stripe a writer touched in between is not
+ *    served); a read served from it compares them again, so data written
+ *    after a fill is never served from the cache. Every writer of data
+ *    bumps those counts (write.c, zero.c, scrub.c's repair), so no write
+ *    path calls in here;
  *  - degraded arrays: a member that cannot serve the window (missing,
  *    rebuilding, bad blocks) is rebuilt in the window from the others. A
  *    member whose read fails is left out: the request path reads those
