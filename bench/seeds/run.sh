@@ -19,9 +19,11 @@
 # Writes DIR/report.md (every table, the seeds' figures, each figure's ratio
 # to the simulated disks' physical limit) and DIR/*.png (gnuplot).
 #
-#   bench/seeds/run.sh [--quick] [--out DIR] [--uraid PATH]
+#   bench/seeds/run.sh [--quick] [--only "EXP ..."] [--out DIR] [--uraid PATH]
 #
 # --quick: small sizes and one-second runs (make check's smoke test).
+# --only: just these experiments (parity stream rmw r5_15 nbd): their
+# tables in DIR/report.md, no plots (to regenerate one part of a report).
 # Environment: SEEDS_DISK (the member layer of every simulated disk,
 # default disk=hdd-7200,throttle=60M,qd=32), SEEDS_WORKDIR (/dev/shm).
 # Needs root, /dev/fuse, loop devices, fio, jq, bonnie++, gnuplot,
@@ -31,13 +33,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 QUICK=0
 OUT=seeds-report
 URAID=""
+ONLY=""
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) QUICK=1 ;;
         --out) [ $# -ge 2 ] || { echo "seeds: --out needs a directory" >&2; exit 2; }; OUT=$2; shift ;;
+        --only) [ $# -ge 2 ] || { echo "seeds: --only needs experiment names" >&2; exit 2; }; ONLY=$2; shift ;;
         --uraid) [ $# -ge 2 ] || { echo "seeds: --uraid needs a path" >&2; exit 2; }; URAID=$2; shift ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "seeds: unknown argument '$1' (expected --quick, --out DIR, --uraid PATH)" >&2; exit 2 ;;
+        -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "seeds: unknown argument '$1' (expected --quick, --only "EXP ...", --out DIR, --uraid PATH)" >&2; exit 2 ;;
     esac
     shift
 done
@@ -87,7 +91,8 @@ START=$(date -u '+%Y-%m-%d %H:%M UTC')
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 say "work in $W, report in $OUT (disk: $DISK, $DISK_MBPS MB/s, random 4K ${RAND4K_MS} ms)"
 
-for e in parity stream rmw r5_15 nbd; do
+for e in ${ONLY:-parity stream rmw r5_15 nbd}; do
+    [ -f "$here/e_$e.sh" ] || die "no experiment '$e' (parity stream rmw r5_15 nbd)"
     . "$here/e_$e.sh"
     say "experiment $e"
     "exp_$e"
@@ -114,7 +119,9 @@ LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
     echo
 } >"$OUT/parts/00-head.md"
 cat "$OUT"/parts/*.md >"$OUT/report.md"
-. "$here/plots.sh"
-make_plots
+if [ -z "$ONLY" ]; then
+    . "$here/plots.sh"
+    make_plots
+fi
 rm -rf "$OUT/parts"
 say "report: $OUT/report.md"

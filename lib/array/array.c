@@ -16,6 +16,7 @@
 #include "array/array.h"
 #include "log.h"
 #include "array/reshape_io.h"
+#include "array/readahead.h"
 #include "stripe/ppl.h"
 
 #define RESHAPE_BITS (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
@@ -280,6 +281,8 @@ static void free_array(struct uraid_array *a)
     if (!a)
         return;
     array_monitor_stop(a); /* it could start a job */
+    ra_destroy(a->ra);     /* its thread reads the members */
+    a->ra = NULL;
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
     wib_free(a);

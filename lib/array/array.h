@@ -112,6 +112,7 @@ struct uraid_array {
     struct io_engine *io;      /* parallel member I/O */
     struct stripe_locks locks; /* writers of one stripe are serialised */
     struct stripe_pool *pool;  /* stripe workers, started by the first job that wants them (array_stripe_pool) */
+    struct array_ra *ra;       /* RAID-4/5/6 streams' read-ahead (readahead.c), NULL when it could not start */
     struct uraid_counters counters; /* updated with atomics */
     int rmw_level;             /* atomic: URAID_RMW_*, read as each stripe is planned */
     int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "array/dataio.h"
+#include "array/readahead.h"
 #include "array/reshape_io.h"
 #include "log.h"
 
@@ -240,7 +241,7 @@ int array_write_plain(struct uraid_array *a, const uint8_t *buf, size_t len, uin
 int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
 {
     pthread_rwlock_rdlock(&a->geom_lock);
-    int rc = a->rs ? array_reshape_request(a, buf, NULL, len, offset) : array_read_plain(a, buf, len, offset);
+    int rc = a->rs ? array_reshape_request(a, buf, NULL, len, offset) : array_read_ra(a, buf, len, offset);
     pthread_rwlock_unlock(&a->geom_lock);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "array/reshape_io.h"
+#include "array/readahead.h"
 #include "log.h"
 
 int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset)
@@ -168,6 +169,7 @@ int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
     pthread_rwlock_init(&a->geom_lock, &ra);
     pthread_rwlockattr_destroy(&ra);
     stripe_locks_init(&a->locks);
+    a->ra = ra_create(a);
     array_job_init(a);
     a->replace_source = -1;
     if (p && p->auto_rebuild && !p->readonly && array_monitor_start(a) != 0)
@@ -185,6 +187,8 @@ int array_runtime_init(struct uraid_array *a, const struct uraid_open_params *p)
 
 void array_runtime_fini(struct uraid_array *a)
 {
+    ra_destroy(a->ra); /* its thread reads members through the engine */
+    a->ra = NULL;
     if (a->io)
         io_engine_destroy(a->io);
     a->io = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "array/array.h"
+#include "array/readahead.h"
 #include "layout.h"
 #include "uraid_ctl.h"
 
@@ -142,6 +143,15 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     put(&o, "          reconstructions %llu, corrected reads %llu, member failures %llu\n",
         (unsigned long long)c.reconstructions, (unsigned long long)c.corrected_reads,
         (unsigned long long)c.member_failures);
+    if (a->ra) {
+        struct ra_stats rs;
+        ra_get_stats(a->ra, &rs);
+        put(&o, "          read-ahead: %llu MiB served, %llu windows (%llu by its thread), %llu dropped, %llu stale, "
+                "%d streams, %zu of %zu MiB cached\n",
+            (unsigned long long)(rs.hits >> 11), (unsigned long long)rs.fills, (unsigned long long)rs.async_fills,
+            (unsigned long long)rs.dropped, (unsigned long long)rs.stale, rs.streams, rs.bytes >> 20,
+            rs.budget >> 20);
+    }
     put(&o, "parity:");
     for (int op = 0; op < URAID_OP_COUNT; op++) {
         double mbps = uraid_parity_chosen_mbps((enum uraid_parity_op)op);
