@@ -92,6 +92,7 @@ struct array_ra {
     pthread_t thr;
     int started, stop;
     int min_streams;      /* read ahead once this many streams are active */
+    int any_member;       /* URAID_READAHEAD given: whether members seek or not */
     struct ra_stats stats;
 };
 
@@ -112,10 +113,24 @@ static uint64_t geom_sig(const struct uraid_array *a)
     return h;
 }
 
+/* Streams interleaved at a member cost seeks only where the member has a
+ * head; on memory, SSDs and NBD exports (measured: served reads of far
+ * members 0.77 of ideal without, 0.46-0.55 with) read-ahead only adds a
+ * copy and a thread hand-off. */
+static int members_seek(const struct uraid_array *a)
+{
+    for (int m = 0; m < a->geom.raid_disks; m++) {
+        struct member *dev = __atomic_load_n(&a->slot[m].dev, __ATOMIC_ACQUIRE);
+        if (dev && dev->seeks)
+            return 1;
+    }
+    return 0;
+}
+
 static int ra_applies(const struct uraid_array *a)
 {
     return a->ra && a->nparity > 0 && a->geom.level >= 4 && !a->r0 && !a->r10 && !a->lin && !a->parent &&
-           __atomic_load_n(&a->ra->budget, __ATOMIC_RELAXED) > 0;
+           __atomic_load_n(&a->ra->budget, __ATOMIC_RELAXED) > 0 && (__atomic_load_n(&a->ra->any_member, __ATOMIC_ACQUIRE) || members_seek(a));
 }
 
 static uint64_t stripe_sectors(const struct uraid_array *a) { return (uint64_t)a->k * a->geom.chunk_sectors; }
@@ -646,12 +661,19 @@ struct array_ra *ra_create(struct uraid_array *a)
     if (env && *env) {
         char *endp;
         unsigned long v = strtoul(env, &endp, 10);
-        if (*endp == 0)
+        if (*endp == 0) {
             mib = v;
+            ra->any_member = 1;
+        }
     }
     ra->budget = (size_t)mib << 20;
     ra->min_streams = 2;
     return ra;
+}
+
+void ra_set_any_member(struct array_ra *ra, int on)
+{
+    __atomic_store_n(&ra->any_member, on, __ATOMIC_RELEASE);
 }
 
 void ra_set_budget(struct array_ra *ra, size_t bytes)

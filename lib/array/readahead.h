@@ -33,6 +33,9 @@ struct array_ra *ra_create(struct uraid_array *a);
 void ra_destroy(struct array_ra *ra);
 /* Budget in bytes (0: off); drops what is cached beyond it. */
 void ra_set_budget(struct array_ra *ra, size_t bytes);
+/* 1: read streams ahead whatever the members (as when URAID_READAHEAD is
+ * given); 0: only when a member seeks (struct member's seeks, the default). */
+void ra_set_any_member(struct array_ra *ra, int on);
 void ra_get_stats(struct array_ra *ra, struct ra_stats *st);
 /* Streams active at once before any is read ahead: 2 (a lone stream has no
  * seeks to amortise); tests set 1. */

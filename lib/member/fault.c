@@ -289,6 +289,7 @@ int member_fault_wrap(struct member *inner, struct member **out)
     m->path = name;
     m->size = inner->size;
     m->readonly = inner->readonly;
+    m->seeks = inner->seeks;
     m->priv = f;
     *out = m;
     return 0;

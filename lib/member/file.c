@@ -11,6 +11,8 @@
  * them. Only concurrent overlapping requests could race, and the array's
  * stripe locks never issue those. */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/sysmacros.h>
 #include <linux/magic.h>
 #include <sys/vfs.h>
 #include <fcntl.h>
@@ -191,6 +193,25 @@ static int memory_backed(int fd)
     return fstatfs(fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
 }
 
+/* 1 when the block device holding fd (or fd itself, a block device) is
+ * rotational, as its queue says in sysfs (a partition's queue is its disk's). */
+static int rotational(const struct stat *st)
+{
+    dev_t dev = S_ISBLK(st->st_mode) ? st->st_rdev : st->st_dev;
+    char path[96];
+    for (int up = 0; up < 2; up++) {
+        snprintf(path, sizeof path, "/sys/dev/block/%u:%u/%squeue/rotational", major(dev), minor(dev),
+                 up ? "../" : "");
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        int c = fgetc(f);
+        fclose(f);
+        return c == '1';
+    }
+    return 0;
+}
+
 static int open_direct(const char *path, int flags, int fd, int blockdev, size_t *align)
 {
     /* On tmpfs and ramfs the page cache is the storage: O_DIRECT saves no
@@ -273,6 +294,7 @@ int member_open_file(const char *path, int readonly, struct member **out)
     m->size = size;
     m->readonly = readonly;
     m->inline_io = !S_ISBLK(st.st_mode) && memory_backed(fd);
+    m->seeks = !m->inline_io && rotational(&st);
     m->priv = f;
     *out = m;
     return 0;

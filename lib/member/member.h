@@ -64,6 +64,10 @@ struct member {
     int inline_io;       /* requests cost a memcpy and never block (tmpfs, ramfs):
                           * the I/O engine runs them on the caller's thread, as a
                           * hand-off to another thread would cost more than the copy */
+    int seeks;           /* moving to another offset costs time (a rotational
+                          * disk, a file on one, the disk model with a head):
+                          * the array reads streams ahead only from such members
+                          * (readahead.c); elsewhere that would add a copy */
     void *priv;          /* the backend's state */
 };
 

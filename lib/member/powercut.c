@@ -471,6 +471,7 @@ int member_powercut_wrap(struct member *inner, struct powercut_domain *d, struct
     m->path = name;
     m->size = inner->size;
     m->readonly = inner->readonly;
+    m->seeks = inner->seeks;
     m->priv = pm;
     *out = m;
     return 0;

@@ -332,6 +332,7 @@ int member_disk_wrap(struct member *inner, const struct disk_model *d, struct me
     m->path = name;
     m->size = inner->size;
     m->readonly = inner->readonly;
+    m->seeks = d->seek_usec || d->rpm || inner->seeks;
     m->priv = t;
     *out = m;
     return 0;

@@ -59,7 +59,7 @@ static int setup1(struct fx *f, int level, int n, int sim, struct uraid_array **
 {
     int rc = fx_setup(f, level, n, CHUNK, MEMBER, &rng, sim, a);
     if (rc == 0 && *a)
-        ra_set_min_streams((*a)->ra, 1);
+        ra_set_min_streams((*a)->ra, 1), ra_set_any_member((*a)->ra, 1);
     return rc;
 }
 
@@ -176,6 +176,7 @@ static void test_race(int level, int n)
     static struct race r;
     if (fx_setup(&f, level, n, CHUNK, MEMBER, NULL, 0, &a) == 0 && a) {
         ra_set_min_streams(a->ra, 1);
+        ra_set_any_member(a->ra, 1);
         memset(&r, 0, sizeof r);
         r.a = a;
         r.base = 1u << 20;
@@ -225,6 +226,7 @@ static void test_streams(void)
     struct fx f;
     struct uraid_array *a = NULL;
     if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        ra_set_any_member(a->ra, 1);
         uint64_t part = f.size / 4, req = 128u << 10;
         int streams = 0;
         stream(&f, a, 3 * part, part, req, "a lone stream");
@@ -250,6 +252,42 @@ static void test_streams(void)
     harness_end();
 }
 
+/* Two interleaved streams over members: windows read ahead. */
+static uint64_t two_streams(struct fx *f, struct uraid_array *a)
+{
+    uint64_t part = f->size / 4, req = 128u << 10, before = stats(a).fills;
+    for (uint64_t at = 0; at < part; at += req)
+        for (int s = 0; s < 2; s++)
+            fx_verify(f, a, (uint64_t)s * 2 * part + at, req, "two streams");
+    return stats(a).fills - before;
+}
+
+static void test_seekless(void)
+{
+    harness_begin("RAID-5 of 4 on tmpfs: no read-ahead where members do not seek, unless asked");
+    const char *old = getenv("TMPDIR");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("TMPDIR", "/dev/shm", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    int rc = fx_setup(&f, 5, 4, CHUNK, MEMBER, &rng, 0, &a);
+    if (keep)
+        setenv("TMPDIR", keep, 1), free(keep);
+    else
+        unsetenv("TMPDIR");
+    if (rc == 0 && a) {
+        uint64_t off = two_streams(&f, a);
+        CHECK(off == 0, "%llu windows read ahead from tmpfs members", (unsigned long long)off);
+        ra_set_any_member(a->ra, 1);
+        uint64_t on = two_streams(&f, a);
+        CHECK(on > 0, "no window read ahead once asked (ra_set_any_member)");
+        printf("  windows: %llu by default, %llu when asked\n", (unsigned long long)off, (unsigned long long)on);
+        CHECK(uraid_close(a) == 0);
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
 static void test_degraded(int level, int n, unsigned omit)
 {
     harness_beginf("RAID-%d of %d degraded (slots %#x missing): windows rebuild them", level, n, omit);
@@ -258,6 +296,7 @@ static void test_degraded(int level, int n, unsigned omit)
     if (fx_setup(&f, level, n, CHUNK, MEMBER, &rng, 0, NULL) == 0 &&
         fx_open_with(&f, omit, NULL, NULL, 0, NULL, &a) == 0 && a) {
         ra_set_min_streams(a->ra, 1);
+        ra_set_any_member(a->ra, 1);
         uraid_reset_counters(a);
         stream(&f, a, 0, f.size, 256u << 10, "degraded stream");
         struct ra_stats st = stats(a);
@@ -307,5 +346,6 @@ int main(int argc, char **argv)
     test_degraded(5, 4, FX_SLOT(1));
     test_degraded(6, 6, FX_SLOT(0) | FX_SLOT(3));
     test_read_error();
+    test_seekless();
     return harness_finish();
 }
