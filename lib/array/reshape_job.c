@@ -54,7 +54,7 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
 {
     struct rs_job *st = j->priv;
     struct grow *gr = &st->gr;
-    uint64_t sd = reshape_stripe_data(&gr->g), c = gr->g.to.chunk_sectors;
+    uint64_t sd = reshape_stripe_data(&gr->g), c = gr->g.unit;
     uint64_t target = (start + nsec) / c * sd;
     int rc = 0;
     while (rc == 0 && gr->pos < target) {
@@ -182,7 +182,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         free(st);
         return uraid_why(why, whylen, "cannot set up the reshape's buffers: %s", uraid_strerror(rc)), rc;
     }
-    uint64_t c = gr->g.to.chunk_sectors;
+    uint64_t c = gr->g.unit;
     j->priv = st;
     j->step = rs_step;
     j->finish = rs_finish;
