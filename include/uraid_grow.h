@@ -28,6 +28,11 @@ struct uraid_grow_params {
     void *ctx;
     const volatile int *stop; /* non-zero: checkpoint and return -EINTR */
     uint32_t checkpoint_ms;  /* the position goes to the superblocks at least this often; 0 = 1000 */
+    /* mdadm --grow --chunk / --layout / --level (RAID-4/5/6; raid_devices
+     * may then be 0 for the same count): 0, NULL, level_set 0 keep. */
+    uint32_t chunk_sectors;
+    const char *layout;      /* a name layout_from_name takes at the new level */
+    int level_set, level;
 };
 
 struct uraid_grow_result {

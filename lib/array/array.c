@@ -463,6 +463,13 @@ static int set_geometry(struct uraid_array *a, struct open_ctx *o)
     a->geom.layout = (int)R->layout;
     a->geom.raid_disks = (int)R->raid_disks;
     a->geom.chunk_sectors = R->chunksize;
+    /* mid-reshape the array is its new geometry (reshape_io.h); the old one
+     * sits beside it. md keeps chunksize and layout the old ones until the end */
+    if ((R->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->level >= 4 && R->level <= 6 &&
+        R->new_level == (uint32_t)R->level && R->new_chunk) {
+        a->geom.layout = (int)R->new_layout;
+        a->geom.chunk_sectors = R->new_chunk;
+    }
     char gwhy[160];
     int rc;
     if (layout_check(&a->geom, gwhy, sizeof gwhy)) {

@@ -179,8 +179,8 @@ static int check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
-    if (!linear && R->level != 5 && R->level != 6)
-        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-5, RAID-6 and linear can gain "
+    if (!linear && (R->level < 4 || R->level > 6))
+        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
                    "members (--raid-devices N --add NEW...)", level_text(R->level));
     /* 1.0 and 0.90 keep no room before the data (md grows them with a
      * backup file); linear moves no data, but their superblock sits at
@@ -277,31 +277,37 @@ static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
     return 0;
 }
 
-/* The new members' superblocks, the template's reshape fields, the geometry. */
-static int plan_start(struct grow *gr, int nold, int N)
+/* The new members' superblocks, the template's reshape fields, the geometry
+ * (to: the new one, from target()). */
+static int plan_start(struct grow *gr, int nold, const struct layout_geom *to)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
+    int N = to->raid_disks;
+    uint32_t unit = R->chunksize > to->chunk_sectors ? R->chunksize : to->chunk_sectors;
+    if (R->size % to->chunk_sectors)
+        return say(gr, -EINVAL, "the member size (%llu sectors) is not a multiple of the new chunk (%u KiB): make the "
+                   "array smaller first (uraid grow --size), or choose a smaller chunk",
+                   (unsigned long long)R->size, to->chunk_sectors / 2);
     uint64_t room = UINT64_MAX;
     for (int i = 0; i < nold; i++)
         if (reshape_headroom(&gr->sb[i]) < room)
             room = reshape_headroom(&gr->sb[i]);
-    uint64_t shift = reshape_choose_shift(room, R->chunksize);
+    uint64_t shift = reshape_choose_shift(room, unit);
     if (!shift)
-        return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors "
-                   "free before data_offset %llu, %u needed (one chunk): %llu sectors missing",
-                   (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(R->chunksize),
-                   (unsigned long long)(reshape_min_shift(R->chunksize) - room));
-    struct layout_geom from = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize}, to = from;
-    to.raid_disks = N;
+        return say(gr, -ENOSPC, "too little head room before the data to restripe without a backup file: %llu "
+                   "sectors free before data_offset %llu, %u needed (one chunk, the larger): %llu sectors missing",
+                   (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(unit),
+                   (unsigned long long)(reshape_min_shift(unit) - room));
+    struct layout_geom from = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
     char gwhy[200];
-    if (reshape_geom_init(&gr->g, &from, &to, R->size, shift, gwhy, sizeof gwhy))
+    if (reshape_geom_init(&gr->g, &from, to, R->size, shift, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "%s", gwhy);
     gr->tmpl = *R;
     gr->tmpl.raid_disks = (uint32_t)N;
     gr->tmpl.delta_disks = N - nold;
-    gr->tmpl.new_level = (uint32_t)R->level;
-    gr->tmpl.new_layout = R->layout;
-    gr->tmpl.new_chunk = R->chunksize;
+    gr->tmpl.new_level = (uint32_t)to->level;
+    gr->tmpl.new_layout = (uint32_t)to->layout;
+    gr->tmpl.new_chunk = to->chunk_sectors;
     gr->tmpl.new_offset = -(int32_t)shift;
     gr->tmpl.reshape_position = 0;
     gr->tmpl.feature_map = (R->feature_map & ~RESHAPE_BITS) | MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
@@ -373,11 +379,19 @@ static int plan_resume(struct grow *gr, int N)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int nold = (int)R->raid_disks - R->delta_disks;
-    if (R->delta_disks <= 0 || R->new_level != (uint32_t)R->level || R->new_layout != R->layout ||
-        R->new_chunk != R->chunksize || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
-        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u) is not one uraid "
-                   "can carry on yet: it carries on growing RAID-5/6 to more members", nold, R->raid_disks, R->level,
-                   R->new_level);
+    if (R->delta_disks < 0 || R->new_level != (uint32_t)R->level || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
+        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u%s) is not one uraid "
+                   "can carry on yet: it carries on RAID-4/5/6 restripes run forwards to as many members or more",
+                   nold, R->raid_disks, R->level, R->new_level,
+                   R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS ? ", backwards" : "");
+    const struct uraid_grow_params *p = gr->p;
+    if ((p->chunk_sectors && p->chunk_sectors != R->new_chunk) || (p->level_set && p->level != (int)R->new_level) ||
+        (p->layout && layout_from_name((int)R->new_level, p->layout) != (int)R->new_layout))
+        return say(gr, -EBUSY, "a reshape to chunk %u KiB, layout %s is already in progress (at array sector %llu): "
+                   "give the same options again or use --continue", R->new_chunk / 2,
+                   layout_name((int)R->new_level, (int)R->new_layout) ? layout_name((int)R->new_level, (int)R->new_layout)
+                                                                      : "-",
+                   (unsigned long long)R->reshape_position);
     if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
         return say(gr, -EOPNOTSUPP, "the reshape on the members uses a backup file (no data offset change): not "
                    "supported yet; carry it on with mdadm --grow --continue");
@@ -422,8 +436,8 @@ static int plan_resume(struct grow *gr, int N)
         if (!seen[s])
             return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
                        "every member, old and new", s, R->raid_disks);
-    struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize}, to = from;
-    to.raid_disks = (int)R->raid_disks;
+    struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize};
+    struct layout_geom to = {(int)R->new_level, (int)R->new_layout, (int)R->raid_disks, R->new_chunk};
     char gwhy[200];
     if (reshape_geom_init(&gr->g, &from, &to, R->size, (uint64_t)-(int64_t)R->new_offset, gwhy, sizeof gwhy) ||
         reshape_position_ok(&gr->g, R->reshape_position, gwhy, sizeof gwhy))
@@ -493,6 +507,9 @@ static int finish(struct grow *gr)
     gr->tmpl.reshape_position = 0;
     gr->tmpl.delta_disks = 0;
     gr->tmpl.new_offset = 0;
+    gr->tmpl.level = (int)gr->tmpl.new_level;
+    gr->tmpl.layout = gr->tmpl.new_layout;
+    gr->tmpl.chunksize = gr->tmpl.new_chunk;
     for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
         struct md_sb *sb = &gr->sb[gr->at[s]];
         sb->data_offset = gr->old_off - gr->g.shift;
@@ -501,10 +518,39 @@ static int finish(struct grow *gr)
     return write_all(gr);
 }
 
+/* The geometry asked for: the array's with the member count, chunk and
+ * layout given. 0, -EALREADY when that is the array's already, or a
+ * refusal. *geo = 1 when a chunk, layout or level was given. */
+static int target(struct grow *gr, int N, struct layout_geom *to, int *geo)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    const struct uraid_grow_params *p = gr->p;
+    *to = (struct layout_geom){R->level, (int)R->layout, N, R->chunksize};
+    *geo = p->chunk_sectors || p->layout || p->level_set;
+    if (!*geo)
+        return 0;
+    if (R->level < 4 || R->level > 6)
+        return say(gr, -EOPNOTSUPP, "%s has no chunk or layout to change here: RAID-4/5/6 restripe to another chunk "
+                   "or layout", level_text(R->level));
+    if (p->level_set && p->level != R->level)
+        return say(gr, -EOPNOTSUPP, "changing %s to RAID-%d is not supported yet", level_text(R->level), p->level);
+    if (p->chunk_sectors)
+        to->chunk_sectors = p->chunk_sectors;
+    if (p->layout && (to->layout = layout_from_name(R->level, p->layout)) < 0)
+        return say(gr, -EINVAL, "%s has no layout '%s' (%s)", level_text(R->level), p->layout,
+                   R->level == 4 ? "parity-last" : R->level == 5 ? "left-symmetric, right-symmetric, left-asymmetric, "
+                   "right-asymmetric, parity-first, parity-last" : "left-symmetric, ..., left-symmetric-6, ...");
+    int same_layout = to->layout == (int)R->layout || R->level == 4;
+    if (N == (int)R->raid_disks && to->chunk_sectors == R->chunksize && same_layout)
+        return say(gr, -EALREADY, "the array already has %d members, chunk %u KiB and layout %s: nothing to do", N,
+                   R->chunksize / 2, layout_name(R->level, (int)R->layout));
+    return 0;
+}
+
 /* A new grow: the checks, then the start's superblocks. */
 static int start(struct grow *gr, int nmembers)
 {
-    int N = gr->p->raid_devices;
+    int N = gr->p->raid_devices ? gr->p->raid_devices : (int)gr->sb[gr->ref].raid_disks, geo = 0;
     if (gr->p->resume_only)
         return say(gr, -EINVAL, "no reshape is in progress on these members: nothing to continue");
     const struct md_sb *R = &gr->sb[gr->ref];
@@ -518,16 +564,21 @@ static int start(struct grow *gr, int nmembers)
         gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' recovery */
         return 0;
     }
-    if (done) /* the same grow again after it ended (a kill after its last write) */
+    struct layout_geom to;
+    if (done && !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set)
+        /* the same grow again after it ended (a kill after its last write) */
         return say(gr, -EALREADY, "the array already has %d members, the new ones among them: nothing to do", N);
-    if (N <= (int)gr->sb[gr->ref].raid_disks)
+    int rc = target(gr, N, &to, &geo);
+    if (rc)
+        return rc;
+    if (N < (int)R->raid_disks || (N == (int)R->raid_disks && !geo))
         return say(gr, -EINVAL, "--raid-devices %d is not larger than the array's %u members (shrinking is not "
-                   "supported yet)", N, gr->sb[gr->ref].raid_disks);
-    int rc = check_old(gr, nmembers);
+                   "supported yet)", N, R->raid_disks);
+    rc = check_old(gr, nmembers);
     if (rc == 0)
         rc = check_added(gr, nmembers, N);
     if (rc == 0)
-        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1 ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, N);
+        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1 ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, &to);
     return rc ? rc : write_all(gr);
 }
 

@@ -1,0 +1,201 @@
+#!/bin/sh
+# uraid grow --chunk SIZE / --layout NAME (alone or with --raid-devices N
+# --add NEW) on RAID-4/5/6 offline, mdadm --examine as the judge of the
+# superblocks:
+#   1. refusals (one line, every member byte for byte unchanged): a chunk
+#      that does not divide the member size, too little head room for the
+#      larger chunk (says how much is missing), a layout the level has not,
+#      a level change not supported;
+#   2. restripes: RAID-5 chunk 64K -> 128K, chunk 128K -> 32K with the
+#      layout left-symmetric -> right-asymmetric, RAID-6 5 -> 6 members with
+#      chunk 64K -> 256K and layout left-symmetric -> left-symmetric-6, RAID-4
+#      chunk 64K -> 16K: every byte as before, uraid check mismatch_cnt 0,
+#      mdadm --examine shows the new chunk and layout, no Reshape line;
+#      the same grow again: nothing to do, nothing written;
+#   3. kill -9 during slow restripes (throttled members) at random moments
+#      (the seed is printed): mdadm --examine shows New Chunksize, uraid cat
+#      reads every byte of the half-restriped array (both geometries), the
+#      same grow again finishes it with every byte intact (3 trials; 12 with
+#      URAID_TEST_LONG=1).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib/e2e.sh
+T=build/tests/test_reshape_geom
+[ -x "$T" ] || { t_fail "build/tests/test_reshape_geom is built (make unit-tests)"; t_finish; exit 1; }
+seed=${URAID_TEST_SEED:-$(date +%s)}
+echo "seed $seed (URAID_TEST_SEED=$seed replays the kill moments)"
+
+sums() { for f in "$@"; do sha256sum "$f"; done; }
+# new_array DIR LEVEL N CHUNK [create options]: members DIR/m0..m(N-1) of
+# 16 MiB, random data written, its copy in DIR/data; sets M and SZ (bytes)
+new_array() {
+    dir=$1 lvl=$2 n=$3 ch=$4; shift 4
+    rm -rf "$dir"; mkdir -p "$dir"
+    M="" i=0
+    while [ $i -lt "$n" ]; do truncate -s 16M "$dir/m$i.img"; M="$M $dir/m$i.img"; i=$((i + 1)); done
+    # shellcheck disable=SC2086
+    $URAID create --level "$lvl" --raid-devices "$n" --chunk "$ch" --assume-clean --consistency-policy resync "$@" $M \
+        >/dev/null 2>&1 || { t_fail "create RAID-$lvl in $dir"; return 1; }
+    # shellcheck disable=SC2086
+    kib=$($URAID detail $M 2>&1 | awk '/Array Size/ {print $4; exit}')
+    SZ=$((${kib:-0} * 1024))
+    head -c "$SZ" /dev/urandom >"$dir/data"
+    # shellcheck disable=SC2086
+    $URAID write $M <"$dir/data" || t_fail "write the data in $dir"
+}
+# same_data NAME DIR MEMBERS...: the first SZ bytes are the data, the rest zeros
+same_data() {
+    name=$1 dir=$2; shift 2
+    kib=$($URAID detail "$@" 2>&1 | awk '/Array Size/ {print $4; exit}')
+    [ -n "$kib" ] || { t_fail "$name: every byte as before, the new space zeros" "detail: no array size"; return; }
+    total=$((kib * 1024))
+    got=$($URAID cat "$@" | sha256sum | cut -d' ' -f1)
+    want=$({ cat "$dir/data"; head -c $((total - SZ)) /dev/zero; } | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$want" ] && t_ok "$name: every byte as before, the new space zeros" ||
+        t_fail "$name: every byte as before, the new space zeros" "sha $got, want $want"
+}
+checks_clean() {
+    name=$1; shift
+    out=$($URAID check "$@" 2>&1)
+    case "$out" in *"mismatch_cnt 0"*) t_ok "$name: uraid check finds mismatch_cnt 0" ;;
+        *) t_fail "$name: uraid check finds mismatch_cnt 0" "$(echo "$out" | tail -1)" ;; esac
+}
+examine_geom() { # NAME DEVICES CHUNK LAYOUT MEMBER...: mdadm's words for the new geometry
+    name=$1 devs=$2 ch=$3 lay=$4; shift 4
+    bad=""
+    for m in "$@"; do
+        x=$(mdadm --examine "$m" 2>&1)
+        echo "$x" | grep -q "^ *Raid Devices : $devs\$" || bad="$bad [$m: Raid Devices]"
+        echo "$x" | grep -q "^ *Chunk Size : $ch\$" || bad="$bad [$m: $(echo "$x" | grep 'Chunk Size')]"
+        [ -z "$lay" ] || echo "$x" | grep -q "^ *Layout : $lay\$" || bad="$bad [$m: $(echo "$x" | grep 'Layout')]"
+        echo "$x" | grep -q "Reshape\|Delta Devices\|New Offset\|New Chunk\|New Layout" && bad="$bad [$m: a reshape line]"
+        echo "$x" | grep -q "Checksum : .* - correct" || bad="$bad [$m: checksum]"
+    done
+    [ -z "$bad" ] && t_ok "$name: mdadm --examine: $devs Raid Devices, Chunk Size $ch${lay:+, Layout $lay}, no Reshape line" ||
+        t_fail "$name: mdadm --examine: $devs Raid Devices, Chunk Size $ch, Layout $lay" "$bad"
+}
+refuse() { # NAME WORDS COMMAND...: fails with one line containing WORDS, nothing written
+    name=$1 words=$2; shift 2
+    msg=$("$@" 2>&1); rc=$?
+    # shellcheck disable=SC2086
+    now=$(sums $all)
+    if [ $rc -ne 0 ] && [ "$(printf '%s\n' "$msg" | wc -l)" -eq 1 ] && printf '%s' "$msg" | grep -q -- "$words" &&
+        [ "$now" = "$before" ]; then t_ok "refused, nothing changed: $name"
+    else t_fail "refused, nothing changed: $name" "rc $rc: $msg"; fi
+}
+
+# ---- 1. refusals -------------------------------------------------------------------------
+d=$t_tmp/r
+new_array "$d" 5 4 64K
+all=$M
+# shellcheck disable=SC2086
+before=$(sums $all)
+# shellcheck disable=SC2086
+refuse "a chunk that does not divide the member size" "not a multiple of the new chunk (2048 KiB)" \
+    $URAID grow $M --chunk 2M
+# shellcheck disable=SC2086
+refuse "a layout RAID-5 has not" "RAID-5 has no layout 'left-symmetric-6'" $URAID grow $M --layout left-symmetric-6
+# shellcheck disable=SC2086
+refuse "a level change not supported" "changing RAID-5 to RAID-0 is not supported" $URAID grow $M --level 0
+# shellcheck disable=SC2086
+refuse "a bad chunk" "bad chunk size '48K'" $URAID grow $M --chunk 48K
+dh=$t_tmp/h
+new_array "$dh" 5 4 64K
+# shellcheck disable=SC2086
+"$T" --data-offset 256 $M || t_fail "set a small data offset"
+all=$M
+# shellcheck disable=SC2086
+before=$(sums $all)
+# shellcheck disable=SC2086
+refuse "too little head room for the larger chunk" "176 sectors free before data_offset 256, 256 needed (one chunk, the larger): 80 sectors missing" \
+    $URAID grow $M --chunk 128K
+
+# ---- 2. restripes -------------------------------------------------------------------------
+# restripe NAME DIR DEVICES CHUNK LAYOUT MEMBERS -- GROW-OPTIONS...
+restripe() {
+    name=$1 dir=$2 devs=$3 ch=$4 lay=$5; shift 5
+    mem=""
+    while [ "$1" != "--" ]; do mem="$mem $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    out=$($URAID grow $M "$@" 2>&1)
+    case "$out" in *"reshape complete: $devs members"*) t_ok "$name: complete ($out)" ;;
+        *) t_fail "$name: complete" "$out" ;; esac
+    # shellcheck disable=SC2086
+    same_data "$name" "$dir" $mem
+    # shellcheck disable=SC2086
+    checks_clean "$name" $mem
+    # shellcheck disable=SC2086
+    examine_geom "$name" "$devs" "$ch" "$lay" $mem
+    # shellcheck disable=SC2086
+    t_mdadm_agrees "$name" $mem
+}
+d=$t_tmp/c1
+new_array "$d" 5 4 64K
+# shellcheck disable=SC2086
+restripe "RAID-5 chunk 64K -> 128K" "$d" 4 128K left-symmetric $M -- --chunk 128K
+# shellcheck disable=SC2086
+before=$(sums $M)
+# shellcheck disable=SC2086
+out=$($URAID grow $M --chunk 128K 2>&1); rc=$?
+# shellcheck disable=SC2086
+if [ $rc = 0 ] && [ "$(sums $M)" = "$before" ] && echo "$out" | grep -q "already has 4 members, chunk 128 KiB.*nothing to do"; then
+    t_ok "the same grow again: nothing to do, nothing written"
+else t_fail "the same grow again: nothing to do, nothing written" "rc $rc: $out"; fi
+d=$t_tmp/c2
+new_array "$d" 5 4 128K
+# shellcheck disable=SC2086
+restripe "RAID-5 chunk 128K -> 32K, left-symmetric -> right-asymmetric" "$d" 4 32K right-asymmetric $M -- \
+    --chunk 32K --layout right-asymmetric
+d=$t_tmp/c3
+new_array "$d" 6 5 64K
+truncate -s 16M "$d/m5.img"
+# shellcheck disable=SC2086
+restripe "RAID-6 5 -> 6 members, chunk 64K -> 256K, layout -> left-symmetric-6" "$d" 6 256K left-symmetric-6 \
+    $M "$d/m5.img" -- --raid-devices 6 --add "$d/m5.img" --chunk 256K --layout left-symmetric-6
+d=$t_tmp/c4
+new_array "$d" 4 4 64K
+# shellcheck disable=SC2086
+restripe "RAID-4 chunk 64K -> 16K" "$d" 4 16K "" $M -- --chunk 16K
+
+# ---- 3. kill -9 in the middle, then the same grow again -----------------------------------
+trials=3
+t_long && trials=12
+t_short_note "3 of 12 kill trials"
+tr=0
+while [ $tr -lt $trials ]; do
+    tr=$((tr + 1))
+    d=$t_tmp/k$tr
+    case $((tr % 3)) in
+        1) new_array "$d" 5 4 64K; opts="--chunk 256K" ;;
+        2) new_array "$d" 5 4 128K; opts="--chunk 32K --layout left-asymmetric" ;;
+        0) new_array "$d" 6 5 64K; opts="--layout right-symmetric --chunk 128K" ;;
+    esac
+    ms=$(awk -v s="$seed" -v t="$tr" 'BEGIN { srand(s + t); print 500 + int(rand() * 2500) }')
+    # shellcheck disable=SC2086
+    $URAID grow $M $opts --member-layer throttle=4M >/dev/null 2>"$d/grow.err" &
+    pid=$!
+    sleep "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')"
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    x=$(mdadm --examine "$d/m0.img" 2>&1)
+    if echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "New Chunksize"; then
+        t_ok "kill trial $tr ($opts): killed after $ms ms: mdadm --examine shows the reshape ($(echo "$x" | sed -n "s/^ *Reshape pos'n : //p"))"
+    else
+        t_fail "kill trial $tr ($opts): killed after $ms ms: mdadm --examine shows the reshape" \
+            "$(echo "$x" | grep -i 'feature\|reshape\|chunk'; cat "$d/grow.err")"
+    fi
+    # shellcheck disable=SC2086
+    got=$($URAID cat $M 2>"$d/cat.err" | sha256sum | cut -d' ' -f1)
+    want=$(sha256sum <"$d/data" | cut -d' ' -f1)
+    [ "$got" = "$want" ] && t_ok "kill trial $tr: uraid cat of the half-restriped array reads the data (both geometries)" ||
+        t_fail "kill trial $tr: uraid cat of the half-restriped array reads the data" "sha $got, want $want: $(cat "$d/cat.err")"
+    # shellcheck disable=SC2086
+    out=$($URAID grow $M $opts 2>&1)
+    case "$out" in *"reshape carried on and complete"*) t_ok "kill trial $tr: the same grow again carries on and completes" ;;
+        *) t_fail "kill trial $tr: the same grow again carries on and completes" "$out" ;; esac
+    # shellcheck disable=SC2086
+    same_data "kill trial $tr" "$d" $M
+    # shellcheck disable=SC2086
+    checks_clean "kill trial $tr" $M
+done
+t_finish
