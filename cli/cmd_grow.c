@@ -241,6 +241,15 @@ static int run_reshape(struct grow_args *g)
         cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
+    if (res.appended == 3) {
+        printf("uraid: RAID-6: %d members (the RAID-5 taken over, its data and P in place), Q %srecovered onto the new "
+               "member\n", res.raid_devices, res.resumed ? "(a recovery carried on) " : "");
+        return 0;
+    }
+    if (res.appended == 4) {
+        printf("uraid: RAID-5: %d members (the RAID-6 taken over), the Q member is a spare now\n", res.raid_devices);
+        return 0;
+    }
     if (res.appended == 2) {
         printf("uraid: RAID-1: %d mirrors, the new ones %srecovered from the others\n", res.raid_devices,
                res.resumed ? "(a recovery carried on) " : "");

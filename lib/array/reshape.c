@@ -33,8 +33,8 @@
 /* md's super_1_allow_new_offset: new data must start 36 KiB past the superblock */
 #define MD_NEW_OFFSET_MIN_FROM_SB 72u
 
-static int say(struct grow *gr, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(struct grow *gr, int rc, const char *fmt, ...)
+#define say grow_say
+int grow_say(struct grow *gr, int rc, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -76,7 +76,8 @@ static void merge(struct md_sb *dst, const struct md_sb *t)
 /* Every member's superblock from the template, events + 1: the fresh (new)
  * members first with an empty bad-block log, flushed, then the others, so
  * no old member names a reshape whose new members have no superblock. */
-static int write_all(struct grow *gr)
+#define write_all grow_write_all
+int grow_write_all(struct grow *gr)
 {
     gr->tmpl.events++;
     gr->tmpl.utime = (uint64_t)time(NULL);
@@ -98,6 +99,15 @@ static int write_all(struct grow *gr)
     return 0;
 }
 
+int grow_write_one(struct grow *gr, int i)
+{
+    merge(&gr->sb[i], &gr->tmpl);
+    int rc = write_sb(gr->dev[i], &gr->sb[i]);
+    if (rc)
+        return say(gr, rc, "member %s: cannot write its superblock: %s", gr->name[i], uraid_strerror(rc));
+    return 0;
+}
+
 int grow_checkpoint(struct grow *gr, uint64_t ckpt)
 {
     /* the data below ckpt must be on every disk before any superblock says so */
@@ -107,6 +117,10 @@ int grow_checkpoint(struct grow *gr, uint64_t ckpt)
             return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
     }
     gr->tmpl.reshape_position = ckpt;
+    /* a member not in sync (RAID-5 -> 6: the new one) is below ckpt: md's reshape_request moves its recovery_offset */
+    for (int i = 0; i < gr->n; i++)
+        if (gr->recovering[i])
+            gr->sb[i].recovery_offset = ckpt / reshape_stripe_data(&gr->g) * gr->g.unit;
     int rc = write_all(gr);
     if (rc == 0)
         gr->ckpt = ckpt;
@@ -278,8 +292,8 @@ static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
 }
 
 /* The new members' superblocks, the template's reshape fields, the geometry
- * (to: the new one, from target()). */
-static int plan_start(struct grow *gr, int nold, const struct layout_geom *to)
+ * (from: the array's, or its RAID-6 takeover's; to: the new one). */
+int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int N = to->raid_disks;
@@ -294,17 +308,18 @@ static int plan_start(struct grow *gr, int nold, const struct layout_geom *to)
             room = reshape_headroom(&gr->sb[i]);
     uint64_t shift = reshape_choose_shift(room, unit);
     if (!shift)
-        return say(gr, -ENOSPC, "too little head room before the data to restripe without a backup file: %llu "
-                   "sectors free before data_offset %llu, %u needed (one chunk, the larger): %llu sectors missing",
+        return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu "
+                   "sectors free before data_offset %llu, %u needed (one chunk): %llu sectors missing",
                    (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(unit),
                    (unsigned long long)(reshape_min_shift(unit) - room));
-    struct layout_geom from = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
     char gwhy[200];
-    if (reshape_geom_init(&gr->g, &from, to, R->size, shift, gwhy, sizeof gwhy))
+    if (reshape_geom_init(&gr->g, from, to, R->size, shift, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "%s", gwhy);
     gr->tmpl = *R;
+    gr->tmpl.level = from->level;
+    gr->tmpl.layout = (uint32_t)from->layout;
     gr->tmpl.raid_disks = (uint32_t)N;
-    gr->tmpl.delta_disks = N - nold;
+    gr->tmpl.delta_disks = N - from->raid_disks;
     gr->tmpl.new_level = (uint32_t)to->level;
     gr->tmpl.new_layout = (uint32_t)to->layout;
     gr->tmpl.new_chunk = to->chunk_sectors;
@@ -312,15 +327,19 @@ static int plan_start(struct grow *gr, int nold, const struct layout_geom *to)
     gr->tmpl.reshape_position = 0;
     gr->tmpl.feature_map = (R->feature_map & ~RESHAPE_BITS) | MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
     for (int i = nold; i < gr->n; i++) {
-        uint32_t dn = 0;
-        int rc = new_dev_number(gr, &dn);
-        if (rc == 0)
-            rc = new_member_sb(gr, i, dn, i); /* the added members take slots nold.. in order */
+        int rc = grow_new_member(gr, i, i); /* the added members take slots nold.. in order */
         if (rc)
             return rc;
     }
     gr->old_off = R->data_offset;
     return 0;
+}
+
+int grow_new_member(struct grow *gr, int i, int slot)
+{
+    uint32_t dn = 0;
+    int rc = new_dev_number(gr, &dn);
+    return rc ? rc : new_member_sb(gr, i, dn, slot);
 }
 
 /* Linear gains members as md's linear_add does: appended after the last,
@@ -385,7 +404,13 @@ static int plan_resume(struct grow *gr, int N)
                    nold, R->raid_disks, R->level, R->new_level,
                    R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS ? ", backwards" : "");
     const struct uraid_grow_params *p = gr->p;
-    if ((p->chunk_sectors && p->chunk_sectors != R->new_chunk) || (p->level_set && p->level != (int)R->new_level) ||
+    /* RAID-6 -> RAID-5 goes through a restripe to the -6 layout: the same --level 5 again carries it on */
+    gr->drop_q = p->level_set && p->level == 5 && R->new_level == 6 && layout_from_6((int)R->new_layout) >= 0 &&
+                 (!N || N == (int)R->raid_disks - 1);
+    if (gr->drop_q)
+        N = 0;
+    if ((p->chunk_sectors && p->chunk_sectors != R->new_chunk) ||
+        (p->level_set && p->level != (int)R->new_level && !gr->drop_q) ||
         (p->layout && layout_from_name((int)R->new_level, p->layout) != (int)R->new_layout))
         return say(gr, -EBUSY, "a reshape to chunk %u KiB, layout %s is already in progress (at array sector %llu): "
                    "give the same options again or use --continue", R->new_chunk / 2,
@@ -423,6 +448,7 @@ static int plan_resume(struct grow *gr, int N)
                        "%llu)", gr->name[i], (unsigned long long)sb->events, (unsigned long long)R->events);
         seen[role] = 1;
         gr->at[role] = i;
+        gr->recovering[i] = !!(sb->feature_map & MD_FEATURE_RECOVERY_OFFSET);
     }
     for (int s = nold, f = 0; s < (int)R->raid_disks && f < nfill; s++)
         for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
@@ -514,8 +540,12 @@ static int finish(struct grow *gr)
         struct md_sb *sb = &gr->sb[gr->at[s]];
         sb->data_offset = gr->old_off - gr->g.shift;
         sb->data_size += gr->g.shift;
+        /* every new stripe was written whole, on every member */
+        sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+        sb->recovery_offset = 0;
     }
-    return write_all(gr);
+    int rc = write_all(gr);
+    return rc == 0 && gr->drop_q ? grow_drop_q(gr) : rc;
 }
 
 /* The geometry asked for: the array's with the member count, chunk and
@@ -560,9 +590,19 @@ static int start(struct grow *gr, int nmembers)
     int recovering = 0;
     for (int i = 0; i < gr->n && done; i++)
         recovering |= same_array(gr, i) && (gr->sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET);
-    if (done && R->level == 1 && recovering) {
-        gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' recovery */
+    if (done && recovering && (R->level == 1 || (R->level == 6 && gr->p->level_set))) {
+        gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' (or Q's) recovery */
         return 0;
+    }
+    if (gr->p->level_set && gr->p->level != R->level && (R->level == 5 || R->level == 6)) {
+        int nold = nmembers, N6 = gr->p->raid_devices ? gr->p->raid_devices
+                                                      : (int)R->raid_disks + (gr->p->level == 6 ? 1 : -1);
+        int rc = check_old(gr, nold);
+        if (rc == 0 && N6 > (int)R->raid_disks)
+            rc = check_added(gr, nold, N6);
+        if (rc == 0)
+            rc = grow_plan_level(gr, nold, N6);
+        return rc ? rc : gr->appended == 4 ? 0 : write_all(gr);
     }
     struct layout_geom to;
     if (done && !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set)
@@ -578,7 +618,10 @@ static int start(struct grow *gr, int nmembers)
     if (rc == 0)
         rc = check_added(gr, nmembers, N);
     if (rc == 0)
-        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1 ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, &to);
+        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1
+                 ? plan_linear(gr, nmembers, N)
+                 : grow_plan_restripe(gr, nmembers, &(struct layout_geom){R->level, (int)R->layout, (int)R->raid_disks,
+                                                                          R->chunksize}, &to);
     return rc ? rc : write_all(gr);
 }
 
@@ -615,13 +658,20 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     if (rc == 0 && !active && !ended)
         rc = start(gr, nmembers);
     if (rc == 0 && gr->resumed_mirrors) {
+        const struct md_sb *R = &gr->sb[gr->ref];
         r.resumed = 1;
-        r.appended = gr->appended = 2;
-        r.raid_devices = (int)gr->sb[gr->ref].raid_disks;
-        r.from_sectors = r.to_sectors = gr->sb[gr->ref].size;
+        r.appended = gr->appended = R->level == 1 ? 2 : 3;
+        r.raid_devices = (int)R->raid_disks;
+        r.from_sectors = r.to_sectors = R->size * (uint64_t)(R->level == 1 ? 1 : R->raid_disks - 2);
         ended = 1;
     }
-    if (rc == 0 && gr->appended && !gr->resumed_mirrors) {
+    if (rc == 0 && gr->appended >= 3 && !gr->resumed_mirrors) {
+        int k = (int)gr->tmpl.raid_disks - (gr->appended == 3 ? 2 : 1); /* data members stay */
+        r.from_sectors = r.to_sectors = gr->tmpl.size * (uint64_t)k;
+        r.raid_devices = (int)gr->tmpl.raid_disks;
+        r.appended = gr->appended;
+        ended = 1;
+    } else if (rc == 0 && gr->appended && !gr->resumed_mirrors) {
         for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
             r.to_sectors += gr->sb[gr->at[s]].data_size;
             if (s < nmembers)
@@ -643,12 +693,14 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         rc = grow_copy(gr);
         if (rc == 0)
             rc = finish(gr);
+        if (rc == 0 && gr->drop_q)
+            r.raid_devices--;
     }
     for (int i = 0; i < gr->n; i++) {
         member_close(gr->dev[i]);
         gr->dev[i] = NULL;
     }
-    if (rc == 0 && gr->appended == 2)
+    if (rc == 0 && (gr->appended == 2 || gr->appended == 3))
         rc = recover_mirrors(gr, why, whylen);
     if (res)
         *res = r;

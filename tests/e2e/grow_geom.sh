@@ -106,7 +106,7 @@ all=$M
 # shellcheck disable=SC2086
 before=$(sums $all)
 # shellcheck disable=SC2086
-refuse "too little head room for the larger chunk" "176 sectors free before data_offset 256, 256 needed (one chunk, the larger): 80 sectors missing" \
+refuse "too little head room for the larger chunk" "176 sectors free before data_offset 256, 256 needed (one chunk): 80 sectors missing" \
     $URAID grow $M --chunk 128K
 
 # ---- 2. restripes -------------------------------------------------------------------------
