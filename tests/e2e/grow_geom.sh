@@ -16,7 +16,13 @@
 #      (the seed is printed): mdadm --examine shows New Chunksize, uraid cat
 #      reads every byte of the half-restriped array (both geometries), the
 #      same grow again finishes it with every byte intact (3 trials; 12 with
-#      URAID_TEST_LONG=1).
+#      URAID_TEST_LONG=1);
+#   4. --level: RAID-5 4 -> RAID-6 5 (restriped to left-symmetric, and taken
+#      over as left-symmetric-6 with --layout preserve, Q recovered), RAID-6
+#      5 -> RAID-5 4 (restriped to left-symmetric-6 first, and the takeover
+#      alone), the Q member a spare after; refusals (RAID-5 -> 6 without one
+#      new member, RAID-6 -> 5 with one, RAID-1 -> 5, RAID-5 -> 0); kill -9
+#      in the middle of each restripe and the same grow again.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 T=build/tests/test_reshape_geom
@@ -197,5 +203,138 @@ while [ $tr -lt $trials ]; do
     same_data "kill trial $tr" "$d" $M
     # shellcheck disable=SC2086
     checks_clean "kill trial $tr" $M
+done
+
+# ---- 4. --level ----------------------------------------------------------------------------
+examine_level() { # NAME LEVEL DEVICES LAYOUT MEMBER...
+    name=$1 lvl=$2 devs=$3 lay=$4; shift 4
+    bad=""
+    for m in "$@"; do
+        x=$(mdadm --examine "$m" 2>&1)
+        echo "$x" | grep -q "^ *Raid Level : raid$lvl\$" || bad="$bad [$m: $(echo "$x" | grep 'Raid Level')]"
+        echo "$x" | grep -q "^ *Raid Devices : $devs\$" || bad="$bad [$m: Raid Devices]"
+        echo "$x" | grep -q "^ *Layout : $lay\$" || bad="$bad [$m: $(echo "$x" | grep 'Layout')]"
+        echo "$x" | grep -q "Reshape\|Delta Devices\|New Offset\|New Layout\|Recovery Offset" && bad="$bad [$m: a reshape line]"
+        echo "$x" | grep -q "Checksum : .* - correct" || bad="$bad [$m: checksum]"
+    done
+    [ -z "$bad" ] && t_ok "$name: mdadm --examine: raid$lvl, $devs Raid Devices, Layout $lay, no Reshape or Recovery line" ||
+        t_fail "$name: mdadm --examine: raid$lvl, $devs devices, $lay" "$bad"
+}
+is_spare() { # NAME MEMBER
+    mdadm --examine "$2" 2>&1 | grep -q "Device Role : spare" && t_ok "$1: the Q member is a spare now" ||
+        t_fail "$1: the Q member is a spare now" "$(mdadm --examine "$2" 2>&1 | grep -E 'Role|Level')"
+}
+d=$t_tmp/lr
+new_array "$d" 5 4 64K
+truncate -s 16M "$d/m4.img" "$d/m5.img"
+all="$M $d/m4.img $d/m5.img"
+# shellcheck disable=SC2086
+before=$(sums $all)
+# shellcheck disable=SC2086
+refuse "RAID-5 -> 6 without a new member" "needs 1 new member (--add), 0 given" $URAID grow $M --level 6
+# shellcheck disable=SC2086
+refuse "RAID-5 -> 6 with two new members" "md turns a RAID-5 of 4 members into a RAID-6 of 5" \
+    $URAID grow $M --level 6 --raid-devices 6 --add "$d/m4.img" "$d/m5.img"
+# shellcheck disable=SC2086
+refuse "RAID-5 -> 6 in a layout RAID-6 has not" "RAID-6 has no layout 'sideways'" \
+    $URAID grow $M --level 6 --raid-devices 5 --add "$d/m4.img" --layout sideways
+d1=$t_tmp/l1
+new_array "$d1" 1 2 64K
+all=$M
+# shellcheck disable=SC2086
+before=$(sums $all)
+# shellcheck disable=SC2086
+refuse "RAID-1 -> RAID-5" "RAID-1 has no chunk or layout to change here" $URAID grow $M --level 5
+d6=$t_tmp/l6r
+new_array "$d6" 6 5 64K
+truncate -s 16M "$d6/new.img"
+all="$M $d6/new.img"
+# shellcheck disable=SC2086
+before=$(sums $all)
+# shellcheck disable=SC2086
+refuse "RAID-6 -> 5 with a new member" "md turns a RAID-6 of 5 members into a RAID-5 of 4" \
+    $URAID grow $M --level 5 --raid-devices 5 --add "$d6/new.img"
+
+# level NAME DIR OUT-WORDS LEVEL DEVICES LAYOUT MEMBERS -- GROW-OPTIONS...
+level() {
+    name=$1 dir=$2 words=$3 lvl=$4 devs=$5 lay=$6; shift 6
+    mem=""
+    while [ "$1" != "--" ]; do mem="$mem $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    out=$($URAID grow $M "$@" 2>&1)
+    case "$out" in *"$words"*) t_ok "$name: done ($(echo "$out" | tail -1))" ;; *) t_fail "$name: done" "$out" ;; esac
+    # shellcheck disable=SC2086
+    same_data "$name" "$dir" $mem
+    # shellcheck disable=SC2086
+    checks_clean "$name" $mem
+    # shellcheck disable=SC2086
+    examine_level "$name" "$lvl" "$devs" "$lay" $mem
+}
+d=$t_tmp/l56
+new_array "$d" 5 4 64K
+truncate -s 16M "$d/m4.img"
+# shellcheck disable=SC2086
+level "RAID-5 4 -> RAID-6 5, restriped" "$d" "reshape complete: 5 members" 6 5 left-symmetric $M "$d/m4.img" -- \
+    --level 6 --raid-devices 5 --add "$d/m4.img"
+M6="$M $d/m4.img"
+# shellcheck disable=SC2086
+before=$(sums $M6)
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 6 --raid-devices 5 --add "$d/m4.img" 2>&1); rc=$?
+# shellcheck disable=SC2086
+[ $rc = 0 ] && [ "$(sums $M6)" = "$before" ] && echo "$out" | grep -q "nothing to do" &&
+    t_ok "RAID-5 -> 6: the same grow again: nothing to do, nothing written" ||
+    t_fail "RAID-5 -> 6: the same grow again: nothing to do, nothing written" "rc $rc: $out"
+M=$M6
+# shellcheck disable=SC2086
+level "RAID-6 5 -> RAID-5 4, restriped to left-symmetric-6 first" "$d" "reshape complete: 4 members" 5 4 left-symmetric \
+    $d/m0.img $d/m1.img $d/m2.img $d/m3.img -- --level 5
+is_spare "RAID-6 -> 5" "$d/m4.img"
+d=$t_tmp/lt
+new_array "$d" 5 4 64K
+truncate -s 16M "$d/m4.img"
+# shellcheck disable=SC2086
+level "RAID-5 4 -> RAID-6 5, taken over (--layout preserve)" "$d" "Q recovered onto the new member" 6 5 \
+    left-symmetric-6 $M "$d/m4.img" -- --level 6 --raid-devices 5 --add "$d/m4.img" --layout preserve
+M="$M $d/m4.img"
+# shellcheck disable=SC2086
+level "RAID-6 5 (left-symmetric-6) -> RAID-5 4, taken over" "$d" "the Q member is a spare now" 5 4 left-symmetric \
+    $d/m0.img $d/m1.img $d/m2.img $d/m3.img -- --level 5
+is_spare "RAID-6 -> 5 taken over" "$d/m4.img"
+
+ltrials=2
+t_long && ltrials=8
+tr=0
+while [ $tr -lt $ltrials ]; do
+    tr=$((tr + 1))
+    d=$t_tmp/lk$tr
+    new_array "$d" 5 4 64K
+    truncate -s 16M "$d/m4.img"
+    M4=$M M5="$M $d/m4.img"
+    for step in 6 5; do
+        if [ $step = 6 ]; then M=$M4; opts="--level 6 --raid-devices 5 --add $d/m4.img"; mem=$M5
+        else M=$M5; opts="--level 5"; mem=$M4; fi
+        ms=$(awk -v s="$seed" -v t="$tr$step" 'BEGIN { srand(s + t); print 500 + int(rand() * 2000) }')
+        # shellcheck disable=SC2086
+        $URAID grow $M $opts --member-layer throttle=4M >/dev/null 2>"$d/grow.err" &
+        pid=$!
+        sleep "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')"
+        kill -9 $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        x=$(mdadm --examine "$d/m0.img" 2>&1)
+        echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "New Layout" &&
+            t_ok "level kill trial $tr, -> RAID-$step: killed after $ms ms, mdadm --examine shows the reshape" ||
+            t_fail "level kill trial $tr, -> RAID-$step: killed after $ms ms, mdadm --examine shows the reshape" \
+                "$(echo "$x" | grep -i 'level\|reshape\|layout'; cat "$d/grow.err")"
+        # shellcheck disable=SC2086
+        out=$($URAID grow $M $opts 2>&1)
+        case "$out" in *"reshape carried on and complete"*) t_ok "level kill trial $tr, -> RAID-$step: the same grow again completes" ;;
+            *) t_fail "level kill trial $tr, -> RAID-$step: the same grow again completes" "$out" ;; esac
+        # shellcheck disable=SC2086
+        same_data "level kill trial $tr, -> RAID-$step" "$d" $mem
+        # shellcheck disable=SC2086
+        checks_clean "level kill trial $tr, -> RAID-$step" $mem
+    done
 done
 t_finish
