@@ -242,12 +242,13 @@ static int run_reshape(struct grow_args *g)
         return 1;
     }
     if (res.appended == 3) {
-        printf("uraid: RAID-6: %d members (the RAID-5 taken over, its data and P in place), Q %srecovered onto the new "
-               "member\n", res.raid_devices, res.resumed ? "(a recovery carried on) " : "");
+        printf("uraid: RAID-%d: %d members (taken over, the data in place), %s %srecovered onto the new member\n",
+               res.level, res.raid_devices, res.level == 6 ? "Q" : "parity", res.resumed ? "(a recovery carried on) " : "");
         return 0;
     }
     if (res.appended == 4) {
-        printf("uraid: RAID-5: %d members (the RAID-6 taken over), the Q member is a spare now\n", res.raid_devices);
+        printf("uraid: RAID-%d: %d members (the RAID-%d taken over, nothing moved)%s\n", res.level, res.raid_devices,
+               res.from_level, res.from_level == 6 ? ", the Q member is a spare now" : "");
         return 0;
     }
     if (res.appended == 2) {
@@ -260,8 +261,11 @@ static int run_reshape(struct grow_args *g)
                res.raid_devices, (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2));
         return 0;
     }
-    printf("uraid: reshape %s: %d members, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
-           res.resumed ? "carried on and complete" : "complete", res.raid_devices,
+    char lv[64] = "";
+    if (res.level != res.from_level)
+        snprintf(lv, sizeof lv, " (RAID-%d now)", res.level);
+    printf("uraid: reshape %s: %d members%s, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
+           res.resumed ? "carried on and complete" : "complete", res.raid_devices, lv,
            (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2),
            (unsigned long long)res.shift);
     return 0;

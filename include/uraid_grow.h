@@ -43,7 +43,10 @@ struct uraid_grow_result {
     uint64_t shift;          /* sectors data_offset moved down */
     int raid_devices;
     int appended;            /* 1: linear, the new members appended; 2: RAID-1, the new mirrors
-                              * recovered; nothing restriped either way */
+                              * recovered; nothing restriped either way; 3: a level taken over
+                              * (--level), the new member recovered (RAID-5 -> 6 with Q, RAID-0
+                              * -> 4/5 with P); 4: a level taken over, nothing to recover */
+    int from_level, level;   /* the levels before and after */
 };
 
 /* Grows the array of `members` (every member, any order) by the `added`

@@ -193,7 +193,7 @@ static int check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
-    if (!linear && (R->level < 4 || R->level > 6))
+    if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0))
         return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
                    "members (--raid-devices N --add NEW...)", level_text(R->level));
     /* 1.0 and 0.90 keep no room before the data (md grows them with a
@@ -407,10 +407,11 @@ static int plan_resume(struct grow *gr, int N)
     /* RAID-6 -> RAID-5 goes through a restripe to the -6 layout: the same --level 5 again carries it on */
     gr->drop_q = p->level_set && p->level == 5 && R->new_level == 6 && layout_from_6((int)R->new_layout) >= 0 &&
                  (!N || N == (int)R->raid_disks - 1);
+    gr->to_raid4 = p->level_set && p->level == 4 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST;
     if (gr->drop_q)
         N = 0;
     if ((p->chunk_sectors && p->chunk_sectors != R->new_chunk) ||
-        (p->level_set && p->level != (int)R->new_level && !gr->drop_q) ||
+        (p->level_set && p->level != (int)R->new_level && !gr->drop_q && !gr->to_raid4) ||
         (p->layout && layout_from_name((int)R->new_level, p->layout) != (int)R->new_layout))
         return say(gr, -EBUSY, "a reshape to chunk %u KiB, layout %s is already in progress (at array sector %llu): "
                    "give the same options again or use --continue", R->new_chunk / 2,
@@ -545,7 +546,9 @@ static int finish(struct grow *gr)
         sb->recovery_offset = 0;
     }
     int rc = write_all(gr);
-    return rc == 0 && gr->drop_q ? grow_drop_q(gr) : rc;
+    if (rc == 0 && gr->drop_q)
+        return grow_drop_q(gr);
+    return rc == 0 && gr->to_raid4 ? grow_to_raid4(gr) : rc;
 }
 
 /* The geometry asked for: the array's with the member count, chunk and
@@ -590,19 +593,20 @@ static int start(struct grow *gr, int nmembers)
     int recovering = 0;
     for (int i = 0; i < gr->n && done; i++)
         recovering |= same_array(gr, i) && (gr->sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET);
-    if (done && recovering && (R->level == 1 || (R->level == 6 && gr->p->level_set))) {
+    if (done && recovering && (R->level == 1 || gr->p->level_set)) {
         gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' (or Q's) recovery */
         return 0;
     }
-    if (gr->p->level_set && gr->p->level != R->level && (R->level == 5 || R->level == 6)) {
-        int nold = nmembers, N6 = gr->p->raid_devices ? gr->p->raid_devices
-                                                      : (int)R->raid_disks + (gr->p->level == 6 ? 1 : -1);
+    if (gr->p->level_set && gr->p->level != R->level && R->level >= 0 && R->level <= 6) {
+        int want = gr->p->level, more = (R->level == 5 && want == 6) || R->level == 0;
+        int nold = nmembers, NL = gr->p->raid_devices ? gr->p->raid_devices
+                                                      : (int)R->raid_disks + (more ? 1 : R->level == 6 && want == 5 ? -1 : 0);
         int rc = check_old(gr, nold);
-        if (rc == 0 && N6 > (int)R->raid_disks)
-            rc = check_added(gr, nold, N6);
+        if (rc == 0 && NL > (int)R->raid_disks)
+            rc = check_added(gr, nold, NL);
         if (rc == 0)
-            rc = grow_plan_level(gr, nold, N6);
-        return rc ? rc : gr->appended == 4 ? 0 : write_all(gr);
+            rc = grow_plan_level(gr, nold, NL);
+        return rc || gr->written ? rc : write_all(gr);
     }
     struct layout_geom to;
     if (done && !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set)
@@ -649,6 +653,7 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     int active = 0, ended = 0;
     if (rc == 0) {
         pick_ref(gr);
+        r.from_level = gr->sb[gr->ref].level;
         active = !!(gr->sb[gr->ref].feature_map & MD_FEATURE_RESHAPE_ACTIVE);
         rc = active ? plan_resume(gr, gr->p->raid_devices) : finish_interrupted(gr, &ended, &r);
         /* carrying on: every member records the same position before anything moves */
@@ -660,15 +665,17 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     if (rc == 0 && gr->resumed_mirrors) {
         const struct md_sb *R = &gr->sb[gr->ref];
         r.resumed = 1;
+        struct layout_geom lg = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
         r.appended = gr->appended = R->level == 1 ? 2 : 3;
         r.raid_devices = (int)R->raid_disks;
-        r.from_sectors = r.to_sectors = R->size * (uint64_t)(R->level == 1 ? 1 : R->raid_disks - 2);
+        r.from_sectors = r.to_sectors = R->size * (uint64_t)layout_data_disks(&lg);
         ended = 1;
     }
     if (rc == 0 && gr->appended >= 3 && !gr->resumed_mirrors) {
-        int k = (int)gr->tmpl.raid_disks - (gr->appended == 3 ? 2 : 1); /* data members stay */
-        r.from_sectors = r.to_sectors = gr->tmpl.size * (uint64_t)k;
-        r.raid_devices = (int)gr->tmpl.raid_disks;
+        const struct md_sb *T = &gr->tmpl;
+        struct layout_geom lg = {T->level, (int)T->layout, (int)T->raid_disks, T->chunksize};
+        r.from_sectors = r.to_sectors = T->size * (uint64_t)layout_data_disks(&lg); /* no data moved */
+        r.raid_devices = (int)T->raid_disks;
         r.appended = gr->appended;
         ended = 1;
     } else if (rc == 0 && gr->appended && !gr->resumed_mirrors) {
@@ -695,6 +702,7 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
             rc = finish(gr);
         if (rc == 0 && gr->drop_q)
             r.raid_devices--;
+
     }
     for (int i = 0; i < gr->n; i++) {
         member_close(gr->dev[i]);
@@ -702,8 +710,10 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     }
     if (rc == 0 && (gr->appended == 2 || gr->appended == 3))
         rc = recover_mirrors(gr, why, whylen);
-    if (res)
+    if (res) {
+        r.level = gr->tmpl.level;
         *res = r;
+    }
     free(gr);
     return rc;
 }

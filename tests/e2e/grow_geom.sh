@@ -21,8 +21,13 @@
 #      over as left-symmetric-6 with --layout preserve, Q recovered), RAID-6
 #      5 -> RAID-5 4 (restriped to left-symmetric-6 first, and the takeover
 #      alone), the Q member a spare after; refusals (RAID-5 -> 6 without one
-#      new member, RAID-6 -> 5 with one, RAID-1 -> 5, RAID-5 -> 0); kill -9
-#      in the middle of each restripe and the same grow again.
+#      new member, RAID-6 -> 5 with one, RAID-1 of 3 -> 5, RAID-5 -> 0); kill -9
+#      in the middle of each restripe and the same grow again;
+#   5. RAID-4 <-> RAID-5 (parity-last taken over both ways; left-symmetric
+#      restriped), RAID-1 of 2 <-> RAID-5 of 2 (the superblocks alone), RAID-0
+#      of 3 -> RAID-5 and RAID-4 of 4 (parity recovered onto the new member,
+#      a kill -9 in that recovery and the same grow again); refusals: RAID-0
+#      of unequal members, RAID-0 -> 5 without a new member.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 T=build/tests/test_reshape_geom
@@ -102,6 +107,8 @@ refuse "a chunk that does not divide the member size" "not a multiple of the new
 refuse "a layout RAID-5 has not" "RAID-5 has no layout 'left-symmetric-6'" $URAID grow $M --layout left-symmetric-6
 # shellcheck disable=SC2086
 refuse "a level change not supported" "changing RAID-5 to RAID-0 is not supported" $URAID grow $M --level 0
+# shellcheck disable=SC2086
+refuse "a level md has not" "changing RAID-5 to RAID-7 is not supported" $URAID grow $M --level 7
 # shellcheck disable=SC2086
 refuse "a bad chunk" "bad chunk size '48K'" $URAID grow $M --chunk 48K
 dh=$t_tmp/h
@@ -213,11 +220,11 @@ examine_level() { # NAME LEVEL DEVICES LAYOUT MEMBER...
         x=$(mdadm --examine "$m" 2>&1)
         echo "$x" | grep -q "^ *Raid Level : raid$lvl\$" || bad="$bad [$m: $(echo "$x" | grep 'Raid Level')]"
         echo "$x" | grep -q "^ *Raid Devices : $devs\$" || bad="$bad [$m: Raid Devices]"
-        echo "$x" | grep -q "^ *Layout : $lay\$" || bad="$bad [$m: $(echo "$x" | grep 'Layout')]"
+        [ -z "$lay" ] || echo "$x" | grep -q "^ *Layout : $lay\$" || bad="$bad [$m: $(echo "$x" | grep 'Layout')]"
         echo "$x" | grep -q "Reshape\|Delta Devices\|New Offset\|New Layout\|Recovery Offset" && bad="$bad [$m: a reshape line]"
         echo "$x" | grep -q "Checksum : .* - correct" || bad="$bad [$m: checksum]"
     done
-    [ -z "$bad" ] && t_ok "$name: mdadm --examine: raid$lvl, $devs Raid Devices, Layout $lay, no Reshape or Recovery line" ||
+    [ -z "$bad" ] && t_ok "$name: mdadm --examine: raid$lvl, $devs Raid Devices${lay:+, Layout $lay}, no Reshape or Recovery line" ||
         t_fail "$name: mdadm --examine: raid$lvl, $devs devices, $lay" "$bad"
 }
 is_spare() { # NAME MEMBER
@@ -244,7 +251,14 @@ all=$M
 # shellcheck disable=SC2086
 before=$(sums $all)
 # shellcheck disable=SC2086
-refuse "RAID-1 -> RAID-5" "RAID-1 has no chunk or layout to change here" $URAID grow $M --level 5
+refuse "RAID-1 -> RAID-0" "changing RAID-1 to RAID-0 is not supported" $URAID grow $M --level 0
+d1=$t_tmp/l13
+new_array "$d1" 1 3 64K
+all=$M
+# shellcheck disable=SC2086
+before=$(sums $all)
+# shellcheck disable=SC2086
+refuse "RAID-1 of 3 -> RAID-5" "with 2 members only (the array has 3)" $URAID grow $M --level 5
 d6=$t_tmp/l6r
 new_array "$d6" 6 5 64K
 truncate -s 16M "$d6/new.img"
@@ -336,5 +350,71 @@ while [ $tr -lt $ltrials ]; do
         # shellcheck disable=SC2086
         checks_clean "level kill trial $tr, -> RAID-$step" $mem
     done
+done
+
+# ---- 5. RAID-4 <-> 5, RAID-1 <-> 5, RAID-0 -> 4/5 ------------------------------------------
+d=$t_tmp/l45
+new_array "$d" 4 4 64K
+# shellcheck disable=SC2086
+level "RAID-4 -> RAID-5, taken over" "$d" "the RAID-4 taken over, nothing moved" 5 4 parity-last $M -- --level 5
+# shellcheck disable=SC2086
+level "RAID-5 (parity-last) -> RAID-4, taken over" "$d" "the RAID-5 taken over, nothing moved" 4 4 "" $M -- --level 4
+# shellcheck disable=SC2086
+level "RAID-4 -> RAID-5 left-symmetric, restriped" "$d" "reshape complete: 4 members (RAID-5 now)" 5 4 \
+    left-symmetric $M -- --level 5 --layout left-symmetric
+# shellcheck disable=SC2086
+level "RAID-5 left-symmetric -> RAID-4, restriped to parity-last first" "$d" "reshape complete: 4 members (RAID-4 now)" \
+    4 4 "" $M -- --level 4
+d=$t_tmp/l15
+new_array "$d" 1 2 64K
+# shellcheck disable=SC2086
+level "RAID-1 of 2 -> RAID-5 of 2" "$d" "the RAID-1 taken over, nothing moved" 5 2 left-symmetric $M -- --level 5
+# shellcheck disable=SC2086
+level "RAID-5 of 2 -> RAID-1 of 2" "$d" "the RAID-5 taken over, nothing moved" 1 2 "" $M -- --level 1
+d=$t_tmp/l0r
+rm -rf "$d"; mkdir -p "$d"
+truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/new.img"; truncate -s 24M "$d/m2.img"
+$URAID create --level 0 --raid-devices 3 --chunk 64K "$d/m0.img" "$d/m1.img" "$d/m2.img" >/dev/null 2>&1 ||
+    t_fail "create a RAID-0 of unequal members"
+all="$d/m0.img $d/m1.img $d/m2.img $d/new.img"
+# shellcheck disable=SC2086
+before=$(sums $all)
+refuse "RAID-0 of unequal members -> RAID-5" "md takes only a RAID-0 of equal members (one zone) over" \
+    $URAID grow "$d/m0.img" "$d/m1.img" "$d/m2.img" --level 5 --raid-devices 4 --add "$d/new.img"
+refuse "RAID-0 -> RAID-5 without a new member" "needs 1 new member (--add), 0 given" \
+    $URAID grow "$d/m0.img" "$d/m1.img" "$d/m2.img" --level 5
+for lv in 5 4; do
+    d=$t_tmp/l0$lv
+    rm -rf "$d"; mkdir -p "$d"
+    M="" i=0
+    while [ $i -lt 3 ]; do truncate -s 16M "$d/m$i.img"; M="$M $d/m$i.img"; i=$((i + 1)); done
+    truncate -s 16M "$d/m3.img"
+    # shellcheck disable=SC2086
+    $URAID create --level 0 --raid-devices 3 --chunk 64K $M >/dev/null 2>&1 || t_fail "create RAID-0 in $d"
+    # shellcheck disable=SC2086
+    SZ=$(($($URAID detail $M | awk '/Array Size/ {print $4; exit}') * 1024))
+    head -c "$SZ" /dev/urandom >"$d/data"
+    # shellcheck disable=SC2086
+    $URAID write $M <"$d/data" || t_fail "write the data in $d"
+    lay=parity-last
+    [ $lv = 4 ] && lay=""
+    if [ $lv = 5 ]; then
+        # a kill -9 in the parity's recovery, then the same grow again
+        # shellcheck disable=SC2086
+        $URAID grow $M --level 5 --raid-devices 4 --add "$d/m3.img" --member-layer throttle=4M >/dev/null 2>&1 &
+        gp=$!
+        n=0; while ! mdadm --examine "$d/m3.img" 2>/dev/null | grep -q "Recovery Offset" && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+        sleep 0.5
+        kill -9 $gp 2>/dev/null; wait $gp 2>/dev/null
+        mdadm --examine "$d/m3.img" 2>&1 | grep -q "Recovery Offset : " &&
+            t_ok "RAID-0 -> RAID-5: killed in the parity's recovery, md's checkpoint on the new member" ||
+            t_fail "RAID-0 -> RAID-5: killed in the parity's recovery" "$(mdadm --examine "$d/m3.img" 2>&1 | grep -E 'Recovery|Role|Level')"
+        words="(a recovery carried on) recovered onto the new member"
+    else
+        words="parity recovered onto the new member"
+    fi
+    # shellcheck disable=SC2086
+    level "RAID-0 of 3 -> RAID-$lv of 4" "$d" "$words" $lv 4 "$lay" $M "$d/m3.img" -- --level $lv --raid-devices 4 \
+        --add "$d/m3.img"
 done
 t_finish
