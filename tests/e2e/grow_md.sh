@@ -19,7 +19,9 @@
 #      member a spare): every byte, mismatch_cnt 0, md's level, layout and
 #      chunk in sysfs; and uraid killed in the middle of a RAID-5 -> RAID-6
 #      restripe and of a chunk 64K -> 256K restripe: md assembles, carries
-#      each on to the end, reads every byte, mismatch_cnt 0.
+#      each on to the end, reads every byte, mismatch_cnt 0; md also
+#      assembles uraid's RAID-4 -> RAID-5 left-symmetric (restriped), RAID-1
+#      of 2 -> RAID-5 of 2 and RAID-0 of 3 -> RAID-5 of 4 (parity recovered).
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -227,8 +229,26 @@ for k in k6 kc; do
     [ -n "$pos" ] && t_ok "d: uraid killed mid-restripe ($k: Reshape pos'n $pos)" ||
         t_fail "d: uraid killed mid-restripe ($k)" "no Reshape line"
 done
+make_array "$t_tmp/e45" 4 4 67; E45=$M
 # shellcheck disable=SC2086
-"$ORACLE" --timeout 600 $(disks $K6 $KC) -- - >"$t_tmp/dk.log" 2>&1 <<GUEST
+$URAID grow $M --level 5 --layout left-symmetric >/dev/null 2>&1 || t_fail "d: uraid turns RAID-4 into RAID-5 left-symmetric"
+make_array "$t_tmp/e15" 1 2 68; E15=$M OLD15=$SZ
+# shellcheck disable=SC2086
+$URAID grow $M --level 5 >/dev/null 2>&1 || t_fail "d: uraid turns RAID-1 of 2 into RAID-5 of 2"
+mkdir -p "$t_tmp/e05"
+E05="$t_tmp/e05/m0.img $t_tmp/e05/m1.img $t_tmp/e05/m2.img"
+# shellcheck disable=SC2086
+truncate -s 16M $E05 "$t_tmp/e05/m3.img"
+# shellcheck disable=SC2086
+$URAID create --level 0 --raid-devices 3 --chunk 64K --name oracle $E05 >/dev/null 2>&1 || t_fail "d: create RAID-0"
+# shellcheck disable=SC2086
+"$PATTERN" -s 69 -n "$OLD" | $URAID write $E05 || t_fail "d: write RAID-0"
+# shellcheck disable=SC2086
+$URAID grow $E05 --level 5 --raid-devices 4 --add "$t_tmp/e05/m3.img" >/dev/null 2>&1 ||
+    t_fail "d: uraid turns RAID-0 of 3 into RAID-5 of 4"
+E05="$E05 $t_tmp/e05/m3.img"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 600 $(disks $K6 $KC $E45 $E15 $E05) -- - >"$t_tmp/dk.log" 2>&1 <<GUEST
 exec 2>&1
 $GUEST_VERIFY
 $geom_line
@@ -237,6 +257,9 @@ mdadm --assemble /dev/md1 /dev/vd[f-i] && { grep -A3 md1 /proc/mdstat | grep -q 
 wait_idle md0; wait_idle md1
 geom md0; verify md0 65 $OLD $OLD
 geom md1; verify md1 66 $OLD $OLD
+mdadm --assemble /dev/md2 /dev/vd[j-m] && geom md2 && verify md2 67 $OLD $OLD
+mdadm --assemble /dev/md3 /dev/vd[n-o] && geom md3 && verify md3 68 $OLD15 $OLD15
+mdadm --assemble /dev/md4 /dev/vd[p-s] && geom md4 && verify md4 69 $OLD $OLD
 GUEST
 grep -q "^md0 reshaping$" "$t_tmp/dk.log" && t_ok "d: md carries uraid's RAID-5 -> RAID-6 restripe on" ||
     t_fail "d: md carries uraid's RAID-5 -> RAID-6 restripe on" "$(tail -5 "$t_tmp/dk.log")"
@@ -246,4 +269,10 @@ judge "d: uraid's interrupted RAID-5 -> RAID-6 finished by md" md0 "$t_tmp/dk.lo
 seen_geom "d: RAID-5 -> RAID-6 finished by md" "$t_tmp/dk.log" "md0 level=raid6 layout=2 chunk=65536 raid_disks=5 degraded=0"
 judge "d: uraid's interrupted chunk change finished by md" md1 "$t_tmp/dk.log"
 seen_geom "d: chunk change finished by md" "$t_tmp/dk.log" "md1 level=raid5 layout=2 chunk=262144 raid_disks=4 degraded=0"
+judge "d: RAID-4 turned into RAID-5 left-symmetric by uraid" md2 "$t_tmp/dk.log"
+seen_geom "d: RAID-4 -> RAID-5" "$t_tmp/dk.log" "md2 level=raid5 layout=2 chunk=65536 raid_disks=4 degraded=0"
+judge "d: RAID-1 of 2 turned into RAID-5 of 2 by uraid" md3 "$t_tmp/dk.log"
+seen_geom "d: RAID-1 -> RAID-5" "$t_tmp/dk.log" "md3 level=raid5 layout=2 chunk=65536 raid_disks=2 degraded=0"
+judge "d: RAID-0 of 3 turned into RAID-5 of 4 by uraid" md4 "$t_tmp/dk.log"
+seen_geom "d: RAID-0 -> RAID-5" "$t_tmp/dk.log" "md4 level=raid5 layout=5 chunk=65536 raid_disks=4 degraded=0"
 t_finish
