@@ -523,6 +523,31 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
     return write_all(gr);
 }
 
+/* A takeover (--level: superblocks alone, no data moved) cut off while its
+ * superblocks went out leaves members one event behind with the old level
+ * or member count. Nothing moved between the two events, so those members
+ * get the reference's superblock. 1 when some were healed. */
+static int heal_takeover(struct grow *gr, int *healed)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    *healed = 0;
+    if (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE)
+        return 0;
+    gr->tmpl = *R;
+    for (int i = 0; i < gr->n; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        if (!same_array(gr, i) || sb->events + 1 != R->events || (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ||
+            (sb->level == R->level && sb->raid_disks == R->raid_disks && sb->layout == R->layout &&
+             sb->chunksize == R->chunksize))
+            continue;
+        int rc = grow_write_one(gr, i);
+        if (rc)
+            return rc;
+        *healed = 1;
+    }
+    return 0;
+}
+
 static int finish(struct grow *gr)
 {
     for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
@@ -660,8 +685,24 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         if (rc == 0 && active)
             rc = grow_checkpoint(gr, gr->pos);
     }
+    int healed = 0;
+    /* a restripe's cut-off end closed: the takeover after it (RAID-6 -> 5, 5 -> 4) is still to come */
+    if (rc == 0 && ended && gr->p->level_set && gr->p->level != gr->sb[gr->ref].level)
+        ended = 0;
+    if (rc == 0 && !active && !ended && gr->p->level_set)
+        rc = heal_takeover(gr, &healed);
     if (rc == 0 && !active && !ended)
         rc = start(gr, nmembers);
+    if (rc == -EALREADY && healed) { /* the cut-off takeover is complete now */
+        const struct md_sb *R = &gr->sb[gr->ref];
+        struct layout_geom lg = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
+        rc = 0;
+        r.resumed = 1;
+        r.appended = 4;
+        r.raid_devices = (int)R->raid_disks;
+        r.from_sectors = r.to_sectors = R->size * (uint64_t)layout_data_disks(&lg);
+        ended = 1;
+    }
     if (rc == 0 && gr->resumed_mirrors) {
         const struct md_sb *R = &gr->sb[gr->ref];
         r.resumed = 1;
