@@ -34,6 +34,10 @@ static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
     dst->max_dev = tmpl->max_dev;
     memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
     dst->v090_spares = tmpl->v090_spares;
+    /* the geometry: the end of a reshape job that changed the chunk or layout */
+    dst->level = tmpl->level;
+    dst->layout = tmpl->layout;
+    dst->chunksize = tmpl->chunksize;
     /* a reshape's record is array-wide too (the same on every member outside one) */
     dst->feature_map = (dst->feature_map & ~RESHAPE_BITS) | (tmpl->feature_map & RESHAPE_BITS);
     dst->raid_disks = tmpl->raid_disks;

@@ -98,6 +98,9 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     pthread_rwlock_wrlock(&a->geom_lock); /* no request may look at rs while it goes */
     pthread_mutex_lock(&a->meta_lock);
     a->sb.feature_map &= ~(uint32_t)(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET);
+    a->sb.level = (int)a->sb.new_level; /* a chunk or layout change: the new one from now on */
+    a->sb.layout = a->sb.new_layout;
+    a->sb.chunksize = a->sb.new_chunk;
     a->sb.reshape_position = 0;
     a->sb.delta_disks = 0;
     a->sb.new_offset = 0;

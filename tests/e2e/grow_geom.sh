@@ -27,7 +27,10 @@
 #      restriped), RAID-1 of 2 <-> RAID-5 of 2 (the superblocks alone), RAID-0
 #      of 3 -> RAID-5 and RAID-4 of 4 (parity recovered onto the new member,
 #      a kill -9 in that recovery and the same grow again); refusals: RAID-0
-#      of unequal members, RAID-0 -> 5 without a new member.
+#      of unequal members, RAID-0 -> 5 without a new member;
+#   6. a chunk restripe killed offline, then served (uraid serve): the
+#      server's reshape job carries it on and ends it with the new chunk in
+#      every superblock; every byte as before, check clean.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 T=build/tests/test_reshape_geom
@@ -417,4 +420,33 @@ for lv in 5 4; do
     level "RAID-0 of 3 -> RAID-$lv of 4" "$d" "$words" $lv 4 "$lay" $M "$d/m3.img" -- --level $lv --raid-devices 4 \
         --add "$d/m3.img"
 done
+
+# ---- 6. a killed chunk restripe carried on by the server ---------------------------------
+d=$t_tmp/srv
+new_array "$d" 5 4 64K
+# shellcheck disable=SC2086
+$URAID grow $M --chunk 128K --member-layer throttle=4M >/dev/null 2>&1 &
+pid=$!
+sleep 1.5
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+mdadm --examine "$d/m0.img" 2>&1 | grep -q "New Chunksize : 128K" && t_ok "served: killed offline mid-restripe" ||
+    t_fail "served: killed offline mid-restripe" "$(mdadm --examine "$d/m0.img" 2>&1 | grep -i 'reshape\|chunk')"
+# shellcheck disable=SC2086
+$URAID serve $M --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+spid=$!
+n=0
+while [ $n -lt 240 ]; do
+    mdadm --examine "$d/m0.img" 2>/dev/null | grep -q "Reshape" || break
+    sleep 0.25; n=$((n + 1))
+done
+line=$(timeout 10 $URAID status --control "$d/ctl.sock" 2>&1 | tail -n 1)
+kill -TERM $spid; wait $spid
+[ $n -lt 240 ] && t_ok "served: the server's reshape job ended the restripe ($line)" ||
+    t_fail "served: the server's reshape job ended the restripe" "$line; $(tail -3 "$d/server.err")"
+# shellcheck disable=SC2086
+same_data "served" "$d" $M
+# shellcheck disable=SC2086
+checks_clean "served" $M
+# shellcheck disable=SC2086
+examine_geom "served" 4 128K left-symmetric $M
 t_finish
