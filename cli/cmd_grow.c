@@ -275,13 +275,26 @@ static int run_reshape(struct grow_args *g)
  * while it serves (the new members named as the server will open them). */
 static int run_online(const struct grow_args *g)
 {
-    if (g->n || g->resume || g->nlayer || !g->raid_devices || !g->nadd || g->chunk || g->layout || g->level) {
-        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...) only: the server "
-                  "has the others (a reshape it was serving is carried on by itself)");
+    int geo = g->chunk || g->layout;
+    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || !g->nadd))) {
+        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), --chunk or "
+                  "--layout only: the server has the others (a reshape it was serving is carried on by itself; "
+                  "--level needs the array stopped)");
+        return 2;
+    }
+    uint32_t csec = 0;
+    if (g->chunk && !(csec = chunk_sectors(g->chunk)))
+        return 2;
+    if (g->layout && strpbrk(g->layout, " \t")) {
+        cli_error("grow", "bad layout '%s'", g->layout);
         return 2;
     }
     char req[4096];
     int o = snprintf(req, sizeof req, "grow %d", g->raid_devices);
+    if (csec)
+        o += snprintf(req + o, sizeof req - (size_t)o, " chunk=%u", csec);
+    if (g->layout)
+        o += snprintf(req + o, sizeof req - (size_t)o, " layout=%s", g->layout);
     for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
         char abs[4096];
         const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;
@@ -378,7 +391,7 @@ int cmd_grow(int argc, char **argv)
                    "       uraid grow MEMBER... [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
                    "                  [--level L]\n"
                    "       uraid grow --continue MEMBER...\n"
-                   "       uraid grow --control PATH --raid-devices N --add NEW...\n"
+                   "       uraid grow --control PATH [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
                    "       uraid grow MEMBER... --size max|SIZE\n"
                    "  (without --control the array must not be running and every member is needed; with it the\n"
                    "   serving array restripes while it serves: follow it with 'uraid status'; mdadm --grow)\n");

@@ -79,6 +79,15 @@ URAID_API int uraid_grow_members(const char *const *members, int nmembers, const
 URAID_API int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const *added, int nadded,
                                 char *why, size_t whylen);
 
+/* The same with a chunk (sectors, 0 keep) and a layout (a name, NULL
+ * keep) as well (mdadm --grow --chunk / --layout on a running RAID-4/5/6):
+ * raid_devices may then be the array's count (no new members). The served
+ * array is the new geometry from the start (reshape_io.h); the same
+ * refusals as uraid_grow_members' for a chunk or layout. */
+URAID_API int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors,
+                                     const char *layout, const char *const *added, int nadded, char *why,
+                                     size_t whylen);
+
 /* mdadm --grow --size for an array that is not running: every member of
  * a RAID-1/4/5/6 (metadata 1.1/1.2) given; size_sectors per member, 0 for
  * max (the smallest member's room past its data offset, in whole chunks).
