@@ -1,6 +1,6 @@
-/* Growing an array that is not running: RAID-5 and RAID-6 gain members
- * (mdadm --grow --raid-devices N --add NEW...), restriped to the new width
- * in the foreground, recorded in every member's superblock exactly as md
+/* Growing an array that is not running: RAID-4/5/6 gain members (mdadm
+ * --grow --raid-devices N --add NEW...) or change chunk or layout (--chunk,
+ * --layout), restriped in the foreground; md's level changes (--level); recorded in every member's superblock exactly as md
  * records a reshape (RESHAPE_ACTIVE, NEW_OFFSET, reshape_position, ...), so
  * either uraid or md can carry on a reshape the other started. No backup
  * file: the data moves down into the head room before data_offset, as
@@ -57,8 +57,10 @@ struct uraid_grow_result {
  * members in its p->raid_devices slots (the same grow run again after it
  * ended); -EINTR when stopped (its position is recorded: run
  * again to continue); -EINVAL, -ENOSPC, -EOPNOTSUPP, -EBUSY, ... with one
- * line in why for a refusal, which writes nothing: a level other than 5/6 or
- * linear (linear: the new members appended, nothing moved, appended = 1),
+ * line in why for a refusal, which writes nothing: a level other than 4/5/6,
+ * RAID-1 or linear (linear: the new members appended, nothing moved,
+ * appended = 1), a level change md does not make, a chunk that does not
+ * divide the member size,
  * N not larger, too few or too many new members, a new member too small,
  * too little head room before data_offset (the line says how much is
  * missing), a reshape in progress with other parameters, an array that is

@@ -1,5 +1,6 @@
-/* uraid_grow_members: RAID-5/6 gain members offline, recorded as md records
- * a reshape, so md and uraid can each carry on the other's.
+/* uraid_grow_members: RAID-4/5/6 gain members or change chunk or layout
+ * offline (and --level, reshape_level.c), recorded as md records a
+ * reshape, so md and uraid can each carry on the other's.
  *
  * What is written when (docs/FORMAT.md has the same in prose):
  *   1. start: every check first, nothing written on a refusal. Then the new

@@ -9,7 +9,7 @@
 #   2. restripes: RAID-5 chunk 64K -> 128K, chunk 128K -> 32K with the
 #      layout left-symmetric -> right-asymmetric, RAID-6 5 -> 6 members with
 #      chunk 64K -> 256K and layout left-symmetric -> left-symmetric-6, RAID-4
-#      chunk 64K -> 16K: every byte as before, uraid check mismatch_cnt 0,
+#      chunk 64K -> 16K, RAID-4 4 -> 5 members: every byte as before, uraid check mismatch_cnt 0,
 #      mdadm --examine shows the new chunk and layout, no Reshape line;
 #      the same grow again: nothing to do, nothing written;
 #   3. kill -9 during slow restripes (throttled members) at random moments
@@ -172,6 +172,11 @@ d=$t_tmp/c4
 new_array "$d" 4 4 64K
 # shellcheck disable=SC2086
 restripe "RAID-4 chunk 64K -> 16K" "$d" 4 16K "" $M -- --chunk 16K
+d=$t_tmp/c5
+new_array "$d" 4 4 64K
+truncate -s 16M "$d/m4.img"
+# shellcheck disable=SC2086
+restripe "RAID-4 4 -> 5 members" "$d" 5 64K "" $M "$d/m4.img" -- --raid-devices 5 --add "$d/m4.img"
 
 # ---- 3. kill -9 in the middle, then the same grow again -----------------------------------
 trials=3
