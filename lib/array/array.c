@@ -818,6 +818,8 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
         info->reshape_delta = a->sb.delta_disks;
         info->reshape_position_sectors = a->sb.reshape_position; /* what the superblocks say (meta_lock) */
         info->reshape_total_sectors = reshape_to_sectors(&a->rs->g);
+        info->reshape_from_chunk_bytes = a->rs->g.from.chunk_sectors * SECTOR;
+        info->reshape_from_layout = a->rs->g.from.layout;
     }
 }
 

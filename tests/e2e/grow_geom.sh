@@ -187,9 +187,9 @@ while [ $tr -lt $trials ]; do
     tr=$((tr + 1))
     d=$t_tmp/k$tr
     case $((tr % 3)) in
-        1) new_array "$d" 5 4 64K; opts="--chunk 256K" ;;
-        2) new_array "$d" 5 4 128K; opts="--chunk 32K --layout left-asymmetric" ;;
-        0) new_array "$d" 6 5 64K; opts="--layout right-symmetric --chunk 128K" ;;
+        1) new_array "$d" 5 4 64K; opts="--chunk 256K" newc=256K ;;
+        2) new_array "$d" 5 4 128K; opts="--chunk 32K --layout left-asymmetric" newc=32K ;;
+        0) new_array "$d" 6 5 64K; opts="--layout right-symmetric --chunk 128K" newc=128K ;;
     esac
     ms=$(awk -v s="$seed" -v t="$tr" 'BEGIN { srand(s + t); print 500 + int(rand() * 2500) }')
     # shellcheck disable=SC2086
@@ -210,6 +210,12 @@ while [ $tr -lt $trials ]; do
     want=$(sha256sum <"$d/data" | cut -d' ' -f1)
     [ "$got" = "$want" ] && t_ok "kill trial $tr: uraid cat of the half-restriped array reads the data (both geometries)" ||
         t_fail "kill trial $tr: uraid cat of the half-restriped array reads the data" "sha $got, want $want: $(cat "$d/cat.err")"
+    # shellcheck disable=SC2086
+    msg=$($URAID detail $M 2>&1)
+    echo "$msg" | grep -q "Reshape Status : [0-9]*% complete" && echo "$msg" | grep -q "New Chunksize : $newc\$" &&
+        ! echo "$msg" | grep -q "Delta Devices" &&
+        t_ok "kill trial $tr: uraid detail shows mdadm's Reshape Status and New Chunksize $newc" ||
+        t_fail "kill trial $tr: uraid detail shows the reshape" "$(echo "$msg" | grep -i 'reshape\|chunk\|layout\|delta')"
     # shellcheck disable=SC2086
     out=$($URAID grow $M $opts 2>&1)
     case "$out" in *"reshape carried on and complete"*) t_ok "kill trial $tr: the same grow again carries on and completes" ;;
