@@ -409,10 +409,14 @@ static int plan_resume(struct grow *gr, int N)
     gr->drop_q = p->level_set && p->level == 5 && R->new_level == 6 && layout_from_6((int)R->new_layout) >= 0 &&
                  (!N || N == (int)R->raid_disks - 1);
     gr->to_raid4 = p->level_set && p->level == 4 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST;
+    gr->to_raid0 = p->level_set && p->level == 0 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST &&
+                   (!N || N == (int)R->raid_disks - 1);
+    if (gr->to_raid0)
+        N = 0;
     if (gr->drop_q)
         N = 0;
     if ((p->chunk_sectors && p->chunk_sectors != R->new_chunk) ||
-        (p->level_set && p->level != (int)R->new_level && !gr->drop_q && !gr->to_raid4) ||
+        (p->level_set && p->level != (int)R->new_level && !gr->drop_q && !gr->to_raid4 && !gr->to_raid0) ||
         (p->layout && layout_from_name((int)R->new_level, p->layout) != (int)R->new_layout))
         return say(gr, -EBUSY, "a reshape to chunk %u KiB, layout %s is already in progress (at array sector %llu): "
                    "give the same options again or use --continue", R->new_chunk / 2,
@@ -574,6 +578,8 @@ static int finish(struct grow *gr)
     int rc = write_all(gr);
     if (rc == 0 && gr->drop_q)
         return grow_drop_q(gr);
+    if (rc == 0 && gr->to_raid0)
+        return grow_to_raid0(gr);
     return rc == 0 && gr->to_raid4 ? grow_to_raid4(gr) : rc;
 }
 
@@ -625,8 +631,9 @@ static int start(struct grow *gr, int nmembers)
     }
     if (gr->p->level_set && gr->p->level != R->level && R->level >= 0 && R->level <= 6) {
         int want = gr->p->level, more = (R->level == 5 && want == 6) || R->level == 0;
+        int fewer = (R->level == 6 && want == 5) || want == 0;
         int nold = nmembers, NL = gr->p->raid_devices ? gr->p->raid_devices
-                                                      : (int)R->raid_disks + (more ? 1 : R->level == 6 && want == 5 ? -1 : 0);
+                                                      : (int)R->raid_disks + (more ? 1 : fewer ? -1 : 0);
         int rc = check_old(gr, nold);
         if (rc == 0 && NL > (int)R->raid_disks)
             rc = check_added(gr, nold, NL);
@@ -742,8 +749,8 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         rc = grow_copy(gr);
         if (rc == 0)
             rc = finish(gr);
-        if (rc == 0 && gr->drop_q)
-            r.raid_devices--;
+        if (rc == 0 && (gr->drop_q || gr->to_raid0))
+            r.raid_devices--; /* the Q or parity member is a spare now */
 
     }
     for (int i = 0; i < gr->n; i++) {

@@ -26,8 +26,9 @@ struct grow {
                                      * as RAID-5 (the Q member dropped) */
     int recovering[URAID_MAX_MEMBERS]; /* not in sync past the reshape position (md's recovery_offset) */
     int drop_q;                     /* RAID-6 -> RAID-5: after the restripe to the -6 layout, the takeover */
-    int to_raid4;
-    int written;                    /* a takeover wrote its superblocks itself */                   /* RAID-5 -> RAID-4: after the restripe to parity-last, the takeover */
+    int to_raid4;                   /* RAID-5 -> RAID-4: after the restripe to parity-last, the takeover */
+    int to_raid0;                   /* RAID-5 -> RAID-0: the same, the parity member dropped */
+    int written;                    /* a takeover wrote its superblocks itself */
     int resumed_mirrors;            /* RAID-1 grown before, its new mirrors still recovering */
     const struct uraid_grow_params *p;
     char *why;
@@ -57,6 +58,8 @@ int grow_plan_level(struct grow *gr, int nold, int N);
 int grow_drop_q(struct grow *gr);
 /* The members after a restripe to parity-last: RAID-5 taken over as RAID-4. */
 int grow_to_raid4(struct grow *gr);
+int grow_to_raid0(struct grow *gr);
+int grow_to_raid0(struct grow *gr);
 /* md's layout of the same data with Q on the last member, and back; -1: none. */
 int layout_to_6(int layout5);
 int layout_from_6(int layout6);

@@ -34,7 +34,10 @@
  *   RAID-0 of N (one zone) -> RAID-4/5 of N + 1 (md's
  *     raid45_takeover_raid0): parity-last, the data where it was, the
  *     parity member the new one, recovering from sector 0, its recovery
- *     (P) in the foreground. */
+ *     (P) in the foreground.
+ *   RAID-4/5 of N -> RAID-0 of N - 1 (md's raid0_takeover_raid45): the
+ *     parity-last data members are the RAID-0; the parity member becomes a
+ *     spare (another RAID-5 layout is restriped to parity-last first). */
 #include "array/reshape.h"
 
 #include <errno.h>
@@ -231,6 +234,50 @@ static int raid5_to_4(struct grow *gr, int nold, int N)
     return rc;
 }
 
+/* The members after a restripe to parity-last (or a RAID-4): md's
+ * raid0_takeover_raid45, the parity member (the last) dropped, a spare. */
+int grow_to_raid0(struct grow *gr)
+{
+    struct md_sb *T = &gr->tmpl;
+    int last = (int)T->raid_disks - 1, p = gr->at[last];
+    T->level = 0;
+    T->layout = 0;
+    T->new_level = 0;
+    T->new_layout = 0;
+    T->raid_disks = (uint32_t)last;
+    T->feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
+    T->dev_roles[gr->sb[p].dev_number] = MD_ROLE_SPARE;
+    int rc = grow_write_all(gr); /* the data members first, as grow_drop_q */
+    if (rc == 0)
+        rc = grow_write_one(gr, p);
+    if (rc == 0)
+        gr->appended = gr->appended ? gr->appended : 4;
+    gr->written = 1;
+    return rc;
+}
+
+/* RAID-4/5 of N -> RAID-0 of N - 1: the parity-last layout's data members are a RAID-0. */
+static int parity_to_raid0(struct grow *gr, int nold, int N)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    if (N != (int)R->raid_disks - 1 || gr->n != nold)
+        return grow_say(gr, -EINVAL, "md turns a RAID-%d of %u members into a RAID-0 of %u (the parity member becomes "
+                        "a spare): give --raid-devices %u (or none) and no new member", R->level, R->raid_disks,
+                        R->raid_disks - 1, R->raid_disks - 1);
+    if (gr->p->layout || gr->p->chunk_sectors)
+        return grow_say(gr, -EOPNOTSUPP, "change the level and the chunk or layout in two runs");
+    if (R->level == 4 || R->layout == LAYOUT_PARITY_LAST) {
+        gr->tmpl = *R;
+        return grow_to_raid0(gr);
+    }
+    struct layout_geom from = {5, (int)R->layout, (int)R->raid_disks, R->chunksize}, to = from;
+    to.layout = LAYOUT_PARITY_LAST;
+    int rc = grow_plan_restripe(gr, nold, &from, &to);
+    if (rc == 0)
+        gr->to_raid0 = 1;
+    return rc;
+}
+
 /* RAID-1 of 2 <-> RAID-5 of 2. */
 static int mirror_parity(struct grow *gr, int nold, int N)
 {
@@ -321,6 +368,8 @@ int grow_plan_level(struct grow *gr, int nold, int N)
         return mirror_parity(gr, nold, N);
     if (R->level == 0 && (want == 4 || want == 5))
         return raid0_to_parity(gr, nold, N, want);
+    if ((R->level == 4 || R->level == 5) && want == 0)
+        return parity_to_raid0(gr, nold, N);
     return grow_say(gr, -EOPNOTSUPP, "changing RAID-%d to RAID-%d is not supported (md's level changes here: 5 <-> 6, "
-                    "4 <-> 5, 1 <-> 5 with 2 members, 0 -> 4 or 5)", R->level, want);
+                    "4 <-> 5, 1 <-> 5 with 2 members, 0 <-> 4 or 5)", R->level, want);
 }

@@ -21,13 +21,15 @@
 #      over as left-symmetric-6 with --layout preserve, Q recovered), RAID-6
 #      5 -> RAID-5 4 (restriped to left-symmetric-6 first, and the takeover
 #      alone), the Q member a spare after; refusals (RAID-5 -> 6 without one
-#      new member, RAID-6 -> 5 with one, RAID-1 of 3 -> 5, RAID-5 -> 0); kill -9
+#      new member, RAID-6 -> 5 with one, RAID-1 of 3 -> 5, RAID-5 -> 10); kill -9
 #      in the middle of each restripe and the same grow again;
 #   5. RAID-4 <-> RAID-5 (parity-last taken over both ways; left-symmetric
 #      restriped), RAID-1 of 2 <-> RAID-5 of 2 (the superblocks alone), RAID-0
 #      of 3 -> RAID-5 and RAID-4 of 4 (parity recovered onto the new member,
-#      a kill -9 in that recovery and the same grow again); refusals: RAID-0
-#      of unequal members, RAID-0 -> 5 without a new member;
+#      a kill -9 in that recovery and the same grow again), RAID-4 of 4 and
+#      RAID-5 of 4 (left-symmetric: restriped to parity-last first, killed
+#      once in the middle) -> RAID-0 of 3, the parity member a spare;
+#      refusals: RAID-0 of unequal members, RAID-0 -> 5 without a new member;
 #   6. a chunk restripe killed offline, then served (uraid serve): the
 #      server's reshape job carries it on and ends it with the new chunk in
 #      every superblock; every byte as before, check clean.
@@ -109,7 +111,7 @@ refuse "a chunk that does not divide the member size" "not a multiple of the new
 # shellcheck disable=SC2086
 refuse "a layout RAID-5 has not" "RAID-5 has no layout 'left-symmetric-6'" $URAID grow $M --layout left-symmetric-6
 # shellcheck disable=SC2086
-refuse "a level change not supported" "changing RAID-5 to RAID-0 is not supported" $URAID grow $M --level 0
+refuse "a level change not supported" "changing RAID-5 to RAID-10 is not supported" $URAID grow $M --level 10
 # shellcheck disable=SC2086
 refuse "a level md has not" "changing RAID-5 to RAID-7 is not supported" $URAID grow $M --level 7
 # shellcheck disable=SC2086
@@ -366,7 +368,7 @@ while [ $tr -lt $ltrials ]; do
     done
 done
 
-# ---- 5. RAID-4 <-> 5, RAID-1 <-> 5, RAID-0 -> 4/5 ------------------------------------------
+# ---- 5. RAID-4 <-> 5, RAID-1 <-> 5, RAID-0 <-> 4/5 ----------------------------------------
 d=$t_tmp/l45
 new_array "$d" 4 4 64K
 # shellcheck disable=SC2086
@@ -430,6 +432,38 @@ for lv in 5 4; do
     # shellcheck disable=SC2086
     level "RAID-0 of 3 -> RAID-$lv of 4" "$d" "$words" $lv 4 "$lay" $M "$d/m3.img" -- --level $lv --raid-devices 4 \
         --add "$d/m3.img"
+done
+
+for from in 4 5; do
+    d=$t_tmp/l${from}0
+    new_array "$d" $from 4 64K
+    if [ $from = 5 ]; then
+        # shellcheck disable=SC2086
+        $URAID grow $M --level 0 --member-layer throttle=4M >/dev/null 2>&1 &
+        gp=$!
+        sleep 1
+        kill -9 $gp 2>/dev/null; wait $gp 2>/dev/null
+        mdadm --examine "$d/m0.img" 2>&1 | grep -q "New Layout : parity-last" &&
+            t_ok "RAID-5 -> RAID-0: killed in the restripe to parity-last" ||
+            t_fail "RAID-5 -> RAID-0: killed in the restripe to parity-last" "$(mdadm --examine "$d/m0.img" | grep -i 'reshape\|layout')"
+        words="reshape carried on and complete: 3 members (RAID-0 now)"
+    else
+        words="RAID-0: 3 members (the RAID-4 taken over, nothing moved)"
+    fi
+    # shellcheck disable=SC2086
+    out=$($URAID grow $M --level 0 2>&1)
+    case "$out" in *"$words"*) t_ok "RAID-$from of 4 -> RAID-0 of 3: done ($(echo "$out" | tail -1))" ;;
+        *) t_fail "RAID-$from of 4 -> RAID-0 of 3: done" "$out" ;; esac
+    R0="$d/m0.img $d/m1.img $d/m2.img"
+    # shellcheck disable=SC2086
+    got=$($URAID cat $R0 | head -c "$SZ" | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$(sha256sum <"$d/data" | cut -d' ' -f1)" ] && t_ok "RAID-$from -> RAID-0: every byte as before" ||
+        t_fail "RAID-$from -> RAID-0: every byte as before" "$got"
+    x=$(mdadm --examine "$d/m0.img" 2>&1)
+    echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 3\$" && ! echo "$x" | grep -q Reshape &&
+        mdadm --examine "$d/m3.img" 2>&1 | grep -q "Device Role : spare" &&
+        t_ok "RAID-$from -> RAID-0: mdadm --examine: raid0, 3 devices, the parity member a spare" ||
+        t_fail "RAID-$from -> RAID-0: mdadm --examine" "$(echo "$x" | grep -E 'Level|Devices|Reshape')"
 done
 
 # ---- 6. a killed chunk restripe carried on by the server ---------------------------------
