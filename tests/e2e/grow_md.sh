@@ -21,7 +21,8 @@
 #      restripe and of a chunk 64K -> 256K restripe: md assembles, carries
 #      each on to the end, reads every byte, mismatch_cnt 0; md also
 #      assembles uraid's RAID-4 -> RAID-5 left-symmetric (restriped), RAID-1
-#      of 2 -> RAID-5 of 2 and RAID-0 of 3 -> RAID-5 of 4 (parity recovered).
+#      of 2 -> RAID-5 of 2, RAID-0 of 3 -> RAID-5 of 4 (parity recovered) and
+#      RAID-5 of 4 -> RAID-0 of 3 (restriped to parity-last, then taken over).
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -247,8 +248,11 @@ $URAID create --level 0 --raid-devices 3 --chunk 64K --name oracle $E05 >/dev/nu
 $URAID grow $E05 --level 5 --raid-devices 4 --add "$t_tmp/e05/m3.img" >/dev/null 2>&1 ||
     t_fail "d: uraid turns RAID-0 of 3 into RAID-5 of 4"
 E05="$E05 $t_tmp/e05/m3.img"
+make_array "$t_tmp/e50" 5 4 70; E50="$t_tmp/e50/m0.img $t_tmp/e50/m1.img $t_tmp/e50/m2.img"
 # shellcheck disable=SC2086
-"$ORACLE" --timeout 600 $(disks $K6 $KC $E45 $E15 $E05) -- - >"$t_tmp/dk.log" 2>&1 <<GUEST
+$URAID grow $M --level 0 >/dev/null 2>&1 || t_fail "d: uraid turns RAID-5 of 4 into RAID-0 of 3"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 600 $(disks $K6 $KC $E45 $E15 $E05 $E50) -- - >"$t_tmp/dk.log" 2>&1 <<GUEST
 exec 2>&1
 $GUEST_VERIFY
 $geom_line
@@ -260,6 +264,8 @@ geom md1; verify md1 66 $OLD $OLD
 mdadm --assemble /dev/md2 /dev/vd[j-m] && geom md2 && verify md2 67 $OLD $OLD
 mdadm --assemble /dev/md3 /dev/vd[n-o] && geom md3 && verify md3 68 $OLD15 $OLD15
 mdadm --assemble /dev/md4 /dev/vd[p-s] && geom md4 && verify md4 69 $OLD $OLD
+mdadm --assemble /dev/md5 /dev/vd[t-v] && echo "md5 level=\$(cat /sys/block/md5/md/level) raid_disks=\$(cat /sys/block/md5/md/raid_disks)" &&
+    mdpattern -s 70 -n $OLD -c < /dev/md5 >/dev/null && echo "md5 pattern OK"
 GUEST
 grep -q "^md0 reshaping$" "$t_tmp/dk.log" && t_ok "d: md carries uraid's RAID-5 -> RAID-6 restripe on" ||
     t_fail "d: md carries uraid's RAID-5 -> RAID-6 restripe on" "$(tail -5 "$t_tmp/dk.log")"
@@ -275,4 +281,6 @@ judge "d: RAID-1 of 2 turned into RAID-5 of 2 by uraid" md3 "$t_tmp/dk.log"
 seen_geom "d: RAID-1 -> RAID-5" "$t_tmp/dk.log" "md3 level=raid5 layout=2 chunk=65536 raid_disks=2 degraded=0"
 judge "d: RAID-0 of 3 turned into RAID-5 of 4 by uraid" md4 "$t_tmp/dk.log"
 seen_geom "d: RAID-0 -> RAID-5" "$t_tmp/dk.log" "md4 level=raid5 layout=5 chunk=65536 raid_disks=4 degraded=0"
+seen_geom "d: RAID-5 of 4 -> RAID-0 of 3 by uraid" "$t_tmp/dk.log" "md5 level=raid0 raid_disks=3"
+seen_geom "d: RAID-5 of 4 -> RAID-0 of 3 by uraid" "$t_tmp/dk.log" "md5 pattern OK"
 t_finish
