@@ -94,12 +94,16 @@ int cmd_detail(int argc, char **argv)
     printf("   Working Devices : %d\n", active + spare);
     printf("    Failed Devices : %d\n", failed);
     printf("     Spare Devices : %d\n\n", spare);
+    /* mid-reshape mdadm shows the recorded (old) layout and chunk, the new ones below */
+    int reshaping = info.reshape_total_sectors != 0;
+    int layout = reshaping ? info.reshape_from_layout : info.layout;
+    uint32_t chunk = reshaping ? info.reshape_from_chunk_bytes : info.chunk_bytes;
     if (info.level == 4 || info.level == 5 || info.level == 6 || info.level == 10 || (info.level == 0 && info.layout))
-        printf("            Layout : %s\n", uraid_layout_name(info.level, info.layout));
+        printf("            Layout : %s\n", uraid_layout_name(info.level, layout));
     if (info.level == -1)
-        printf("          Rounding : %uK\n\n", (unsigned)(info.chunk_bytes / 1024));
+        printf("          Rounding : %uK\n\n", (unsigned)(chunk / 1024));
     else if (info.level != 1)
-        printf("        Chunk Size : %s\n\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
+        printf("        Chunk Size : %s\n\n", cli_format_size(chunk, cs, sizeof cs));
     printf("Consistency Policy : %s\n", uraid_policy_name(info.consistency_policy));
     if (info.md_refuses)
         printf("       md Assembly : refused (partial Q logged on RAID-6) until 'uraid grow "
@@ -107,10 +111,18 @@ int cmd_detail(int argc, char **argv)
     printf("\n");
     if (rebuilt_pct >= 0)
         printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
-    if (info.reshape_delta && info.reshape_total_sectors)
-        printf("    Reshape Status : %d%% complete\n     Delta Devices : %d, (%d->%d)\n\n",
-               (int)(info.reshape_position_sectors * 100 / info.reshape_total_sectors), info.reshape_delta,
-               info.raid_devices - info.reshape_delta, info.raid_devices);
+    if (reshaping) {
+        printf("    Reshape Status : %d%% complete\n",
+               (int)(info.reshape_position_sectors * 100 / info.reshape_total_sectors));
+        if (info.reshape_delta)
+            printf("     Delta Devices : %d, (%d->%d)\n", info.reshape_delta, info.raid_devices - info.reshape_delta,
+                   info.raid_devices);
+        if (layout != info.layout && info.level != 4)
+            printf("        New Layout : %s\n", uraid_layout_name(info.level, info.layout));
+        if (chunk != info.chunk_bytes)
+            printf("     New Chunksize : %s\n", cli_format_size(info.chunk_bytes, cs, sizeof cs));
+        printf("\n");
+    }
     printf("              Name : %s\n", info.name);
     printf("              UUID : ");
     cli_print_uuid(info.uuid);

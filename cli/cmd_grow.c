@@ -9,10 +9,12 @@
  * keeps its own copy of the superblocks. With --control PATH the serving
  * array grows itself (uraid_grow_online over the control socket). */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -82,7 +84,39 @@ struct grow_args {
     int n, nadd, nlayer, raid_devices, resume, policy;
     const char *control;     /* --control PATH: the serving array grows online */
     const char *size;        /* --size max|SIZE */
+    const char *chunk, *layout, *level; /* --chunk, --layout, --level */
 };
+
+/* --chunk's value: a size with a suffix or a plain number of KiB (mdadm's
+ * unit), as sectors; 0 after an error printed. */
+static uint32_t chunk_sectors(const char *val)
+{
+    uint64_t bytes = 0;
+    const char *last = *val ? val + strlen(val) - 1 : val;
+    int plain = *val && *last >= '0' && *last <= '9';
+    if (cli_parse_size(val, &bytes) || !bytes || (plain && bytes > (1u << 20)))
+        bytes = 0;
+    else if (plain)
+        bytes *= 1024;
+    if (!bytes || bytes % 4096 || bytes > (1u << 30) || (bytes & (bytes - 1))) {
+        cli_error("grow", "bad chunk size '%s' (a power of two from 4K: 64K, 512K, 1M; a plain number is KiB)", val);
+        return 0;
+    }
+    return (uint32_t)(bytes / 512);
+}
+
+/* --level's value: 4, 5, 6, raid5, ... ; -1 after an error printed. */
+static int level_number(const char *val)
+{
+    const char *v = !strncasecmp(val, "raid", 4) ? val + 4 : val;
+    char *end;
+    long l = strtol(v, &end, 10);
+    if (!*v || *end || l < 0 || l > 10) {
+        cli_error("grow", "bad level '%s' (4, 5, 6, or raid4, raid5, raid6)", val);
+        return -1;
+    }
+    return (int)l;
+}
 
 /* 1 consumed, 0 not a reshape option, -1 error printed */
 static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
@@ -102,6 +136,23 @@ static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
             cli_error("grow", "--control needs the serving array's socket path");
             return -1;
         }
+        return 1;
+    }
+    static const struct { const char *name, *shortname; size_t off; } geo[] = {
+        {"--chunk", "-c", offsetof(struct grow_args, chunk)},
+        {"--layout", "-p", offsetof(struct grow_args, layout)},
+        {"--level", "-l", offsetof(struct grow_args, level)},
+    };
+    for (size_t k = 0; k < sizeof geo / sizeof geo[0]; k++) {
+        size_t nl = strlen(geo[k].name);
+        if (strcmp(a, geo[k].name) && strcmp(a, geo[k].shortname) && (strncmp(a, geo[k].name, nl) || a[nl] != '='))
+            continue;
+        const char *val = a[nl] == '=' ? a + nl + 1 : *i + 1 < argc ? argv[++*i] : "";
+        if (!*val) {
+            cli_error("grow", "%s needs a value", geo[k].name);
+            return -1;
+        }
+        *(const char **)((char *)g + geo[k].off) = val;
         return 1;
     }
     if (!strcmp(a, "--add") || !strcmp(a, "-a")) {
@@ -134,10 +185,16 @@ static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
 
 static int run_reshape(struct grow_args *g)
 {
-    if (!g->resume && (!g->raid_devices || !g->nadd)) {
-        cli_error("grow", "give --raid-devices N and the new members (--add NEW...), or --continue");
+    int geo = g->chunk || g->layout || g->level;
+    if (!g->resume && !geo && (!g->raid_devices || !g->nadd)) {
+        cli_error("grow", "give --raid-devices N and the new members (--add NEW...), --chunk, --layout, --level, or "
+                  "--continue");
         return 2;
     }
+    uint32_t csec = 0;
+    int level = -1;
+    if ((g->chunk && !(csec = chunk_sectors(g->chunk))) || (g->level && (level = level_number(g->level)) < 0))
+        return 2;
     const char *names[2 * URAID_MAX_MEMBERS];
     int nn = 0;
     for (int i = 0; i < g->n; i++)
@@ -170,7 +227,8 @@ static int run_reshape(struct grow_args *g)
     clock_gettime(CLOCK_MONOTONIC, &v.t0);
     struct uraid_grow_params p = {.raid_devices = g->raid_devices, .resume_only = g->resume,
                                   .member_sim = g->nlayer ? sim : NULL, .progress = show_progress, .ctx = &v,
-                                  .stop = &grow_stop};
+                                  .stop = &grow_stop, .chunk_sectors = csec, .layout = g->layout,
+                                  .level_set = level >= 0, .level = level};
     struct uraid_grow_result res;
     char why[512];
     int rc = uraid_grow_members(g->members, g->n, g->added, g->nadd, &p, &res, why, sizeof why);
@@ -183,6 +241,16 @@ static int run_reshape(struct grow_args *g)
         cli_error("grow", "%s", why[0] ? why : uraid_strerror(rc));
         return 1;
     }
+    if (res.appended == 3) {
+        printf("uraid: RAID-%d: %d members (taken over, the data in place), %s %srecovered onto the new member\n",
+               res.level, res.raid_devices, res.level == 6 ? "Q" : "parity", res.resumed ? "(a recovery carried on) " : "");
+        return 0;
+    }
+    if (res.appended == 4) {
+        printf("uraid: RAID-%d: %d members (the RAID-%d taken over, nothing moved)%s\n", res.level, res.raid_devices,
+               res.from_level, res.from_level == 6 ? ", the Q member is a spare now" : "");
+        return 0;
+    }
     if (res.appended == 2) {
         printf("uraid: RAID-1: %d mirrors, the new ones %srecovered from the others\n", res.raid_devices,
                res.resumed ? "(a recovery carried on) " : "");
@@ -193,8 +261,11 @@ static int run_reshape(struct grow_args *g)
                res.raid_devices, (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2));
         return 0;
     }
-    printf("uraid: reshape %s: %d members, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
-           res.resumed ? "carried on and complete" : "complete", res.raid_devices,
+    char lv[64] = "";
+    if (res.level != res.from_level)
+        snprintf(lv, sizeof lv, " (RAID-%d now)", res.level);
+    printf("uraid: reshape %s: %d members%s, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
+           res.resumed ? "carried on and complete" : "complete", res.raid_devices, lv,
            (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2),
            (unsigned long long)res.shift);
     return 0;
@@ -204,13 +275,26 @@ static int run_reshape(struct grow_args *g)
  * while it serves (the new members named as the server will open them). */
 static int run_online(const struct grow_args *g)
 {
-    if (g->n || g->resume || g->nlayer || !g->raid_devices || !g->nadd) {
-        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...) only: the server "
-                  "has the others (a reshape it was serving is carried on by itself)");
+    int geo = g->chunk || g->layout;
+    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || !g->nadd))) {
+        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), --chunk or "
+                  "--layout only: the server has the others (a reshape it was serving is carried on by itself; "
+                  "--level needs the array stopped)");
+        return 2;
+    }
+    uint32_t csec = 0;
+    if (g->chunk && !(csec = chunk_sectors(g->chunk)))
+        return 2;
+    if (g->layout && strpbrk(g->layout, " \t")) {
+        cli_error("grow", "bad layout '%s'", g->layout);
         return 2;
     }
     char req[4096];
     int o = snprintf(req, sizeof req, "grow %d", g->raid_devices);
+    if (csec)
+        o += snprintf(req + o, sizeof req - (size_t)o, " chunk=%u", csec);
+    if (g->layout)
+        o += snprintf(req + o, sizeof req - (size_t)o, " layout=%s", g->layout);
     for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
         char abs[4096];
         const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;
@@ -253,7 +337,7 @@ static int run_size(const struct grow_args *g)
         }
         sectors = *last >= '0' && *last <= '9' ? v * 2 : v / 512;
     }
-    if (g->raid_devices || g->nadd || g->resume || g->control || g->policy) {
+    if (g->raid_devices || g->nadd || g->resume || g->control || g->policy || g->chunk || g->layout || g->level) {
         cli_error("grow", "change the size alone (--size with the array's members only)");
         return 2;
     }
@@ -304,8 +388,10 @@ int cmd_grow(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: uraid grow --consistency-policy resync|bitmap|ppl MEMBER...\n"
                    "       uraid grow MEMBER... --raid-devices N --add NEW... [--member-layer [MEMBER:]SPEC]\n"
+                   "       uraid grow MEMBER... [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
+                   "                  [--level L]\n"
                    "       uraid grow --continue MEMBER...\n"
-                   "       uraid grow --control PATH --raid-devices N --add NEW...\n"
+                   "       uraid grow --control PATH [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
                    "       uraid grow MEMBER... --size max|SIZE\n"
                    "  (without --control the array must not be running and every member is needed; with it the\n"
                    "   serving array restripes while it serves: follow it with 'uraid status'; mdadm --grow)\n");

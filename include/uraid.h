@@ -252,6 +252,11 @@ struct uraid_array_info {
      * array sectors of the new geometry (mdadm --detail's Reshape Status). */
     int reshape_delta;
     uint64_t reshape_position_sectors, reshape_total_sectors;
+    /* and the old geometry's chunk and layout (layout and chunk_bytes above
+     * are the new ones the array is addressed by; mdadm shows the old as
+     * Layout and Chunk Size, the new as New Layout and New Chunksize) */
+    uint32_t reshape_from_chunk_bytes;
+    int reshape_from_layout;
 };
 
 URAID_API int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);

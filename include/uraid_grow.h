@@ -1,6 +1,6 @@
-/* Growing an array that is not running: RAID-5 and RAID-6 gain members
- * (mdadm --grow --raid-devices N --add NEW...), restriped to the new width
- * in the foreground, recorded in every member's superblock exactly as md
+/* Growing an array that is not running: RAID-4/5/6 gain members (mdadm
+ * --grow --raid-devices N --add NEW...) or change chunk or layout (--chunk,
+ * --layout), restriped in the foreground; md's level changes (--level); recorded in every member's superblock exactly as md
  * records a reshape (RESHAPE_ACTIVE, NEW_OFFSET, reshape_position, ...), so
  * either uraid or md can carry on a reshape the other started. No backup
  * file: the data moves down into the head room before data_offset, as
@@ -28,6 +28,11 @@ struct uraid_grow_params {
     void *ctx;
     const volatile int *stop; /* non-zero: checkpoint and return -EINTR */
     uint32_t checkpoint_ms;  /* the position goes to the superblocks at least this often; 0 = 1000 */
+    /* mdadm --grow --chunk / --layout / --level (RAID-4/5/6; raid_devices
+     * may then be 0 for the same count): 0, NULL, level_set 0 keep. */
+    uint32_t chunk_sectors;
+    const char *layout;      /* a name layout_from_name takes at the new level */
+    int level_set, level;
 };
 
 struct uraid_grow_result {
@@ -38,7 +43,10 @@ struct uraid_grow_result {
     uint64_t shift;          /* sectors data_offset moved down */
     int raid_devices;
     int appended;            /* 1: linear, the new members appended; 2: RAID-1, the new mirrors
-                              * recovered; nothing restriped either way */
+                              * recovered; nothing restriped either way; 3: a level taken over
+                              * (--level), the new member recovered (RAID-5 -> 6 with Q, RAID-0
+                              * -> 4/5 with P); 4: a level taken over, nothing to recover */
+    int from_level, level;   /* the levels before and after */
 };
 
 /* Grows the array of `members` (every member, any order) by the `added`
@@ -49,8 +57,10 @@ struct uraid_grow_result {
  * members in its p->raid_devices slots (the same grow run again after it
  * ended); -EINTR when stopped (its position is recorded: run
  * again to continue); -EINVAL, -ENOSPC, -EOPNOTSUPP, -EBUSY, ... with one
- * line in why for a refusal, which writes nothing: a level other than 5/6 or
- * linear (linear: the new members appended, nothing moved, appended = 1),
+ * line in why for a refusal, which writes nothing: a level other than 4/5/6,
+ * RAID-1 or linear (linear: the new members appended, nothing moved,
+ * appended = 1), a level change md does not make, a chunk that does not
+ * divide the member size,
  * N not larger, too few or too many new members, a new member too small,
  * too little head room before data_offset (the line says how much is
  * missing), a reshape in progress with other parameters, an array that is
@@ -70,6 +80,15 @@ URAID_API int uraid_grow_members(const char *const *members, int nmembers, const
  * (the monitor starts the job; reads and writes work either way). */
 URAID_API int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const *added, int nadded,
                                 char *why, size_t whylen);
+
+/* The same with a chunk (sectors, 0 keep) and a layout (a name, NULL
+ * keep) as well (mdadm --grow --chunk / --layout on a running RAID-4/5/6):
+ * raid_devices may then be the array's count (no new members). The served
+ * array is the new geometry from the start (reshape_io.h); the same
+ * refusals as uraid_grow_members' for a chunk or layout. */
+URAID_API int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors,
+                                     const char *layout, const char *const *added, int nadded, char *why,
+                                     size_t whylen);
 
 /* mdadm --grow --size for an array that is not running: every member of
  * a RAID-1/4/5/6 (metadata 1.1/1.2) given; size_sectors per member, 0 for

@@ -24,24 +24,27 @@ int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, co
     if (layout_check(from, lwhy, sizeof lwhy) || layout_check(to, lwhy, sizeof lwhy))
         return refuse(why, whylen, "%s", lwhy);
     if (from->level < 4 || from->level > 6 || to->level != from->level)
-        return refuse(why, whylen, "only RAID-4/5/6 grow to more members here (level %d to %d)", from->level,
+        return refuse(why, whylen, "only RAID-4/5/6 restripe here, within one level (level %d to %d)", from->level,
                       to->level);
-    if (to->chunk_sectors != from->chunk_sectors || to->layout != from->layout)
-        return refuse(why, whylen, "a chunk or layout change is not supported yet");
-    if (to->raid_disks <= from->raid_disks)
-        return refuse(why, whylen, "the new member count (%d) must be larger than the old (%d)", to->raid_disks,
+    int fk = layout_data_disks(from), tk = layout_data_disks(to);
+    int same_layout = to->layout == from->layout || from->level == 4;
+    if (to->raid_disks == from->raid_disks && to->chunk_sectors == from->chunk_sectors && same_layout)
+        return refuse(why, whylen, "the new geometry is the old one: nothing to restripe");
+    if (to->raid_disks < from->raid_disks || tk < fk)
+        return refuse(why, whylen, "the new member count (%d) must not be smaller than the old (%d)", to->raid_disks,
                       from->raid_disks);
-    uint32_t c = from->chunk_sectors;
-    if (!member_sectors || member_sectors % c)
+    uint32_t u = from->chunk_sectors > to->chunk_sectors ? from->chunk_sectors : to->chunk_sectors;
+    if (!member_sectors || member_sectors % u)
         return refuse(why, whylen, "member size %llu is not a positive multiple of the chunk (%u sectors)",
-                      (unsigned long long)member_sectors, c);
-    if (shift < reshape_min_shift(c) || shift % 8)
+                      (unsigned long long)member_sectors, u);
+    if (shift < reshape_min_shift(u) || shift % 8)
         return refuse(why, whylen, "a data offset shift of %llu sectors is not a multiple of 8 of at least one chunk "
-                      "(%u sectors)", (unsigned long long)shift, c);
+                      "(%u sectors)", (unsigned long long)shift, u);
     g->from = *from;
     g->to = *to;
-    g->from_k = layout_data_disks(from);
-    g->to_k = layout_data_disks(to);
+    g->from_k = fk;
+    g->to_k = tk;
+    g->unit = u;
     g->member_sectors = member_sectors;
     g->shift = shift;
     return 0;
@@ -49,19 +52,19 @@ int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, co
 
 uint64_t reshape_from_sectors(const struct reshape_geom *g) { return g->member_sectors * (uint64_t)g->from_k; }
 uint64_t reshape_to_sectors(const struct reshape_geom *g) { return g->member_sectors * (uint64_t)g->to_k; }
-uint64_t reshape_stripe_data(const struct reshape_geom *g) { return (uint64_t)g->to_k * g->to.chunk_sectors; }
-uint64_t reshape_stripes(const struct reshape_geom *g) { return g->member_sectors / g->to.chunk_sectors; }
+uint64_t reshape_stripe_data(const struct reshape_geom *g) { return (uint64_t)g->to_k * g->unit; }
+uint64_t reshape_stripes(const struct reshape_geom *g) { return g->member_sectors / g->unit; }
 
 uint64_t reshape_old_safe_row(const struct reshape_geom *g, uint64_t pos)
 {
-    uint64_t old_stripe_data = (uint64_t)g->from_k * g->from.chunk_sectors;
-    uint64_t row = pos / old_stripe_data * g->from.chunk_sectors;
+    uint64_t old_unit_data = (uint64_t)g->from_k * g->unit;
+    uint64_t row = pos / old_unit_data * g->unit;
     return row < g->member_sectors ? row : g->member_sectors;
 }
 
 uint64_t reshape_window(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes)
 {
-    uint64_t c = g->to.chunk_sectors, first = pos / reshape_stripe_data(g), left = reshape_stripes(g) - first;
+    uint64_t c = g->unit, first = pos / reshape_stripe_data(g), left = reshape_stripes(g) - first;
     if (pos < ckpt || first >= reshape_stripes(g))
         return 0;
     /* the last new row that may be written ends at old row safe + shift:
@@ -96,12 +99,12 @@ int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, s
 {
     uint64_t sd = reshape_stripe_data(g);
     if (pos % sd)
-        return refuse(why, whylen, "reshape position %llu is not on a new stripe boundary (%llu sectors)",
+        return refuse(why, whylen, "reshape position %llu is not on a unit boundary (%llu sectors)",
                       (unsigned long long)pos, (unsigned long long)sd);
     if (pos > reshape_to_sectors(g))
         return refuse(why, whylen, "reshape position %llu is past the end of the array (%llu sectors)",
                       (unsigned long long)pos, (unsigned long long)reshape_to_sectors(g));
-    uint64_t new_row = pos / sd * g->to.chunk_sectors;
+    uint64_t new_row = pos / sd * g->unit;
     if (new_row >= reshape_old_safe_row(g, pos) + g->shift && pos < reshape_from_sectors(g))
         return refuse(why, whylen, "reshape position %llu: the new rows would overtake the old ones", (unsigned long long)pos);
     return 0;

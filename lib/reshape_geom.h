@@ -1,17 +1,21 @@
-/* Reshape geometry: growing a RAID-4/5/6 array to more members by moving
- * data_offset, as mdadm 3.3+ and md do without a backup file. Pure
- * arithmetic: no I/O, no state, every call thread-safe.
+/* Reshape geometry: restriping a RAID-4/5/6 array to more members, another
+ * chunk size or another layout by moving data_offset, as mdadm 3.3+ and md
+ * do without a backup file. Pure arithmetic: no I/O, no state, every call
+ * thread-safe.
  *
  * Units: sectors (512 bytes). "Rows" are member sectors relative to a data
  * offset: old rows to the old data_offset, new rows to the new one. The new
  * data_offset is the old one minus `shift` on every member, so new row x
- * lies at old row x - shift on the disk.
+ * lies at old row x - shift on the disk. The reshape moves whole "units" of
+ * U = max(old chunk, new chunk) rows (md's reshape_sectors): a unit of new
+ * rows is U / new chunk new stripes and holds to_k * U array sectors.
  *
  * md's record (md-format.md 1.6, the reshape row of section 4):
- * reshape_position P is an array sector on a new stripe boundary; array
- * sectors below P are in the new geometry, the others in the old. The
- * reshape runs forwards (from sector 0) because a wider stripe holds more
- * data per row, so the new rows written always lag the old rows read.
+ * reshape_position P is an array sector on a unit boundary (md's raid5_run
+ * divides it by max chunk * new data disks); array sectors below P are in
+ * the new geometry, the others in the old. The reshape runs forwards (from
+ * sector 0) because the new stripe holds at least as much data per row
+ * (to_k >= from_k), so the new rows written never pass the old rows read.
  *
  * Safety rule (md's raid5 reshape_request with min_offset_diff = -shift):
  * with P the position on disk, the old layout keeps the array sectors >= P
@@ -27,16 +31,18 @@
 #include "layout.h"
 
 struct reshape_geom {
-    struct layout_geom from, to; /* the same level and chunk; to has more members */
-    int from_k, to_k;            /* data blocks per stripe */
+    struct layout_geom from, to; /* the same level (4, 5 or 6) */
+    int from_k, to_k;            /* data blocks per stripe, to_k >= from_k */
+    uint32_t unit;               /* rows moved as one: max(from, to chunk) */
     uint64_t member_sectors;     /* the superblock's size: data sectors per member */
     uint64_t shift;              /* old data_offset - new data_offset */
 };
 
-/* Fills g for growing `from` to `to` (levels 4/5/6, same level and chunk,
- * more members) over members_sectors per member (a multiple of the chunk)
- * with the data moved down by shift sectors (at least one chunk, a
- * multiple of 8). 0, or -EINVAL with one line in why. */
+/* Fills g for restriping `from` to `to` (levels 4/5/6, the same level; at
+ * least as many members and data blocks per stripe; something changed)
+ * over members_sectors per member (a multiple of both chunks) with the
+ * data moved down by shift sectors (at least one unit, a multiple of 8).
+ * 0, or -EINVAL with one line in why. */
 int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
                       uint64_t member_sectors, uint64_t shift, char *why, size_t whylen);
 
@@ -44,20 +50,21 @@ int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, co
 uint64_t reshape_from_sectors(const struct reshape_geom *g);
 uint64_t reshape_to_sectors(const struct reshape_geom *g);
 
-/* Array sectors per new stripe (reshape positions are multiples of it). */
+/* Array sectors per unit of new rows (reshape positions are multiples of
+ * it). The "stripes" of the functions below are these units. */
 uint64_t reshape_stripe_data(const struct reshape_geom *g);
 
-/* New stripes in all. */
+/* Units in all. */
 uint64_t reshape_stripes(const struct reshape_geom *g);
 
 /* The old row below which the old layout holds only array sectors < pos
- * (and parity of stripes wholly below it): the first row of the old stripe
- * that holds sector pos. */
+ * (and parity of stripes wholly below it): the first row of the old unit
+ * that holds sector pos (md's here_old, in whole units as md counts). */
 uint64_t reshape_old_safe_row(const struct reshape_geom *g, uint64_t pos);
 
-/* How many new stripes may be written from position pos (a new stripe
- * boundary, >= ckpt) while the position on disk is ckpt: the largest W
- * with new rows [pos / stripe_data * c, + W * c) ending at or below old
+/* How many units may be written from position pos (a unit boundary,
+ * >= ckpt) while the position on disk is ckpt: the largest W with new
+ * rows [pos / stripe_data * U, + W * U) ending at or below old
  * row reshape_old_safe_row(ckpt) + shift, capped at the stripes left and
  * at max_stripes. */
 uint64_t reshape_window(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes);
@@ -82,7 +89,8 @@ int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, s
 
 /* The shift chosen for a grow: 4 chunks, or as many whole chunks as the
  * head room holds when that is less; 0 when the head room is below one
- * chunk. reshape_min_shift() is that one chunk. */
+ * chunk. reshape_min_shift() is that one chunk. Pass the unit (the larger
+ * chunk) for a chunk change. */
 uint64_t reshape_choose_shift(uint64_t headroom, uint32_t chunk_sectors);
 static inline uint64_t reshape_min_shift(uint32_t chunk_sectors) { return chunk_sectors; }
 

@@ -35,6 +35,10 @@ static void merge_array_fields(struct md_sb *dst, const struct md_sb *tmpl)
     dst->max_dev = tmpl->max_dev;
     memcpy(dst->dev_roles, tmpl->dev_roles, sizeof dst->dev_roles);
     dst->v090_spares = tmpl->v090_spares;
+    /* the geometry: the end of a reshape job that changed the chunk or layout */
+    dst->level = tmpl->level;
+    dst->layout = tmpl->layout;
+    dst->chunksize = tmpl->chunksize;
     /* a reshape's record is array-wide too (the same on every member outside one) */
     dst->feature_map = (dst->feature_map & ~RESHAPE_BITS) | (tmpl->feature_map & RESHAPE_BITS);
     dst->raid_disks = tmpl->raid_disks;
@@ -487,6 +491,13 @@ static int set_geometry(struct uraid_array *a, struct open_ctx *o)
     a->geom.layout = (int)R->layout;
     a->geom.raid_disks = (int)R->raid_disks;
     a->geom.chunk_sectors = R->chunksize;
+    /* mid-reshape the array is its new geometry (reshape_io.h); the old one
+     * sits beside it. md keeps chunksize and layout the old ones until the end */
+    if ((R->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->level >= 4 && R->level <= 6 &&
+        R->new_level == (uint32_t)R->level && R->new_chunk) {
+        a->geom.layout = (int)R->new_layout;
+        a->geom.chunk_sectors = R->new_chunk;
+    }
     char gwhy[160];
     int rc;
     if (layout_check(&a->geom, gwhy, sizeof gwhy)) {
@@ -831,6 +842,8 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
         info->reshape_delta = a->sb.delta_disks;
         info->reshape_position_sectors = a->sb.reshape_position; /* what the superblocks say (meta_lock) */
         info->reshape_total_sectors = reshape_to_sectors(&a->rs->g);
+        info->reshape_from_chunk_bytes = a->rs->g.from.chunk_sectors * SECTOR;
+        info->reshape_from_layout = a->rs->g.from.layout;
     }
 }
 

@@ -1,5 +1,6 @@
-/* uraid_grow_members: RAID-5/6 gain members offline, recorded as md records
- * a reshape, so md and uraid can each carry on the other's.
+/* uraid_grow_members: RAID-4/5/6 gain members or change chunk or layout
+ * offline (and --level, reshape_level.c), recorded as md records a
+ * reshape, so md and uraid can each carry on the other's.
  *
  * What is written when (docs/FORMAT.md has the same in prose):
  *   1. start: every check first, nothing written on a refusal. Then the new
@@ -33,8 +34,8 @@
 /* md's super_1_allow_new_offset: new data must start 36 KiB past the superblock */
 #define MD_NEW_OFFSET_MIN_FROM_SB 72u
 
-static int say(struct grow *gr, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(struct grow *gr, int rc, const char *fmt, ...)
+#define say grow_say
+int grow_say(struct grow *gr, int rc, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -76,7 +77,8 @@ static void merge(struct md_sb *dst, const struct md_sb *t)
 /* Every member's superblock from the template, events + 1: the fresh (new)
  * members first with an empty bad-block log, flushed, then the others, so
  * no old member names a reshape whose new members have no superblock. */
-static int write_all(struct grow *gr)
+#define write_all grow_write_all
+int grow_write_all(struct grow *gr)
 {
     gr->tmpl.events++;
     gr->tmpl.utime = (uint64_t)time(NULL);
@@ -98,6 +100,15 @@ static int write_all(struct grow *gr)
     return 0;
 }
 
+int grow_write_one(struct grow *gr, int i)
+{
+    merge(&gr->sb[i], &gr->tmpl);
+    int rc = write_sb(gr->dev[i], &gr->sb[i]);
+    if (rc)
+        return say(gr, rc, "member %s: cannot write its superblock: %s", gr->name[i], uraid_strerror(rc));
+    return 0;
+}
+
 int grow_checkpoint(struct grow *gr, uint64_t ckpt)
 {
     /* the data below ckpt must be on every disk before any superblock says so */
@@ -107,6 +118,10 @@ int grow_checkpoint(struct grow *gr, uint64_t ckpt)
             return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
     }
     gr->tmpl.reshape_position = ckpt;
+    /* a member not in sync (RAID-5 -> 6: the new one) is below ckpt: md's reshape_request moves its recovery_offset */
+    for (int i = 0; i < gr->n; i++)
+        if (gr->recovering[i])
+            gr->sb[i].recovery_offset = ckpt / reshape_stripe_data(&gr->g) * gr->g.unit;
     int rc = write_all(gr);
     if (rc == 0)
         gr->ckpt = ckpt;
@@ -179,8 +194,8 @@ static int check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
-    if (!linear && R->level != 5 && R->level != 6)
-        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-5, RAID-6 and linear can gain "
+    if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0))
+        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
                    "members (--raid-devices N --add NEW...)", level_text(R->level));
     /* 1.0 and 0.90 keep no room before the data (md grows them with a
      * backup file); linear moves no data, but their superblock sits at
@@ -277,44 +292,55 @@ static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
     return 0;
 }
 
-/* The new members' superblocks, the template's reshape fields, the geometry. */
-static int plan_start(struct grow *gr, int nold, int N)
+/* The new members' superblocks, the template's reshape fields, the geometry
+ * (from: the array's, or its RAID-6 takeover's; to: the new one). */
+int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
+    int N = to->raid_disks;
+    uint32_t unit = R->chunksize > to->chunk_sectors ? R->chunksize : to->chunk_sectors;
+    if (R->size % to->chunk_sectors)
+        return say(gr, -EINVAL, "the member size (%llu sectors) is not a multiple of the new chunk (%u KiB): make the "
+                   "array smaller first (uraid grow --size), or choose a smaller chunk",
+                   (unsigned long long)R->size, to->chunk_sectors / 2);
     uint64_t room = UINT64_MAX;
     for (int i = 0; i < nold; i++)
         if (reshape_headroom(&gr->sb[i]) < room)
             room = reshape_headroom(&gr->sb[i]);
-    uint64_t shift = reshape_choose_shift(room, R->chunksize);
+    uint64_t shift = reshape_choose_shift(room, unit);
     if (!shift)
-        return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors "
-                   "free before data_offset %llu, %u needed (one chunk): %llu sectors missing",
-                   (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(R->chunksize),
-                   (unsigned long long)(reshape_min_shift(R->chunksize) - room));
-    struct layout_geom from = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize}, to = from;
-    to.raid_disks = N;
+        return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu "
+                   "sectors free before data_offset %llu, %u needed (one chunk): %llu sectors missing",
+                   (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(unit),
+                   (unsigned long long)(reshape_min_shift(unit) - room));
     char gwhy[200];
-    if (reshape_geom_init(&gr->g, &from, &to, R->size, shift, gwhy, sizeof gwhy))
+    if (reshape_geom_init(&gr->g, from, to, R->size, shift, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "%s", gwhy);
     gr->tmpl = *R;
+    gr->tmpl.level = from->level;
+    gr->tmpl.layout = (uint32_t)from->layout;
     gr->tmpl.raid_disks = (uint32_t)N;
-    gr->tmpl.delta_disks = N - nold;
-    gr->tmpl.new_level = (uint32_t)R->level;
-    gr->tmpl.new_layout = R->layout;
-    gr->tmpl.new_chunk = R->chunksize;
+    gr->tmpl.delta_disks = N - from->raid_disks;
+    gr->tmpl.new_level = (uint32_t)to->level;
+    gr->tmpl.new_layout = (uint32_t)to->layout;
+    gr->tmpl.new_chunk = to->chunk_sectors;
     gr->tmpl.new_offset = -(int32_t)shift;
     gr->tmpl.reshape_position = 0;
     gr->tmpl.feature_map = (R->feature_map & ~RESHAPE_BITS) | MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
     for (int i = nold; i < gr->n; i++) {
-        uint32_t dn = 0;
-        int rc = new_dev_number(gr, &dn);
-        if (rc == 0)
-            rc = new_member_sb(gr, i, dn, i); /* the added members take slots nold.. in order */
+        int rc = grow_new_member(gr, i, i); /* the added members take slots nold.. in order */
         if (rc)
             return rc;
     }
     gr->old_off = R->data_offset;
     return 0;
+}
+
+int grow_new_member(struct grow *gr, int i, int slot)
+{
+    uint32_t dn = 0;
+    int rc = new_dev_number(gr, &dn);
+    return rc ? rc : new_member_sb(gr, i, dn, slot);
 }
 
 /* Linear gains members as md's linear_add does: appended after the last,
@@ -373,11 +399,30 @@ static int plan_resume(struct grow *gr, int N)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int nold = (int)R->raid_disks - R->delta_disks;
-    if (R->delta_disks <= 0 || R->new_level != (uint32_t)R->level || R->new_layout != R->layout ||
-        R->new_chunk != R->chunksize || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
-        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u) is not one uraid "
-                   "can carry on yet: it carries on growing RAID-5/6 to more members", nold, R->raid_disks, R->level,
-                   R->new_level);
+    if (R->delta_disks < 0 || R->new_level != (uint32_t)R->level || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
+        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u%s) is not one uraid "
+                   "can carry on yet: it carries on RAID-4/5/6 restripes run forwards to as many members or more",
+                   nold, R->raid_disks, R->level, R->new_level,
+                   R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS ? ", backwards" : "");
+    const struct uraid_grow_params *p = gr->p;
+    /* RAID-6 -> RAID-5 goes through a restripe to the -6 layout: the same --level 5 again carries it on */
+    gr->drop_q = p->level_set && p->level == 5 && R->new_level == 6 && layout_from_6((int)R->new_layout) >= 0 &&
+                 (!N || N == (int)R->raid_disks - 1);
+    gr->to_raid4 = p->level_set && p->level == 4 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST;
+    gr->to_raid0 = p->level_set && p->level == 0 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST &&
+                   (!N || N == (int)R->raid_disks - 1);
+    if (gr->to_raid0)
+        N = 0;
+    if (gr->drop_q)
+        N = 0;
+    if ((p->chunk_sectors && p->chunk_sectors != R->new_chunk) ||
+        (p->level_set && p->level != (int)R->new_level && !gr->drop_q && !gr->to_raid4 && !gr->to_raid0) ||
+        (p->layout && layout_from_name((int)R->new_level, p->layout) != (int)R->new_layout))
+        return say(gr, -EBUSY, "a reshape to chunk %u KiB, layout %s is already in progress (at array sector %llu): "
+                   "give the same options again or use --continue", R->new_chunk / 2,
+                   layout_name((int)R->new_level, (int)R->new_layout) ? layout_name((int)R->new_level, (int)R->new_layout)
+                                                                      : "-",
+                   (unsigned long long)R->reshape_position);
     if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
         return say(gr, -EOPNOTSUPP, "the reshape on the members uses a backup file (no data offset change): not "
                    "supported yet; carry it on with mdadm --grow --continue");
@@ -409,6 +454,7 @@ static int plan_resume(struct grow *gr, int N)
                        "%llu)", gr->name[i], (unsigned long long)sb->events, (unsigned long long)R->events);
         seen[role] = 1;
         gr->at[role] = i;
+        gr->recovering[i] = !!(sb->feature_map & MD_FEATURE_RECOVERY_OFFSET);
     }
     for (int s = nold, f = 0; s < (int)R->raid_disks && f < nfill; s++)
         for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
@@ -422,8 +468,8 @@ static int plan_resume(struct grow *gr, int N)
         if (!seen[s])
             return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
                        "every member, old and new", s, R->raid_disks);
-    struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize}, to = from;
-    to.raid_disks = (int)R->raid_disks;
+    struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize};
+    struct layout_geom to = {(int)R->new_level, (int)R->new_layout, (int)R->raid_disks, R->new_chunk};
     char gwhy[200];
     if (reshape_geom_init(&gr->g, &from, &to, R->size, (uint64_t)-(int64_t)R->new_offset, gwhy, sizeof gwhy) ||
         reshape_position_ok(&gr->g, R->reshape_position, gwhy, sizeof gwhy))
@@ -482,6 +528,31 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
     return write_all(gr);
 }
 
+/* A takeover (--level: superblocks alone, no data moved) cut off while its
+ * superblocks went out leaves members one event behind with the old level
+ * or member count. Nothing moved between the two events, so those members
+ * get the reference's superblock. 1 when some were healed. */
+static int heal_takeover(struct grow *gr, int *healed)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    *healed = 0;
+    if (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE)
+        return 0;
+    gr->tmpl = *R;
+    for (int i = 0; i < gr->n; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        if (!same_array(gr, i) || sb->events + 1 != R->events || (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) ||
+            (sb->level == R->level && sb->raid_disks == R->raid_disks && sb->layout == R->layout &&
+             sb->chunksize == R->chunksize))
+            continue;
+        int rc = grow_write_one(gr, i);
+        if (rc)
+            return rc;
+        *healed = 1;
+    }
+    return 0;
+}
+
 static int finish(struct grow *gr)
 {
     for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
@@ -493,18 +564,58 @@ static int finish(struct grow *gr)
     gr->tmpl.reshape_position = 0;
     gr->tmpl.delta_disks = 0;
     gr->tmpl.new_offset = 0;
+    gr->tmpl.level = (int)gr->tmpl.new_level;
+    gr->tmpl.layout = gr->tmpl.new_layout;
+    gr->tmpl.chunksize = gr->tmpl.new_chunk;
     for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
         struct md_sb *sb = &gr->sb[gr->at[s]];
         sb->data_offset = gr->old_off - gr->g.shift;
         sb->data_size += gr->g.shift;
+        /* every new stripe was written whole, on every member */
+        sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+        sb->recovery_offset = 0;
     }
-    return write_all(gr);
+    int rc = write_all(gr);
+    if (rc == 0 && gr->drop_q)
+        return grow_drop_q(gr);
+    if (rc == 0 && gr->to_raid0)
+        return grow_to_raid0(gr);
+    return rc == 0 && gr->to_raid4 ? grow_to_raid4(gr) : rc;
+}
+
+/* The geometry asked for: the array's with the member count, chunk and
+ * layout given. 0, -EALREADY when that is the array's already, or a
+ * refusal. *geo = 1 when a chunk, layout or level was given. */
+static int target(struct grow *gr, int N, struct layout_geom *to, int *geo)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    const struct uraid_grow_params *p = gr->p;
+    *to = (struct layout_geom){R->level, (int)R->layout, N, R->chunksize};
+    *geo = p->chunk_sectors || p->layout || p->level_set;
+    if (!*geo)
+        return 0;
+    if (R->level < 4 || R->level > 6)
+        return say(gr, -EOPNOTSUPP, "%s has no chunk or layout to change here: RAID-4/5/6 restripe to another chunk "
+                   "or layout", level_text(R->level));
+    if (p->level_set && p->level != R->level)
+        return say(gr, -EOPNOTSUPP, "changing %s to RAID-%d is not supported yet", level_text(R->level), p->level);
+    if (p->chunk_sectors)
+        to->chunk_sectors = p->chunk_sectors;
+    if (p->layout && (to->layout = layout_from_name(R->level, p->layout)) < 0)
+        return say(gr, -EINVAL, "%s has no layout '%s' (%s)", level_text(R->level), p->layout,
+                   R->level == 4 ? "parity-last" : R->level == 5 ? "left-symmetric, right-symmetric, left-asymmetric, "
+                   "right-asymmetric, parity-first, parity-last" : "left-symmetric, ..., left-symmetric-6, ...");
+    int same_layout = to->layout == (int)R->layout || R->level == 4;
+    if (N == (int)R->raid_disks && to->chunk_sectors == R->chunksize && same_layout)
+        return say(gr, -EALREADY, "the array already has %d members, chunk %u KiB and layout %s: nothing to do", N,
+                   R->chunksize / 2, layout_name(R->level, (int)R->layout));
+    return 0;
 }
 
 /* A new grow: the checks, then the start's superblocks. */
 static int start(struct grow *gr, int nmembers)
 {
-    int N = gr->p->raid_devices;
+    int N = gr->p->raid_devices ? gr->p->raid_devices : (int)gr->sb[gr->ref].raid_disks, geo = 0;
     if (gr->p->resume_only)
         return say(gr, -EINVAL, "no reshape is in progress on these members: nothing to continue");
     const struct md_sb *R = &gr->sb[gr->ref];
@@ -514,20 +625,40 @@ static int start(struct grow *gr, int nmembers)
     int recovering = 0;
     for (int i = 0; i < gr->n && done; i++)
         recovering |= same_array(gr, i) && (gr->sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET);
-    if (done && R->level == 1 && recovering) {
-        gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' recovery */
+    if (done && recovering && (R->level == 1 || gr->p->level_set)) {
+        gr->resumed_mirrors = 1; /* the same grow again after a kill in the new mirrors' (or Q's) recovery */
         return 0;
     }
-    if (done) /* the same grow again after it ended (a kill after its last write) */
+    if (gr->p->level_set && gr->p->level != R->level && R->level >= 0 && R->level <= 6) {
+        int want = gr->p->level, more = (R->level == 5 && want == 6) || R->level == 0;
+        int fewer = (R->level == 6 && want == 5) || want == 0;
+        int nold = nmembers, NL = gr->p->raid_devices ? gr->p->raid_devices
+                                                      : (int)R->raid_disks + (more ? 1 : fewer ? -1 : 0);
+        int rc = check_old(gr, nold);
+        if (rc == 0 && NL > (int)R->raid_disks)
+            rc = check_added(gr, nold, NL);
+        if (rc == 0)
+            rc = grow_plan_level(gr, nold, NL);
+        return rc || gr->written ? rc : write_all(gr);
+    }
+    struct layout_geom to;
+    if (done && !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set)
+        /* the same grow again after it ended (a kill after its last write) */
         return say(gr, -EALREADY, "the array already has %d members, the new ones among them: nothing to do", N);
-    if (N <= (int)gr->sb[gr->ref].raid_disks)
+    int rc = target(gr, N, &to, &geo);
+    if (rc)
+        return rc;
+    if (N < (int)R->raid_disks || (N == (int)R->raid_disks && !geo))
         return say(gr, -EINVAL, "--raid-devices %d is not larger than the array's %u members (shrinking is not "
-                   "supported yet)", N, gr->sb[gr->ref].raid_disks);
-    int rc = check_old(gr, nmembers);
+                   "supported yet)", N, R->raid_disks);
+    rc = check_old(gr, nmembers);
     if (rc == 0)
         rc = check_added(gr, nmembers, N);
     if (rc == 0)
-        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1 ? plan_linear(gr, nmembers, N) : plan_start(gr, nmembers, N);
+        rc = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1
+                 ? plan_linear(gr, nmembers, N)
+                 : grow_plan_restripe(gr, nmembers, &(struct layout_geom){R->level, (int)R->layout, (int)R->raid_disks,
+                                                                          R->chunksize}, &to);
     return rc ? rc : write_all(gr);
 }
 
@@ -555,22 +686,48 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     int active = 0, ended = 0;
     if (rc == 0) {
         pick_ref(gr);
+        r.from_level = gr->sb[gr->ref].level;
         active = !!(gr->sb[gr->ref].feature_map & MD_FEATURE_RESHAPE_ACTIVE);
         rc = active ? plan_resume(gr, gr->p->raid_devices) : finish_interrupted(gr, &ended, &r);
         /* carrying on: every member records the same position before anything moves */
         if (rc == 0 && active)
             rc = grow_checkpoint(gr, gr->pos);
     }
+    int healed = 0;
+    /* a restripe's cut-off end closed: the takeover after it (RAID-6 -> 5, 5 -> 4) is still to come */
+    if (rc == 0 && ended && gr->p->level_set && gr->p->level != gr->sb[gr->ref].level)
+        ended = 0;
+    if (rc == 0 && !active && !ended && gr->p->level_set)
+        rc = heal_takeover(gr, &healed);
     if (rc == 0 && !active && !ended)
         rc = start(gr, nmembers);
-    if (rc == 0 && gr->resumed_mirrors) {
+    if (rc == -EALREADY && healed) { /* the cut-off takeover is complete now */
+        const struct md_sb *R = &gr->sb[gr->ref];
+        struct layout_geom lg = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
+        rc = 0;
         r.resumed = 1;
-        r.appended = gr->appended = 2;
-        r.raid_devices = (int)gr->sb[gr->ref].raid_disks;
-        r.from_sectors = r.to_sectors = gr->sb[gr->ref].size;
+        r.appended = 4;
+        r.raid_devices = (int)R->raid_disks;
+        r.from_sectors = r.to_sectors = R->size * (uint64_t)layout_data_disks(&lg);
         ended = 1;
     }
-    if (rc == 0 && gr->appended && !gr->resumed_mirrors) {
+    if (rc == 0 && gr->resumed_mirrors) {
+        const struct md_sb *R = &gr->sb[gr->ref];
+        r.resumed = 1;
+        struct layout_geom lg = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
+        r.appended = gr->appended = R->level == 1 ? 2 : 3;
+        r.raid_devices = (int)R->raid_disks;
+        r.from_sectors = r.to_sectors = R->size * (uint64_t)layout_data_disks(&lg);
+        ended = 1;
+    }
+    if (rc == 0 && gr->appended >= 3 && !gr->resumed_mirrors) {
+        const struct md_sb *T = &gr->tmpl;
+        struct layout_geom lg = {T->level, (int)T->layout, (int)T->raid_disks, T->chunksize};
+        r.from_sectors = r.to_sectors = T->size * (uint64_t)layout_data_disks(&lg); /* no data moved */
+        r.raid_devices = (int)T->raid_disks;
+        r.appended = gr->appended;
+        ended = 1;
+    } else if (rc == 0 && gr->appended && !gr->resumed_mirrors) {
         for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
             r.to_sectors += gr->sb[gr->at[s]].data_size;
             if (s < nmembers)
@@ -592,15 +749,20 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         rc = grow_copy(gr);
         if (rc == 0)
             rc = finish(gr);
+        if (rc == 0 && (gr->drop_q || gr->to_raid0))
+            r.raid_devices--; /* the Q or parity member is a spare now */
+
     }
     for (int i = 0; i < gr->n; i++) {
         member_close(gr->dev[i]);
         gr->dev[i] = NULL;
     }
-    if (rc == 0 && gr->appended == 2)
+    if (rc == 0 && (gr->appended == 2 || gr->appended == 3))
         rc = recover_mirrors(gr, why, whylen);
-    if (res)
+    if (res) {
+        r.level = gr->tmpl.level;
         *res = r;
+    }
     free(gr);
     return rc;
 }

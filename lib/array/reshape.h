@@ -21,7 +21,14 @@ struct grow {
     struct reshape_geom g;
     uint64_t old_off;               /* every member's data_offset before */
     uint64_t pos, ckpt;             /* reached; on disk */
-    int appended;                   /* 1 linear, 2 RAID-1: members appended, nothing to move */
+    int appended;                   /* 1 linear, 2 RAID-1: members appended, nothing to move; 3 RAID-5 taken
+                                     * over as RAID-6 (Q recovered onto the new member); 4 RAID-6 taken over
+                                     * as RAID-5 (the Q member dropped) */
+    int recovering[URAID_MAX_MEMBERS]; /* not in sync past the reshape position (md's recovery_offset) */
+    int drop_q;                     /* RAID-6 -> RAID-5: after the restripe to the -6 layout, the takeover */
+    int to_raid4;                   /* RAID-5 -> RAID-4: after the restripe to parity-last, the takeover */
+    int to_raid0;                   /* RAID-5 -> RAID-0: the same, the parity member dropped */
+    int written;                    /* a takeover wrote its superblocks itself */
     int resumed_mirrors;            /* RAID-1 grown before, its new mirrors still recovering */
     const struct uraid_grow_params *p;
     char *why;
@@ -31,6 +38,31 @@ struct grow {
 /* Writes tmpl (with reshape_position = ckpt) to every member, after a
  * flush of every member so the data it vouches for is on disk. (reshape.c) */
 int grow_checkpoint(struct grow *gr, uint64_t ckpt);
+
+/* reshape.c's helpers for reshape_level.c: a refusal line in gr->why
+ * (returns rc); every member's superblock from tmpl, events + 1; member i
+ * (given after --add) as a new member in `slot`; the restripe from `from`
+ * (the first nold members hold it) to `to`. */
+int grow_say(struct grow *gr, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int grow_write_all(struct grow *gr);
+int grow_write_one(struct grow *gr, int i); /* member i alone, tmpl's events */
+int grow_new_member(struct grow *gr, int i, int slot);
+int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to);
+
+/* --level (reshape_level.c): md's level changes of RAID-5/6. Plans the
+ * change into gr (a restripe, or appended 3/4 for a takeover) after
+ * check_old and check_added passed; 0 or a refusal, nothing written. */
+int grow_plan_level(struct grow *gr, int nold, int N);
+/* The members reaching N - 1 slots after a restripe to a -6 layout:
+ * RAID-6 taken over as RAID-5 (md's raid5_takeover_raid6). */
+int grow_drop_q(struct grow *gr);
+/* The members after a restripe to parity-last: RAID-5 taken over as RAID-4. */
+int grow_to_raid4(struct grow *gr);
+int grow_to_raid0(struct grow *gr);
+int grow_to_raid0(struct grow *gr);
+/* md's layout of the same data with Q on the last member, and back; -1: none. */
+int layout_to_6(int layout5);
+int layout_from_6(int layout6);
 
 /* A window's buffers and I/O engine (reshape_copy.c). */
 struct grow_bufs {

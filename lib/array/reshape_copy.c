@@ -1,7 +1,9 @@
-/* The copy of an offline grow: windows of whole new stripes, each read
- * from the old geometry (the old rows it spans, on every old member) and
- * written whole in the new one (data, then P and Q computed from it), with
- * the position recorded as reshape_next() says.
+/* The copy of an offline grow: windows of whole units of new rows (one or
+ * more new stripes each: reshape_geom.h), each read from the old geometry
+ * (the old rows it spans, on every old member) and written whole in the new
+ * one (data, then P and Q computed from it), with the position recorded as
+ * reshape_next() says. Old and new chunks may differ: data moves in pieces
+ * of the smaller chunk.
  *
  * Why a kill -9 (or a power cut) at any instant loses nothing. Let P be the
  * position in the superblocks on disk (during a superblock update some
@@ -60,17 +62,17 @@ void grow_bufs_free(struct grow_bufs *b)
 
 int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b)
 {
-    size_t cb = (size_t)g->to.chunk_sectors * SECTOR;
-    b->max_stripes = WINDOW_BYTES / cb ? WINDOW_BYTES / cb : 1;
+    size_t ub = (size_t)g->unit * SECTOR, cb = (size_t)g->to.chunk_sectors * SECTOR;
+    b->max_stripes = WINDOW_BYTES / ub ? WINDOW_BYTES / ub : 1;
     if (b->max_stripes > WINDOW_MAX_STRIPES)
         b->max_stripes = WINDOW_MAX_STRIPES;
-    /* old rows a window spans: its data over from_k per row, plus the partial old stripes at both ends */
-    size_t old_rows = (size_t)(b->max_stripes * (uint64_t)g->to_k / (uint64_t)g->from_k + 2);
+    /* old rows a window spans: its data over from_k per row, plus the partial old units at both ends */
+    size_t old_units = (size_t)(b->max_stripes * (uint64_t)g->to_k / (uint64_t)g->from_k + 2);
     for (int m = 0; m < g->from.raid_disks; m++)
-        if (!(b->old[m] = aligned_alloc(4096, old_rows * cb)))
+        if (!(b->old[m] = aligned_alloc(4096, old_units * ub)))
             return -ENOMEM;
     for (int m = 0; m < g->to.raid_disks; m++)
-        if (!(b->new[m] = aligned_alloc(4096, (size_t)b->max_stripes * cb)))
+        if (!(b->new[m] = aligned_alloc(4096, (size_t)b->max_stripes * ub)))
             return -ENOMEM;
     if (!(b->zero = aligned_alloc(4096, cb)))
         return -ENOMEM;
@@ -109,23 +111,28 @@ static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t 
 }
 
 /* New stripe t (at byte off of the window's buffers): data from the old rows
- * starting at r0, P and Q from the data. */
+ * starting at r0, in pieces of the smaller chunk; P and Q from the data. */
 static int build_stripe(struct grow *gr, struct grow_bufs *b, uint64_t t, size_t off, uint64_t r0)
 {
     const struct reshape_geom *g = &gr->g;
-    uint32_t c = g->to.chunk_sectors;
+    uint32_t c = g->to.chunk_sectors, piece = c < g->from.chunk_sectors ? c : g->from.chunk_sectors;
     size_t cb = (size_t)c * SECTOR;
     uint64_t old_total = reshape_from_sectors(g);
     struct stripe_map sm;
     int rc = layout_stripe(&g->to, t, &sm);
     for (int d = 0; rc == 0 && d < g->to_k; d++) {
-        uint64_t x = (t * (uint64_t)g->to_k + (uint64_t)d) * c;
+        uint64_t x0 = (t * (uint64_t)g->to_k + (uint64_t)d) * c;
         uint8_t *dst = b->new[sm.data_disk[d]] + off;
-        struct layout_addr ad;
-        if (x >= old_total)
-            memset(dst, 0, cb); /* past the old data: zeros, as md's reshape writes them */
-        else if ((rc = layout_map(&g->from, x, &ad)) == 0)
-            memcpy(dst, b->old[ad.disk] + (size_t)(ad.member_sector - r0) * SECTOR, cb);
+        for (uint32_t o = 0; rc == 0 && o < c; o += piece) {
+            struct layout_addr ad;
+            uint64_t x = x0 + o;
+            if (x >= old_total)
+                memset(dst + (size_t)o * SECTOR, 0, (size_t)piece * SECTOR); /* past the old data: zeros, as md's
+                                                                              * reshape writes them */
+            else if ((rc = layout_map(&g->from, x, &ad)) == 0)
+                memcpy(dst + (size_t)o * SECTOR, b->old[ad.disk] + (size_t)(ad.member_sector - r0) * SECTOR,
+                       (size_t)piece * SECTOR);
+        }
     }
     if (rc)
         return rc;
@@ -137,33 +144,33 @@ static int build_stripe(struct grow *gr, struct grow_bufs *b, uint64_t t, size_t
     return uraid_gen_p(sm.nslots, cb, data, b->new[sm.p_disk] + off);
 }
 
-/* New stripes [pos / stripe_data, + w): read, build, write. */
+/* Units [pos / stripe_data, + w): read, build, write. */
 int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
 {
     const struct reshape_geom *g = &gr->g;
-    uint32_t c = g->to.chunk_sectors;
-    size_t cb = (size_t)c * SECTOR;
-    uint64_t sd = reshape_stripe_data(g), osd = (uint64_t)g->from_k * g->from.chunk_sectors;
+    uint32_t u = g->unit, c = g->to.chunk_sectors;
+    uint64_t sd = reshape_stripe_data(g), osd = (uint64_t)g->from_k * u;
     uint64_t old_total = reshape_from_sectors(g), t0 = pos / sd, end = pos + w * sd, r0 = 0, r1 = 0;
     if (pos < old_total) {
         uint64_t e = end < old_total ? end : old_total;
-        r0 = pos / osd * c;
-        r1 = (e + osd - 1) / osd * c;
+        r0 = pos / osd * u;
+        r1 = (e + osd - 1) / osd * u;
         int rc = read_old(gr, b, r0, r1);
         if (rc)
             return rc;
     }
-    for (uint64_t t = t0; t < t0 + w; t++) {
-        int rc = build_stripe(gr, b, t, (size_t)(t - t0) * cb, r0);
+    uint64_t s0 = t0 * u / c, s1 = (t0 + w) * u / c; /* the new stripes of these units */
+    for (uint64_t s = s0; s < s1; s++) {
+        int rc = build_stripe(gr, b, s, (size_t)(s - s0) * c * SECTOR, r0);
         if (rc)
-            return uraid_why(gr->why, gr->whylen, "stripe %llu: %s", (unsigned long long)t, uraid_strerror(rc)), rc;
+            return uraid_why(gr->why, gr->whylen, "stripe %llu: %s", (unsigned long long)s, uraid_strerror(rc)), rc;
     }
-    uint64_t at = gr->old_off - g->shift + t0 * c; /* the new data offset + the new row */
+    uint64_t at = gr->old_off - g->shift + t0 * u; /* the new data offset + the new row */
     struct io_op ops[URAID_MAX_MEMBERS];
     int n = g->to.raid_disks, bad = 0;
     for (int s = 0; s < n; s++)
-        ops[s] = (struct io_op){.m = gr->dev[gr->at[s]], .kind = IO_WRITE, .buf = b->new[s], .len = (size_t)w * cb,
-                                .offset = at * SECTOR};
+        ops[s] = (struct io_op){.m = gr->dev[gr->at[s]], .kind = IO_WRITE, .buf = b->new[s],
+                                .len = (size_t)(w * u) * SECTOR, .offset = at * SECTOR};
     int rc = run_all(b, ops, n, &bad);
     if (rc)
         uraid_why(gr->why, gr->whylen, "member %s: write error at sector %llu: %s (the reshape stopped at array "

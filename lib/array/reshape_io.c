@@ -164,7 +164,8 @@ int array_reshape_new(struct uraid_array *a, const struct reshape_geom *g, uint6
 {
     struct array_reshape *rs = calloc(1, sizeof *rs);
     struct uraid_array *o = calloc(1, sizeof *o);
-    uint64_t *dw = calloc((size_t)(a->nstripes / 64 + 1), sizeof *dw);
+    uint64_t old_stripes = a->member_sectors / g->from.chunk_sectors;
+    uint64_t *dw = calloc((size_t)(old_stripes / 64 + 1), sizeof *dw);
     if (!rs || !o || !dw) {
         free(rs);
         free(o);
@@ -188,7 +189,7 @@ int array_reshape_new(struct uraid_array *a, const struct reshape_geom *g, uint6
     o->parent = a;
     o->io = a->io;     /* shared: the parent destroys it */
     o->replace_source = -1;
-    o->nstripes = a->nstripes;
+    o->nstripes = old_stripes;
     o->degraded_written = dw;
     for (int s = 0; s < g->from.raid_disks; s++) {
         o->slot[s] = a->slot[s];
@@ -223,16 +224,17 @@ void array_reshape_free(struct array_reshape *rs)
     free(rs);
 }
 
-/* md's record of a reshape this engine can serve: a grow of RAID-4/5/6 to
- * more members with a data offset change (what uraid grow and mdadm 3.3+
- * write), every member present, no bitmap or log. */
+/* md's record of a reshape this engine can serve: a forwards restripe of
+ * RAID-4/5/6 to as many members or more (chunk and layout may change) with
+ * a data offset change (what uraid grow and mdadm 3.3+ write), every
+ * member present, no bitmap or log. */
 static int reshape_supported(const struct uraid_array *a, int missing, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
-    if (R->level < 4 || R->level > 6 || R->delta_disks <= 0 || R->new_level != (uint32_t)R->level ||
-        R->new_layout != R->layout || R->new_chunk != R->chunksize || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
+    if (R->level < 4 || R->level > 6 || R->delta_disks < 0 || R->new_level != (uint32_t)R->level ||
+        (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
         return uraid_why(why, whylen, "a reshape of level %d to %u members (new level %u, delta %d) is in progress: "
-                         "uraid serves only grows of RAID-4/5/6 to more members; finish it with mdadm",
+                         "uraid serves only forwards restripes of RAID-4/5/6; finish it with mdadm",
                          R->level, R->raid_disks, R->new_level, R->delta_disks), -EOPNOTSUPP;
     if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
         return uraid_why(why, whylen, "the reshape in progress uses a backup file (no data offset change): not "
@@ -265,6 +267,8 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
         return rc;
     struct layout_geom from = a->geom;
     from.raid_disks = (int)R->raid_disks - R->delta_disks;
+    from.layout = (int)R->layout;
+    from.chunk_sectors = R->chunksize;
     uint64_t shift = (uint64_t)-(int64_t)R->new_offset, old_off = a->slot[0].sb.data_offset;
     struct reshape_geom g;
     char gwhy[200];
@@ -281,8 +285,9 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
     for (int s = 0; s < a->geom.raid_disks; s++)
         a->slot[s].data_offset = old_off - shift;
     a->size_sectors = reshape_from_sectors(&g); /* md grows the array at the reshape's end */
-    uraid_log(URAID_LOG_INFO, "a reshape from %d to %d members is in progress at array sector %llu: requests below it "
-              "use the new geometry, the others the old", g.from.raid_disks, g.to.raid_disks,
+    uraid_log(URAID_LOG_INFO, "a reshape from %d to %d members (chunk %u to %u sectors) is in progress at array "
+              "sector %llu: requests below it use the new geometry, the others the old", g.from.raid_disks,
+              g.to.raid_disks, g.from.chunk_sectors, g.to.chunk_sectors,
               (unsigned long long)R->reshape_position);
     return 0;
 }

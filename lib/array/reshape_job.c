@@ -54,7 +54,7 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
 {
     struct rs_job *st = j->priv;
     struct grow *gr = &st->gr;
-    uint64_t sd = reshape_stripe_data(&gr->g), c = gr->g.to.chunk_sectors;
+    uint64_t sd = reshape_stripe_data(&gr->g), c = gr->g.unit;
     uint64_t target = (start + nsec) / c * sd;
     int rc = 0;
     while (rc == 0 && gr->pos < target) {
@@ -98,6 +98,9 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     pthread_rwlock_wrlock(&a->geom_lock); /* no request may look at rs while it goes */
     pthread_mutex_lock(&a->meta_lock);
     a->sb.feature_map &= ~(uint32_t)(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET);
+    a->sb.level = (int)a->sb.new_level; /* a chunk or layout change: the new one from now on */
+    a->sb.layout = a->sb.new_layout;
+    a->sb.chunksize = a->sb.new_chunk;
     a->sb.reshape_position = 0;
     a->sb.delta_disks = 0;
     a->sb.new_offset = 0;
@@ -182,7 +185,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         free(st);
         return uraid_why(why, whylen, "cannot set up the reshape's buffers: %s", uraid_strerror(rc)), rc;
     }
-    uint64_t c = gr->g.to.chunk_sectors;
+    uint64_t c = gr->g.unit;
     j->priv = st;
     j->step = rs_step;
     j->finish = rs_finish;

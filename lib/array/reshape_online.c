@@ -1,5 +1,6 @@
-/* uraid_grow_online: a served RAID-5/6 gains members (mdadm --grow
- * --raid-devices N --add NEW... on a running array), the reshape then runs
+/* uraid_grow_online: a served RAID-4/5/6 gains members or changes its
+ * chunk or layout (mdadm --grow --raid-devices N --add NEW..., --chunk,
+ * --layout on a running array), the reshape then runs
  * as a background job (reshape_job.c) while requests go on (reshape_io.c).
  *
  * What is written when (the offline grow's order, reshape.c):
@@ -23,6 +24,8 @@
 
 struct online {
     int N, nold, nadd;
+    uint32_t chunk;             /* the new chunk (sectors) */
+    int layout;                 /* the new layout */
     const char *const *added;
     struct member *dev[URAID_MAX_MEMBERS];
     struct md_sb sb[URAID_MAX_MEMBERS];
@@ -52,8 +55,8 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EROFS, "the array is open read-only");
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
-    if (a->geom.level != 5 && a->geom.level != 6)
-        return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-5 and RAID-6 can gain members",
+    if (a->geom.level < 4 || a->geom.level > 6)
+        return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-4, RAID-5 and RAID-6 can gain members",
                   a->geom.level);
     if (R->format != MD_FMT_1_2)
         return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays can "
@@ -65,9 +68,15 @@ static int check_array(struct uraid_array *a, struct online *o)
     if (a->opened_dirty)
         return no(o, -EUCLEAN, "the array was not shut down cleanly and its resync has not finished: grow it after "
                   "the resync");
-    if (o->N <= a->geom.raid_disks)
-        return no(o, -EINVAL, "--raid-devices %d is not larger than the array's %d members (shrinking is not "
-                  "supported yet)", o->N, a->geom.raid_disks);
+    int geo = o->chunk != a->geom.chunk_sectors || (o->layout != a->geom.layout && a->geom.level != 4);
+    if (o->N < a->geom.raid_disks || (o->N == a->geom.raid_disks && !geo))
+        return no(o, o->N == a->geom.raid_disks && o->nadd == 0 ? -EALREADY : -EINVAL,
+                  "--raid-devices %d is not larger than the array's %d members%s", o->N, a->geom.raid_disks,
+                  o->N == a->geom.raid_disks ? " and the chunk and layout are the array's: nothing to do"
+                                             : " (shrinking is not supported yet)");
+    if (a->member_sectors % o->chunk)
+        return no(o, -EINVAL, "the member size (%llu sectors) is not a multiple of the new chunk (%u KiB): make the "
+                  "array smaller first, or choose a smaller chunk", (unsigned long long)a->member_sectors, o->chunk / 2);
     if (o->N > URAID_MAX_MEMBERS || o->nadd != o->N - a->geom.raid_disks)
         return no(o, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", o->N,
                   o->N - a->geom.raid_disks, o->N - a->geom.raid_disks == 1 ? "" : "s", o->nadd);
@@ -144,14 +153,17 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
     for (int s = 0; s < o->nold; s++)
         if (reshape_headroom(&a->slot[s].sb) < room)
             room = reshape_headroom(&a->slot[s].sb);
-    uint64_t shift = reshape_choose_shift(room, a->geom.chunk_sectors);
+    uint32_t unit = a->geom.chunk_sectors > o->chunk ? a->geom.chunk_sectors : o->chunk;
+    uint64_t shift = reshape_choose_shift(room, unit);
     if (!shift)
         return no(o, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors free "
                   "before data_offset %llu, %u needed (one chunk): %llu sectors missing", (unsigned long long)room,
-                  (unsigned long long)o->old_off, (unsigned)reshape_min_shift(a->geom.chunk_sectors),
-                  (unsigned long long)(reshape_min_shift(a->geom.chunk_sectors) - room));
+                  (unsigned long long)o->old_off, (unsigned)reshape_min_shift(unit),
+                  (unsigned long long)(reshape_min_shift(unit) - room));
     struct layout_geom to = a->geom;
     to.raid_disks = o->N;
+    to.chunk_sectors = o->chunk;
+    to.layout = o->layout;
     char gwhy[200];
     if (reshape_geom_init(&o->g, &a->geom, &to, a->member_sectors, shift, gwhy, sizeof gwhy))
         return no(o, -EINVAL, "%s", gwhy);
@@ -159,8 +171,8 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
     tmpl->raid_disks = (uint32_t)o->N;
     tmpl->delta_disks = o->N - o->nold;
     tmpl->new_level = (uint32_t)a->geom.level;
-    tmpl->new_layout = tmpl->layout;
-    tmpl->new_chunk = tmpl->chunksize;
+    tmpl->new_layout = (uint32_t)to.layout;
+    tmpl->new_chunk = to.chunk_sectors;
     tmpl->new_offset = -(int32_t)shift;
     tmpl->reshape_position = 0;
     tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
@@ -194,6 +206,10 @@ static int switch_over(struct uraid_array *a, void *ctx)
     int rc = plan(a, o, &tmpl);
     if (rc == 0 && (rc = array_reshape_new(a, &o->g, o->old_off, 0, &o->rs)) != 0)
         no(o, rc, "out of memory");
+    uint64_t nstripes = a->member_sectors / o->chunk;
+    uint64_t *dw = rc == 0 ? calloc((size_t)(nstripes / 64 + 1), sizeof *dw) : NULL;
+    if (rc == 0 && !dw)
+        rc = no(o, -ENOMEM, "out of memory");
     for (int i = 0; rc == 0 && i < o->nadd; i++) {
         struct md_sb sb = o->sb[i];
         sb.feature_map = (sb.feature_map & ~(uint32_t)MD_FEATURE_BITMAP_OFFSET) | (tmpl.feature_map & (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET));
@@ -213,6 +229,7 @@ static int switch_over(struct uraid_array *a, void *ctx)
                uraid_strerror(rc));
     }
     if (rc) {
+        free(dw);
         array_reshape_free(o->rs);
         o->rs = NULL;
         return rc;
@@ -233,6 +250,11 @@ static int switch_over(struct uraid_array *a, void *ctx)
         o->dev[i] = NULL;
     }
     a->geom.raid_disks = o->N;
+    a->geom.chunk_sectors = o->chunk; /* the new geometry (reshape_io.h): its stripes are the new ones */
+    a->geom.layout = o->layout;
+    free(a->degraded_written); /* every member in sync (check_array): nothing was degraded */
+    a->degraded_written = dw;
+    a->nstripes = nstripes;
     a->k = o->g.to_k;
     __atomic_store_n(&a->rs, o->rs, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
     pthread_mutex_unlock(&a->meta_lock);
@@ -249,10 +271,22 @@ static int switch_over(struct uraid_array *a, void *ctx)
 int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const *added, int nadded, char *why,
                       size_t whylen)
 {
+    return uraid_grow_online_geom(a, raid_devices, 0, NULL, added, nadded, why, whylen);
+}
+
+int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors, const char *layout,
+                           const char *const *added, int nadded, char *why, size_t whylen)
+{
     struct online o = {.N = raid_devices, .nadd = nadded, .added = added, .why = why, .whylen = whylen};
     uraid_why(why, whylen, "%s", "");
     if (!a || nadded < 0 || nadded > URAID_MAX_MEMBERS || (nadded && !added))
         return no(&o, -EINVAL, "give the new member count and the new members");
+    o.chunk = chunk_sectors ? chunk_sectors : a->geom.chunk_sectors;
+    o.layout = a->geom.layout;
+    if (layout && (o.layout = layout_from_name(a->geom.level, layout)) < 0)
+        return no(&o, -EINVAL, "RAID-%d has no layout '%s'", a->geom.level, layout);
+    if (!o.N)
+        o.N = a->geom.raid_disks;
     int rc = check_array(a, &o);
     if (rc == 0)
         rc = open_added(a, &o);

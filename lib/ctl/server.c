@@ -267,21 +267,35 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     return 0;
 }
 
-/* "grow N NEW...": mdadm --grow --raid-devices N --add NEW... on the
- * serving array (uraid_grow_online); the reshape runs as its job. Member
- * names are separated by blanks. */
+/* "grow N [chunk=SECTORS] [layout=NAME] NEW...": mdadm --grow
+ * --raid-devices N [--chunk] [--layout] --add NEW... on the serving array
+ * (uraid_grow_online_geom; N 0 keeps the count); the reshape runs as its
+ * job. Member names are separated by blanks. */
 static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
 {
     char *save = NULL, *tok = strtok_r(arg, " \t", &save), *end = NULL;
     long n = tok ? strtol(tok, &end, 10) : 0;
-    if (!tok || *end || n < 1 || n > URAID_MAX_MEMBERS) {
-        snprintf(out, RESPONSE_BYTES, "error: 'grow' needs the new member count (1 to %d) and the new members: "
-                 "grow N NEW...\n", URAID_MAX_MEMBERS);
+    if (!tok || *end || n < 0 || n > URAID_MAX_MEMBERS) {
+        snprintf(out, RESPONSE_BYTES, "error: 'grow' needs the new member count (1 to %d, 0 to keep it) and the new "
+                 "members: grow N [chunk=SECTORS] [layout=NAME] NEW...\n", URAID_MAX_MEMBERS);
         return;
     }
-    const char *added[URAID_MAX_MEMBERS];
+    const char *added[URAID_MAX_MEMBERS], *layout = NULL;
+    unsigned long chunk = 0;
     int nadd = 0;
     while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
+        if (!strncmp(tok, "chunk=", 6)) {
+            chunk = strtoul(tok + 6, &end, 10);
+            if (*end || !chunk || chunk > (1u << 21)) {
+                snprintf(out, RESPONSE_BYTES, "error: 'grow': bad chunk '%.32s' (sectors)\n", tok + 6);
+                return;
+            }
+            continue;
+        }
+        if (!strncmp(tok, "layout=", 7)) {
+            layout = tok + 7;
+            continue;
+        }
         if (nadd == URAID_MAX_MEMBERS) {
             snprintf(out, RESPONSE_BYTES, "error: more than %d new members\n", URAID_MAX_MEMBERS);
             return;
@@ -289,9 +303,13 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         added[nadd++] = tok;
     }
     char why[512] = "";
-    int rc = uraid_grow_online(c->a, (int)n, added, nadd, why, sizeof why);
+    int rc = uraid_grow_online_geom(c->a, (int)n, (uint32_t)chunk, layout, added, nadd, why, sizeof why);
     if (rc)
         snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
+    else if (chunk || layout)
+        snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members%s%lu sectors%s%s started; follow it with "
+                 "'uraid status'\n", n ? n : (long)c->a->geom.raid_disks, ", chunk ",
+                 (unsigned long)c->a->geom.chunk_sectors, layout ? ", layout " : "", layout ? layout : "");
     else
         snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members started; follow it with 'uraid status'\n", n);
 }

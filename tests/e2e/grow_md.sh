@@ -11,7 +11,18 @@
 #      reshape, and uraid reads the same bytes;
 #   c. md's own grow (mdadm --grow --raid-devices=5) cut off in the middle
 #      (the guest powers off without stopping the array): uraid --continue
-#      finishes it, every byte reads back, uraid check finds mismatch_cnt 0.
+#      finishes it, every byte reads back, uraid check finds mismatch_cnt 0;
+#   d. md assembles what uraid's --level, --chunk and --layout made (RAID-5
+#      4 -> RAID-6 5 restriped to left-symmetric, RAID-5 chunk 64K -> 128K
+#      and left-symmetric -> right-asymmetric, RAID-5 -> RAID-6 taken over
+#      as left-symmetric-6 with Q recovered, RAID-6 5 -> RAID-5 4 with the Q
+#      member a spare): every byte, mismatch_cnt 0, md's level, layout and
+#      chunk in sysfs; and uraid killed in the middle of a RAID-5 -> RAID-6
+#      restripe and of a chunk 64K -> 256K restripe: md assembles, carries
+#      each on to the end, reads every byte, mismatch_cnt 0; md also
+#      assembles uraid's RAID-4 -> RAID-5 left-symmetric (restriped), RAID-1
+#      of 2 -> RAID-5 of 2, RAID-0 of 3 -> RAID-5 of 4 (parity recovered) and
+#      RAID-5 of 4 -> RAID-0 of 3 (restriped to parity-last, then taken over).
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -164,4 +175,112 @@ case "$out" in *"carried on and complete: 5 members"*) t_ok "c: uraid grow --con
     *) t_fail "c: uraid grow --continue finishes md's reshape" "$out" ;; esac
 # shellcheck disable=SC2086
 uraid_reads "c: md's grow finished by uraid" 54 $C
+
+# ---- d. --level, --chunk, --layout: md reads what uraid made, and carries on its killed ones ----
+geom_line='geom() { echo "$1 level=$(cat /sys/block/$1/md/level) layout=$(cat /sys/block/$1/md/layout) chunk=$(cat /sys/block/$1/md/chunk_size) raid_disks=$(cat /sys/block/$1/md/raid_disks) degraded=$(cat /sys/block/$1/md/degraded)"; }'
+seen_geom() { # NAME LOG LINE
+    grep -q "^$3\$" "$2" && t_ok "$1: md: $3" || t_fail "$1: md: $3" "$(grep "^${3%% *} " "$2" | head -2)"
+}
+mem4() { echo "$1/m0.img $1/m1.img $1/m2.img $1/m3.img"; }
+make_array "$t_tmp/d0" 5 4 61; D0="$M $t_tmp/d0/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --level 6 --raid-devices 5 --add "$t_tmp/d0/m4.img" >/dev/null 2>&1 || t_fail "d: uraid turns RAID-5 into RAID-6"
+make_array "$t_tmp/d1" 5 4 62; D1=$M
+# shellcheck disable=SC2086
+$URAID grow $M --chunk 128K --layout right-asymmetric >/dev/null 2>&1 || t_fail "d: uraid restripes to chunk 128K, right-asymmetric"
+make_array "$t_tmp/d2" 5 4 63; D2="$M $t_tmp/d2/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --level 6 --raid-devices 5 --add "$t_tmp/d2/m4.img" --layout preserve >/dev/null 2>&1 ||
+    t_fail "d: uraid takes RAID-5 over as RAID-6 (left-symmetric-6)"
+make_array "$t_tmp/d5" 6 5 64; D5="$M"
+# shellcheck disable=SC2086
+$URAID grow $M --level 5 >/dev/null 2>&1 || t_fail "d: uraid turns RAID-6 into RAID-5"
+# shellcheck disable=SC2086
+"$ORACLE" --snapshot --timeout 600 $(disks $D0 $D1 $D2 $D5) -- - >"$t_tmp/d.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+$geom_line
+mdadm --assemble /dev/md0 /dev/vd[a-e] && geom md0 && verify md0 61 $OLD $OLD
+mdadm --assemble /dev/md1 /dev/vd[f-i] && geom md1 && verify md1 62 $OLD $OLD
+mdadm --assemble /dev/md2 /dev/vd[j-n] && geom md2 && verify md2 63 $OLD $OLD
+mdadm --assemble /dev/md5 /dev/vd[o-s] && geom md5 && verify md5 64 $OLD $OLD
+mdadm --examine /dev/vds | grep -i "role"
+GUEST
+judge "d: RAID-5 4 turned into RAID-6 5 by uraid" md0 "$t_tmp/d.log"
+seen_geom "d: RAID-5 -> RAID-6" "$t_tmp/d.log" "md0 level=raid6 layout=2 chunk=65536 raid_disks=5 degraded=0"
+judge "d: RAID-5 restriped to chunk 128K, right-asymmetric by uraid" md1 "$t_tmp/d.log"
+seen_geom "d: chunk and layout" "$t_tmp/d.log" "md1 level=raid5 layout=1 chunk=131072 raid_disks=4 degraded=0"
+judge "d: RAID-5 taken over as RAID-6 by uraid" md2 "$t_tmp/d.log"
+seen_geom "d: takeover" "$t_tmp/d.log" "md2 level=raid6 layout=18 chunk=65536 raid_disks=5 degraded=0"
+judge "d: RAID-6 5 turned into RAID-5 4 by uraid" md5 "$t_tmp/d.log"
+seen_geom "d: RAID-6 -> RAID-5" "$t_tmp/d.log" "md5 level=raid5 layout=2 chunk=65536 raid_disks=4 degraded=0"
+# uraid killed mid-restripe, md carries on
+make_array "$t_tmp/k6" 5 4 65; K6="$M $t_tmp/k6/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --level 6 --raid-devices 5 --add "$t_tmp/k6/m4.img" --member-layer throttle=4M >/dev/null 2>&1 &
+pid=$!
+make_array "$t_tmp/kc" 5 4 66; KC=$M
+# shellcheck disable=SC2086
+$URAID grow $M --chunk 256K --member-layer throttle=4M >/dev/null 2>&1 &
+pid2=$!
+sleep 3
+kill -9 $pid $pid2 2>/dev/null; wait $pid $pid2 2>/dev/null
+for k in k6 kc; do
+    pos=$(mdadm --examine "$t_tmp/$k/m0.img" 2>/dev/null | sed -n "s/^ *Reshape pos'n : //p")
+    [ -n "$pos" ] && t_ok "d: uraid killed mid-restripe ($k: Reshape pos'n $pos)" ||
+        t_fail "d: uraid killed mid-restripe ($k)" "no Reshape line"
+done
+make_array "$t_tmp/e45" 4 4 67; E45=$M
+# shellcheck disable=SC2086
+$URAID grow $M --level 5 --layout left-symmetric >/dev/null 2>&1 || t_fail "d: uraid turns RAID-4 into RAID-5 left-symmetric"
+make_array "$t_tmp/e15" 1 2 68; E15=$M OLD15=$SZ
+# shellcheck disable=SC2086
+$URAID grow $M --level 5 >/dev/null 2>&1 || t_fail "d: uraid turns RAID-1 of 2 into RAID-5 of 2"
+mkdir -p "$t_tmp/e05"
+E05="$t_tmp/e05/m0.img $t_tmp/e05/m1.img $t_tmp/e05/m2.img"
+# shellcheck disable=SC2086
+truncate -s 16M $E05 "$t_tmp/e05/m3.img"
+# shellcheck disable=SC2086
+$URAID create --level 0 --raid-devices 3 --chunk 64K --name oracle $E05 >/dev/null 2>&1 || t_fail "d: create RAID-0"
+# shellcheck disable=SC2086
+"$PATTERN" -s 69 -n "$OLD" | $URAID write $E05 || t_fail "d: write RAID-0"
+# shellcheck disable=SC2086
+$URAID grow $E05 --level 5 --raid-devices 4 --add "$t_tmp/e05/m3.img" >/dev/null 2>&1 ||
+    t_fail "d: uraid turns RAID-0 of 3 into RAID-5 of 4"
+E05="$E05 $t_tmp/e05/m3.img"
+make_array "$t_tmp/e50" 5 4 70; E50="$t_tmp/e50/m0.img $t_tmp/e50/m1.img $t_tmp/e50/m2.img"
+# shellcheck disable=SC2086
+$URAID grow $M --level 0 >/dev/null 2>&1 || t_fail "d: uraid turns RAID-5 of 4 into RAID-0 of 3"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 600 $(disks $K6 $KC $E45 $E15 $E05 $E50) -- - >"$t_tmp/dk.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+$geom_line
+mdadm --assemble /dev/md0 /dev/vd[a-e] && { grep -q reshape /proc/mdstat && echo "md0 reshaping"; }
+mdadm --assemble /dev/md1 /dev/vd[f-i] && { grep -A3 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"; }
+wait_idle md0; wait_idle md1
+geom md0; verify md0 65 $OLD $OLD
+geom md1; verify md1 66 $OLD $OLD
+mdadm --assemble /dev/md2 /dev/vd[j-m] && geom md2 && verify md2 67 $OLD $OLD
+mdadm --assemble /dev/md3 /dev/vd[n-o] && geom md3 && verify md3 68 $OLD15 $OLD15
+mdadm --assemble /dev/md4 /dev/vd[p-s] && geom md4 && verify md4 69 $OLD $OLD
+mdadm --assemble /dev/md5 /dev/vd[t-v] && echo "md5 level=\$(cat /sys/block/md5/md/level) raid_disks=\$(cat /sys/block/md5/md/raid_disks)" &&
+    mdpattern -s 70 -n $OLD -c < /dev/md5 >/dev/null && echo "md5 pattern OK"
+GUEST
+grep -q "^md0 reshaping$" "$t_tmp/dk.log" && t_ok "d: md carries uraid's RAID-5 -> RAID-6 restripe on" ||
+    t_fail "d: md carries uraid's RAID-5 -> RAID-6 restripe on" "$(tail -5 "$t_tmp/dk.log")"
+grep -q "^md1 reshaping$" "$t_tmp/dk.log" && t_ok "d: md carries uraid's chunk restripe on" ||
+    t_fail "d: md carries uraid's chunk restripe on" "$(tail -5 "$t_tmp/dk.log")"
+judge "d: uraid's interrupted RAID-5 -> RAID-6 finished by md" md0 "$t_tmp/dk.log"
+seen_geom "d: RAID-5 -> RAID-6 finished by md" "$t_tmp/dk.log" "md0 level=raid6 layout=2 chunk=65536 raid_disks=5 degraded=0"
+judge "d: uraid's interrupted chunk change finished by md" md1 "$t_tmp/dk.log"
+seen_geom "d: chunk change finished by md" "$t_tmp/dk.log" "md1 level=raid5 layout=2 chunk=262144 raid_disks=4 degraded=0"
+judge "d: RAID-4 turned into RAID-5 left-symmetric by uraid" md2 "$t_tmp/dk.log"
+seen_geom "d: RAID-4 -> RAID-5" "$t_tmp/dk.log" "md2 level=raid5 layout=2 chunk=65536 raid_disks=4 degraded=0"
+judge "d: RAID-1 of 2 turned into RAID-5 of 2 by uraid" md3 "$t_tmp/dk.log"
+seen_geom "d: RAID-1 -> RAID-5" "$t_tmp/dk.log" "md3 level=raid5 layout=2 chunk=65536 raid_disks=2 degraded=0"
+judge "d: RAID-0 of 3 turned into RAID-5 of 4 by uraid" md4 "$t_tmp/dk.log"
+seen_geom "d: RAID-0 -> RAID-5" "$t_tmp/dk.log" "md4 level=raid5 layout=5 chunk=65536 raid_disks=4 degraded=0"
+seen_geom "d: RAID-5 of 4 -> RAID-0 of 3 by uraid" "$t_tmp/dk.log" "md5 level=raid0 raid_disks=3"
+seen_geom "d: RAID-5 of 4 -> RAID-0 of 3 by uraid" "$t_tmp/dk.log" "md5 pattern OK"
 t_finish

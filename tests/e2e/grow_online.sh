@@ -9,7 +9,10 @@
 # and mdadm --examine agrees with the new geometry. Then kill -9 of the
 # server in mid-reshape (writes in flight): mdadm --examine shows the
 # recorded position, the restarted server carries the reshape on by itself
-# from it, and every byte is as written. Seeded (printed).
+# from it, and every byte is as written. Then a chunk and layout change
+# online (`uraid grow --control PATH --chunk 128K --layout
+# right-asymmetric`, the same members) with writes going on, and one
+# together with a new member. Seeded (printed).
 # URAID_TEST_LONG=1: more writes and kill trials.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -206,5 +209,43 @@ while [ $k -lt $kills ]; do
     stop_server || t_fail "kill $k: the server stops cleanly"
     M=${M% *}
     after_checks "kill $k"
+done
+
+# ---- 3. chunk and layout changes online ------------------------------------------------------
+for form in chunk both; do
+    d=$t_tmp/g$form
+    new_array "$d"
+    start_server --speed-limit 1M || { t_fail "$form: serve"; break; }
+    if [ $form = chunk ]; then
+        opts="--chunk 128K --layout right-asymmetric" devs=4 ch=128K lay=right-asymmetric
+    else
+        opts="--raid-devices 5 --add $d/m4.img --chunk 32K" devs=5 ch=32K lay=left-symmetric
+    fi
+    # shellcheck disable=SC2086
+    out=$(timeout 20 $URAID grow --control "$ctl" $opts 2>&1)
+    case "$out" in *"started"*) t_ok "$form: uraid grow --control $opts starts the reshape ($out)" ;;
+        *) t_fail "$form: uraid grow --control $opts starts the reshape" "$out" ;; esac
+    bad=0 i=0 during=0
+    while [ $i -lt "$rounds" ]; do
+        case "$(bg_line)" in *"reshape ="*) during=$((during + 1)) ;; esac
+        one_write "$((5000 + i))" || bad=$((bad + 1))
+        i=$((i + 1))
+    done
+    [ $bad -eq 0 ] && [ $during -ge 4 ] && t_ok "$form: $rounds writes through NBD, each read back, $during while the reshape ran" ||
+        t_fail "$form: writes during the reshape" "$bad of $rounds failed, $during during: $(cat "$t_tmp/qio.out")"
+    wait_for "reshape finished" 90 && t_ok "$form: the reshape finishes: $(bg_line)" ||
+        t_fail "$form: the reshape finishes" "$(bg_line)"
+    export_matches "$form"
+    stop_server || t_fail "$form: the server stops cleanly"
+    [ $devs = 5 ] && M="$M $d/m4.img"
+    # shellcheck disable=SC2086
+    out=$($URAID check $M 2>&1)
+    case "$out" in *"mismatch_cnt 0"*) t_ok "$form: uraid check finds mismatch_cnt 0" ;;
+        *) t_fail "$form: uraid check finds mismatch_cnt 0" "$(echo "$out" | tail -1)" ;; esac
+    x=$(mdadm --examine "$d/m0.img" 2>&1)
+    echo "$x" | grep -q "Chunk Size : $ch\$" && echo "$x" | grep -q "Layout : $lay\$" &&
+        echo "$x" | grep -q "Raid Devices : $devs\$" && ! echo "$x" | grep -q "Reshape" &&
+        t_ok "$form: mdadm --examine: $devs devices, chunk $ch, $lay, no reshape" ||
+        t_fail "$form: mdadm --examine shows the new geometry" "$(echo "$x" | grep -i 'chunk\|layout\|devices\|reshape')"
 done
 t_finish

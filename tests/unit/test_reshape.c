@@ -1,6 +1,10 @@
 /* The offline grow (lib/array/reshape.c) under a simulated power cut at
  * every member write of a run, one trial per write: RAID-5 4 -> 6 and
- * RAID-6 4 -> 5 on small members. Each member is a power-cut layer
+ * RAID-6 4 -> 5 on small members; chunk 64K -> 128K with the layout to
+ * right-asymmetric and RAID-5 4 -> RAID-6 5 (restripes on as many data
+ * members), RAID-6 5 -> RAID-5 4 (a restripe to left-symmetric-6, then
+ * the takeover) and RAID-0 3 -> RAID-5 4 (a takeover, then the parity's
+ * recovery). Each member is a power-cut layer
  * (member/powercut.h): at the cut, every write since that member's last
  * flush is kept, torn or dropped (seeded), and the process is "dead". Then
  * the same grow again must finish, and the array must read back every old
@@ -24,8 +28,17 @@
 #define MEMBER_BYTES (4u << 20)
 #define MAXM 8
 
+/* What a grow asks besides the new members (uraid_grow_params). */
+struct ask {
+    uint32_t chunk_sectors;
+    const char *layout;
+    int level; /* -1: keep */
+};
+
 struct setup {
     int level, nold, nnew;
+    struct ask ask;
+    int nend;             /* members in the array after (RAID-6 -> 5: one fewer) */
     char dir[128], path[MAXM][160];
     uint8_t *image[MAXM]; /* the members before the grow */
     uint8_t *data;        /* the array's bytes before */
@@ -69,6 +82,8 @@ static int make_setup(struct setup *s, struct rng *r)
         paths[i] = s->path[i];
     struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold, .chunk_bytes = 64 << 10,
                                      .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
+    if (s->level == 0)
+        cp.consistency_policy = 0;
     int rc = uraid_create(paths, s->nold, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
     struct uraid_array *a = NULL;
@@ -104,8 +119,10 @@ static int grow(struct setup *s, const char *spec, const char *dom, uint64_t *wr
         paths[i] = s->path[i];
         sim[i] = spec;
     }
-    struct uraid_grow_params p = {.raid_devices = s->nold + s->nnew, .member_sim = spec ? sim : NULL,
-                                  .checkpoint_ms = 1u << 30}; /* only the checkpoints the order needs: replayable */
+    struct uraid_grow_params p = {.raid_devices = s->nnew ? s->nold + s->nnew : 0, .member_sim = spec ? sim : NULL,
+                                  .checkpoint_ms = 1u << 30, /* only the checkpoints the order needs: replayable */
+                                  .chunk_sectors = s->ask.chunk_sectors, .layout = s->ask.layout,
+                                  .level_set = s->ask.level >= 0, .level = s->ask.level};
     int rc = uraid_grow_members(paths, s->nold, paths + s->nold, s->nnew, &p, NULL, why, whylen);
     struct powercut_domain *d = dom ? powercut_domain_find(dom) : NULL;
     if (d && writes) {
@@ -122,7 +139,7 @@ static int grow(struct setup *s, const char *spec, const char *dom, uint64_t *wr
 static void verify(struct setup *s, const char *what)
 {
     const char *paths[MAXM];
-    int n = s->nold + s->nnew;
+    int n = s->nend;
     for (int i = 0; i < n; i++)
         paths[i] = s->path[i];
     char why[300];
@@ -150,10 +167,11 @@ static void verify(struct setup *s, const char *what)
     CHECK(uraid_close(a) == 0);
 }
 
-static void every_cut(int level, int nold, int nnew, struct rng *r, uint64_t seed)
+static void every_cut(int level, int nold, int nnew, struct ask ask, int nend, const char *what, struct rng *r,
+                      uint64_t seed)
 {
-    struct setup s = {.level = level, .nold = nold, .nnew = nnew};
-    harness_beginf("RAID-%d %d -> %d: a grow without a cut", level, nold, nold + nnew);
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .ask = ask, .nend = nend};
+    harness_beginf("RAID-%d %d -> %d%s: a grow without a cut", level, nold, nend, what);
     int rc = make_setup(&s, r);
     CHECK(rc == 0, "setup");
     uint64_t total = 0;
@@ -166,7 +184,7 @@ static void every_cut(int level, int nold, int nnew, struct rng *r, uint64_t see
     }
     harness_end();
     for (uint64_t after = 1; rc == 0 && after <= total; after++) {
-        harness_beginf("RAID-%d %d -> %d: power cut at member write %llu of %llu", level, nold, nold + nnew,
+        harness_beginf("RAID-%d %d -> %d%s: power cut at member write %llu of %llu", level, nold, nend, what,
                        (unsigned long long)after, (unsigned long long)total);
         restore(&s);
         char spec[160], dom[32];
@@ -196,8 +214,14 @@ int main(int argc, char **argv)
     struct rng r;
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
-    every_cut(5, 4, 2, &r, seed);
-    if (!getenv("URAID_TEST_QUICK"))
-        every_cut(6, 4, 1, &r, seed);
+    struct ask keep = {0, NULL, -1};
+    every_cut(5, 4, 2, keep, 6, "", &r, seed);
+    every_cut(5, 4, 0, (struct ask){256, "right-asymmetric", -1}, 4, ", chunk 128K right-asymmetric", &r, seed);
+    every_cut(5, 4, 1, (struct ask){0, NULL, 6}, 5, ", RAID-6", &r, seed);
+    every_cut(0, 3, 1, (struct ask){0, NULL, 5}, 4, ", RAID-5 (parity recovered)", &r, seed);
+    if (!getenv("URAID_TEST_QUICK")) {
+        every_cut(6, 4, 1, keep, 5, "", &r, seed);
+        every_cut(6, 5, 0, (struct ask){0, NULL, 5}, 4, ", RAID-5 (restriped to left-symmetric-6 first)", &r, seed);
+    }
     return harness_finish();
 }

@@ -120,11 +120,12 @@ static void copy_window(struct model *m, uint64_t pos, uint64_t w)
         where_new(m, pos + i, &d, &p);
         model_write(m, d, p, tags[i]);
     }
-    /* parity rows of these stripes: tagged -1 */
-    for (uint64_t s = pos / sd; s < pos / sd + w; s++) {
+    /* parity rows of the new stripes in these units: tagged -1 */
+    uint64_t c = m->g.to.chunk_sectors, per = m->g.unit / c;
+    for (uint64_t s = pos / sd * per; s < (pos / sd + w) * per; s++) {
         struct stripe_map sm;
         layout_stripe(&m->g.to, s, &sm);
-        for (uint32_t o = 0; o < m->g.to.chunk_sectors; o++) {
+        for (uint32_t o = 0; o < c; o++) {
             model_write(m, sm.p_disk, s * m->g.to.chunk_sectors + o, -1);
             if (sm.q_disk >= 0)
                 model_write(m, sm.q_disk, s * m->g.to.chunk_sectors + o, -1);
@@ -178,25 +179,44 @@ static void check_final(struct model *m)
     }
 }
 
-static void one_trial(struct rng *r)
+static int pick_layout(struct rng *r, int level)
 {
     static const int l5[] = {0, 1, 2, 3, 4, 5}, l6[] = {0, 1, 2, 3, 4, 5, 8, 9, 10, 16, 17, 18, 19, 20};
+    return level == 5 ? l5[rng_below(r, 6)] : level == 6 ? l6[rng_below(r, 14)] : 0;
+}
+
+/* A random restripe: more members, another chunk, another layout, or any
+ * of them together (md's RAID-5 -> RAID-6 way is RAID-6 in a -6 layout
+ * to another RAID-6 layout on as many members: among the draws). */
+static void one_trial(struct rng *r)
+{
     struct layout_geom from = {0}, to;
     int levels[] = {4, 5, 6};
     from.level = levels[rng_below(r, 3)];
-    from.layout = from.level == 5 ? l5[rng_below(r, 6)] : from.level == 6 ? l6[rng_below(r, 14)] : 0;
+    from.layout = pick_layout(r, from.level);
     from.raid_disks = from.level == 6 ? 4 + (int)rng_below(r, 4) : 3 + (int)rng_below(r, 5);
     from.chunk_sectors = 8u << rng_below(r, 3);
     to = from;
-    to.raid_disks = from.raid_disks + 1 + (int)rng_below(r, 3);
-    uint64_t c = from.chunk_sectors, msec = c * (4 + rng_below(r, 40));
+    int kind = (int)rng_below(r, 4); /* 0 members, 1 chunk, 2 layout, 3 all */
+    if (kind == 0 || kind == 3 || rng_below(r, 4) == 0)
+        to.raid_disks = from.raid_disks + 1 + (int)rng_below(r, 3);
+    if (kind == 1 || kind == 3)
+        while (to.chunk_sectors == from.chunk_sectors)
+            to.chunk_sectors = 8u << rng_below(r, 4);
+    if ((kind == 2 || kind == 3) && from.level != 4)
+        while (to.layout == from.layout)
+            to.layout = pick_layout(r, from.level);
+    if (kind == 2 && from.level == 4)
+        to.chunk_sectors = from.chunk_sectors * 2; /* RAID-4 has one layout */
+    uint64_t c = from.chunk_sectors > to.chunk_sectors ? from.chunk_sectors : to.chunk_sectors;
+    uint64_t msec = c * (4 + rng_below(r, 40));
     uint64_t shift = (c + 8 * rng_below(r, (3 * c) / 8 + 1)) & ~7ull;
     uint64_t max_stripes = 1 + rng_below(r, 8);
     struct model m = {0};
     char why[200];
-    harness_beginf("grow RAID-%d layout %d %d->%d chunk %llu size %llu shift %llu window %llu", from.level,
-                   from.layout, from.raid_disks, to.raid_disks, (unsigned long long)c, (unsigned long long)msec,
-                   (unsigned long long)shift, (unsigned long long)max_stripes);
+    harness_beginf("restripe RAID-%d layout %d->%d members %d->%d chunk %u->%u size %llu shift %llu window %llu",
+                   from.level, from.layout, to.layout, from.raid_disks, to.raid_disks, from.chunk_sectors,
+                   to.chunk_sectors, (unsigned long long)msec, (unsigned long long)shift, (unsigned long long)max_stripes);
     int rc = reshape_geom_init(&m.g, &from, &to, msec, shift, why, sizeof why);
     CHECK(rc == 0, "%s", why);
     if (rc) {
@@ -258,10 +278,18 @@ static void fixed_cases(void)
     harness_end();
 
     harness_begin("geometries refused");
-    struct layout_geom one = {1, 0, 2, 0}, one3 = {1, 0, 3, 0}, t4 = {5, 2, 4, 128}, tc = {5, 2, 5, 256};
+    struct layout_geom one = {1, 0, 2, 0}, one3 = {1, 0, 3, 0}, t4 = {5, 2, 4, 128}, t3 = {5, 2, 3, 128},
+                       tc = {5, 2, 5, 256}, t6 = {6, 2, 5, 128};
     CHECK(reshape_geom_init(&g, &one, &one3, 1280, 512, why, sizeof why) == -EINVAL);
-    CHECK(reshape_geom_init(&g, &f, &t4, 1280, 512, why, sizeof why) == -EINVAL && strstr(why, "larger"));
-    CHECK(reshape_geom_init(&g, &f, &tc, 1280, 512, why, sizeof why) == -EINVAL && strstr(why, "chunk"));
+    CHECK(reshape_geom_init(&g, &f, &t4, 1280, 512, why, sizeof why) == -EINVAL && strstr(why, "nothing"));
+    CHECK(reshape_geom_init(&g, &f, &t3, 1280, 512, why, sizeof why) == -EINVAL && strstr(why, "smaller"));
+    CHECK(reshape_geom_init(&g, &f, &t6, 1280, 512, why, sizeof why) == -EINVAL && strstr(why, "level"));
+    /* a chunk change: units of the larger chunk, shift and size in them */
+    CHECK(reshape_geom_init(&g, &f, &tc, 1408, 512, why, sizeof why) == -EINVAL && strstr(why, "multiple"));
+    CHECK(reshape_geom_init(&g, &f, &tc, 1536, 128, why, sizeof why) == -EINVAL && strstr(why, "shift"));
+    CHECK(reshape_geom_init(&g, &f, &tc, 1536, 256, why, sizeof why) == 0, "%s", why);
+    CHECK(g.unit == 256 && reshape_stripe_data(&g) == 4 * 256 && reshape_stripes(&g) == 6);
+    CHECK(reshape_old_safe_row(&g, 4 * 256) == 256); /* old unit data 3 * 256: sector 1024 is in unit 1 */
     CHECK(reshape_geom_init(&g, &f, &t, 1280, 64, why, sizeof why) == -EINVAL && strstr(why, "shift"));
     CHECK(reshape_geom_init(&g, &f, &t, 1300, 512, why, sizeof why) == -EINVAL);
     harness_end();
