@@ -68,6 +68,10 @@ int member_is_nbd_uri(const char *name)
  * (a rebuild batch) is far below this, so the split is only a safety net. */
 #define NBD_MAX_REQUEST (32u << 20)
 #define NBD_MAX_ZERO (1u << 30)
+/* Adjacent requests are merged up to this (nbd_loop.c): every request
+ * costs the server a thread hand-off and a round trip of its own, and a
+ * multi-stripe write gives each member consecutive chunks. */
+#define NBD_MERGE_DEFAULT (2u << 20)
 
 uint64_t nbd_now_ns(void)
 {
@@ -89,25 +93,46 @@ static int conns_wanted(void)
     return NBD_DEFAULT_CONNS;
 }
 
+struct nbd_req *nbd_req_alloc(struct nbd_priv *p)
+{
+    pthread_mutex_lock(&p->mu);
+    struct nbd_req *r = p->free;
+    if (r)
+        p->free = r->next;
+    pthread_mutex_unlock(&p->mu);
+    if (!r)
+        r = malloc(sizeof *r);
+    return r;
+}
+
+/* URAID_NBD_MERGE (bytes, 0: off) for measuring, else NBD_MERGE_DEFAULT;
+ * never above what the server takes in one request. */
+static size_t merge_wanted(size_t max_request)
+{
+    const char *s = getenv("URAID_NBD_MERGE");
+    size_t n = NBD_MERGE_DEFAULT;
+    if (s && *s)
+        n = (size_t)strtoull(s, NULL, 0);
+    return n < max_request ? n : max_request;
+}
+
 /* Queues a request for the member's thread. 0, or -ENXIO once the member
  * has failed (aio->done is then not called). */
 static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64_t off, struct member_aio *aio)
 {
-    pthread_mutex_lock(&p->mu);
-    if (p->failed || p->stop) {
-        pthread_mutex_unlock(&p->mu);
-        return -ENXIO;
-    }
-    struct nbd_req *r = p->free;
-    if (r)
-        p->free = r->next;
-    else if (!(r = malloc(sizeof *r))) {
-        pthread_mutex_unlock(&p->mu);
+    struct nbd_req *r = nbd_req_alloc(p);
+    if (!r)
         return -ENOMEM;
-    }
     *r = (struct nbd_req){.kind = kind, .buf = buf, .len = len, .off = off, .aio = aio};
     if (p->timeout_ns)
         r->deadline = nbd_now_ns() + p->timeout_ns;
+    pthread_mutex_lock(&p->mu);
+    if (p->failed || p->stop) {
+        r->next = p->free;
+        p->free = r;
+        pthread_mutex_unlock(&p->mu);
+        return -ENXIO;
+    }
     nbd_list_add_tail(&p->queue, r);
     int kick = !p->kicked;
     p->kicked = 1;
@@ -124,12 +149,24 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
 
 void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
 {
+    struct nbd_req *kid = r->kids;
+    if (kid) {
+        while (kid) {
+            struct nbd_req *next = kid->sib;
+            if (!rc && kid->kind == MEMBER_AIO_READ)
+                memcpy(kid->buf, (uint8_t *)r->buf + (kid->off - r->off), kid->len);
+            nbd_req_complete(p, kid, rc);
+            kid = next;
+        }
+        free(r->buf);
+    }
     struct member_aio *aio = r->aio;
     pthread_mutex_lock(&p->mu);
     r->next = p->free;
     p->free = r;
     pthread_mutex_unlock(&p->mu);
-    aio->done(aio, rc);
+    if (aio)
+        aio->done(aio, rc);
 }
 
 static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
@@ -325,6 +362,7 @@ static int first_connection(struct nbd_priv *p, int readonly, int64_t *size, cha
     int64_t maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
     if (maxb > 0 && (uint64_t)maxb < p->max_request)
         p->max_request = (size_t)maxb;
+    p->merge_max = merge_wanted(p->max_request);
     return 0;
 }
 
