@@ -120,6 +120,8 @@ static size_t merge_wanted(size_t max_request)
  * has failed (aio->done is then not called). */
 static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64_t off, struct member_aio *aio)
 {
+    int plug = kind & MEMBER_AIO_PLUG;
+    kind &= ~MEMBER_AIO_PLUG;
     struct nbd_req *r = nbd_req_alloc(p);
     if (!r)
         return -ENOMEM;
@@ -134,8 +136,9 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
         return -ENXIO;
     }
     nbd_list_add_tail(&p->queue, r);
-    int kick = !p->kicked;
-    p->kicked = 1;
+    /* plugged: the batch's last request on this member wakes the thread */
+    int kick = !plug && !p->kicked;
+    p->kicked |= kick;
     pthread_mutex_unlock(&p->mu);
     if (kick) {
         uint64_t one = 1;
@@ -169,17 +172,18 @@ void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
         aio->done(aio, rc);
 }
 
-static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
-                             struct member_aio *aio)
+static int submit_one(struct member *m, int kind, void *buf, size_t len, uint64_t off, struct member_aio *aio)
 {
     struct nbd_priv *p = m->priv;
+    int plug = kind & MEMBER_AIO_PLUG;
+    kind &= ~MEMBER_AIO_PLUG;
     if (kind == MEMBER_AIO_FLUSH) {
         /* as member_nbd_flush: without a server flush there is nothing to wait for */
         if (m->readonly || !p->can_flush) {
             aio->done(aio, 0);
             return 0;
         }
-        return nbd_queue(p, kind, NULL, 0, 0, aio);
+        return nbd_queue(p, kind | plug, NULL, 0, 0, aio);
     }
     if (kind == MEMBER_AIO_ZERO ? !p->can_zero || len > NBD_MAX_ZERO : len > p->max_request)
         return -E2BIG; /* the synchronous path splits it, or writes zeros */
@@ -190,7 +194,32 @@ static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, 
     }
     if ((kind == MEMBER_AIO_WRITE || kind == MEMBER_AIO_WRITE_FUA) && m->readonly)
         return -EROFS;
-    return nbd_queue(p, kind, buf, len, off, aio);
+    return nbd_queue(p, kind | plug, buf, len, off, aio);
+}
+
+/* Wakes the member's thread for what is queued. */
+static void nbd_kick(struct nbd_priv *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int kick = !p->kicked && !nbd_list_empty(&p->queue);
+    p->kicked |= kick;
+    pthread_mutex_unlock(&p->mu);
+    if (kick) {
+        uint64_t one = 1;
+        ssize_t w = write(p->efd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
+                             struct member_aio *aio)
+{
+    int rc = submit_one(m, kind, buf, len, off, aio);
+    /* A request not taken may have been the batch's last on this member:
+     * the plugged ones before it must not wait for a kick that never comes. */
+    if (rc)
+        nbd_kick(m->priv);
+    return rc;
 }
 
 /* A synchronous call waits for all the pieces it submitted. */
