@@ -215,9 +215,10 @@ static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, 
                              struct member_aio *aio)
 {
     int rc = submit_one(m, kind, buf, len, off, aio);
-    /* A request not taken may have been the batch's last on this member:
-     * the plugged ones before it must not wait for a kick that never comes. */
-    if (rc)
+    /* The batch's last request on this member may not have been queued (not
+     * taken, or a flush with nothing to flush): the plugged ones before it
+     * must not wait for a kick that never comes. */
+    if (rc || !(kind & MEMBER_AIO_PLUG))
         nbd_kick(m->priv);
     return rc;
 }
