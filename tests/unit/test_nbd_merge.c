@@ -9,8 +9,6 @@
  *     per op at the server; mixed adjacent runs and gaps: every op right;
  *   - with URAID_NBD_MERGE=0 adjacent ops are not merged either (the
  *     variant without the change, which the first check fails against);
- *   - a batch whose last op on the member is one the backend refuses (too
- *     large: the engine's pool runs it) still sends the plugged ones;
  *   - an error the server gives a merged request (the error filter) fails
  *     every op in it with -EIO, and the member goes on afterwards.
  * How many ops a merged request takes depends on how many the member's
@@ -298,38 +296,6 @@ static void test_error(struct io_engine *e)
     server_close(&s);
 }
 
-/* The engine plugs a batch per member and the last op wakes the member's
- * thread: when that last op is one the backend does not take (above its
- * largest request, so the engine's pool runs it), the plugged ones must
- * still go out rather than hang. */
-static void test_plug_last_refused(struct io_engine *e)
-{
-    struct server s;
-    if (server_open(&s, "plug") == 0) {
-        enum { BIG = 33 * MiB };
-        uint8_t *a = malloc(8 * LEN), *big = malloc(BIG), *b = malloc(8 * LEN);
-        if (a && big && b) {
-            rng_fill(&rng, a, 8 * LEN);
-            memset(big, 0x5a, BIG);
-            struct io_op ops[9];
-            for (int i = 0; i < 8; i++)
-                ops[i] = (struct io_op){.m = s.m, .kind = IO_WRITE, .buf = a + (size_t)i * LEN, .len = LEN,
-                                        .offset = (uint64_t)i * LEN};
-            ops[8] = (struct io_op){.m = s.m, .kind = IO_WRITE, .buf = big, .len = BIG, .offset = 16 * MiB};
-            CHECK(io_engine_run(e, ops, 9) == 0, "a batch ending in an op the backend refused");
-            CHECK(member_read(s.m, b, 8 * LEN, 0) == 0 && !memcmp(a, b, 8 * LEN), "the plugged writes did not land");
-            CHECK(member_read(s.m, b, LEN, 16 * MiB + BIG - LEN) == 0 && b[0] == 0x5a && b[LEN - 1] == 0x5a,
-                  "the refused op, run by the pool, did not land");
-        } else {
-            CHECK(0, "out of memory");
-        }
-        free(a);
-        free(big);
-        free(b);
-    }
-    server_close(&s);
-}
-
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_nbd_merge");
@@ -352,9 +318,6 @@ int main(int argc, char **argv)
         harness_end();
         harness_begin("NBD member: URAID_NBD_MERGE=0 sends one request per op");
         test_merge_off(e);
-        harness_end();
-        harness_begin("NBD member: a batch whose last op on the member is refused by submit completes");
-        test_plug_last_refused(e);
         harness_end();
         harness_begin("NBD member: an error on a merged request fails every op in it");
         test_error(e);
