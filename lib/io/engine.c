@@ -234,6 +234,16 @@ static void aio_done(struct member_aio *a, int rc)
     batch_complete(a->ctx);
 }
 
+/* 1 when an op after ops[i] in the batch goes to the same member's submit.
+ * Batches are tens of ops, so a scan is cheaper than anything cleverer. */
+static int later_on_member(const struct io_op *ops, int i, int n)
+{
+    for (int j = i + 1; j < n; j++)
+        if (ops[j].m == ops[i].m && !op_valid(&ops[j]) && (ops[j].len || ops[j].kind == IO_FLUSH))
+            return 1;
+    return 0;
+}
+
 /* Starts every op whose member takes it asynchronously, all before any is
  * waited for: a member far away then has the whole batch in flight instead
  * of one request per pool thread. b holds one count of the caller's own
@@ -253,6 +263,8 @@ static int async_start(struct batch *b, struct io_op *ops, int n)
         atomic_fetch_add_explicit(&b->pending, 1, memory_order_relaxed);
         op->async = 1;
         int kind = op->kind == IO_WRITE && op->fua ? MEMBER_AIO_WRITE_FUA : (int)op->kind;
+        if (later_on_member(ops, i, n))
+            kind |= MEMBER_AIO_PLUG;
         if (op->m->ops->submit(op->m, kind, op->buf, op->len, op->offset, &op->aio)) {
             op->async = 0; /* not taken: the pool runs it */
             atomic_fetch_sub_explicit(&b->pending, 1, memory_order_relaxed);

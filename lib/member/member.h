@@ -31,6 +31,11 @@ enum member_aio_kind {
     MEMBER_AIO_FLUSH = 3,
     MEMBER_AIO_WRITE_FUA = 4,
 };
+/* Or'd into submit's kind: more requests of the same batch follow on this
+ * member, the backend may hold this one until the last (Linux's plugging),
+ * so that it sees adjacent requests together and can merge them. The last
+ * one of the batch on the member comes without it. */
+#define MEMBER_AIO_PLUG 0x100
 
 struct member_ops {
     const char *kind; /* "file", "blockdev", ... */

@@ -68,6 +68,10 @@ int member_is_nbd_uri(const char *name)
  * (a rebuild batch) is far below this, so the split is only a safety net. */
 #define NBD_MAX_REQUEST (32u << 20)
 #define NBD_MAX_ZERO (1u << 30)
+/* Adjacent requests are merged up to this (nbd_loop.c): every request
+ * costs the server a thread hand-off and a round trip of its own, and a
+ * multi-stripe write gives each member consecutive chunks. */
+#define NBD_MERGE_DEFAULT (2u << 20)
 
 uint64_t nbd_now_ns(void)
 {
@@ -89,28 +93,52 @@ static int conns_wanted(void)
     return NBD_DEFAULT_CONNS;
 }
 
+struct nbd_req *nbd_req_alloc(struct nbd_priv *p)
+{
+    pthread_mutex_lock(&p->mu);
+    struct nbd_req *r = p->free;
+    if (r)
+        p->free = r->next;
+    pthread_mutex_unlock(&p->mu);
+    if (!r)
+        r = malloc(sizeof *r);
+    return r;
+}
+
+/* URAID_NBD_MERGE (bytes, 0: off) for measuring, else NBD_MERGE_DEFAULT;
+ * never above what the server takes in one request. */
+static size_t merge_wanted(size_t max_request)
+{
+    const char *s = getenv("URAID_NBD_MERGE");
+    size_t n = NBD_MERGE_DEFAULT;
+    if (s && *s)
+        n = (size_t)strtoull(s, NULL, 0);
+    return n < max_request ? n : max_request;
+}
+
 /* Queues a request for the member's thread. 0, or -ENXIO once the member
  * has failed (aio->done is then not called). */
 static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64_t off, struct member_aio *aio)
 {
-    pthread_mutex_lock(&p->mu);
-    if (p->failed || p->stop) {
-        pthread_mutex_unlock(&p->mu);
-        return -ENXIO;
-    }
-    struct nbd_req *r = p->free;
-    if (r)
-        p->free = r->next;
-    else if (!(r = malloc(sizeof *r))) {
-        pthread_mutex_unlock(&p->mu);
+    int plug = kind & MEMBER_AIO_PLUG;
+    kind &= ~MEMBER_AIO_PLUG;
+    struct nbd_req *r = nbd_req_alloc(p);
+    if (!r)
         return -ENOMEM;
-    }
     *r = (struct nbd_req){.kind = kind, .buf = buf, .len = len, .off = off, .aio = aio};
     if (p->timeout_ns)
         r->deadline = nbd_now_ns() + p->timeout_ns;
+    pthread_mutex_lock(&p->mu);
+    if (p->failed || p->stop) {
+        r->next = p->free;
+        p->free = r;
+        pthread_mutex_unlock(&p->mu);
+        return -ENXIO;
+    }
     nbd_list_add_tail(&p->queue, r);
-    int kick = !p->kicked;
-    p->kicked = 1;
+    /* plugged: the batch's last request on this member wakes the thread */
+    int kick = !plug && !p->kicked;
+    p->kicked |= kick;
     pthread_mutex_unlock(&p->mu);
     if (kick) {
         uint64_t one = 1;
@@ -124,25 +152,38 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
 
 void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
 {
+    struct nbd_req *kid = r->kids;
+    if (kid) {
+        while (kid) {
+            struct nbd_req *next = kid->sib;
+            if (!rc && kid->kind == MEMBER_AIO_READ)
+                memcpy(kid->buf, (uint8_t *)r->buf + (kid->off - r->off), kid->len);
+            nbd_req_complete(p, kid, rc);
+            kid = next;
+        }
+        free(r->buf);
+    }
     struct member_aio *aio = r->aio;
     pthread_mutex_lock(&p->mu);
     r->next = p->free;
     p->free = r;
     pthread_mutex_unlock(&p->mu);
-    aio->done(aio, rc);
+    if (aio)
+        aio->done(aio, rc);
 }
 
-static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
-                             struct member_aio *aio)
+static int submit_one(struct member *m, int kind, void *buf, size_t len, uint64_t off, struct member_aio *aio)
 {
     struct nbd_priv *p = m->priv;
+    int plug = kind & MEMBER_AIO_PLUG;
+    kind &= ~MEMBER_AIO_PLUG;
     if (kind == MEMBER_AIO_FLUSH) {
         /* as member_nbd_flush: without a server flush there is nothing to wait for */
         if (m->readonly || !p->can_flush) {
             aio->done(aio, 0);
             return 0;
         }
-        return nbd_queue(p, kind, NULL, 0, 0, aio);
+        return nbd_queue(p, kind | plug, NULL, 0, 0, aio);
     }
     if (kind == MEMBER_AIO_ZERO ? !p->can_zero || len > NBD_MAX_ZERO : len > p->max_request)
         return -E2BIG; /* the synchronous path splits it, or writes zeros */
@@ -153,7 +194,33 @@ static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, 
     }
     if ((kind == MEMBER_AIO_WRITE || kind == MEMBER_AIO_WRITE_FUA) && m->readonly)
         return -EROFS;
-    return nbd_queue(p, kind, buf, len, off, aio);
+    return nbd_queue(p, kind | plug, buf, len, off, aio);
+}
+
+/* Wakes the member's thread for what is queued. */
+static void nbd_kick(struct nbd_priv *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int kick = !p->kicked && !nbd_list_empty(&p->queue);
+    p->kicked |= kick;
+    pthread_mutex_unlock(&p->mu);
+    if (kick) {
+        uint64_t one = 1;
+        ssize_t w = write(p->efd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
+                             struct member_aio *aio)
+{
+    int rc = submit_one(m, kind, buf, len, off, aio);
+    /* The batch's last request on this member may not have been queued (not
+     * taken, or a flush with nothing to flush): the plugged ones before it
+     * must not wait for a kick that never comes. */
+    if (rc || !(kind & MEMBER_AIO_PLUG))
+        nbd_kick(m->priv);
+    return rc;
 }
 
 /* A synchronous call waits for all the pieces it submitted. */
@@ -325,6 +392,7 @@ static int first_connection(struct nbd_priv *p, int readonly, int64_t *size, cha
     int64_t maxb = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
     if (maxb > 0 && (uint64_t)maxb < p->max_request)
         p->max_request = (size_t)maxb;
+    p->merge_max = merge_wanted(p->max_request);
     return 0;
 }
 

@@ -28,6 +28,10 @@ struct nbd_req {
     uint64_t deadline;       /* CLOCK_MONOTONIC ns; 0: no timeout */
     struct member_aio *aio;
     struct nbd_conn *conn;   /* sent on this connection and not answered, else NULL */
+    /* A request merged from several (nbd_loop.c, merge_run): kids are the
+     * originals in offset order (linked by sib, on no list), buf is a
+     * bounce buffer of its own, aio is NULL. */
+    struct nbd_req *kids, *sib;
 };
 
 struct nbd_priv;
@@ -58,6 +62,7 @@ struct nbd_priv {
     int maxconn_wanted;
     int can_flush, can_zero, can_fua;
     size_t max_request;
+    size_t merge_max;        /* adjacent reads or writes merged up to this; 0: never */
 
     /* The member's thread only. */
     pthread_t thread;
@@ -112,8 +117,12 @@ void nbd_conn_close(struct nbd_handle *h);
 
 /* The member's thread (nbd_loop.c). */
 void *nbd_loop_main(void *arg);
-/* Hands a finished request back to its submitter and the request to the free list. */
+/* Hands a finished request back to its submitter and the request to the
+ * free list; a merged one answers each of its kids (reads get their part
+ * of the bounce buffer first). */
 void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc);
+/* A spare request from the free list or malloc, NULL when out of memory. */
+struct nbd_req *nbd_req_alloc(struct nbd_priv *p);
 
 #endif /* HAVE_LIBNBD */
 #endif

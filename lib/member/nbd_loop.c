@@ -334,6 +334,70 @@ static int fresh_connect(const struct nbd_priv *p, uint64_t now)
     return 0;
 }
 
+/* How far down the waiting list a request's neighbours are looked for. */
+#define MERGE_SCAN 64
+
+/* The first request after r in the waiting list (before any flush, which
+ * nothing may pass) that can be appended to r: the same kind, starting
+ * where r ends, not merged itself. */
+static struct nbd_req *next_adjacent(struct nbd_priv *p, struct nbd_req *r, uint64_t end)
+{
+    int n = 0;
+    for (struct nbd_req *s = r->next; s != &p->waiting && n < MERGE_SCAN; s = s->next, n++) {
+        if (s->kind != MEMBER_AIO_READ && s->kind != MEMBER_AIO_WRITE)
+            return NULL;
+        if (s->kind == r->kind && s->off == end && !s->kids)
+            return s;
+    }
+    return NULL;
+}
+
+/* Replaces the waiting request r by one request covering r and the
+ * requests adjacent to it (a multi-stripe write gives each member
+ * consecutive chunks; sequential callers give consecutive pieces), up to
+ * merge_max: one request at the server instead of several. Every waiting
+ * request is already in flight as far as the array is concerned, and the
+ * array never has two overlapping requests out, so taking a later one
+ * with an earlier one changes no result. Writes are gathered into a
+ * bounce buffer, reads scattered back from it (nbd_req_complete). Returns
+ * the request to send: r itself when nothing is adjacent or memory is
+ * short. */
+static struct nbd_req *merge_run(struct nbd_priv *p, struct nbd_req *r)
+{
+    if ((r->kind != MEMBER_AIO_READ && r->kind != MEMBER_AIO_WRITE) || r->kids || r->len >= p->merge_max)
+        return r;
+    struct nbd_req *kids[MERGE_SCAN + 1];
+    int n = 0;
+    size_t len = r->len;
+    kids[n++] = r;
+    struct nbd_req *s;
+    while (n <= MERGE_SCAN && (s = next_adjacent(p, kids[n - 1], r->off + len)) && len + s->len <= p->merge_max) {
+        kids[n++] = s;
+        len += s->len;
+    }
+    if (n == 1)
+        return r;
+    struct nbd_req *m = nbd_req_alloc(p);
+    void *bounce = m ? malloc(len) : NULL;
+    if (!bounce) {
+        free(m);
+        return r;
+    }
+    *m = (struct nbd_req){.kind = r->kind, .buf = bounce, .len = len, .off = r->off, .deadline = r->deadline};
+    nbd_list_add_tail(r, m); /* in r's place */
+    for (int i = 0; i < n; i++) {
+        struct nbd_req *k = kids[i];
+        nbd_list_del(k);
+        if (k->deadline && (!m->deadline || k->deadline < m->deadline))
+            m->deadline = k->deadline;
+        if (k->kind == MEMBER_AIO_WRITE)
+            memcpy((uint8_t *)bounce + (k->off - m->off), k->buf, k->len);
+        k->sib = i + 1 < n ? kids[i + 1] : NULL;
+    }
+    m->kids = r;
+    return m;
+}
+
 static void dispatch(struct nbd_priv *p, uint64_t now)
 {
     while (!nbd_list_empty(&p->waiting)) {
@@ -346,7 +410,7 @@ static void dispatch(struct nbd_priv *p, uint64_t now)
             if (!c || fresh_connect(p, now))
                 return;
         }
-        struct nbd_req *r = p->waiting.next;
+        struct nbd_req *r = merge_run(p, p->waiting.next);
         nbd_list_del(r);
         send_req(p, c, r);
     }
