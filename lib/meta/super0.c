@@ -352,10 +352,18 @@ struct counts {
     uint32_t nr, active, working, failed, spare;
 };
 
+/* Slot i holds a spare that is there: one the table listed, or the member
+ * writing the superblock itself (present by definition: an empty entry
+ * instead would say number 0, and this_disk would read back as slot 0's). */
+static int present_spare(const struct md_sb *sb, uint32_t i)
+{
+    return ((sb->v090_spares >> i) & 1u) || (i == sb->dev_number && sb->dev_roles[i] == MD_ROLE_SPARE);
+}
+
 static void fill_desc(const struct md_sb *sb, uint32_t i, struct md_sb0_desc *d, struct counts *c)
 {
     uint16_t role = sb->dev_roles[i];
-    int spare = (sb->v090_spares >> i) & 1u;
+    int spare = present_spare(sb, i);
     if (i == sb->dev_number && (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET))
         spare = 1; /* this member is being rebuilt: 0.90 records it as a spare */
     memset(d, 0, sizeof *d);
@@ -423,7 +431,7 @@ int md_sb0_from_sb(const struct md_sb *sb, struct md_sb0 *out, char *why, size_t
     /* super_90_sync: an empty slot's descriptor says removed and faulty */
     for (uint32_t i = 0; i < sb->raid_disks; i++) {
         struct md_sb0_desc *d = &out->disks[i];
-        if (d->state == 0 && d->number == 0 && !((sb->v090_spares >> i) & 1u)) {
+        if (d->state == 0 && d->number == 0 && !present_spare(sb, i)) {
             *d = (struct md_sb0_desc){.number = i, .raid_disk = i,
                                       .state = 1u << MD_DISK0_REMOVED | 1u << MD_DISK0_FAULTY};
             c.failed++;
