@@ -193,9 +193,14 @@ static void every_cut(int level, int nold, int nnew, struct ask ask, int nend, c
                  (unsigned long long)(seed + after), (unsigned long long)after);
         int cut = grow(&s, spec, dom, NULL, why, sizeof why);
         CHECK(cut != 0, "the grow finished through a cut at write %llu", (unsigned long long)after);
-        /* -EALREADY: the cut came after the last write had landed */
+        /* -EALREADY: the writes the grow needed had landed before the cut
+         * (the engine issues a batch's writes in parallel, so the order,
+         * and which write is number `after`, varies from run to run; the
+         * last ones may be a recovered member's final superblock, whose
+         * loss leaves a recovery that the next open carries on): what
+         * matters is that every byte reads back, which verify checks */
         int again = grow(&s, NULL, NULL, NULL, why, sizeof why);
-        CHECK(again == 0 || (again == -EALREADY && after == total), "the same grow again: %s", why);
+        CHECK(again == 0 || again == -EALREADY, "the same grow again: %s", why);
         if (again == 0 || again == -EALREADY)
             verify(&s, "after the cut");
         harness_end();
