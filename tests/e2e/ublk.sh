@@ -34,7 +34,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
-ORACLE=../shared/tools/md-oracle/md-oracle
+ORACLE=$(pwd)/tests/lib/oracle/md-oracle # one more run when QEMU dies in the firmware
 export MDORACLE_HOME="${MDORACLE612_HOME:-$HOME/.cache/md-oracle-612}" MDORACLE_ACCEL="${MDORACLE_ACCEL:-tcg}"
 d=$t_tmp
 oracle_build --kernel-pkg 6.12 >"$d/build.log" 2>&1 ||
