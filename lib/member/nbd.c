@@ -116,6 +116,15 @@ static size_t merge_wanted(size_t max_request)
     return n < max_request ? n : max_request;
 }
 
+/* Wakes the member's thread (its eventfd). An eventfd only fails to add
+ * when its counter would overflow: then it is readable anyway. */
+static void wake_thread(struct nbd_priv *p)
+{
+    uint64_t one = 1;
+    ssize_t w = write(p->efd, &one, sizeof one);
+    (void)w;
+}
+
 /* Queues a request for the member's thread. 0, or -ENXIO once the member
  * has failed (aio->done is then not called). */
 static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64_t off, struct member_aio *aio)
@@ -140,13 +149,8 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
     int kick = !plug && !p->kicked;
     p->kicked |= kick;
     pthread_mutex_unlock(&p->mu);
-    if (kick) {
-        uint64_t one = 1;
-        /* An eventfd only fails to add when its counter would overflow:
-         * then it is readable anyway. */
-        ssize_t w = write(p->efd, &one, sizeof one);
-        (void)w;
-    }
+    if (kick)
+        wake_thread(p);
     return 0;
 }
 
@@ -204,11 +208,8 @@ static void nbd_kick(struct nbd_priv *p)
     int kick = !p->kicked && !nbd_list_empty(&p->queue);
     p->kicked |= kick;
     pthread_mutex_unlock(&p->mu);
-    if (kick) {
-        uint64_t one = 1;
-        ssize_t w = write(p->efd, &one, sizeof one);
-        (void)w;
-    }
+    if (kick)
+        wake_thread(p);
 }
 
 static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
