@@ -487,7 +487,7 @@ GUEST
     # UR_LEVELS has 7 in both modes
     case $F in 1.0) bmw=-16 ;; *) bmw=+8 ;; esac
     [ "$bml" = "$bmw" ] && t_ok "$F: md runs uraid's bitmap where the format keeps it ($bml)" ||
-        t_fail "$F: md runs uraid's bitmap where the format keeps it" "md says '$bml', want $bmw"
+        t_fail "$F: md runs uraid's bitmap where the format keeps it" "md says '$bml', want $bmw; the guest's last lines: $(tail -n 6 "$u/md.out" | tr '\n' ' ')"
     for lv in $UR_LEVELS; do
         label=RAID-$lv; [ "$lv" = 7 ] && label="RAID-5 with a bitmap"; [ "$lv" = 10 ] && label="RAID-10 $L10"
         size=$(cat "$u/size$lv")
@@ -499,7 +499,7 @@ GUEST
             t_ok "$F $label: uraid wrote it; md assembles it whole, check finds 0, reads it identically"
         else
             t_fail "$F $label: uraid wrote it; md assembles it whole, check finds 0, reads it identically" \
-                "degraded=$deg mismatch=$mm size md $msize uraid $size sha $([ "$msha" = "$want" ] && echo same || echo differs): $(grep -i "mdadm:\|ASSEMBLE" "$u/md.out" | head -3)"
+                "degraded=$deg mismatch=$mm size md $msize uraid $size sha $([ "$msha" = "$want" ] && echo same || echo differs): $(grep -i "mdadm:\|ASSEMBLE" "$u/md.out" | head -3) $([ -z "$msize" ] && tail -n 4 "$u/md.out")"
         fi
     done
 done

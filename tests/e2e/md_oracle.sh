@@ -13,6 +13,38 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
+# the wrapper tests reach the oracle through: a second run only when the guest
+# died before its script started (a fake oracle: fails as told, then runs the script)
+wrapper_try() { # $1 how the first run fails: early | late | script
+    fake=$t_tmp/fake-oracle; : >"$t_tmp/runs"
+    cat >"$fake" <<FAKE
+#!/bin/sh
+echo run >>"$t_tmp/runs"
+script=\$(cat)
+if [ "\$(wc -l <"$t_tmp/runs")" = 1 ]; then
+    case $1 in
+    early) echo "md-oracle: accel=tcg total=3.00s" >&2; echo "md-oracle: guest did not report an exit status (qemu rc=134)" >&2; exit 125 ;;
+    late) echo "md-oracle: accel=tcg boot=2.00s (guest kernel 1.0s) total=3.00s" >&2; exit 125 ;;
+    script) echo "md-oracle: accel=tcg boot=2.00s (guest kernel 1.0s) script=1.00s total=3.00s" >&2; exit 3 ;;
+    esac
+fi
+echo "md-oracle: accel=tcg boot=2.00s (guest kernel 1.0s) total=3.00s" >&2
+sh -c "\$script"
+FAKE
+    chmod +x "$fake"
+    out=$(echo 'echo guest-ran' | MDORACLE_REAL=$fake tests/lib/oracle/md-oracle --disk x 2>/dev/null); rc=$?
+    echo "$rc $(wc -l <"$t_tmp/runs") $out"
+}
+got=$(wrapper_try early)
+[ "$got" = "0 2 guest-ran" ] && t_ok "oracle wrapper: a guest that died before its script runs once more" ||
+    t_fail "oracle wrapper: a guest that died before its script runs once more" "rc runs output: $got"
+got=$(wrapper_try late)
+[ "$got" = "125 1 " ] && t_ok "oracle wrapper: a guest that died after its script started is reported, not rerun" ||
+    t_fail "oracle wrapper: a guest that died after its script started is reported, not rerun" "rc runs output: $got"
+got=$(wrapper_try script)
+[ "$got" = "3 1 " ] && t_ok "oracle wrapper: the script's own exit status passes through" ||
+    t_fail "oracle wrapper: the script's own exit status passes through" "rc runs output: $got"
+
 oracle_ready || { t_finish; exit 1; }
 
 # uraid writes, md reads: $1 level, $2 members, $3 layout, $4 seed
