@@ -429,23 +429,36 @@ static unsigned chunk_shift(uint32_t c)
     return (unsigned)__builtin_ctz(c);
 }
 
-int layout_map(const struct layout_geom *g, uint64_t array_sector, struct layout_addr *out)
+/* What layout_map and layout_unmap check first: the data member count, or
+ * -EINVAL for a level mapped elsewhere. */
+static int mapped_here(const struct layout_geom *g, const struct layout_addr *out)
 {
     if (g && (g->level == 10 || g->level == LAYOUT_LEVEL_LINEAR))
         return -EINVAL; /* raid10.h and linear.h map these */
     int k = layout_data_disks(g);
+    return k >= 0 && !out ? -EINVAL : k;
+}
+
+/* RAID-1: every member holds the array at the same sector. */
+static void mirror_addr(struct layout_addr *out, int disk, uint64_t sector)
+{
+    out->stripe = sector;
+    out->d = 0;
+    out->disk = disk;
+    out->chunk_off = 0;
+    out->member_sector = sector;
+    out->array_sector = sector;
+}
+
+int layout_map(const struct layout_geom *g, uint64_t array_sector, struct layout_addr *out)
+{
+    int k = mapped_here(g, out);
     if (k < 0)
         return k;
-    if (!out)
-        return -EINVAL;
     out->array_sector = array_sector;
     out->role = LAYOUT_ROLE_DATA;
     if (g->level == 1) {
-        out->stripe = array_sector;
-        out->d = 0;
-        out->disk = 0;
-        out->chunk_off = 0;
-        out->member_sector = array_sector;
+        mirror_addr(out, 0, array_sector);
         return 0;
     }
     unsigned sh = chunk_shift(g->chunk_sectors);
@@ -471,21 +484,16 @@ int layout_map(const struct layout_geom *g, uint64_t array_sector, struct layout
 int layout_unmap(const struct layout_geom *g, int disk, uint64_t member_sector,
                  struct layout_addr *out)
 {
-    if (g && (g->level == 10 || g->level == LAYOUT_LEVEL_LINEAR))
-        return -EINVAL; /* raid10.h and linear.h map these */
-    int k = layout_data_disks(g);
+    int k = mapped_here(g, out);
     if (k < 0)
         return k;
-    if (!out || disk < 0 || disk >= g->raid_disks)
+    if (disk < 0 || disk >= g->raid_disks)
         return -EINVAL;
     out->disk = disk;
     out->member_sector = member_sector;
     out->role = LAYOUT_ROLE_DATA;
     if (g->level == 1) {
-        out->stripe = member_sector;
-        out->d = 0;
-        out->chunk_off = 0;
-        out->array_sector = member_sector;
+        mirror_addr(out, disk, member_sector);
         return 0;
     }
     unsigned sh = chunk_shift(g->chunk_sectors);
