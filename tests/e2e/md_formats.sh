@@ -26,21 +26,10 @@ cd "$(dirname "$0")/../.." || exit 1
 T="timeout 120"
 t_need mdadm timeout sha256sum python3 xz
 
-# expect NAME STATUS PATTERN CMD...: exit status, and a line matching PATTERN ("" = any output)
-expect() {
-    name=$1 status=$2 pat=$3; shift 3
-    $T "$@" >"$t_tmp/out" 2>&1
-    got=$?
-    if [ "$got" -eq "$status" ] && { [ -z "$pat" ] || grep -q -- "$pat" "$t_tmp/out"; }; then
-        t_ok "$name"
-    else
-        t_fail "$name" "exit $got (want $status): $(head -c 600 "$t_tmp/out")"
-    fi
-}
-
-# refused NAME PATTERN CMD...: exit non-zero, exactly one line matching
-# PATTERN, and every file in $watch byte for byte as before.
+# t_refused's digest of the members: every file in $watch
 watch=""
+# shellcheck disable=SC2086
+sums() { digest $watch; }
 # digest FILE...: their bytes' sha256; for files over 1 GiB (sparse 2 TiB
 # members) the first and last 2 MiB, where every md superblock, bitmap and
 # log would go
@@ -53,21 +42,6 @@ digest() {
             sha256sum <"$f"
         fi
     done | sha256sum
-}
-refused() {
-    name=$1 pat=$2; shift 2
-    # shellcheck disable=SC2086
-    before=$(digest $watch)
-    $T "$@" >"$t_tmp/out" 2>&1
-    got=$?
-    # shellcheck disable=SC2086
-    after=$(digest $watch)
-    lines=$(wc -l <"$t_tmp/out")
-    if [ "$got" -ne 0 ] && [ "$lines" -eq 1 ] && grep -q -- "$pat" "$t_tmp/out" && [ "$before" = "$after" ]; then
-        t_ok "$name"
-    else
-        t_fail "$name" "exit $got, $lines lines, members $([ "$before" = "$after" ] && echo same || echo CHANGED): $(head -c 600 "$t_tmp/out")"
-    fi
 }
 
 # examine_same NAME MEMBER [--metadata F]: uraid examine prints what mdadm
@@ -134,32 +108,32 @@ for F in 1.0 1.1 0.90; do
     # mdadm's spellings: 0.9 for 0.90, 1.00 for 1.0, 1.01 for 1.1
     spell=$F; [ "$F" = 0.90 ] && spell=0.9; [ "$F" = 1.0 ] && spell=1.00; [ "$F" = 1.1 ] && spell=1.01
     # shellcheck disable=SC2086
-    expect "$F: create --metadata $spell says metadata $F" 0 "metadata $F, 1 spare" \
+    t_exits "$F: create --metadata $spell says metadata $F" 0 "metadata $F, 1 spare" \
         $URAID create --metadata $spell --level 5 --raid-devices 4 --spare-devices 1 --chunk 64K $M "$d/m4.img"
-    expect "$F: mdadm --examine reads version $want_version" 0 "Version : $want_version\$" mdadm --examine "$d/m1.img"
+    t_exits "$F: mdadm --examine reads version $want_version" 0 "Version : $want_version\$" mdadm --examine "$d/m1.img"
     # shellcheck disable=SC2086
     agrees $F "$F: created" $M "$d/m4.img"
     examine_same "$F: uraid examine prints what mdadm --examine prints (active member)" "$d/m2.img"
     examine_same "$F: uraid examine prints what mdadm --examine prints (spare)" "$d/m4.img"
     if [ "$F" = 0.90 ]; then
-        expect "$F: no bad-block log (0.90 has none)" 0 "" \
+        t_exits "$F: no bad-block log (0.90 has none)" 0 "" \
             sh -c "mdadm --examine '$d/m0.img' >'$t_tmp/bb' && grep -q 'Version : 0.90.00' '$t_tmp/bb' && ! grep -q 'Bad Block' '$t_tmp/bb'"
     else
-        expect "$F: a bad-block log, as mdadm writes one" 0 "512 entries available" mdadm --examine "$d/m0.img"
+        t_exits "$F: a bad-block log, as mdadm writes one" 0 "512 entries available" mdadm --examine "$d/m0.img"
     fi
     head -c 100M /dev/urandom >"$d/data"
     # shellcheck disable=SC2086
     size=$(array_bytes $M "$d/m4.img")
     head -c "$size" "$d/data" >"$d/want"
     # shellcheck disable=SC2086
-    expect "$F: write" 0 "" $URAID write $M "$d/m4.img" <"$d/want"
+    t_exits "$F: write" 0 "" $URAID write $M "$d/m4.img" <"$d/want"
     # shellcheck disable=SC2086
     $URAID cat $M "$d/m4.img" >"$d/got" 2>/dev/null
     reads "$F: cat reads what was written" "$d/got"
     # shellcheck disable=SC2086
-    expect "$F: check finds nothing" 0 "mismatch_cnt 0" $URAID check $M "$d/m4.img"
+    t_exits "$F: check finds nothing" 0 "mismatch_cnt 0" $URAID check $M "$d/m4.img"
     # shellcheck disable=SC2086
-    expect "$F: repair finds nothing" 0 "mismatch_cnt 0" $URAID repair $M "$d/m4.img"
+    t_exits "$F: repair finds nothing" 0 "mismatch_cnt 0" $URAID repair $M "$d/m4.img"
     # a writer killed mid-way leaves the array dirty; resync makes it consistent
     # shellcheck disable=SC2086
     $URAID write $M "$d/m4.img" --member-layer throttle=8M <"$d/want" >/dev/null 2>&1 &
@@ -176,15 +150,15 @@ for F in 1.0 1.1 0.90; do
         t_ok "$F: a writer killed mid-way leaves it dirty (mdadm: active)"
     else t_fail "$F: a writer killed mid-way leaves it dirty (mdadm: active)"; fi
     # shellcheck disable=SC2086
-    expect "$F: resync" 0 "" $URAID resync $M "$d/m4.img"
+    t_exits "$F: resync" 0 "" $URAID resync $M "$d/m4.img"
     # shellcheck disable=SC2086
-    expect "$F: check after the resync" 0 "mismatch_cnt 0" $URAID check $M "$d/m4.img"
-    expect "$F: clean again (mdadm)" 0 "State : clean" mdadm --examine "$d/m3.img"
+    t_exits "$F: check after the resync" 0 "mismatch_cnt 0" $URAID check $M "$d/m4.img"
+    t_exits "$F: clean again (mdadm)" 0 "State : clean" mdadm --examine "$d/m3.img"
     # rebuild: member 2 is lost, the spare takes its slot
     mv "$d/m2.img" "$d/lost.img"
     L="$d/m0.img $d/m1.img $d/m3.img $d/m4.img"
     # shellcheck disable=SC2086
-    expect "$F: rebuild onto the spare" 0 "rebuilt" $URAID rebuild $L
+    t_exits "$F: rebuild onto the spare" 0 "rebuilt" $URAID rebuild $L
     # shellcheck disable=SC2086
     $URAID cat $L >"$d/got" 2>/dev/null
     reads "$F: identical after the rebuild" "$d/got"
@@ -193,10 +167,10 @@ for F in 1.0 1.1 0.90; do
     examine_same "$F: examine after the rebuild" "$d/m4.img"
     # add a spare offline, then replace member 0 with it
     # shellcheck disable=SC2086
-    expect "$F: add a spare" 0 "" $URAID add $L --spare "$d/m5.img"
-    expect "$F: mdadm sees the new spare" 0 "spare" mdadm --examine "$d/m5.img"
+    t_exits "$F: add a spare" 0 "" $URAID add $L --spare "$d/m5.img"
+    t_exits "$F: mdadm sees the new spare" 0 "spare" mdadm --examine "$d/m5.img"
     # shellcheck disable=SC2086
-    expect "$F: replace member 0 with the spare" 0 "" $URAID replace $L "$d/m5.img" --old "$d/m0.img" --with "$d/m5.img"
+    t_exits "$F: replace member 0 with the spare" 0 "" $URAID replace $L "$d/m5.img" --old "$d/m0.img" --with "$d/m5.img"
     R="$d/m1.img $d/m3.img $d/m4.img $d/m5.img"
     # shellcheck disable=SC2086
     $URAID cat $R >"$d/got" 2>/dev/null
@@ -240,16 +214,16 @@ for F in 1.0 1.1 0.90; do
     # the write-intent bitmap where md keeps it for this format
     B="$d/m0.img $d/lost.img $d/m6.img"
     # shellcheck disable=SC2086
-    expect "$F: create RAID-1 with an internal bitmap" 0 "metadata $F" \
+    t_exits "$F: create RAID-1 with an internal bitmap" 0 "metadata $F" \
         $URAID create --force --metadata $F --level 1 --raid-devices 3 --bitmap internal $B
     if [ "$F" = 0.90 ]; then bm_line="Internal Bitmap : present"; else bm_line="Internal Bitmap : "; fi
-    expect "$F: mdadm sees the bitmap" 0 "$bm_line" mdadm --examine "$d/lost.img"
+    t_exits "$F: mdadm sees the bitmap" 0 "$bm_line" mdadm --examine "$d/lost.img"
     # (mdadm -X on a member file looks for a 1.2 bitmap only, even on md's own 1.0/1.1 members)
-    expect "$F: uraid examine reads the bitmap" 0 "Bitmap : .* bits" $URAID examine "$d/m6.img"
+    t_exits "$F: uraid examine reads the bitmap" 0 "Bitmap : .* bits" $URAID examine "$d/m6.img"
     # shellcheck disable=SC2086
-    expect "$F: write through the bitmap" 0 "" sh -c "head -c 4M '$d/data' | $URAID write $B"
+    t_exits "$F: write through the bitmap" 0 "" sh -c "head -c 4M '$d/data' | $URAID write $B"
     # shellcheck disable=SC2086
-    expect "$F: the bitmap array opens (uuid and events agree)" 0 "UUUU\|UUU" $URAID detail $B
+    t_exits "$F: the bitmap array opens (uuid and events agree)" 0 "UUUU\|UUU" $URAID detail $B
     examine_same "$F: examine of a bitmap member" "$d/m6.img"
 done
 
@@ -259,22 +233,22 @@ all=""
 i=0; while [ $i -lt 28 ]; do truncate -s 4M "$d/r$i.img"; all="$all $d/r$i.img"; i=$((i + 1)); done
 watch=$all
 # shellcheck disable=SC2086
-refused "0.90: 28 members refused" "at most 27 members" $URAID create --metadata 0.90 --level 5 --raid-devices 28 $all
+t_refused "0.90: 28 members refused" "at most 27 members" $URAID create --metadata 0.90 --level 5 --raid-devices 28 $all
 # shellcheck disable=SC2086
-refused "0.90: 26 members + 2 spares refused" "at most 27 members" \
+t_refused "0.90: 26 members + 2 spares refused" "at most 27 members" \
     $URAID create --metadata 0.90 --level 6 --raid-devices 26 --spare-devices 2 $all
 for i in 0 1 2; do truncate -s 2049G "$d/big$i.img"; done
 watch="$d/big0.img $d/big1.img $d/big2.img"
-refused "0.90: members over 2 TiB refused for RAID-5" "at most 2 TiB" \
+t_refused "0.90: members over 2 TiB refused for RAID-5" "at most 2 TiB" \
     $URAID create --metadata 0.90 --level 5 --raid-devices 3 $watch
-refused "0.90: members over 2 TiB refused for RAID-1" "at most 2 TiB" \
+t_refused "0.90: members over 2 TiB refused for RAID-1" "at most 2 TiB" \
     $URAID create --metadata 0.90 --level 1 --raid-devices 3 $watch
 rm -f "$d"/big*.img
 watch="$d/r0.img $d/r1.img $d/r2.img"
-refused "ppl on metadata 1.0 refused" "needs --metadata 1.2" \
+t_refused "ppl on metadata 1.0 refused" "needs --metadata 1.2" \
     $URAID create --metadata 1.0 --level 5 --raid-devices 3 --consistency-policy ppl $watch
-refused "unknown metadata refused" "unknown metadata '1.3'" $URAID create --metadata 1.3 --level 5 --raid-devices 3 $watch
-refused "--metadata on a verb that opens: unknown refused" "needs one of 0.90" $URAID detail --metadata ddf $watch
+t_refused "unknown metadata refused" "unknown metadata '1.3'" $URAID create --metadata 1.3 --level 5 --raid-devices 3 $watch
+t_refused "--metadata on a verb that opens: unknown refused" "needs one of 0.90" $URAID detail --metadata ddf $watch
 
 # an old 0.90 superblock left at the end of disks reused for a 1.2 array
 a=$t_tmp/amb; mkdir -p "$a"
@@ -284,20 +258,20 @@ A="$a/m0.img $a/m1.img $a/m2.img $a/m3.img"
 $URAID create --metadata 0.90 --level 5 --raid-devices 4 --chunk 64K $A >/dev/null 2>&1
 old_uuid=$(mdadm --examine "$a/m0.img" | sed -n 's/^ *UUID : //p')
 # shellcheck disable=SC2086
-expect "a 0.90 array's members reused for 1.2 (--force)" 0 "metadata 1.2" \
+t_exits "a 0.90 array's members reused for 1.2 (--force)" 0 "metadata 1.2" \
     $URAID create --force --assume-clean --metadata 1.2 --level 5 --raid-devices 4 --chunk 64K $A
 watch=$A
 # shellcheck disable=SC2086
-refused "both superblocks named, nothing opened" "holds two md superblocks: metadata 1.2 at sector 8 .* and metadata 0.90 at sector 49024 .*--metadata 1.2 or --metadata 0.90" \
+t_refused "both superblocks named, nothing opened" "holds two md superblocks: metadata 1.2 at sector 8 .* and metadata 0.90 at sector 49024 .*--metadata 1.2 or --metadata 0.90" \
     $URAID cat $A
-refused "examine names both too" "holds two md superblocks" $URAID examine "$a/m1.img"
+t_refused "examine names both too" "holds two md superblocks" $URAID examine "$a/m1.img"
 # shellcheck disable=SC2086
-refused "create over them names both" "holds two md superblocks" $URAID create --level 1 --raid-devices 4 $A
+t_refused "create over them names both" "holds two md superblocks" $URAID create --level 1 --raid-devices 4 $A
 # shellcheck disable=SC2086
-expect "opened as the 1.2 the user names" 0 "Version : 1.2" $URAID detail --metadata 1.2 $A
+t_exits "opened as the 1.2 the user names" 0 "Version : 1.2" $URAID detail --metadata 1.2 $A
 # shellcheck disable=SC2086
-expect "... or as the old 0.90" 0 "Version : 0.90" $URAID detail --metadata 0.90 $A
-expect "examine --metadata 0.90 shows the old array" 0 "UUID : $old_uuid" $URAID examine --metadata 0.90 "$a/m2.img"
+t_exits "... or as the old 0.90" 0 "Version : 0.90" $URAID detail --metadata 0.90 $A
+t_exits "examine --metadata 0.90 shows the old array" 0 "UUID : $old_uuid" $URAID examine --metadata 0.90 "$a/m2.img"
 
 # mixed formats: a 1.0 member among 1.1 members of the same array (same UUID)
 x=$t_tmp/mix; mkdir -p "$x"
@@ -323,7 +297,7 @@ struct.pack_into('<I', sb, 216, c & 0xffffffff)
 f.seek(at); f.write(sb)
 PY
 watch="$x/m0.img $x/m1.img $x/m5.img"
-refused "mixed formats in one array refused" "has metadata 1.0 but .* has 1.1" $URAID cat $watch
+t_refused "mixed formats in one array refused" "has metadata 1.0 but .* has 1.1" $URAID cat $watch
 
 # damaged 0.90 fields (checksum fixed, so the field itself is judged)
 z=$t_tmp/dmg; mkdir -p "$z"
@@ -350,20 +324,20 @@ PY
 }
 watch=$Z
 patch0 "$z/m1.img" 40 0
-refused "0.90 raid_disks 0 refused" "raid_disks 0 outside 1..27" $URAID cat $Z
+t_refused "0.90 raid_disks 0 refused" "raid_disks 0 outside 1..27" $URAID cat $Z
 cp "$z/good1.img" "$z/m1.img"; patch0 "$z/m1.img" 3968 30
-refused "0.90 this_disk.number 30 refused" "this_disk.number 30" $URAID cat $Z
+t_refused "0.90 this_disk.number 30 refused" "this_disk.number 30" $URAID cat $Z
 cp "$z/good1.img" "$z/m1.img"; patch0 "$z/m1.img" 32 999999
-refused "0.90 size past the data refused" "larger than the member's data area" $URAID cat $Z
+t_refused "0.90 size past the data refused" "larger than the member's data area" $URAID cat $Z
 cp "$z/good1.img" "$z/m1.img"; patch0 "$z/m1.img" 200 1
-refused "0.90 reserved word set refused" "reserved words" $URAID cat $Z
+t_refused "0.90 reserved word set refused" "reserved words" $URAID cat $Z
 cp "$z/good1.img" "$z/m1.img"; patch0 "$z/m1.img" -1 0 swap
-refused "0.90 in big-endian byte order refused" "big-endian" $URAID cat $Z
+t_refused "0.90 in big-endian byte order refused" "big-endian" $URAID cat $Z
 cp "$z/good1.img" "$z/m1.img"; patch0 "$z/m1.img" 40 3
 python3 -c "
 import sys; f = open(sys.argv[1], 'r+b'); f.seek(0, 2); n = f.tell() // 512
 f.seek(((n & ~127) - 128) * 512 + 24); f.write(b'\x01')" "$z/m1.img"
-refused "0.90 bad checksum refused" "bad 0.90 checksum" $URAID cat $Z
+t_refused "0.90 bad checksum refused" "bad 0.90 checksum" $URAID cat $Z
 
 # ---- 3. the md-written fixtures -------------------------------------------------------------------
 FX=tests/fixtures/md-formats

@@ -28,16 +28,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-expect() { # expect NAME STATUS PATTERN CMD...
-    _e_name=$1 _e_want=$2 _e_pat=$3; shift 3
-    $T "$@" >"$t_tmp/out" 2>&1
-    _e_got=$?
-    if [ "$_e_got" -eq "$_e_want" ] && { [ -z "$_e_pat" ] || grep -q -- "$_e_pat" "$t_tmp/out"; }; then
-        t_ok "$_e_name"
-    else
-        t_fail "$_e_name" "exit $_e_got (want $_e_want): $(head -c 600 "$t_tmp/out")"
-    fi
-}
 sha() { sha256sum | cut -c1-64; }
 size_of() { $URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4 * 1024; exit}'; }
 sums() { for f in "$@"; do sha256sum <"$f"; done; }
@@ -84,7 +74,7 @@ one_layout() {
     fi
     # check on the whole array
     # shellcheck disable=SC2086
-    expect "$tag: check mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $m
+    t_exits "$tag: check mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $m
     # slot 0 (and gone2) lost
     rm -f "$p.0"
     left=""; i=1
@@ -110,7 +100,7 @@ one_layout() {
     spares="--spare $p.s"
     if [ -n "$gone2" ]; then truncate -s 12M "$p.t"; spares="$spares --spare $p.t"; fi
     # shellcheck disable=SC2086
-    expect "$tag: rebuild onto the spare${gone2:+s}" 0 "recovery finished" $URAID rebuild $left $spares -v
+    t_exits "$tag: rebuild onto the spare${gone2:+s}" 0 "recovery finished" $URAID rebuild $left $spares -v
     all="$left $p.s${gone2:+ $p.t}"
     # shellcheck disable=SC2086
     got=$($T $URAID cat $all 2>/dev/null | sha)
@@ -118,7 +108,7 @@ one_layout() {
     [ "$got" = "$want" ] && [ "$role" = "Active device 0" ] && t_ok "$tag: rebuilt: same bytes, the spare is slot 0" \
         || t_fail "$tag: rebuilt" "sha $got role '$role'"
     # shellcheck disable=SC2086
-    expect "$tag: check after the rebuild: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $all
+    t_exits "$tag: check after the rebuild: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $all
     # shellcheck disable=SC2086
     t_mdadm_agrees "$tag rebuilt" $all >"$t_tmp/agree" || cat "$t_tmp/agree"
     # the array without the rebuilt member's partners: only the new copy serves
@@ -175,9 +165,9 @@ $URAID write "$p.0" "$p.1" "$p.2" <"$p.data" >/dev/null 2>&1
 want=$(sha <"$p.data")
 # far copies live in the second half of each member's data (1 MiB offset)
 dd if=/dev/urandom of="$p.1" bs=4096 seek=$(((1048576 + 8 * 1048576) / 4096)) count=3 conv=notrunc 2>/dev/null
-expect "f2 x3: check finds the corrupted far copy (exit 3)" 3 "mismatch_cnt 24" $URAID check "$p.0" "$p.1" "$p.2"
-expect "f2 x3: repair rewrites it" 0 "repaired 24 sectors" $URAID repair "$p.0" "$p.1" "$p.2"
-expect "f2 x3: check after repair: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check "$p.0" "$p.1" "$p.2"
+t_exits "f2 x3: check finds the corrupted far copy (exit 3)" 3 "mismatch_cnt 24" $URAID check "$p.0" "$p.1" "$p.2"
+t_exits "f2 x3: repair rewrites it" 0 "repaired 24 sectors" $URAID repair "$p.0" "$p.1" "$p.2"
+t_exits "f2 x3: check after repair: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check "$p.0" "$p.1" "$p.2"
 got=$($URAID cat "$p.0" "$p.1" "$p.2" 2>/dev/null | sha)
 [ "$got" = "$want" ] && t_ok "f2 x3: repaired array holds the data" || t_fail "f2 x3: data after repair"
 # a read error on a copy: served from another, the bad copy rewritten
@@ -186,10 +176,10 @@ got=$($URAID cat --member-layer "$p.0:read-eio=$((2048 * 512 + 65536))+65536" "$
     || t_fail "f2 x3: read error" "$(head -3 "$t_tmp/err")"
 # replace
 truncate -s 12M "$p.new"
-expect "f2 x3: replace slot 1" 0 "now holds slot 1" $URAID replace --old "$p.1" --with "$p.new" "$p.0" "$p.1" "$p.2"
+t_exits "f2 x3: replace slot 1" 0 "now holds slot 1" $URAID replace --old "$p.1" --with "$p.new" "$p.0" "$p.1" "$p.2"
 got=$($URAID cat "$p.0" "$p.new" "$p.2" 2>/dev/null | sha)
 [ "$got" = "$want" ] && t_ok "f2 x3: replaced: same bytes" || t_fail "f2 x3: replace"
-expect "f2 x3: check after replace" 0 "mismatch_cnt 0" $URAID check "$p.0" "$p.new" "$p.2"
+t_exits "f2 x3: check after replace" 0 "mismatch_cnt 0" $URAID check "$p.0" "$p.new" "$p.2"
 
 # ---- a degraded check compares the copies that are left (md's way) ---------------
 g=$t_tmp/dg
@@ -203,12 +193,12 @@ doff=$($URAID examine "$g.3" | awk '/Data Offset/ {print $4}')
 for m in 1 3; do
     dd if=/dev/urandom of="$g.$m" bs=4096 seek=$(((doff * 512 + 1048576) / 4096)) count=3 conv=notrunc 2>/dev/null
 done
-expect "n2 x4 without slot 0: check compares the pairs left, finds slot 3's pages (exit 3)" 3 "mismatch_cnt 24" \
+t_exits "n2 x4 without slot 0: check compares the pairs left, finds slot 3's pages (exit 3)" 3 "mismatch_cnt 24" \
     $URAID check "$g.1" "$g.2" "$g.3"
 before=$(sums "$g.1" "$g.2" "$g.3")
-expect "n2 x4 without slot 0: repair refused (no way to tell the right copy)" 1 "repair needs every member in sync" \
+t_exits "n2 x4 without slot 0: repair refused (no way to tell the right copy)" 1 "repair needs every member in sync" \
     $URAID repair "$g.1" "$g.2" "$g.3"
-expect "n2 x4 without slots 0 and 2: check refused, no chunk has two copies" 1 "no chunk left with two copies" \
+t_exits "n2 x4 without slots 0 and 2: check refused, no chunk has two copies" 1 "no chunk left with two copies" \
     $URAID check "$g.1" "$g.3"
 [ "$(sums "$g.1" "$g.2" "$g.3")" = "$before" ] && t_ok "degraded refusals changed no member byte" \
     || t_fail "degraded refusals changed members"
@@ -218,12 +208,12 @@ q=$t_tmp/q
 for i in 0 1 2 3; do truncate -s 12M "$q.$i"; done
 $URAID create --level 10 --layout n2 --raid-devices 4 "$q.0" "$q.1" "$q.2" "$q.3" >/dev/null 2>&1
 before=$(sums "$q.0" "$q.1" "$q.2" "$q.3")
-expect "n2 x4 without slots 2 and 3 (a pair): refused" 1 "every copy of some chunks" $URAID cat "$q.0" "$q.1"
-expect "create with an unknown layout: refused" 2 "unknown layout 'x2' for RAID-10" \
+t_exits "n2 x4 without slots 2 and 3 (a pair): refused" 1 "every copy of some chunks" $URAID cat "$q.0" "$q.1"
+t_exits "create with an unknown layout: refused" 2 "unknown layout 'x2' for RAID-10" \
     $URAID create --level 10 --layout x2 --raid-devices 4 "$q.0" "$q.1" "$q.2" "$q.3"
-expect "create with 'missing' neighbours: refused" 1 "every copy" \
+t_exits "create with 'missing' neighbours: refused" 1 "every copy" \
     $URAID create --level 10 --layout n2 --raid-devices 4 --force missing missing "$q.2" "$q.3"
-expect "create f3 on 2 members: refused" 1 "3 copies but the array has 2 members" \
+t_exits "create f3 on 2 members: refused" 1 "3 copies but the array has 2 members" \
     $URAID create --level 10 --layout f3 --raid-devices 2 --force "$q.0" "$q.1"
 [ "$(sums "$q.0" "$q.1" "$q.2" "$q.3")" = "$before" ] && t_ok "refusals changed no member byte" \
     || t_fail "refusals changed members"
@@ -231,26 +221,26 @@ expect "create f3 on 2 members: refused" 1 "3 copies but the array has 2 members
 # ---- a write-intent bitmap (md's, over the array's sectors) -----------------------
 b=$t_tmp/bm
 for i in 0 1 2 3; do truncate -s 12M "$b.$i"; done
-expect "create f2 x4 with --bitmap internal" 0 "consistency policy: bitmap" \
+t_exits "create f2 x4 with --bitmap internal" 0 "consistency policy: bitmap" \
     $URAID create --level 10 --layout f2 --raid-devices 4 --bitmap internal --bitmap-chunk 512K "$b.0" "$b.1" "$b.2" "$b.3"
 asize=$($URAID detail "$b.0" "$b.1" "$b.2" "$b.3" | awk '/Array Size/ {print $4; exit}')
-expect "mdadm: an internal bitmap 8 sectors from the superblock" 0 "Internal Bitmap : 8 sectors from superblock" \
+t_exits "mdadm: an internal bitmap 8 sectors from the superblock" 0 "Internal Bitmap : 8 sectors from superblock" \
     mdadm --examine "$b.1"
-expect "the bitmap's Sync Size is the array's ($asize KiB, mdadm's RAID-10 rule)" 0 "Sync Size : $asize\$" \
+t_exits "the bitmap's Sync Size is the array's ($asize KiB, mdadm's RAID-10 rule)" 0 "Sync Size : $asize\$" \
     $URAID examine "$b.2"
 head -c 2097152 /dev/urandom >"$b.patch"
 $URAID write --offset 1048576 "$b.0" "$b.1" "$b.2" "$b.3" <"$b.patch" >/dev/null 2>&1
 # a degraded write marks its bitmap chunk; the re-added member catches up from the bitmap alone
 cp "$b.3" "$b.old3"
 $URAID write --offset 4194304 "$b.0" "$b.1" "$b.2" <"$b.patch" >/dev/null 2>&1
-expect "bitmap: the write without slot 3 left dirty bits" 0 "[1-9][0-9]* dirty" $URAID examine "$b.0"
+t_exits "bitmap: the write without slot 3 left dirty bits" 0 "[1-9][0-9]* dirty" $URAID examine "$b.0"
 cp "$b.old3" "$b.3"
 $T $URAID add "$b.0" "$b.1" "$b.2" --re-add "$b.3" >"$t_tmp/out" 2>&1
 worked=$(sed -n 's/.*rebuilt; \([0-9]*\) of \([0-9]*\) sectors per member worked on.*/\1 \2/p' "$t_tmp/out")
 [ -n "$worked" ] && [ "${worked% *}" -gt 0 ] && [ "${worked% *}" -lt "${worked#* }" ] &&
     t_ok "re-add of slot 3 rebuilds only the bitmap's dirty chunks ($worked sectors)" ||
     t_fail "re-add of slot 3 rebuilds only the bitmap's dirty chunks" "'$worked': $(tail -2 "$t_tmp/out")"
-expect "check after the re-add: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check "$b.0" "$b.1" "$b.2" "$b.3"
+t_exits "check after the re-add: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check "$b.0" "$b.1" "$b.2" "$b.3"
 { head -c 1048576 /dev/zero; cat "$b.patch"; head -c 1048576 /dev/zero; cat "$b.patch"; } | sha >"$b.want"
 got=$($URAID cat "$b.0" "$b.1" "$b.2" "$b.3" 2>/dev/null | head -c 6291456 | sha)
 [ "$got" = "$(cat "$b.want")" ] && t_ok "bitmap: both writes read back after the re-add" || t_fail "bitmap: data after re-add"
@@ -273,22 +263,22 @@ size=$(nbdinfo --size "$uri" 2>/dev/null)
 head -c "${size:-0}" /dev/urandom >"$s.data"
 want=$(sha <"$s.data")
 nbdcopy "$s.data" "$uri" 2>/dev/null
-expect "served o2 x4: fail slot 0" 0 "" $URAID fail --control "$ctl" "$s.0"
-expect "served: failing slot 1 too (its partner) refused" 1 "without any copy" $URAID fail --control "$ctl" "$s.1"
-expect "served: fail slot 2" 0 "" $URAID fail --control "$ctl" "$s.2"
-expect "served: status [4/2] [_U_U]" 0 "\[4/2\] \[_U_U\]" $URAID status --control "$ctl"
+t_exits "served o2 x4: fail slot 0" 0 "" $URAID fail --control "$ctl" "$s.0"
+t_exits "served: failing slot 1 too (its partner) refused" 1 "without any copy" $URAID fail --control "$ctl" "$s.1"
+t_exits "served: fail slot 2" 0 "" $URAID fail --control "$ctl" "$s.2"
+t_exits "served: status [4/2] [_U_U]" 0 "\[4/2\] \[_U_U\]" $URAID status --control "$ctl"
 got=$(nbdcopy "$uri" - 2>/dev/null | sha)
 [ "$got" = "$want" ] && t_ok "served: reads the same with two members failed" || t_fail "served: degraded read"
-expect "served: remove slot 0" 0 "" $URAID remove --control "$ctl" "$s.0"
-expect "served: add a spare" 0 "" $URAID add --control "$ctl" "$s.4"
+t_exits "served: remove slot 0" 0 "" $URAID remove --control "$ctl" "$s.0"
+t_exits "served: add a spare" 0 "" $URAID add --control "$ctl" "$s.4"
 n=0
 until $URAID status --control "$ctl" 2>/dev/null | grep -q "\[4/3\] \[UU_U\]" || [ $n -ge 300 ]; do
     sleep 0.1; n=$((n + 1))
 done
-expect "served: the spare rebuilt into slot 0" 0 "\[4/3\] \[UU_U\]" $URAID status --control "$ctl"
+t_exits "served: the spare rebuilt into slot 0" 0 "\[4/3\] \[UU_U\]" $URAID status --control "$ctl"
 got=$(nbdcopy "$uri" - 2>/dev/null | sha)
 [ "$got" = "$want" ] && t_ok "served: same bytes after the rebuild" || t_fail "served: after rebuild"
-expect "served: stop" 0 "" $URAID stop --control "$ctl"
+t_exits "served: stop" 0 "" $URAID stop --control "$ctl"
 wait "$server_pid" 2>/dev/null
 server_pid=""
 got=$($URAID cat "$s.4" "$s.1" "$s.3" 2>/dev/null | sha)
@@ -297,7 +287,7 @@ got=$($URAID cat "$s.4" "$s.1" "$s.3" 2>/dev/null | sha)
 # ---- linear ------------------------------------------------------------------------
 l=$t_tmp/lin
 truncate -s 8M "$l.0"; truncate -s 12M "$l.1"; truncate -s 5M "$l.2"
-expect "linear: create, members of different sizes" 0 "linear, 3 members" \
+t_exits "linear: create, members of different sizes" 0 "linear, 3 members" \
     $URAID create --level linear --raid-devices 3 "$l.0" "$l.1" "$l.2"
 size=$(size_of "$l.0" "$l.1" "$l.2")
 ds=0
@@ -318,6 +308,6 @@ for f in "Raid Level" "Raid Devices" "Avail Dev Size" "Used Dev Size" "Rounding"
         || ok=0
 done
 [ $ok = 1 ] && t_ok "linear: mdadm --examine agrees with uraid examine" || t_fail "linear examine" "$(diff "$t_tmp/ex" "$t_tmp/ux")"
-expect "linear without a member: refused" 1 "cannot start the linear array" $URAID cat "$l.0" "$l.2"
-expect "linear check: no redundancy" 1 "no redundancy" $URAID check "$l.0" "$l.1" "$l.2"
+t_exits "linear without a member: refused" 1 "cannot start the linear array" $URAID cat "$l.0" "$l.2"
+t_exits "linear check: no redundancy" 1 "no redundancy" $URAID check "$l.0" "$l.1" "$l.2"
 t_finish

@@ -23,17 +23,6 @@ t_at_exit 'timeout 10 fusermount3 -uz "$mnt" 2>/dev/null'
 t_need nbdkit nbdcopy timeout
 t_need_fuse
 
-expect() {
-    name=$1 want=$2 pat=$3; shift 3
-    $T "$@" >"$t_tmp/out" 2>&1
-    got=$?
-    if [ "$got" -eq "$want" ] && grep -q -- "$pat" "$t_tmp/out"; then
-        t_ok "$name"
-    else
-        t_fail "$name" "exit $got (want $want): $(head -c 600 "$t_tmp/out")"
-    fi
-}
-
 # waits for the control socket of the server started as $pid
 wait_ctl() {
     n=0
@@ -69,24 +58,24 @@ $T $URAID write --rmw-level 0 $m <"$t_tmp/model" && t_ok "uraid write --rmw-leve
 
 # refusals: one line, exit 2, nothing written
 sum_before=$(cat $m | md5sum)
-expect "write --rmw-level 3 refused" 2 "^uraid write: --rmw-level needs 0 (reconstruct-write only), 1 (fewest reads) or 2 (prefer read-modify-write), got 3\$" \
+t_exits "write --rmw-level 3 refused" 2 "^uraid write: --rmw-level needs 0 (reconstruct-write only), 1 (fewest reads) or 2 (prefer read-modify-write), got 3\$" \
     $URAID write --rmw-level 3 $m </dev/null
-expect "serve --rmw-level x refused" 2 "^uraid serve: --rmw-level needs 0" $URAID serve --rmw-level x --socket "$sock" $m
-expect "mount --rmw-level without a value refused" 2 "^uraid mount: --rmw-level needs 0" $URAID mount $m "$mnt" --rmw-level
+t_exits "serve --rmw-level x refused" 2 "^uraid serve: --rmw-level needs 0" $URAID serve --rmw-level x --socket "$sock" $m
+t_exits "mount --rmw-level without a value refused" 2 "^uraid mount: --rmw-level needs 0" $URAID mount $m "$mnt" --rmw-level
 [ "$(cat $m | md5sum)" = "$sum_before" ] && t_ok "refusals wrote nothing" || t_fail "refusals changed the members"
-expect "plugin rmw_level=5 refused" 1 "rmw_level=5: give 0" \
+t_exits "plugin rmw_level=5 refused" 1 "rmw_level=5: give 0" \
     nbdkit -U "$t_tmp/p.sock" "$(dirname "$URAID")/nbdkit-uraid-plugin.so" $(echo $m | sed 's/[^ ]*/member=&/g') rmw_level=5 --run true
 
 # FUSE: 4 KiB writes, one data block of a 5-member RAID-5: rmw reads 2, rcw 3
 $URAID mount --foreground --control "$ctl" --rmw-level 0 $m "$mnt" >"$t_tmp/daemon.log" 2>&1 &
 pid=$!
 if wait_ctl; then
-    expect "mount --rmw-level 0: the level" 0 "^rmw_level 0\$" $URAID rmw-level --control "$ctl"
+    t_exits "mount --rmw-level 0: the level" 0 "^rmw_level 0\$" $URAID rmw-level --control "$ctl"
     head -c 4096 /dev/urandom >"$t_tmp/blk"
     dd if="$t_tmp/blk" of="$mnt/array" bs=4096 seek=1 conv=notrunc,fsync status=none
     dd if="$t_tmp/blk" of="$t_tmp/model" bs=4096 seek=1 conv=notrunc status=none
     c0=$(counts)
-    expect "rmw-level 1 over the control socket" 0 "^rmw_level 1\$" $URAID rmw-level --control "$ctl" 1
+    t_exits "rmw-level 1 over the control socket" 0 "^rmw_level 1\$" $URAID rmw-level --control "$ctl" 1
     dd if="$t_tmp/blk" of="$mnt/array" bs=4096 seek=3 conv=notrunc,fsync status=none
     dd if="$t_tmp/blk" of="$t_tmp/model" bs=4096 seek=3 conv=notrunc status=none
     c1=$(counts)
@@ -94,9 +83,9 @@ if wait_ctl; then
     case "$c0" in "rmw 0 rcw "[1-9]*) t_ok "level 0: reconstruct-write" ;; *) t_fail "level 0 counts" "$c0" ;; esac
     r1=${c1#rmw }; r1=${r1%% *}
     [ "${r1:-0}" -ge 1 ] && t_ok "level 1: read-modify-write" || t_fail "level 1 counts" "$c1"
-    expect "rmw-level 4 refused" 1 "^uraid rmw-level: rmw-level takes 0 (reconstruct-write only), 1 (fewest reads) or 2" \
+    t_exits "rmw-level 4 refused" 1 "^uraid rmw-level: rmw-level takes 0 (reconstruct-write only), 1 (fewest reads) or 2" \
         $URAID rmw-level --control "$ctl" 4
-    expect "the level stays 1" 0 "^rmw_level 1\$" $URAID rmw-level --control "$ctl"
+    t_exits "the level stays 1" 0 "^rmw_level 1\$" $URAID rmw-level --control "$ctl"
     stop_server
 else
     t_fail "mount" "$(cat "$t_tmp/daemon.log")"
@@ -106,7 +95,7 @@ fi
 $URAID serve --socket "$sock" --control "$ctl" --rmw-level 2 $m >"$t_tmp/serve.log" 2>&1 &
 pid=$!
 if wait_ctl; then
-    expect "serve --rmw-level 2: the level" 0 "^rmw_level 2\$" $URAID rmw-level --control "$ctl"
+    t_exits "serve --rmw-level 2: the level" 0 "^rmw_level 2\$" $URAID rmw-level --control "$ctl"
     $T nbdcopy "nbd+unix:///?socket=$sock" - 2>/dev/null | head -c 4194304 | cmp -s - "$t_tmp/model" \
         && t_ok "served data as written" || t_fail "served data differs"
     stop_server
@@ -115,5 +104,5 @@ else
 fi
 
 $T $URAID cat $m | head -c 4194304 | cmp -s - "$t_tmp/model" && t_ok "data read back" || t_fail "data differs"
-expect "check: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $m
+t_exits "check: mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $m
 t_finish

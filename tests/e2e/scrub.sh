@@ -22,17 +22,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# expect NAME STATUS PATTERN CMD...: exit status and a line matching PATTERN
-expect() {
-    name=$1 want=$2 pat=$3; shift 3
-    $T "$@" >"$t_tmp/out" 2>&1
-    got=$?
-    if [ "$got" -eq "$want" ] && grep -q -- "$pat" "$t_tmp/out"; then
-        t_ok "$name"
-    else
-        t_fail "$name" "exit $got (want $want): $(head -c 800 "$t_tmp/out")"
-    fi
-}
 # corrupt MEMBER SECTOR COUNT: random bytes over COUNT sectors of a member file
 corrupt() { head -c $(($3 * 512)) /dev/urandom | dd of="$1" bs=512 seek="$2" conv=notrunc status=none; }
 d() { echo "$t_tmp/d$1.img"; }
@@ -56,27 +45,27 @@ same_data() {
 }
 same_data "the data written reads back"
 
-expect "healthy: exit 0, mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $M
-expect "usage error: exit 2" 2 "unknown option" $URAID check --bogus $M
-expect "not an array: exit 1" 1 "uraid check:" $URAID check "$t_tmp/data"
+t_exits "healthy: exit 0, mismatch_cnt 0" 0 "mismatch_cnt 0" $URAID check $M
+t_exits "usage error: exit 2" 2 "unknown option" $URAID check --bogus $M
+t_exits "not an array: exit 1" 1 "uraid check:" $URAID check "$t_tmp/data"
 
 # stripe 1: P on 4, Q on 5, data 0..3: a page of data index 0 (member 0)
 corrupt "$(d 0)" $((DO + C + 8)) 8
-expect "data chunk: exit 3, member and sector listed" 3 \
+t_exits "data chunk: exit 3, member and sector listed" 3 \
     "^stripe 1: member $(d 0) sector $((DO + C + 8)) (slot 0), 8 sectors: data block wrong\$" $URAID check $M
 grep -q "^check finished.*mismatch_cnt 8\$" "$t_tmp/out" && t_ok "mismatch_cnt 8 (one 4 KiB page)" || t_fail "mismatch_cnt" "$(cat "$t_tmp/out")"
-expect "repair: the data block, exit 0" 0 "sector $((DO + C + 8)) (slot 0), 8 sectors: data block wrong, repaired\$" $URAID repair $M
+t_exits "repair: the data block, exit 0" 0 "sector $((DO + C + 8)) (slot 0), 8 sectors: data block wrong, repaired\$" $URAID repair $M
 same_data "data restored exactly"
-expect "check after repair: exit 0" 0 "mismatch_cnt 0" $URAID check $M
+t_exits "check after repair: exit 0" 0 "mismatch_cnt 0" $URAID check $M
 
 # P of stripe 2 (member 3) and Q of stripe 4 (member 2), one byte range each
 corrupt "$(d 3)" $((DO + 2 * C + 40)) 1
 corrupt "$(d 2)" $((DO + 4 * C + 120)) 3
-expect "P found" 3 "^stripe 2: member $(d 3) sector $((DO + 2 * C + 40)) (slot 3), 8 sectors: parity (P) block wrong\$" $URAID check $M
+t_exits "P found" 3 "^stripe 2: member $(d 3) sector $((DO + 2 * C + 40)) (slot 3), 8 sectors: parity (P) block wrong\$" $URAID check $M
 grep -q "^stripe 4: member $(d 2) sector $((DO + 4 * C + 120)) (slot 2), 8 sectors: Q block wrong\$" "$t_tmp/out" \
     && t_ok "Q found" || t_fail "Q found" "$(cat "$t_tmp/out")"
-expect "repair P and Q" 0 "Q block wrong, repaired" $URAID repair $M
-expect "check after repair: clean" 0 "mismatch_cnt 0" $URAID check $M
+t_exits "repair P and Q" 0 "Q block wrong, repaired" $URAID repair $M
+t_exits "check after repair: clean" 0 "mismatch_cnt 0" $URAID check $M
 same_data "data unchanged by the parity repair"
 
 # serving: check, status, repair and findings through the control socket
@@ -87,23 +76,23 @@ if command -v nbdkit >/dev/null 2>&1; then
     n=0
     while [ ! -S "$ctl" ] && [ $n -lt 100 ]; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; n=$((n + 1)); done
     if [ -S "$ctl" ]; then
-        expect "serving: check starts" 0 "check started" $URAID check --control "$ctl"
-        expect "serving: a second job is refused" 1 "already running" $URAID repair --control "$ctl"
+        t_exits "serving: check starts" 0 "check started" $URAID check --control "$ctl"
+        t_exits "serving: a second job is refused" 1 "already running" $URAID repair --control "$ctl"
         # the speed is shown once measured (no "speed=0K/sec" before): wait for it
         n=0
         until $URAID status --control "$ctl" 2>/dev/null | grep -q "check = .*speed=\|check finished" || [ $n -ge 50 ]; do
             sleep 0.1; n=$((n + 1))
         done
-        expect "serving: status shows progress" 0 "check = .*speed=" $URAID status --control "$ctl"
+        t_exits "serving: status shows progress" 0 "check = .*speed=" $URAID status --control "$ctl"
         t_expect "serving: idle stops it" $URAID idle --control "$ctl"
-        expect "serving: status says stopped" 0 "background: check stopped" $URAID status --control "$ctl"
-        expect "serving: check --wait: exit 3, member listed" 3 \
+        t_exits "serving: status says stopped" 0 "background: check stopped" $URAID status --control "$ctl"
+        t_exits "serving: check --wait: exit 3, member listed" 3 \
             "^stripe 3: member $(d 1) sector $((DO + 3 * C + 64)) (slot 1), 8 sectors: data block wrong\$" \
             $URAID check --control "$ctl" --wait
-        expect "serving: status shows the result" 0 "background: check finished .*mismatch_cnt 8" $URAID status --control "$ctl"
-        expect "serving: repair --wait: exit 0" 0 "data block wrong, repaired" $URAID repair --control "$ctl" --wait
-        expect "serving: clean after repair" 0 "mismatch_cnt 0" $URAID check --control "$ctl" --wait
-        expect "serving: check --wait finds the socket in URAID_CONTROL" 0 "mismatch_cnt 0" \
+        t_exits "serving: status shows the result" 0 "background: check finished .*mismatch_cnt 8" $URAID status --control "$ctl"
+        t_exits "serving: repair --wait: exit 0" 0 "data block wrong, repaired" $URAID repair --control "$ctl" --wait
+        t_exits "serving: clean after repair" 0 "mismatch_cnt 0" $URAID check --control "$ctl" --wait
+        t_exits "serving: check --wait finds the socket in URAID_CONTROL" 0 "mismatch_cnt 0" \
             env URAID_CONTROL="$ctl" $URAID check --wait
         $URAID stop --control "$ctl" >/dev/null 2>&1
         n=0
@@ -121,7 +110,7 @@ fi
 corrupt "$(d 2)" $((DO + 5 * C + 16)) 1   # stripe 5: P 0, Q 1, data 2 3 4 5
 corrupt "$(d 3)" $((DO + 5 * C + 18)) 1
 before=$(cat "$(d 2)" "$(d 3)" | md5sum)
-expect "two blocks wrong: exit 3, not repaired" 3 "more than one block disagrees.*not repaired" $URAID repair $M
+t_exits "two blocks wrong: exit 3, not repaired" 3 "more than one block disagrees.*not repaired" $URAID repair $M
 [ "$(cat "$(d 2)" "$(d 3)" | md5sum)" = "$before" ] && t_ok "MULTI page left as is" || t_fail "MULTI page changed"
 
 # RAID-5: reported as parity; repair rewrites P
@@ -131,9 +120,9 @@ $T $URAID create --level 5 --raid-devices 4 --chunk 64K --consistency-policy res
     && head -c 16M /dev/urandom | $URAID write $R 2>>"$t_tmp/log" \
     && t_ok "RAID-5: create and write" || t_fail "RAID-5: create and write" "$(tail -n 2 "$t_tmp/log")"
 corrupt "$t_tmp/r0.img" $((DO + C + 8)) 8   # stripe 1: RAID-5 left-symmetric P on member 2
-expect "RAID-5: reported as P" 3 "^stripe 1: member $t_tmp/r2.img sector $((DO + C + 8)) (slot 2), 8 sectors: parity (P) block wrong\$" $URAID check $R
-expect "RAID-5: repair rewrites P" 0 "parity (P) block wrong, repaired" $URAID repair $R
-expect "RAID-5: consistent after repair" 0 "mismatch_cnt 0" $URAID check $R
+t_exits "RAID-5: reported as P" 3 "^stripe 1: member $t_tmp/r2.img sector $((DO + C + 8)) (slot 2), 8 sectors: parity (P) block wrong\$" $URAID check $R
+t_exits "RAID-5: repair rewrites P" 0 "parity (P) block wrong, repaired" $URAID repair $R
+t_exits "RAID-5: consistent after repair" 0 "mismatch_cnt 0" $URAID check $R
 # shellcheck disable=SC2086
 t_mdadm_agrees "RAID-6 after check and repair" $M
 # shellcheck disable=SC2086

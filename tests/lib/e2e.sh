@@ -33,6 +33,39 @@ t_expect() {
     if "$@" >/dev/null 2>&1; then t_ok "$_te_name"; else t_fail "$_te_name"; fi
 }
 
+# t_exits NAME STATUS PATTERN CMD...: CMD (under $T when the script sets
+# it, e.g. T="timeout 60") exits with STATUS and its output (stdout and
+# stderr, left in $t_tmp/out) has a line matching PATTERN ("" = any output).
+t_exits() {
+    _tx_name=$1 _tx_want=$2 _tx_pat=$3; shift 3
+    ${T:-} "$@" >"$t_tmp/out" 2>&1
+    _tx_got=$?
+    if [ "$_tx_got" -eq "$_tx_want" ] && { [ -z "$_tx_pat" ] || grep -q -- "$_tx_pat" "$t_tmp/out"; }; then
+        t_ok "$_tx_name"
+    else
+        t_fail "$_tx_name" "exit $_tx_got (want $_tx_want): $(head -c 800 "$t_tmp/out")"
+    fi
+}
+
+# t_refused NAME PATTERN CMD...: CMD fails (under $T when set) with exactly
+# one line of output (stdout and stderr) matching PATTERN, and the caller's
+# `sums` (its digest of every member) prints the same before and after: a
+# refusal writes nothing.
+t_refused() {
+    _tr_name=$1 _tr_pat=$2; shift 2
+    _tr_before=$(sums)
+    ${T:-} "$@" >"$t_tmp/out" 2>&1
+    _tr_got=$?
+    _tr_after=$(sums)
+    _tr_lines=$(grep -c . "$t_tmp/out")
+    if [ "$_tr_got" -ne 0 ] && [ "$_tr_lines" -eq 1 ] && grep -q -- "$_tr_pat" "$t_tmp/out" &&
+        [ "$_tr_before" = "$_tr_after" ]; then
+        t_ok "$_tr_name"
+    else
+        t_fail "$_tr_name" "exit $_tr_got, $_tr_lines lines, members $([ "$_tr_before" = "$_tr_after" ] && echo same || echo CHANGED): $(head -c 600 "$t_tmp/out")"
+    fi
+}
+
 # t_long: true in the long mode (`make check-long`, URAID_TEST_LONG=1),
 # which runs the full matrices that make check samples. A test that leaves
 # cases to the long mode says so with t_short_note (not counted as passed).
