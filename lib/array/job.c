@@ -327,45 +327,20 @@ struct job_report {
     uint64_t start, end, done, t0_ns, elapsed_ns, speed_kib, worked, mismatch_sectors, repaired_sectors;
 };
 
-static void report_save(const struct array_job *j, struct job_report *r)
-{
-    r->kind = j->kind;
-    r->result = j->result;
-    r->slot = j->slot;
-    r->source = j->source;
-    r->ntargets = j->ntargets;
-    memcpy(r->target, j->target, sizeof r->target);
-    memcpy(r->why, j->why, sizeof r->why);
-    r->start = j->start;
-    r->end = j->end;
-    r->done = j->done;
-    r->t0_ns = j->t0_ns;
-    r->elapsed_ns = j->elapsed_ns;
-    r->speed_kib = j->speed_kib;
-    r->worked = j->worked;
-    r->mismatch_sectors = j->mismatch_sectors;
-    r->repaired_sectors = j->repaired_sectors;
-}
+/* The fields a report keeps, named once for both directions (memcpy: the
+ * arrays among them copy as the scalars do). */
+#define JOB_REPORT_FIELDS(X)                                                                                  \
+    X(kind) X(result) X(slot) X(source) X(ntargets) X(target) X(why) X(start) X(end) X(done) X(t0_ns)          \
+    X(elapsed_ns) X(speed_kib) X(worked) X(mismatch_sectors) X(repaired_sectors)
+#define JOB_TO_REPORT(f) memcpy(&r->f, &j->f, sizeof r->f);
+#define REPORT_TO_JOB(f) memcpy(&j->f, &r->f, sizeof j->f);
+#define SAME_SIZE(f) _Static_assert(sizeof((struct job_report *)0)->f == sizeof((struct array_job *)0)->f, #f);
+JOB_REPORT_FIELDS(SAME_SIZE)
+#undef SAME_SIZE
 
-static void report_restore(struct array_job *j, const struct job_report *r)
-{
-    j->kind = r->kind;
-    j->result = r->result;
-    j->slot = r->slot;
-    j->source = r->source;
-    j->ntargets = r->ntargets;
-    memcpy(j->target, r->target, sizeof j->target);
-    memcpy(j->why, r->why, sizeof j->why);
-    j->start = r->start;
-    j->end = r->end;
-    j->done = r->done;
-    j->t0_ns = r->t0_ns;
-    j->elapsed_ns = r->elapsed_ns;
-    j->speed_kib = r->speed_kib;
-    j->worked = r->worked;
-    j->mismatch_sectors = r->mismatch_sectors;
-    j->repaired_sectors = r->repaired_sectors;
-}
+static void report_save(const struct array_job *j, struct job_report *r) { JOB_REPORT_FIELDS(JOB_TO_REPORT) }
+
+static void report_restore(struct array_job *j, const struct job_report *r) { JOB_REPORT_FIELDS(REPORT_TO_JOB) }
 
 int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struct uraid_job_params *p, char *why,
                     size_t whylen)
