@@ -8,7 +8,7 @@
 
 pid_t nbdkit_start(const char *sock, const char *const *args)
 {
-    char pidfile[128];
+    char pidfile[4200];
     snprintf(pidfile, sizeof pidfile, "%s.pid", sock);
     const char *av[26] = {"nbdkit", "-f", "--exit-with-parent", "-P", pidfile, "--unix", sock};
     int n = 7;

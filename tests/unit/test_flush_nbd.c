@@ -24,6 +24,7 @@
 
 #include "array_fixture.h"
 #include "harness.h"
+#include "nbdkit_proc.h"
 
 #define PLUGIN "build/nbdkit-uraid-plugin.so"
 
@@ -33,30 +34,15 @@ static struct rng rng;
 static pid_t start_server(const struct fx *f, const char *sock, const char *layer)
 {
     char marg[FX_MAXM][320];
-    const char *av[FX_MAXM + 10] = {"nbdkit", "-f", "--exit-with-parent", "--unix", sock, PLUGIN};
-    int n = 6;
+    const char *args[FX_MAXM + 3] = {PLUGIN};
+    int n = 1;
     for (int s = 0; s < f->n; s++) {
         snprintf(marg[s], sizeof marg[s], "member=%s", f->path[s]);
-        av[n++] = marg[s];
+        args[n++] = marg[s];
     }
-    av[n++] = layer;
-    av[n] = NULL;
-    unlink(sock);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp("nbdkit", (char **)av);
-        _exit(127);
-    }
-    for (int i = 0; pid > 0 && i < 400; i++) {
-        struct stat st;
-        if (stat(sock, &st) == 0)
-            return pid;
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1;
-        usleep(25000);
-    }
-    return -1;
+    args[n++] = layer;
+    args[n] = NULL;
+    return nbdkit_start(sock, args);
 }
 
 /* Each 4 KiB of [off, off + len) holds either zeros (never reached the
@@ -110,8 +96,7 @@ static void test_fua_and_flush(void)
     for (; writes < 1000 && !cut; writes++)
         cut = nbd_pwrite(h, D, 4096, (3u << 20) + (uint64_t)writes * 4096, 0) != 0;
     CHECK(cut, "1000 writes after C and the power never went (after=300 member writes)");
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    nbdkit_stop(pid, SIGKILL);
     pid = -1;
     nbd_close(h);
     h = NULL;
@@ -147,8 +132,7 @@ out:
     if (h)
         nbd_close(h);
     if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
+        nbdkit_stop(pid, SIGKILL);
     }
     if (sock[0])
         unlink(sock);
