@@ -33,6 +33,11 @@ struct uraid_grow_params {
     uint32_t chunk_sectors;
     const char *layout;      /* a name layout_from_name takes at the new level */
     int level_set, level;
+    /* mdadm --grow --array-size: the array sectors the user keeps when a
+     * reshape makes the array smaller (fewer members, or the member size
+     * cut to make room). A shrink that would drop data past the new end is
+     * refused unless this is given and at most the new size; 0: none. */
+    uint64_t array_sectors;
 };
 
 struct uraid_grow_result {
@@ -40,7 +45,8 @@ struct uraid_grow_result {
     uint64_t from_sectors;   /* the array's size before and after */
     uint64_t to_sectors;
     uint64_t start_position; /* array sector the run started at */
-    uint64_t shift;          /* sectors data_offset moved down */
+    uint64_t shift;          /* sectors data_offset moved (down; up when backwards) */
+    int backwards;           /* md's backwards reshape: a shrink, the data moved up */
     int raid_devices;
     int appended;            /* 1: linear, the new members appended; 2: RAID-1, the new mirrors
                               * recovered; nothing restriped either way; 3: a level taken over

@@ -30,6 +30,8 @@ struct grow {
     int to_raid0;                   /* RAID-5 -> RAID-0: the same, the parity member dropped */
     int written;                    /* a takeover wrote its superblocks itself */
     int resumed_mirrors;            /* RAID-1 grown before, its new mirrors still recovering */
+    int nslots;                     /* slots holding members (a shrink: the old count, the leaving ones
+                                     * last); 0: tmpl.raid_disks */
     const struct uraid_grow_params *p;
     char *why;
     size_t whylen;
@@ -38,6 +40,8 @@ struct grow {
 /* Writes tmpl (with reshape_position = ckpt) to every member, after a
  * flush of every member so the data it vouches for is on disk. (reshape.c) */
 int grow_checkpoint(struct grow *gr, uint64_t ckpt);
+/* The slots whose members get every superblock write. */
+static inline int grow_slots(const struct grow *gr) { return gr->nslots ? gr->nslots : (int)gr->tmpl.raid_disks; }
 
 /* reshape.c's helpers for reshape_level.c: a refusal line in gr->why
  * (returns rc); every member's superblock from tmpl, events + 1; member i
