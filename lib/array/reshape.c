@@ -403,8 +403,8 @@ static int plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *
                    (unsigned long long)cap, (unsigned long long)(now - cap), (unsigned long long)(cap / 2),
                    (unsigned long long)(cap / 2));
     if (want > cap)
-        return say(gr, -ENOSPC, "--array-size %lluK is more than %d members hold (%lluK): %llu sectors would be cut "
-                   "off; shrink the file system to %lluK or less first and give that --array-size",
+        return say(gr, -ENOSPC, "--array-size %lluK is more than %d members hold (%lluK, %llu sectors less): "
+                   "shrink the file system to %lluK or less first and give that --array-size",
                    (unsigned long long)(want / 2), to->raid_disks, (unsigned long long)(cap / 2),
                    (unsigned long long)(want - cap), (unsigned long long)(cap / 2));
     if (reshape_geom_init_dir(&gr->g, &from, to, size, shift, 1, gwhy, sizeof gwhy))

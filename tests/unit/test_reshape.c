@@ -37,6 +37,8 @@ struct ask {
 
 struct setup {
     int level, nold, nnew;
+    int shrink_to;        /* a shrink to this many members (nnew 0) */
+    uint64_t keep;        /* its --array-size, sectors */
     struct ask ask;
     int nend;             /* members in the array after (RAID-6 -> 5: one fewer) */
     char dir[128], path[MAXM][160];
@@ -119,7 +121,8 @@ static int grow(struct setup *s, const char *spec, const char *dom, uint64_t *wr
         paths[i] = s->path[i];
         sim[i] = spec;
     }
-    struct uraid_grow_params p = {.raid_devices = s->nnew ? s->nold + s->nnew : 0, .member_sim = spec ? sim : NULL,
+    struct uraid_grow_params p = {.raid_devices = s->shrink_to ? s->shrink_to : s->nnew ? s->nold + s->nnew : 0,
+                                  .array_sectors = s->keep, .member_sim = spec ? sim : NULL,
                                   .checkpoint_ms = 1u << 30, /* only the checkpoints the order needs: replayable */
                                   .chunk_sectors = s->ask.chunk_sectors, .layout = s->ask.layout,
                                   .level_set = s->ask.level >= 0, .level = s->ask.level};
@@ -135,7 +138,32 @@ static int grow(struct setup *s, const char *spec, const char *dom, uint64_t *wr
     return rc;
 }
 
-/* Every old byte, zeros after, and a clean check. */
+/* Mid-reshape (after a cut, before the grow again): with every member the
+ * array opens (unless the cut split the start's or the end's superblocks,
+ * which the grow carries on) and reads every byte it kept. 1 when it opened. */
+static int verify_cut(struct setup *s, const char *what)
+{
+    const char *paths[MAXM];
+    for (int i = 0; i < s->nold + s->nnew; i++)
+        paths[i] = s->path[i];
+    char why[300];
+    struct uraid_array *a = NULL;
+    int rc = uraid_open(paths, s->nold + s->nnew, &(struct uraid_open_params){.readonly = 1}, &a, why, sizeof why);
+    CHECK(rc == 0 || strstr(why, "carry it on") || strstr(why, "carries it on"), "%s: open: %s", what, why);
+    if (rc)
+        return 0;
+    struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    uint64_t n = info.size_bytes < s->old_bytes ? info.size_bytes : s->old_bytes;
+    uint8_t *buf = malloc(n);
+    CHECK(uraid_read(a, buf, n, 0) == 0, "%s: read", what);
+    CHECK(!memcmp(buf, s->data, n), "%s: the bytes kept differ mid-reshape", what);
+    free(buf);
+    CHECK(uraid_close(a) == 0);
+    return 1;
+}
+
+/* Every old byte (those kept: a shrink drops the end), zeros after, and a clean check. */
 static void verify(struct setup *s, const char *what)
 {
     const char *paths[MAXM];
@@ -153,7 +181,10 @@ static void verify(struct setup *s, const char *what)
     CHECK(info.raid_devices == n, "%s: %d raid devices", what, info.raid_devices);
     uint8_t *buf = malloc(info.size_bytes);
     CHECK(uraid_read(a, buf, info.size_bytes, 0) == 0, "%s: read", what);
-    CHECK(!memcmp(buf, s->data, s->old_bytes), "%s: the old bytes differ", what);
+    CHECK(!memcmp(buf, s->data, info.size_bytes < s->old_bytes ? info.size_bytes : s->old_bytes),
+          "%s: the old bytes differ", what);
+    CHECK(!s->shrink_to || info.size_bytes >= s->keep * 512, "%s: %llu bytes, less than --array-size", what,
+          (unsigned long long)info.size_bytes);
     int zeros = 1;
     for (uint64_t i = s->old_bytes; i < info.size_bytes && zeros; i++)
         zeros = buf[i] == 0;
@@ -167,15 +198,49 @@ static void verify(struct setup *s, const char *what)
     CHECK(uraid_close(a) == 0);
 }
 
+/* 1 when every member still holds what it held before (a refusal wrote nothing). */
+static int unchanged(struct setup *s)
+{
+    uint8_t *buf = malloc(MEMBER_BYTES);
+    int same = 1;
+    for (int i = 0; i < s->nold + s->nnew && same; i++)
+        same = get_file(s->path[i], buf, MEMBER_BYTES) == 0 && !memcmp(buf, s->image[i], MEMBER_BYTES);
+    free(buf);
+    return same;
+}
+
+/* A shrink's refusals (no --array-size, one too big), each writing nothing;
+ * then s->keep = the new size, from a run that keeps it all. */
+static int shrink_refusals(struct setup *s, char *why, size_t whylen)
+{
+    s->keep = 0;
+    int rc = grow(s, NULL, NULL, NULL, why, whylen);
+    CHECK(rc == -EINVAL && strstr(why, "--array-size") && strstr(why, "file system"), "no --array-size: %d %s", rc, why);
+    CHECK(unchanged(s), "a refused shrink wrote to a member");
+    const char *k = strstr(why, "give --array-size ");
+    s->keep = k ? strtoull(k + 18, NULL, 10) * 2 : 0;
+    CHECK(s->keep > 0, "the refusal names the size to give: %s", why);
+    s->keep += 8;
+    rc = grow(s, NULL, NULL, NULL, why, whylen);
+    CHECK(rc == -ENOSPC && strstr(why, "more than"), "--array-size one sector block too big: %d %s", rc, why);
+    CHECK(unchanged(s), "a refused shrink wrote to a member");
+    s->keep -= 8;
+    return s->keep ? 0 : -EINVAL;
+}
+
 static void every_cut(int level, int nold, int nnew, struct ask ask, int nend, const char *what, struct rng *r,
                       uint64_t seed)
 {
     struct setup s = {.level = level, .nold = nold, .nnew = nnew, .ask = ask, .nend = nend};
+    if (nend < nold && !nnew && ask.level < 0)
+        s.shrink_to = nend;
     harness_beginf("RAID-%d %d -> %d%s: a grow without a cut", level, nold, nend, what);
     int rc = make_setup(&s, r);
     CHECK(rc == 0, "setup");
-    uint64_t total = 0;
+    uint64_t total = 0, opened = 0;
     char why[400];
+    if (rc == 0 && s.shrink_to)
+        rc = shrink_refusals(&s, why, sizeof why);
     if (rc == 0) {
         rc = grow(&s, "powercut=count,seed=1,after=0", "count", &total, why, sizeof why);
         CHECK(rc == 0, "grow: %s", why);
@@ -193,6 +258,8 @@ static void every_cut(int level, int nold, int nnew, struct ask ask, int nend, c
                  (unsigned long long)(seed + after), (unsigned long long)after);
         int cut = grow(&s, spec, dom, NULL, why, sizeof why);
         CHECK(cut != 0, "the grow finished through a cut at write %llu", (unsigned long long)after);
+        if (s.shrink_to)
+            opened += verify_cut(&s, "after the cut, before the grow again");
         /* -EALREADY: the writes the grow needed had landed before the cut
          * (the engine issues a batch's writes in parallel, so the order,
          * and which write is number `after`, varies from run to run; the
@@ -203,6 +270,14 @@ static void every_cut(int level, int nold, int nnew, struct ask ask, int nend, c
         CHECK(again == 0 || again == -EALREADY, "the same grow again: %s", why);
         if (again == 0 || again == -EALREADY)
             verify(&s, "after the cut");
+        harness_end();
+    }
+    if (s.shrink_to) {
+        harness_beginf("RAID-%d %d -> %d%s: the array opened and read back after %llu of %llu cuts", level, nold, nend,
+                       what, (unsigned long long)opened, (unsigned long long)total);
+        /* refused: the cuts that split the start's or the end's superblock writes (one per member each) */
+        CHECK(opened + 2 * (uint64_t)nold >= total, "only %llu of %llu cuts left an array that opens",
+              (unsigned long long)opened, (unsigned long long)total);
         harness_end();
     }
     for (int i = 0; i < nold + nnew; i++) {
@@ -224,6 +299,8 @@ int main(int argc, char **argv)
     every_cut(5, 4, 0, (struct ask){256, "right-asymmetric", -1}, 4, ", chunk 128K right-asymmetric", &r, seed);
     every_cut(5, 4, 1, (struct ask){0, NULL, 6}, 5, ", RAID-6", &r, seed);
     every_cut(0, 3, 1, (struct ask){0, NULL, 5}, 4, ", RAID-5 (parity recovered)", &r, seed);
+    every_cut(5, 4, 0, keep, 3, " (a shrink: backwards)", &r, seed);
+    every_cut(6, 5, 0, (struct ask){64, NULL, -1}, 4, ", chunk 32K (a shrink: backwards)", &r, seed);
     if (!getenv("URAID_TEST_QUICK")) {
         every_cut(6, 4, 1, keep, 5, "", &r, seed);
         every_cut(6, 5, 0, (struct ask){0, NULL, 5}, 4, ", RAID-5 (restriped to left-symmetric-6 first)", &r, seed);
