@@ -313,8 +313,10 @@ static void start_record(struct grow *gr, const struct layout_geom *from, const 
     gr->tmpl.size = gr->g.member_sectors;
     gr->tmpl.new_offset = gr->g.backwards ? (int32_t)gr->g.shift : -(int32_t)gr->g.shift;
     gr->tmpl.reshape_position = reshape_begin(&gr->g);
+    /* md's super_1_sync: the BACKWARDS bit only where the member count stays (a shrink is backwards by
+     * its negative delta_disks) */
     gr->tmpl.feature_map = (R->feature_map & ~RESHAPE_BITS) | MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET |
-                           (gr->g.backwards ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
+                           (gr->g.backwards && gr->tmpl.delta_disks == 0 ? MD_FEATURE_RESHAPE_BACKWARDS : 0);
     gr->old_off = R->data_offset;
     gr->pos = gr->ckpt = gr->tmpl.reshape_position;
 }
@@ -513,6 +515,10 @@ static int plan_resume(struct grow *gr, int N)
                    R->raid_disks, nall, gr->n, nall > (int)R->raid_disks ? ", the leaving ones too" : "");
     gr->tmpl = *R;
     gr->nslots = nall;
+    /* as md's next superblock write: a stale BACKWARDS bit (mdadm's revert of a shrink keeps it) goes */
+    gr->tmpl.feature_map &= ~MD_FEATURE_RESHAPE_BACKWARDS;
+    if (back && R->delta_disks == 0)
+        gr->tmpl.feature_map |= MD_FEATURE_RESHAPE_BACKWARDS;
     int seen[URAID_MAX_MEMBERS] = {0}, fill[URAID_MAX_MEMBERS], nfill = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
