@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "member/powercut.h"
 #include "uraid.h"
+#include "uraid_admin.h"
 #include "uraid_grow.h"
 
 #define MEMBER_BYTES (4u << 20)
@@ -288,6 +289,87 @@ static void every_cut(int level, int nold, int nnew, struct ask ask, int nend, c
     free(s.data);
 }
 
+/* Stops a grow at the first position past `at` that lies on a stripe of
+ * both geometries (mdadm's revert needs one of the old geometry). */
+struct stopper {
+    volatile int stop;
+    uint64_t at, align;
+    int back; /* the position counts down: total - done */
+};
+static void stop_at(void *ctx, uint64_t done, uint64_t total)
+{
+    struct stopper *st = ctx;
+    if (done >= st->at && (st->back ? total - done : done) % st->align == 0)
+        st->stop = 1;
+}
+
+/* A reshape stopped partway (RAID-5 4 -> 5 before and past the old size;
+ * a chunk change; a shrink), turned around by uraid update
+ * --update=revert-reshape, carried on by the grow: the array is the one
+ * before, every byte, clean. */
+static void revert_case(int nold, int nnew, int shrink_to, uint32_t chunk, uint64_t at_permille, const char *what,
+                        struct rng *r)
+{
+    struct setup s = {.level = 5, .nold = nold, .nnew = nnew, .ask = {chunk, NULL, -1}, .nend = nold,
+                      .shrink_to = shrink_to};
+    harness_beginf("revert-reshape: %s, stopped at %llu/1000, reverted and carried on", what,
+                   (unsigned long long)at_permille);
+    int rc = make_setup(&s, r);
+    CHECK(rc == 0, "setup");
+    char why[400];
+    const char *paths[MAXM];
+    int n = nold + nnew;
+    for (int i = 0; i < n; i++)
+        paths[i] = s.path[i];
+    uint64_t cu = 128, newc = chunk ? chunk : 128, u = newc > cu ? newc : cu;
+    int kold = nold - 1, knew = (shrink_to ? shrink_to : nold + nnew) - 1;
+    uint64_t total = s.old_bytes / 512 / kold * knew, align = u * (uint64_t)kold * (uint64_t)knew;
+    struct stopper st = {.at = total * at_permille / 1000, .align = align, .back = shrink_to != 0};
+    if (shrink_to) {
+        char w2[400];
+        s.keep = 0;
+        grow(&s, NULL, NULL, NULL, w2, sizeof w2); /* the refusal names the size */
+        const char *k = strstr(w2, "give --array-size ");
+        s.keep = k ? strtoull(k + 18, NULL, 10) * 2 : 0;
+    }
+    struct uraid_grow_params p = {.raid_devices = shrink_to ? shrink_to : nnew ? n : 0, .array_sectors = s.keep,
+                                  .chunk_sectors = chunk, .progress = stop_at, .ctx = &st, .stop = &st.stop,
+                                  .checkpoint_ms = 1u << 30};
+    if (rc == 0) {
+        rc = uraid_grow_members(paths, nold, paths + nold, nnew, &p, NULL, why, sizeof why);
+        CHECK(rc == -EINTR, "the grow stops partway: %d %s", rc, why);
+    }
+    struct uraid_update up = {.what = URAID_UPDATE_REVERT_RESHAPE};
+    if (rc == -EINTR) {
+        rc = uraid_update(paths, n, &up, why, sizeof why);
+        CHECK(rc == 0, "revert: %s", why);
+    }
+    if (rc == 0) {
+        struct uraid_grow_params c = {.resume_only = 1, .checkpoint_ms = 1u << 30};
+        struct uraid_grow_result res;
+        rc = uraid_grow_members(paths, n, NULL, 0, &c, &res, why, sizeof why);
+        CHECK(rc == 0, "the reverted reshape carried on: %s", why);
+        CHECK(rc || res.backwards == (shrink_to == 0), "direction: backwards %d", res.backwards);
+    }
+    if (rc == 0) {
+        s.shrink_to = 0;
+        uint64_t keep = s.old_bytes;
+        if (shrink_to) /* a shrink dropped the end first: the bytes it kept come back */
+            s.old_bytes = s.keep * 512;
+        verify(&s, "after the revert");
+        s.old_bytes = keep;
+    }
+    rc = uraid_update(paths, n, &up, why, sizeof why);
+    CHECK(rc == -EINVAL && strstr(why, "no reshape"), "a second revert is refused: %d %s", rc, why);
+    harness_end();
+    for (int i = 0; i < n; i++) {
+        unlink(s.path[i]);
+        free(s.image[i]);
+    }
+    rmdir(s.dir);
+    free(s.data);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape");
@@ -300,6 +382,10 @@ int main(int argc, char **argv)
     every_cut(5, 4, 1, (struct ask){0, NULL, 6}, 5, ", RAID-6", &r, seed);
     every_cut(0, 3, 1, (struct ask){0, NULL, 5}, 4, ", RAID-5 (parity recovered)", &r, seed);
     every_cut(5, 4, 0, keep, 3, " (a shrink: backwards)", &r, seed);
+    revert_case(4, 1, 0, 0, 300, "RAID-5 4 -> 5", &r);
+    revert_case(4, 1, 0, 0, 850, "RAID-5 4 -> 5 past the old size", &r);
+    revert_case(4, 0, 0, 256, 500, "RAID-5 chunk 64K -> 128K", &r);
+    revert_case(4, 0, 3, 0, 500, "RAID-5 4 -> 3", &r);
     every_cut(6, 5, 0, (struct ask){64, NULL, -1}, 4, ", chunk 32K (a shrink: backwards)", &r, seed);
     if (!getenv("URAID_TEST_QUICK")) {
         every_cut(6, 4, 1, keep, 5, "", &r, seed);
