@@ -22,6 +22,7 @@
 
 #include "harness.h"
 #include "member/powercut.h"
+#include "meta/superblock.h"
 #include "uraid.h"
 #include "uraid_admin.h"
 #include "uraid_grow.h"
@@ -40,6 +41,7 @@ struct setup {
     int level, nold, nnew;
     int shrink_to;        /* a shrink to this many members (nnew 0) */
     uint64_t keep;        /* its --array-size, sectors */
+    uint32_t chunk_kib;   /* at create; 0: 64 */
     struct ask ask;
     int nend;             /* members in the array after (RAID-6 -> 5: one fewer) */
     char dir[128], path[MAXM][160];
@@ -83,7 +85,8 @@ static int make_setup(struct setup *s, struct rng *r)
     const char *paths[MAXM];
     for (int i = 0; i < n; i++)
         paths[i] = s->path[i];
-    struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold, .chunk_bytes = 64 << 10,
+    struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold,
+                                     .chunk_bytes = (s->chunk_kib ? s->chunk_kib : 64) << 10,
                                      .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
     if (s->level == 0)
         cp.consistency_policy = 0;
@@ -307,11 +310,11 @@ static void stop_at(void *ctx, uint64_t done, uint64_t total)
  * a chunk change; a shrink), turned around by uraid update
  * --update=revert-reshape, carried on by the grow: the array is the one
  * before, every byte, clean. */
-static void revert_case(int nold, int nnew, int shrink_to, uint32_t chunk, uint64_t at_permille, const char *what,
-                        struct rng *r)
+static void revert_case(int nold, int nnew, int shrink_to, uint32_t chunk_kib, uint32_t chunk, uint64_t at_permille,
+                        const char *what, struct rng *r)
 {
     struct setup s = {.level = 5, .nold = nold, .nnew = nnew, .ask = {chunk, NULL, -1}, .nend = nold,
-                      .shrink_to = shrink_to};
+                      .shrink_to = shrink_to, .chunk_kib = chunk_kib};
     harness_beginf("revert-reshape: %s, stopped at %llu/1000, reverted and carried on", what,
                    (unsigned long long)at_permille);
     int rc = make_setup(&s, r);
@@ -321,7 +324,7 @@ static void revert_case(int nold, int nnew, int shrink_to, uint32_t chunk, uint6
     int n = nold + nnew;
     for (int i = 0; i < n; i++)
         paths[i] = s.path[i];
-    uint64_t cu = 128, newc = chunk ? chunk : 128, u = newc > cu ? newc : cu;
+    uint64_t cu = chunk_kib * 2, newc = chunk ? chunk : cu, u = newc > cu ? newc : cu;
     int kold = nold - 1, knew = (shrink_to ? shrink_to : nold + nnew) - 1;
     uint64_t total = s.old_bytes / 512 / kold * knew, align = u * (uint64_t)kold * (uint64_t)knew;
     struct stopper st = {.at = total * at_permille / 1000, .align = align, .back = shrink_to != 0};
@@ -338,6 +341,16 @@ static void revert_case(int nold, int nnew, int shrink_to, uint32_t chunk, uint6
     if (rc == 0) {
         rc = uraid_grow_members(paths, nold, paths + nold, nnew, &p, NULL, why, sizeof why);
         CHECK(rc == -EINTR, "the grow stops partway: %d %s", rc, why);
+        uint8_t *img = malloc(MEMBER_BYTES);
+        struct md_sb sb = {0};
+        char w3[300] = "";
+        CHECK(get_file(paths[0], img, MEMBER_BYTES) == 0 && md_sb_decode(img + 4096, 8, &sb, w3, sizeof w3) == 0 &&
+              (sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE), "the superblock records the reshape %s", w3);
+        free(img);
+        uint64_t P = sb.reshape_position, oldcap = s.old_bytes / 512;
+        CHECK(P > 0 && P < total && (at_permille < 750 || shrink_to || P > oldcap) &&
+              (at_permille > 750 || P < oldcap), "stopped at %llu of %llu (old size %llu)", (unsigned long long)P,
+              (unsigned long long)total, (unsigned long long)oldcap);
     }
     struct uraid_update up = {.what = URAID_UPDATE_REVERT_RESHAPE};
     if (rc == -EINTR) {
@@ -382,10 +395,10 @@ int main(int argc, char **argv)
     every_cut(5, 4, 1, (struct ask){0, NULL, 6}, 5, ", RAID-6", &r, seed);
     every_cut(0, 3, 1, (struct ask){0, NULL, 5}, 4, ", RAID-5 (parity recovered)", &r, seed);
     every_cut(5, 4, 0, keep, 3, " (a shrink: backwards)", &r, seed);
-    revert_case(4, 1, 0, 0, 300, "RAID-5 4 -> 5", &r);
-    revert_case(4, 1, 0, 0, 850, "RAID-5 4 -> 5 past the old size", &r);
-    revert_case(4, 0, 0, 256, 500, "RAID-5 chunk 64K -> 128K", &r);
-    revert_case(4, 0, 3, 0, 500, "RAID-5 4 -> 3", &r);
+    revert_case(4, 1, 0, 4, 0, 300, "RAID-5 4 -> 5 (chunk 4K)", &r);
+    revert_case(4, 1, 0, 4, 0, 751, "RAID-5 4 -> 5 (chunk 4K) past the old size", &r);
+    revert_case(4, 0, 0, 64, 256, 500, "RAID-5 chunk 64K -> 128K", &r);
+    revert_case(4, 0, 3, 4, 0, 500, "RAID-5 4 -> 3 (chunk 4K)", &r);
     every_cut(6, 5, 0, (struct ask){64, NULL, -1}, 4, ", chunk 32K (a shrink: backwards)", &r, seed);
     if (!getenv("URAID_TEST_QUICK")) {
         every_cut(6, 4, 1, keep, 5, "", &r, seed);
