@@ -15,7 +15,9 @@
 #      and moves the data back; md reads a RAID-6 5 -> 4 shrink uraid
 #      finished; md starts a shrink itself (sysfs, as mdadm would with the
 #      kernel's reshape_direction) and is cut off (the guest powers off with
-#      the array running): uraid --continue finishes it byte for byte.
+#      the array running): uraid --continue finishes it byte for byte;
+#      md finishes a chunk change uraid ran backwards (no head room: md's
+#      BACKWARDS bit with delta_disks 0) and was killed in.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 t_need mdadm
@@ -150,6 +152,29 @@ case "$out" in *"complete: 4 members"*) t_ok "md: uraid shrinks RAID-6 5 -> 4, c
     *) t_fail "md: uraid shrinks RAID-6 5 -> 4" "$(echo "$out" | tail -1)" ;; esac
 KEEPY=$((${capy:-0} * 1024))
 
+# V: a chunk change with no head room (data offset 256) goes backwards (md's BACKWARDS bit, delta 0), killed, for md
+d=$t_tmp/v
+mkdir -p "$d"
+V="$d/m0.img $d/m1.img $d/m2.img $d/m3.img"
+# shellcheck disable=SC2086
+truncate -s 16M $V
+# shellcheck disable=SC2086
+$URAID create --level 5 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync --name oracle $V \
+    >/dev/null 2>&1 || t_fail "create V"
+# shellcheck disable=SC2086
+build/tests/test_reshape_geom --data-offset 256 $V || t_fail "V: set a small data offset"
+# shellcheck disable=SC2086
+SZV=$(size_of $V)
+# shellcheck disable=SC2086
+"$PATTERN" -s 97 -n "$SZV" | $URAID write $V || t_fail "V: write"
+# shellcheck disable=SC2086
+pos=$(kill_mid "$d" $V --chunk 128K)
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+# 0x64: RESHAPE_ACTIVE | RESHAPE_BACKWARDS | NEW_OFFSET, as md's super_1_sync writes a delta-0 backwards reshape
+if [ -n "$pos" ] && echo "$x" | grep -q "Feature Map : 0x64$"; then
+    t_ok "md: uraid killed in a backwards chunk change (Reshape pos'n $pos, the BACKWARDS bit)"
+else t_fail "md: uraid killed in a backwards chunk change" "$(echo "$x" | grep -i 'feature\|reshape\|chunk\|offset')"; fi
+
 # ---- r. a grow killed halfway, reverted ------------------------------------------------------
 # revert DIR: kills a RAID-5 4 -> 5 grow until its position lies on a stripe of the old geometry
 # (mdadm's rule), then reverts it; 0 when reverted
@@ -199,7 +224,7 @@ truncate -s 16M $Z
 KEEPZ=$((14336 * 2 * 1024))
 disks() { for f in "$@"; do printf ' --disk %s' "$f"; done; }
 # shellcheck disable=SC2086
-"$ORACLE" --no-stop --timeout 590 $(disks $X $W $Y $Z) -- - >"$t_tmp/md.log" 2>&1 <<GUEST
+"$ORACLE" --no-stop --timeout 590 $(disks $X $W $Y $Z $V) -- - >"$t_tmp/md.log" 2>&1 <<GUEST
 exec 2>&1
 verify() { # MD SEED BYTES: pattern, size, check
     mdpattern -s \$2 -n \$3 -c < /dev/\$1 >/dev/null && echo "\$1 pattern OK"
@@ -215,7 +240,10 @@ wait_idle md0; wait_idle md1
 echo "md0 raid_disks=\$(cat /sys/block/md0/md/raid_disks)"; verify md0 93 $KEEP
 echo "md1 raid_disks=\$(cat /sys/block/md1/md/raid_disks)"; verify md1 95 $OLDR
 mdadm --assemble /dev/md2 /dev/vd[j-n] && echo "md2 raid_disks=\$(cat /sys/block/md2/md/raid_disks) chunk=\$(cat /sys/block/md2/md/chunk_size)" && verify md2 94 $KEEPY
-mdadm --stop /dev/md0 /dev/md1 /dev/md2
+mdadm --assemble /dev/md4 /dev/vd[s-v] && { grep -A3 '^md4' /proc/mdstat | grep -q reshape && echo "md4 reshaping"; }
+wait_idle md4
+echo "md4 chunk=\$(cat /sys/block/md4/md/chunk_size)"; verify md4 97 $SZV
+mdadm --stop /dev/md0 /dev/md1 /dev/md2 /dev/md4
 # md's own shrink, cut off: room past the data (--size), then what mdadm asks of the kernel
 mdadm --create /dev/md3 --level=5 --chunk=64 --metadata=1.2 --raid-devices=4 --size=14336 --assume-clean --run \
     /dev/vd[o-r] || exit 1
@@ -240,6 +268,10 @@ done
 for w in "md2 raid_disks=4 chunk=262144" "md2 pattern OK" "md2 size OK" "md2 mismatch_cnt=0"; do
     grep -q "^$w\$" "$t_tmp/md.log" && t_ok "md: uraid's RAID-6 5 -> 4 shrink: $w" ||
         t_fail "md: uraid's RAID-6 5 -> 4 shrink: $w" "$(grep -i 'md2' "$t_tmp/md.log" | tail -3)"
+done
+for w in "md4 reshaping" "md4 chunk=131072" "md4 pattern OK" "md4 size OK" "md4 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/md.log" && t_ok "md: uraid's backwards chunk change finished by md: $w" ||
+        t_fail "md: uraid's backwards chunk change finished by md: $w" "$(grep -i 'md4' "$t_tmp/md.log" | tail -3)"
 done
 grep -q "^md3 reshaping$" "$t_tmp/md.log" && t_ok "md: md's shrink cut off mid-reshape" ||
     t_fail "md: md's shrink cut off mid-reshape" "$(tail -5 "$t_tmp/md.log")"
