@@ -106,6 +106,26 @@ static uint32_t chunk_sectors(const char *val)
     return (uint32_t)(bytes / 512);
 }
 
+/* --array-size's value in sectors (a plain number is KiB, as mdadm's);
+ * -1 after an error printed. */
+static int array_size_sectors(const char *v, uint64_t *out)
+{
+    uint64_t bytes = 0;
+    const char *last = v + strlen(v) - 1;
+    if (cli_parse_size(v, &bytes) || !bytes) {
+        cli_error("grow", "bad --array-size '%s' (a size: 900M, 12G; a plain number is KiB)", v);
+        return -1;
+    }
+    if (*last >= '0' && *last <= '9')
+        bytes *= 1024; /* mdadm's unit */
+    if (bytes % 512) {
+        cli_error("grow", "--array-size '%s' is not a whole number of sectors", v);
+        return -1;
+    }
+    *out = bytes / 512;
+    return 0;
+}
+
 /* --level's value: 4, 5, 6, raid5, ... ; -1 after an error printed. */
 static int level_number(const char *val)
 {
@@ -201,19 +221,8 @@ static int run_reshape(struct grow_args *g)
         return 2;
     }
     uint64_t keep = 0;
-    if (g->array_size) {
-        const char *v = g->array_size, *last = v + strlen(v) - 1;
-        if (cli_parse_size(v, &keep) || !keep) {
-            cli_error("grow", "bad --array-size '%s' (a size: 900M, 12G; a plain number is KiB)", v);
-            return 2;
-        }
-        if (*last >= '0' && *last <= '9')
-            keep *= 1024; /* mdadm's unit */
-        if (keep % 512) {
-            cli_error("grow", "--array-size '%s' is not a whole number of sectors", v);
-            return 2;
-        }
-    }
+    if (g->array_size && array_size_sectors(g->array_size, &keep))
+        return 2;
     uint32_t csec = 0;
     int level = -1;
     if ((g->chunk && !(csec = chunk_sectors(g->chunk))) || (g->level && (level = level_number(g->level)) < 0))
@@ -251,7 +260,7 @@ static int run_reshape(struct grow_args *g)
     struct uraid_grow_params p = {.raid_devices = g->raid_devices, .resume_only = g->resume,
                                   .member_sim = g->nlayer ? sim : NULL, .progress = show_progress, .ctx = &v,
                                   .stop = &grow_stop, .chunk_sectors = csec, .layout = g->layout,
-                                  .level_set = level >= 0, .level = level, .array_sectors = keep / 512};
+                                  .level_set = level >= 0, .level = level, .array_sectors = keep};
     struct uraid_grow_result res;
     char why[512];
     int rc = uraid_grow_members(g->members, g->n, g->added, g->nadd, &p, &res, why, sizeof why);
@@ -300,12 +309,15 @@ static int run_reshape(struct grow_args *g)
 static int run_online(const struct grow_args *g)
 {
     int geo = g->chunk || g->layout;
-    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || !g->nadd))) {
-        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), --chunk or "
-                  "--layout only: the server has the others (a reshape it was serving is carried on by itself; "
-                  "--level needs the array stopped)");
+    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
+        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), fewer with "
+                  "--array-size, --chunk or --layout only: the server has the others (a reshape it was serving is "
+                  "carried on by itself; --level needs the array stopped)");
         return 2;
     }
+    uint64_t keep = 0;
+    if (g->array_size && array_size_sectors(g->array_size, &keep))
+        return 2;
     uint32_t csec = 0;
     if (g->chunk && !(csec = chunk_sectors(g->chunk)))
         return 2;
@@ -319,6 +331,8 @@ static int run_online(const struct grow_args *g)
         o += snprintf(req + o, sizeof req - (size_t)o, " chunk=%u", csec);
     if (g->layout)
         o += snprintf(req + o, sizeof req - (size_t)o, " layout=%s", g->layout);
+    if (keep)
+        o += snprintf(req + o, sizeof req - (size_t)o, " size=%llu", (unsigned long long)keep);
     for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
         char abs[4096];
         const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;

@@ -96,6 +96,15 @@ URAID_API int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, ui
                                      const char *layout, const char *const *added, int nadded, char *why,
                                      size_t whylen);
 
+/* The same with array_sectors (mdadm's --array-size, what is kept): with
+ * raid_devices smaller, a shrink while it serves (md's backwards reshape;
+ * no new members). The array is the new size from the start; the room past
+ * the members' data must hold one chunk (offline, uraid_grow_members cuts
+ * the member size instead). The same refusals as uraid_grow_members'. */
+URAID_API int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors,
+                                       const char *layout, const char *const *added, int nadded,
+                                       uint64_t array_sectors, char *why, size_t whylen);
+
 /* mdadm --grow --size for an array that is not running: every member of
  * a RAID-1/4/5/6 (metadata 1.1/1.2) given; size_sectors per member, 0 for
  * max (the smallest member's room past its data offset, in whole chunks).

@@ -14,7 +14,8 @@
  *    uraid_job_start(RESHAPE); at the end every byte matches the model and
  *    a check reports mismatch_cnt 0.
  * 3. A shrink (backwards) stopped and opened at several points, then
- *    finished by the open array's reshape job with writers going on. */
+ *    finished by the open array's reshape job with writers going on; and
+ *    a served array shrunk online with writers (uraid_grow_online_shrink). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -416,6 +417,75 @@ static void shrink_positions(int level, int nold, struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* Online shrink (uraid_grow_online_shrink): its refusals on a fresh array
+ * (no --array-size, no room past the data); then, after an offline grow
+ * 4 -> 5 left 4 chunks of room past the data, the served array shrinks
+ * back 5 -> 4 while writer threads go on, stopped once by a close and
+ * carried on by the job after the open. */
+static void online_shrink(int level, struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = level, .nold = 4, .nnew = 1, .member_bytes = 16u << 20};
+    harness_beginf("RAID-%d 5 -> 4 online (after a grow left room past the data), with writers", level);
+    int rc = make_setup(&s, r);
+    char why[400];
+    struct uraid_array *a = NULL;
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000};
+    if (rc == 0 && (rc = uraid_open(s.paths, 4, &op, &a, why, sizeof why)) == 0) {
+        char bad[400];
+        CHECK(uraid_grow_online_shrink(a, 3, 0, NULL, NULL, 0, 0, bad, sizeof bad) == -EINVAL &&
+              strstr(bad, "--array-size"), "a shrink without --array-size: %s", bad);
+        CHECK(uraid_grow_online_shrink(a, 3, 0, NULL, NULL, 0, 8, bad, sizeof bad) == -ENOSPC &&
+              strstr(bad, "offline"), "a shrink with no room past the data: %s", bad);
+        CHECK(uraid_close(a) == 0);
+        a = NULL;
+    }
+    struct uraid_grow_params gp = {.raid_devices = 5};
+    if (rc == 0)
+        rc = uraid_grow_members(s.paths, 4, s.paths + 4, 1, &gp, NULL, why, sizeof why);
+    CHECK(rc == 0, "grow 4 -> 5 offline: %s", why);
+    if (rc == 0 && (rc = uraid_open(s.paths, 5, &op, &a, why, sizeof why)) == 0) {
+        uint64_t keep = s.old_bytes / 512;
+        char bad[400];
+        CHECK(uraid_grow_online_shrink(a, 4, 0, NULL, NULL, 0, keep + 8, bad, sizeof bad) == -ENOSPC &&
+              strstr(bad, "more than"), "--array-size too big: %s", bad);
+        rc = uraid_grow_online_shrink(a, 4, 0, NULL, NULL, 0, keep, why, sizeof why);
+        CHECK(rc == 0, "shrink online: %s", why);
+        CHECK(rc || uraid_size(a) == s.old_bytes, "the array is the new size at once: %llu",
+              (unsigned long long)uraid_size(a));
+    }
+    if (rc == 0) {
+        int jr = run_writers(a, &s, seed + 11, until_third, "first part");
+        CHECK(jr == -ECANCELED || jr == 0, "the shrink's first part: %s", uraid_strerror(jr));
+        compare(a, &s, "after the stop");
+        CHECK(uraid_close(a) == 0, "close in mid-shrink");
+        a = NULL;
+        rc = uraid_open(s.paths, 5, &op, &a, why, sizeof why);
+        CHECK(rc == 0, "open in mid-shrink: %s", why);
+    }
+    if (rc == 0) {
+        compare(a, &s, "reopened");
+        rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        CHECK(rc == 0 || rc == -EBUSY, "carry the shrink on: %s", why);
+        int jr = run_writers(a, &s, seed + 12, until_end, "second part");
+        CHECK(jr == 0, "the shrink's end: %s", uraid_strerror(jr));
+        compare(a, &s, "after the online shrink");
+        clean_check(a, "after the online shrink");
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.raid_devices == 4, "%d raid devices after the end", info.raid_devices);
+        CHECK(uraid_close(a) == 0, "close");
+        a = NULL;
+        rc = uraid_open(s.paths, 4, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open the 4 members after the end: %s", why);
+        if (rc == 0) {
+            compare(a, &s, "reopened after the end");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 static void log_line(void *ctx, enum uraid_log_level level, const char *message)
 {
     (void)ctx;
@@ -437,5 +507,7 @@ int main(int argc, char **argv)
     online(6, 4, 1, &r, seed);
     shrink_positions(5, 5, &r, seed);
     shrink_positions(6, 5, &r, seed);
+    online_shrink(5, &r, seed);
+    online_shrink(6, &r, seed);
     return harness_finish();
 }
