@@ -53,6 +53,15 @@ int grow_write_one(struct grow *gr, int i); /* member i alone, tmpl's events */
 int grow_new_member(struct grow *gr, int i, int slot);
 int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to);
 
+/* reshape.c: the array as it is (every old member given, in sync, clean). */
+int grow_check_old(struct grow *gr, int nold_given);
+/* reshape_back.c: the room past member sb's data beyond size; the start's
+ * record in tmpl (md's, either direction; pos and ckpt at its start); a
+ * shrink to `to` (fewer members) planned, nothing written. */
+uint64_t grow_tailroom(const struct md_sb *sb, uint64_t size);
+void grow_start_record(struct grow *gr, const struct layout_geom *from, const struct layout_geom *to);
+int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to);
+
 /* --level (reshape_level.c): md's level changes of RAID-5/6. Plans the
  * change into gr (a restripe, or appended 3/4 for a takeover) after
  * check_old and check_added passed; 0 or a refusal, nothing written. */
