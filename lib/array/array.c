@@ -847,6 +847,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
         info->reshape_total_sectors = reshape_to_sectors(&a->rs->g);
         info->reshape_from_chunk_bytes = a->rs->g.from.chunk_sectors * SECTOR;
         info->reshape_from_layout = a->rs->g.from.layout;
+        info->reshape_backwards = a->rs->g.backwards;
     }
 }
 

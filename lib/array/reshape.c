@@ -769,7 +769,7 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     }
     if (rc == 0 && !ended) {
         r.resumed = active;
-        r.from_sectors = reshape_from_sectors(&gr->g);
+        r.from_sectors = gr->from_before ? gr->from_before : reshape_from_sectors(&gr->g);
         r.to_sectors = reshape_to_sectors(&gr->g);
         r.start_position = gr->pos;
         r.shift = gr->g.shift;

@@ -30,6 +30,7 @@ struct grow {
     int to_raid0;                   /* RAID-5 -> RAID-0: the same, the parity member dropped */
     int written;                    /* a takeover wrote its superblocks itself */
     int resumed_mirrors;            /* RAID-1 grown before, its new mirrors still recovering */
+    uint64_t from_before;           /* a shrink that cut the member size: the array sectors before */
     int nslots;                     /* slots holding members (a shrink: the old count, the leaving ones
                                      * last); 0: tmpl.raid_disks */
     const struct uraid_grow_params *p;

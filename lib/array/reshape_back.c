@@ -88,5 +88,6 @@ int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to
         return say(gr, -EINVAL, "%s", gwhy);
     grow_start_record(gr, &from, to);
     gr->nslots = (int)R->raid_disks;
+    gr->from_before = now;
     return 0;
 }
