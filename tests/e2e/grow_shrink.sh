@@ -17,7 +17,9 @@
 #      kernel's reshape_direction) and is cut off (the guest powers off with
 #      the array running): uraid --continue finishes it byte for byte;
 #      md finishes a chunk change uraid ran backwards (no head room: md's
-#      BACKWARDS bit with delta_disks 0) and was killed in.
+#      BACKWARDS bit with delta_disks 0) and was killed in;
+#   mdadm (a second guest): its --update=revert-reshape on the same killed
+#      grow writes the record uraid's revert wrote, and uraid carries it on.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 t_need mdadm
@@ -183,6 +185,8 @@ revert_grow() {
     # shellcheck disable=SC2086
     kill_mid "$dir" $dir/m0.img $dir/m1.img $dir/m2.img $dir/m3.img --raid-devices 5 --add "$dir/m4.img" >/dev/null
     while [ $tries -lt 12 ]; do
+        # the state before the revert, for mdadm's own revert in the guest
+        rm -rf "$dir.pre"; mkdir -p "$dir.pre"; cp "$dir"/m[0-4].img "$dir.pre/"
         # shellcheck disable=SC2086
         $URAID update --update=revert-reshape $dir/m[0-4].img >"$dir/revert.log" 2>&1 && return 0
         grep -q "not on a stripe" "$dir/revert.log" || return 1
@@ -200,6 +204,10 @@ else t_fail "r: a grow killed halfway is reverted" "$(tail -1 "$d/revert.log")";
 x=$(mdadm --examine "$d/m0.img" 2>&1)
 echo "$x" | grep -q "Delta Devices : -1 (5->4)" && t_ok "r: mdadm --examine: a reshape 5 -> 4 in progress" ||
     t_fail "r: mdadm --examine: a reshape 5 -> 4" "$(echo "$x" | grep -i 'reshape\|delta\|devices')"
+# the fields of the record mdadm's revert must write the same (events and times aside)
+record() { mdadm --examine "$1" 2>&1 | grep -E "Feature Map|Raid Devices|Data Offset|New Offset|Reshape pos|Delta Devices|Layout|Chunk Size|New Layout|New Chunk|Avail Dev Size|Device Role"; }
+record "$d/m0.img" >"$t_tmp/uraid-revert.txt"
+record "$d/m4.img" >>"$t_tmp/uraid-revert.txt"
 mkdir -p "$t_tmp/w"
 cp "$d"/m[0-4].img "$t_tmp/w/"
 W="$t_tmp/w/m0.img $t_tmp/w/m1.img $t_tmp/w/m2.img $t_tmp/w/m3.img $t_tmp/w/m4.img"
@@ -287,4 +295,32 @@ clean "md: md's shrink finished by uraid" "$d/m0.img" "$d/m1.img" "$d/m2.img"
 x=$(mdadm --examine "$t_tmp/x/m0.img" 2>&1)
 if echo "$x" | grep -q "Raid Devices : 3" && ! echo "$x" | grep -q "Reshape"; then t_ok "md: after md's end: 3 devices, no reshape"
 else t_fail "md: after md's end: 3 devices, no reshape" "$(echo "$x" | grep -i 'devices\|reshape')"; fi
+
+# ---- mdadm's own revert (a second guest): the same record as uraid's, and uraid carries it on ----
+U="$t_tmp/r.pre/m0.img $t_tmp/r.pre/m1.img $t_tmp/r.pre/m2.img $t_tmp/r.pre/m3.img $t_tmp/r.pre/m4.img"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 300 $(disks $U) -- - >"$t_tmp/mdr.log" 2>&1 <<'GUEST'
+exec 2>&1
+mdadm --assemble /dev/md0 --update=revert-reshape --freeze-reshape /dev/vd[a-e] && echo "reverted by mdadm"
+mdadm --stop /dev/md0
+GUEST
+grep -q "^reverted by mdadm$" "$t_tmp/mdr.log" && t_ok "md: mdadm --assemble --update=revert-reshape on the killed grow" ||
+    t_fail "md: mdadm's revert" "$(tail -3 "$t_tmp/mdr.log")"
+{ record "$t_tmp/r.pre/m0.img"; record "$t_tmp/r.pre/m4.img"; } >"$t_tmp/mdadm-revert.txt"
+# md starts the reverted reshape at assembly (--freeze-reshape holds only external metadata): its
+# position has moved down by the time the array stops; every other field must be the same
+if cmp -s "$t_tmp/uraid-revert.txt" "$t_tmp/mdadm-revert.txt" ||
+    diff "$t_tmp/uraid-revert.txt" "$t_tmp/mdadm-revert.txt" | grep '^[<>]' | grep -vq "Reshape pos'n"; then
+    t_fail "md: mdadm's revert writes uraid's record" "$(diff "$t_tmp/uraid-revert.txt" "$t_tmp/mdadm-revert.txt" | tr '\n' ' ')"
+else t_ok "md: mdadm's revert writes uraid's record ($(grep -c . "$t_tmp/uraid-revert.txt") fields of a member and an added one; md moved the position on)"; fi
+pu=$(sed -n "s/.*Reshape pos'n : \([0-9]*\).*/\1/p" "$t_tmp/uraid-revert.txt" | head -1)
+pm=$(sed -n "s/.*Reshape pos'n : \([0-9]*\).*/\1/p" "$t_tmp/mdadm-revert.txt" | head -1)
+[ -n "$pm" ] && [ "$pm" -le "$pu" ] && t_ok "md: mdadm's revert kept the position ($pu), md carried it backwards to $pm before the stop" ||
+    t_fail "md: md carried mdadm's revert backwards" "uraid's $pu, md's $pm"
+# shellcheck disable=SC2086
+out=$($URAID grow --continue $U 2>&1)
+case "$out" in *"carried on and complete: 4 members"*) t_ok "md: uraid carries mdadm's revert on" ;;
+    *) t_fail "md: uraid carries mdadm's revert on" "$(echo "$out" | tail -1)" ;; esac
+reads "md: mdadm's revert finished by uraid" 95 "$OLDR" "$t_tmp/r.pre/m0.img" "$t_tmp/r.pre/m1.img" \
+    "$t_tmp/r.pre/m2.img" "$t_tmp/r.pre/m3.img"
 t_finish
