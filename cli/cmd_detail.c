@@ -112,8 +112,9 @@ int cmd_detail(int argc, char **argv)
     if (rebuilt_pct >= 0)
         printf("    Rebuild Status : %d%% complete\n\n", rebuilt_pct);
     if (reshaping) {
-        printf("    Reshape Status : %d%% complete\n",
-               (int)(info.reshape_position_sectors * 100 / info.reshape_total_sectors));
+        uint64_t done = info.reshape_backwards ? info.reshape_total_sectors - info.reshape_position_sectors
+                                               : info.reshape_position_sectors; /* a shrink counts down */
+        printf("    Reshape Status : %d%% complete\n", (int)(done * 100 / info.reshape_total_sectors));
         if (info.reshape_delta)
             printf("     Delta Devices : %d, (%d->%d)\n", info.reshape_delta, info.raid_devices - info.reshape_delta,
                    info.raid_devices);

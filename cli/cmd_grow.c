@@ -85,6 +85,7 @@ struct grow_args {
     const char *control;     /* --control PATH: the serving array grows online */
     const char *size;        /* --size max|SIZE */
     const char *chunk, *layout, *level; /* --chunk, --layout, --level */
+    const char *array_size;  /* --array-size SIZE: what a shrink keeps */
 };
 
 /* --chunk's value: a size with a suffix or a plain number of KiB (mdadm's
@@ -103,6 +104,26 @@ static uint32_t chunk_sectors(const char *val)
         return 0;
     }
     return (uint32_t)(bytes / 512);
+}
+
+/* --array-size's value in sectors (a plain number is KiB, as mdadm's);
+ * -1 after an error printed. */
+static int array_size_sectors(const char *v, uint64_t *out)
+{
+    uint64_t bytes = 0;
+    const char *last = v + strlen(v) - 1;
+    if (cli_parse_size(v, &bytes) || !bytes) {
+        cli_error("grow", "bad --array-size '%s' (a size: 900M, 12G; a plain number is KiB)", v);
+        return -1;
+    }
+    if (*last >= '0' && *last <= '9')
+        bytes *= 1024; /* mdadm's unit */
+    if (bytes % 512) {
+        cli_error("grow", "--array-size '%s' is not a whole number of sectors", v);
+        return -1;
+    }
+    *out = bytes / 512;
+    return 0;
 }
 
 /* --level's value: 4, 5, 6, raid5, ... ; -1 after an error printed. */
@@ -128,6 +149,14 @@ static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
     }
     if (!strcmp(a, "--size") || !strcmp(a, "-z") || !strncmp(a, "--size=", 7)) {
         g->size = a[6] == '=' ? a + 7 : *i + 1 < argc ? argv[++*i] : "";
+        return 1;
+    }
+    if (!strcmp(a, "--array-size") || !strcmp(a, "-Z") || !strncmp(a, "--array-size=", 13)) {
+        g->array_size = a[12] == '=' ? a + 13 : *i + 1 < argc ? argv[++*i] : "";
+        if (!*g->array_size) {
+            cli_error("grow", "--array-size needs a size (a plain number is KiB, as mdadm's)");
+            return -1;
+        }
         return 1;
     }
     if (!strcmp(a, "--control") || !strncmp(a, "--control=", 10)) {
@@ -186,11 +215,14 @@ static int parse_reshape_opt(struct grow_args *g, int argc, char **argv, int *i)
 static int run_reshape(struct grow_args *g)
 {
     int geo = g->chunk || g->layout || g->level;
-    if (!g->resume && !geo && (!g->raid_devices || !g->nadd)) {
-        cli_error("grow", "give --raid-devices N and the new members (--add NEW...), --chunk, --layout, --level, or "
-                  "--continue");
+    if (!g->resume && !geo && !g->raid_devices) {
+        cli_error("grow", "give --raid-devices N and the new members (--add NEW...), fewer members with "
+                  "--array-size, --chunk, --layout, --level, or --continue");
         return 2;
     }
+    uint64_t keep = 0;
+    if (g->array_size && array_size_sectors(g->array_size, &keep))
+        return 2;
     uint32_t csec = 0;
     int level = -1;
     if ((g->chunk && !(csec = chunk_sectors(g->chunk))) || (g->level && (level = level_number(g->level)) < 0))
@@ -228,7 +260,7 @@ static int run_reshape(struct grow_args *g)
     struct uraid_grow_params p = {.raid_devices = g->raid_devices, .resume_only = g->resume,
                                   .member_sim = g->nlayer ? sim : NULL, .progress = show_progress, .ctx = &v,
                                   .stop = &grow_stop, .chunk_sectors = csec, .layout = g->layout,
-                                  .level_set = level >= 0, .level = level};
+                                  .level_set = level >= 0, .level = level, .array_sectors = keep};
     struct uraid_grow_result res;
     char why[512];
     int rc = uraid_grow_members(g->members, g->n, g->added, g->nadd, &p, &res, why, sizeof why);
@@ -264,10 +296,11 @@ static int run_reshape(struct grow_args *g)
     char lv[64] = "";
     if (res.level != res.from_level)
         snprintf(lv, sizeof lv, " (RAID-%d now)", res.level);
-    printf("uraid: reshape %s: %d members%s, array size %llu KiB (was %llu KiB); data offset moved down %llu sectors\n",
+    printf("uraid: reshape %s: %d members%s, array size %llu KiB (was %llu KiB); data offset moved %s %llu sectors%s\n",
            res.resumed ? "carried on and complete" : "complete", res.raid_devices, lv,
            (unsigned long long)(res.to_sectors / 2), (unsigned long long)(res.from_sectors / 2),
-           (unsigned long long)res.shift);
+           res.backwards ? "up" : "down", (unsigned long long)res.shift,
+           res.backwards && res.from_sectors > res.to_sectors ? " (backwards; the members left are spares)" : "");
     return 0;
 }
 
@@ -276,12 +309,15 @@ static int run_reshape(struct grow_args *g)
 static int run_online(const struct grow_args *g)
 {
     int geo = g->chunk || g->layout;
-    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || !g->nadd))) {
-        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), --chunk or "
-                  "--layout only: the server has the others (a reshape it was serving is carried on by itself; "
-                  "--level needs the array stopped)");
+    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
+        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), fewer with "
+                  "--array-size, --chunk or --layout only: the server has the others (a reshape it was serving is "
+                  "carried on by itself; --level needs the array stopped)");
         return 2;
     }
+    uint64_t keep = 0;
+    if (g->array_size && array_size_sectors(g->array_size, &keep))
+        return 2;
     uint32_t csec = 0;
     if (g->chunk && !(csec = chunk_sectors(g->chunk)))
         return 2;
@@ -295,6 +331,8 @@ static int run_online(const struct grow_args *g)
         o += snprintf(req + o, sizeof req - (size_t)o, " chunk=%u", csec);
     if (g->layout)
         o += snprintf(req + o, sizeof req - (size_t)o, " layout=%s", g->layout);
+    if (keep)
+        o += snprintf(req + o, sizeof req - (size_t)o, " size=%llu", (unsigned long long)keep);
     for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
         char abs[4096];
         const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;
@@ -390,6 +428,7 @@ int cmd_grow(int argc, char **argv)
                    "       uraid grow MEMBER... --raid-devices N --add NEW... [--member-layer [MEMBER:]SPEC]\n"
                    "       uraid grow MEMBER... [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
                    "                  [--level L]\n"
+                   "       uraid grow MEMBER... --raid-devices N --array-size SIZE   (N smaller: a shrink)\n"
                    "       uraid grow --continue MEMBER...\n"
                    "       uraid grow --control PATH [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
                    "       uraid grow MEMBER... --size max|SIZE\n"

@@ -19,7 +19,8 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: uraid update --update=WHAT [--name NEW] [--uuid UUID] MEMBER...\n"
                  "  WHAT: name (--name NEW), uuid (--uuid UUID, random if not given), resync (mark dirty:\n"
-                 "        the next open resyncs), no-bitmap, bbl, no-bbl (mdadm --update=)\n"
+                 "        the next open resyncs), no-bitmap, bbl, no-bbl, revert-reshape (turn a reshape in\n"
+                 "        progress around; 'uraid grow --continue' then moves the data back) (mdadm --update=)\n"
                  "  (the array must not be running; every member of the array is needed)\n");
 }
 
@@ -72,7 +73,7 @@ int cmd_update(int argc, char **argv)
         }
     }
     if (!what || (u.what = uraid_update_parse(what)) < 0) {
-        cli_error("update", "--update must be name, uuid, resync, no-bitmap, bbl or no-bbl, got '%s'",
+        cli_error("update", "--update must be name, uuid, resync, no-bitmap, bbl, no-bbl or revert-reshape, got '%s'",
                   what ? what : "");
         return 2;
     }

@@ -257,6 +257,7 @@ struct uraid_array_info {
      * Layout and Chunk Size, the new as New Layout and New Chunksize) */
     uint32_t reshape_from_chunk_bytes;
     int reshape_from_layout;
+    int reshape_backwards;           /* md's backwards reshape (a shrink): the position counts down */
 };
 
 URAID_API int uraid_get_info(struct uraid_array *a, struct uraid_array_info *info);

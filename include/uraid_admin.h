@@ -138,14 +138,16 @@ enum uraid_update_what {
     URAID_UPDATE_RESYNC,    /* mark dirty: the next open resyncs */
     URAID_UPDATE_NO_BITMAP, /* drop the internal write-intent bitmap */
     URAID_UPDATE_BBL,       /* add an empty bad-block log where there is room (1.x) */
-    URAID_UPDATE_NO_BBL     /* drop the bad-block log; refused while it lists blocks */
+    URAID_UPDATE_NO_BBL,    /* drop the bad-block log; refused while it lists blocks */
+    URAID_UPDATE_REVERT_RESHAPE /* turn a RAID-4/5/6 reshape in progress around (mdadm's revert-reshape):
+                                 * 'uraid grow --continue' (or md) then moves the data back */
 };
 struct uraid_update {
     int what;               /* enum uraid_update_what */
     const char *name;       /* URAID_UPDATE_NAME: 1 to 31 bytes (HOST: put before it as mdadm) */
     uint8_t uuid[16];       /* URAID_UPDATE_UUID */
 };
-/* mdadm's name ("name", "uuid", "resync", "no-bitmap", "bbl", "no-bbl")
+/* mdadm's name ("name", "uuid", "resync", "no-bitmap", "bbl", "no-bbl", "revert-reshape")
  * into enum uraid_update_what, or -1. */
 URAID_API int uraid_update_parse(const char *name);
 /* Applies u to every member's superblock (all of the array's slots must be

@@ -33,6 +33,11 @@ struct uraid_grow_params {
     uint32_t chunk_sectors;
     const char *layout;      /* a name layout_from_name takes at the new level */
     int level_set, level;
+    /* mdadm --grow --array-size: the array sectors the user keeps when a
+     * reshape makes the array smaller (fewer members, or the member size
+     * cut to make room). A shrink that would drop data past the new end is
+     * refused unless this is given and at most the new size; 0: none. */
+    uint64_t array_sectors;
 };
 
 struct uraid_grow_result {
@@ -40,7 +45,8 @@ struct uraid_grow_result {
     uint64_t from_sectors;   /* the array's size before and after */
     uint64_t to_sectors;
     uint64_t start_position; /* array sector the run started at */
-    uint64_t shift;          /* sectors data_offset moved down */
+    uint64_t shift;          /* sectors data_offset moved (down; up when backwards) */
+    int backwards;           /* md's backwards reshape: a shrink, the data moved up */
     int raid_devices;
     int appended;            /* 1: linear, the new members appended; 2: RAID-1, the new mirrors
                               * recovered; nothing restriped either way; 3: a level taken over
@@ -89,6 +95,15 @@ URAID_API int uraid_grow_online(struct uraid_array *a, int raid_devices, const c
 URAID_API int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors,
                                      const char *layout, const char *const *added, int nadded, char *why,
                                      size_t whylen);
+
+/* The same with array_sectors (mdadm's --array-size, what is kept): with
+ * raid_devices smaller, a shrink while it serves (md's backwards reshape;
+ * no new members). The array is the new size from the start; the room past
+ * the members' data must hold one chunk (offline, uraid_grow_members cuts
+ * the member size instead). The same refusals as uraid_grow_members'. */
+URAID_API int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors,
+                                       const char *layout, const char *const *added, int nadded,
+                                       uint64_t array_sectors, char *why, size_t whylen);
 
 /* mdadm --grow --size for an array that is not running: every member of
  * a RAID-1/4/5/6 (metadata 1.1/1.2) given; size_sectors per member, 0 for

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "meta/superblock.h"
+
 static int refuse(char *why, size_t whylen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int refuse(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -20,6 +22,17 @@ static int refuse(char *why, size_t whylen, const char *fmt, ...)
 int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
                       uint64_t member_sectors, uint64_t shift, char *why, size_t whylen)
 {
+    return reshape_geom_init_dir(g, from, to, member_sectors, shift, 0, why, whylen);
+}
+
+int reshape_sb_backwards(const struct md_sb *sb)
+{
+    return sb->delta_disks < 0 || (sb->delta_disks == 0 && (sb->feature_map & MD_FEATURE_RESHAPE_BACKWARDS));
+}
+
+int reshape_geom_init_dir(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
+                          uint64_t member_sectors, uint64_t shift, int backwards, char *why, size_t whylen)
+{
     char lwhy[160];
     if (layout_check(from, lwhy, sizeof lwhy) || layout_check(to, lwhy, sizeof lwhy))
         return refuse(why, whylen, "%s", lwhy);
@@ -30,9 +43,12 @@ int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, co
     int same_layout = to->layout == from->layout || from->level == 4;
     if (to->raid_disks == from->raid_disks && to->chunk_sectors == from->chunk_sectors && same_layout)
         return refuse(why, whylen, "the new geometry is the old one: nothing to restripe");
-    if (to->raid_disks < from->raid_disks || tk < fk)
+    if (!backwards && (to->raid_disks < from->raid_disks || tk < fk))
         return refuse(why, whylen, "the new member count (%d) must not be smaller than the old (%d)", to->raid_disks,
                       from->raid_disks);
+    if (backwards && (to->raid_disks > from->raid_disks || tk > fk))
+        return refuse(why, whylen, "a backwards reshape cannot gain members (%d to %d)", from->raid_disks,
+                      to->raid_disks);
     uint32_t u = from->chunk_sectors > to->chunk_sectors ? from->chunk_sectors : to->chunk_sectors;
     if (!member_sectors || member_sectors % u)
         return refuse(why, whylen, "member size %llu is not a positive multiple of the chunk (%u sectors)",
@@ -47,7 +63,38 @@ int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, co
     g->unit = u;
     g->member_sectors = member_sectors;
     g->shift = shift;
+    g->backwards = !!backwards;
     return 0;
+}
+
+uint64_t reshape_begin(const struct reshape_geom *g) { return g->backwards ? reshape_to_sectors(g) : 0; }
+uint64_t reshape_end(const struct reshape_geom *g) { return g->backwards ? 0 : reshape_to_sectors(g); }
+uint64_t reshape_new_off(const struct reshape_geom *g, uint64_t old_off)
+{
+    return g->backwards ? old_off + g->shift : old_off - g->shift;
+}
+
+uint64_t reshape_old_safe_end(const struct reshape_geom *g, uint64_t pos)
+{
+    uint64_t old_unit_data = (uint64_t)g->from_k * g->unit;
+    uint64_t row = (pos + old_unit_data - 1) / old_unit_data * g->unit;
+    return row < g->member_sectors ? row : g->member_sectors;
+}
+
+uint64_t reshape_back_floor(const struct reshape_geom *g, uint64_t ckpt)
+{
+    uint64_t end = reshape_old_safe_end(g, ckpt);
+    return end > g->shift ? (end - g->shift + g->unit - 1) / g->unit : 0;
+}
+
+/* Backwards: units below pos down to the floor ckpt allows. */
+static uint64_t window_back(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes)
+{
+    uint64_t top = pos / reshape_stripe_data(g), floor = reshape_back_floor(g, ckpt);
+    if (pos > ckpt || pos > reshape_to_sectors(g))
+        return 0;
+    uint64_t w = top > floor ? top - floor : 0;
+    return w < max_stripes ? w : max_stripes;
 }
 
 uint64_t reshape_from_sectors(const struct reshape_geom *g) { return g->member_sectors * (uint64_t)g->from_k; }
@@ -64,6 +111,8 @@ uint64_t reshape_old_safe_row(const struct reshape_geom *g, uint64_t pos)
 
 uint64_t reshape_window(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes)
 {
+    if (g->backwards)
+        return window_back(g, pos, ckpt, max_stripes);
     uint64_t c = g->unit, first = pos / reshape_stripe_data(g), left = reshape_stripes(g) - first;
     if (pos < ckpt || first >= reshape_stripes(g))
         return 0;
@@ -84,12 +133,12 @@ enum reshape_move reshape_next(const struct reshape_geom *g, uint64_t pos, uint6
 {
     *stripes = 0;
     uint64_t first = pos / reshape_stripe_data(g);
-    if (first >= reshape_stripes(g))
+    if (g->backwards ? pos == 0 : first >= reshape_stripes(g))
         return RESHAPE_DONE;
-    uint64_t left = reshape_stripes(g) - first;
+    uint64_t left = g->backwards ? first : reshape_stripes(g) - first;
     uint64_t want = left < max_stripes ? left : max_stripes;
     uint64_t w = reshape_window(g, pos, ckpt, want);
-    if (w < want && pos > ckpt)
+    if (w < want && pos != ckpt)
         return RESHAPE_CHECKPOINT;
     *stripes = w;
     return w ? RESHAPE_COPY : RESHAPE_CHECKPOINT;
@@ -105,6 +154,11 @@ int reshape_position_ok(const struct reshape_geom *g, uint64_t pos, char *why, s
         return refuse(why, whylen, "reshape position %llu is past the end of the array (%llu sectors)",
                       (unsigned long long)pos, (unsigned long long)reshape_to_sectors(g));
     uint64_t new_row = pos / sd * g->unit;
+    /* md's raid5_run: here_new * chunk + min_offset_diff <= here_old * chunk reads where it writes */
+    if (g->backwards && pos && new_row + g->shift <= pos / ((uint64_t)g->from_k * g->unit) * g->unit)
+        return refuse(why, whylen, "reshape position %llu: the new rows would overtake the old ones", (unsigned long long)pos);
+    if (g->backwards)
+        return 0;
     if (new_row >= reshape_old_safe_row(g, pos) + g->shift && pos < reshape_from_sectors(g))
         return refuse(why, whylen, "reshape position %llu: the new rows would overtake the old ones", (unsigned long long)pos);
     return 0;

@@ -21,7 +21,18 @@
  * with P the position on disk, the old layout keeps the array sectors >= P
  * only in old rows >= reshape_old_safe_row(P); new rows may therefore be
  * written up to that row + shift and no further until a later position is
- * on disk. reshape_window() applies it. */
+ * on disk. reshape_window() applies it.
+ *
+ * Backwards (md's RESHAPE_BACKWARDS: fewer data members, or a chunk or
+ * layout change moved up): new data_offset = old + shift, so new row x is
+ * old row x + shift. P starts at the new size (md's raid5_size with the
+ * smaller of the two stripes) and counts down to 0: array sectors >= P are
+ * in the new geometry, those below in the old. The new stripe holds at most
+ * as much data per row (to_k <= from_k), so from the end down the new rows
+ * written stay above the old rows read. Safety rule (md's reshape_request
+ * with reshape_backwards and min_offset_diff = shift): the old layout keeps
+ * the array sectors < P in old rows < reshape_old_safe_end(P); new rows
+ * may be written down to that row - shift. */
 #ifndef URAID_RESHAPE_GEOM_H
 #define URAID_RESHAPE_GEOM_H
 
@@ -35,7 +46,8 @@ struct reshape_geom {
     int from_k, to_k;            /* data blocks per stripe, to_k >= from_k */
     uint32_t unit;               /* rows moved as one: max(from, to chunk) */
     uint64_t member_sectors;     /* the superblock's size: data sectors per member */
-    uint64_t shift;              /* old data_offset - new data_offset */
+    uint64_t shift;              /* |old data_offset - new data_offset| */
+    int backwards;               /* the data moves up (new data_offset = old + shift), from the end down */
 };
 
 /* Fills g for restriping `from` to `to` (levels 4/5/6, the same level; at
@@ -45,6 +57,28 @@ struct reshape_geom {
  * 0, or -EINVAL with one line in why. */
 int reshape_geom_init(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
                       uint64_t member_sectors, uint64_t shift, char *why, size_t whylen);
+/* The same in either direction: backwards allows fewer members and data
+ * blocks (at least as many in the old stripe as in the new). */
+int reshape_geom_init_dir(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
+                          uint64_t member_sectors, uint64_t shift, int backwards, char *why, size_t whylen);
+
+/* md's direction from a superblock's record: backwards when the member
+ * count shrinks, or with the BACKWARDS bit when it stays (md's
+ * super_1_validate); the data offset change is new_offset's sign. */
+struct md_sb;
+int reshape_sb_backwards(const struct md_sb *sb);
+
+/* Where a reshape starts (forwards 0, backwards the new size) and ends. */
+uint64_t reshape_begin(const struct reshape_geom *g);
+uint64_t reshape_end(const struct reshape_geom *g);
+/* The new data offset for old_off. */
+uint64_t reshape_new_off(const struct reshape_geom *g, uint64_t old_off);
+/* The end of the old rows that hold array sectors < pos (backwards'
+ * safety bound): the old unit holding sector pos - 1, to its end. */
+uint64_t reshape_old_safe_end(const struct reshape_geom *g, uint64_t pos);
+/* Backwards: the first unit a window ending at pos may start at while ckpt
+ * is on disk (units at or above it write only old rows no restart reads). */
+uint64_t reshape_back_floor(const struct reshape_geom *g, uint64_t ckpt);
 
 /* Array sectors before and after the reshape. */
 uint64_t reshape_from_sectors(const struct reshape_geom *g);
@@ -69,7 +103,9 @@ uint64_t reshape_old_safe_row(const struct reshape_geom *g, uint64_t pos);
  * at max_stripes. */
 uint64_t reshape_window(const struct reshape_geom *g, uint64_t pos, uint64_t ckpt, uint64_t max_stripes);
 
-/* The engine's next move from pos with ckpt on disk. */
+/* The engine's next move from pos with ckpt on disk. Backwards, pos and
+ * ckpt count down, and COPY's *stripes units end at pos (they start at
+ * pos - *stripes * stripe_data). */
 enum reshape_move {
     RESHAPE_DONE,       /* pos is the end */
     RESHAPE_CHECKPOINT, /* record pos on every member first (*stripes = 0) */

@@ -164,11 +164,12 @@ int uraid_zero_superblock(const char *const *paths, int n, int force, char *why,
 
 /* ---- update ------------------------------------------------------------ */
 
-static const char *const update_names[] = {"name", "uuid", "resync", "no-bitmap", "bbl", "no-bbl"};
+static const char *const update_names[] = {"name", "uuid", "resync", "no-bitmap", "bbl", "no-bbl",
+                                           "revert-reshape"};
 
 int uraid_update_parse(const char *name)
 {
-    for (int i = 0; name && i <= URAID_UPDATE_NO_BBL; i++)
+    for (int i = 0; name && i <= URAID_UPDATE_REVERT_RESHAPE; i++)
         if (!strcmp(name, update_names[i]))
             return i;
     return -1;
@@ -295,6 +296,82 @@ static int plan_bbl(struct upd *g, int i, struct md_sb *nsb)
     return 0;
 }
 
+/* mdadm's --update=revert-reshape (super1.c): the reshape recorded on the
+ * members turned around, so that carrying it on moves the data back. The
+ * old and new member counts, layouts and chunks swap, delta_disks is
+ * negated (with none, the BACKWARDS bit flips: md infers the direction
+ * from the sign otherwise), data_offset moves to where the new geometry's
+ * data is and new_offset points back; reshape_position stays, so the
+ * stripes on each side of it keep their geometry. One step beyond mdadm:
+ * a grow reverted past the old size (its new rows there hold only the
+ * zeros of the new space) starts from the old size, where md's backwards
+ * reshape starts (md would trip over a position past the array's end). */
+static int plan_revert(struct upd *g, int i)
+{
+    const struct md_sb *sb = &g->sb[i];
+    struct md_sb *nsb = &g->nsb[i];
+    if (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+        return refuse(g->why, g->whylen, -EINVAL, "member %s: no reshape in progress to revert", g->dev[i]->path);
+    if (sb->level < 4 || sb->level > 6 || sb->new_level != (uint32_t)sb->level ||
+        !(sb->feature_map & MD_FEATURE_NEW_OFFSET) || sb->new_offset == 0)
+        return refuse(g->why, g->whylen, -EOPNOTSUPP, "member %s: uraid reverts RAID-4/5/6 reshapes within the level "
+                      "that move the data offset (level %d -> %u, new offset %d)", g->dev[i]->path, sb->level,
+                      sb->new_level, sb->new_offset);
+    int np = sb->level == 6 ? 2 : 1, nold = (int)sb->raid_disks - sb->delta_disks;
+    uint32_t unit = sb->chunksize > sb->new_chunk ? sb->chunksize : sb->new_chunk;
+    if (!unit || nold <= np || sb->size % unit)
+        return refuse(g->why, g->whylen, -EINVAL, "member %s: the reshape record is damaged (%d old members, chunk "
+                      "%u -> %u)", g->dev[i]->path, nold, sb->chunksize, sb->new_chunk);
+    uint64_t sd = (uint64_t)unit * (uint64_t)(nold - np), cap = sb->size * (uint64_t)(nold - np);
+    uint64_t pos = sb->reshape_position < cap ? sb->reshape_position : cap;
+    /* mdadm's check: the position must fall on a stripe of the geometry it goes back to */
+    if (pos % sd)
+        return refuse(g->why, g->whylen, -EINVAL, "member %s: reshape position %llu is not on a stripe of the old "
+                      "geometry (%llu sectors): let the reshape go on a little ('uraid grow --continue', stopped "
+                      "with Ctrl-C) and revert then", g->dev[i]->path, (unsigned long long)sb->reshape_position,
+                      (unsigned long long)sd);
+    nsb->reshape_position = pos;
+    nsb->raid_disks = (uint32_t)nold;
+    if (sb->delta_disks == 0)
+        nsb->feature_map ^= MD_FEATURE_RESHAPE_BACKWARDS;
+    else
+        nsb->delta_disks = -sb->delta_disks;
+    nsb->layout = sb->new_layout;
+    nsb->new_layout = sb->layout;
+    nsb->chunksize = sb->new_chunk;
+    nsb->new_chunk = sb->chunksize;
+    nsb->data_offset = (uint64_t)((int64_t)sb->data_offset + sb->new_offset);
+    nsb->data_size = (uint64_t)((int64_t)sb->data_size - sb->new_offset);
+    nsb->new_offset = -sb->new_offset;
+    return 0;
+}
+
+/* revert-reshape: every member of both geometries, one record. */
+static int revert_members(struct upd *g)
+{
+    const struct md_sb *s0 = &g->sb[0];
+    int nall = (int)s0->raid_disks - (s0->delta_disks < 0 ? s0->delta_disks : 0), seen[URAID_MAX_MEMBERS] = {0};
+    int got = 0;
+    for (int i = 0; i < g->n; i++) {
+        const struct md_sb *sb = &g->sb[i];
+        uint16_t role = sb->dev_number < sb->max_dev ? sb->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        if (sb->events != s0->events || sb->reshape_position != s0->reshape_position ||
+            sb->delta_disks != s0->delta_disks)
+            return refuse(g->why, g->whylen, -EINVAL, "member %s does not record the same reshape as %s (events %llu, "
+                          "position %llu; %s's %llu, %llu): carry it on once ('uraid grow --continue') so that every "
+                          "member agrees, then revert", g->dev[i]->path, g->dev[0]->path,
+                          (unsigned long long)sb->events, (unsigned long long)sb->reshape_position, g->dev[0]->path,
+                          (unsigned long long)s0->events, (unsigned long long)s0->reshape_position);
+        if (role < nall && role < URAID_MAX_MEMBERS && !seen[role]++)
+            got++;
+    }
+    if (got < nall)
+        return refuse(g->why, g->whylen, -ENODEV, "a reshape between %d and %u members is in progress: give all %d "
+                      "members (%d given) so that none keeps the old record", (int)s0->raid_disks - s0->delta_disks,
+                      s0->raid_disks, nall, got);
+    return 0;
+}
+
 static int plan_one(struct upd *g, int i)
 {
     const struct uraid_update *u = g->u;
@@ -327,6 +404,10 @@ static int plan_one(struct upd *g, int i)
             return refuse(g->why, g->whylen, -EOPNOTSUPP, "metadata 0.90 has no bad-block log (member %s)",
                           g->dev[i]->path);
         return plan_bbl(g, i, nsb);
+    case URAID_UPDATE_REVERT_RESHAPE: {
+        int rc = i == 0 ? revert_members(g) : 0;
+        return rc ? rc : plan_revert(g, i);
+    }
     case URAID_UPDATE_NO_BBL:
         if (sb->feature_map & MD_FEATURE_BAD_BLOCKS)
             return refuse(g->why, g->whylen, -EBUSY,

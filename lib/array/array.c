@@ -113,7 +113,7 @@ int array_write_superblocks(struct uraid_array *a)
     const struct md_sb *sbs[2 * URAID_MAX_MEMBERS];
     int res[2 * URAID_MAX_MEMBERS];
     int n = 0, nslots, rc = 0, written = 0;
-    for (int s = 0; s < a->geom.raid_disks; s++) {
+    for (int s = 0; s < array_nslots(a); s++) {
         struct array_slot *sl = &a->slot[s];
         if (!sl->dev || (sl->state != URAID_MEMBER_IN_SYNC && sl->state != URAID_MEMBER_REBUILDING))
             continue;
@@ -227,8 +227,8 @@ static const char *level_name(int level)
  * cluster) change how data is laid out or written, so opening would be
  * unsafe. PPL is kept by lib/stripe/ppl.c; a forwards reshape by
  * reshape_io.c (which refuses the kinds it does not serve). */
-#define UNSUPPORTED_FEATURES \
-    (MD_FEATURE_RESHAPE_BACKWARDS | MD_FEATURE_JOURNAL | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
+/* RESHAPE_BACKWARDS is array_reshape_open's (reshape_io.c) */
+#define UNSUPPORTED_FEATURES (MD_FEATURE_JOURNAL | MD_FEATURE_CLUSTERED | MD_FEATURE_REPLACEMENT)
 
 /* Loads a member's bad-block log when its superblock says it is not empty. */
 static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
@@ -463,9 +463,12 @@ static int pick_reference(struct open_ctx *o)
         resized.size = sb[0].size;
         int size_step = sb[i].events + 1 == sb[0].events || sb[0].events + 1 == sb[i].events;
         if (!same_geometry(&sb[i], &sb[0]) && !(size_step && same_geometry(&resized, &sb[0]))) {
+            int reshape = size_step && ((sb[i].feature_map | sb[0].feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
             uraid_why(o->why, o->whylen,
-                      "member %s disagrees with %s about the array's level, layout, chunk, size or members",
-                      o->paths[i], o->paths[0]);
+                      "member %s disagrees with %s about the array's level, layout, chunk, size or members%s",
+                      o->paths[i], o->paths[0],
+                      reshape ? " (a reshape's first or last superblock writes were cut off: run the same "
+                                "'uraid grow' again, which carries it on)" : "");
             return -EINVAL;
         }
         for (int j = 0; j < i; j++)
@@ -522,7 +525,7 @@ static int set_geometry(struct uraid_array *a, struct open_ctx *o)
     else
         a->size_sectors = a->member_sectors / a->geom.chunk_sectors * a->geom.chunk_sectors * (uint64_t)a->k;
     a->readonly = o->p->readonly;
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         a->slot[s].state = URAID_MEMBER_MISSING;
     return 0;
 }
@@ -541,7 +544,7 @@ static int member_place(struct uraid_array *a, struct open_ctx *o, int i, struct
     *out = NULL;
     const struct md_sb *sb = &o->sb[i], *R = &o->sb[o->ref];
     uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
-    if (role_unusable(role, a->geom.raid_disks)) {
+    if (role_unusable(role, array_nslots(a))) {
         uraid_log(URAID_LOG_WARN,
                   "member %s: its role %u is no slot of this %d-member array and not a spare: ignored, as md "
                   "does (add it again to use it)",
@@ -603,7 +606,7 @@ static int place_members(struct uraid_array *a, struct open_ctx *o)
 
 static int load_logs(struct uraid_array *a, struct open_ctx *o)
 {
-    for (int s = 0; s < a->geom.raid_disks; s++) {
+    for (int s = 0; s < array_nslots(a); s++) {
         int rc = a->slot[s].dev ? load_badblocks(&a->slot[s], o->why, o->whylen) : 0;
         if (rc)
             return rc;
@@ -614,7 +617,7 @@ static int load_logs(struct uraid_array *a, struct open_ctx *o)
 /* Enough members in sync, and not dirty + degraded unless forced. */
 static int check_startable(struct uraid_array *a, struct open_ctx *o)
 {
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         o->missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
     describe_missing(a, o->gone, sizeof o->gone);
     if (a->r10 && !array_survives_without(a, -1)) {
@@ -844,6 +847,7 @@ void array_info_locked(struct uraid_array *a, struct uraid_array_info *info)
         info->reshape_total_sectors = reshape_to_sectors(&a->rs->g);
         info->reshape_from_chunk_bytes = a->rs->g.from.chunk_sectors * SECTOR;
         info->reshape_from_layout = a->rs->g.from.layout;
+        info->reshape_backwards = a->rs->g.backwards;
     }
 }
 

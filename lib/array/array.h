@@ -259,6 +259,18 @@ uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_s
 
 /* 1 if member sectors [start, start + len) past data_offset hold a block
  * md listed as bad: such rows are rebuilt from the other members. */
+/* The slots holding members: raid_disks, or during a shrink (md's backwards
+ * reshape, delta_disks < 0) the old count, the leaving members in the slots
+ * past the new geometry's (the old geometry, reshape_io.h, reads them). */
+static inline int array_nslots(const struct uraid_array *a)
+{
+    int old = (int)a->sb.raid_disks - a->sb.delta_disks;
+    return (a->sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE) && a->sb.delta_disks < 0 && a->geom.level >= 4 &&
+                   a->geom.level <= 6 && old <= URAID_MAX_MEMBERS
+               ? old
+               : a->geom.raid_disks;
+}
+
 static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint64_t len)
 {
     const struct md_bblist *l = __atomic_load_n(&sl->badblocks, __ATOMIC_ACQUIRE);

@@ -83,7 +83,7 @@ int grow_write_all(struct grow *gr)
     gr->tmpl.events++;
     gr->tmpl.utime = (uint64_t)time(NULL);
     for (int pass = 0; pass < 2; pass++)
-        for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+        for (int s = 0; s < grow_slots(gr); s++) {
             int i = gr->at[s], rc;
             if (gr->fresh[i] != (pass == 0))
                 continue;
@@ -112,7 +112,7 @@ int grow_write_one(struct grow *gr, int i)
 int grow_checkpoint(struct grow *gr, uint64_t ckpt)
 {
     /* the data below ckpt must be on every disk before any superblock says so */
-    for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+    for (int s = 0; s < grow_slots(gr); s++) {
         int rc = member_flush(gr->dev[gr->at[s]]);
         if (rc)
             return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
@@ -190,7 +190,7 @@ static const char *level_text(int level)
 
 /* The array as it is now: one clean, in-sync member per old slot, none of
  * the features a grow does not handle yet. */
-static int check_old(struct grow *gr, int nold_given)
+int grow_check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
@@ -307,32 +307,30 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
     for (int i = 0; i < nold; i++)
         if (reshape_headroom(&gr->sb[i]) < room)
             room = reshape_headroom(&gr->sb[i]);
-    uint64_t shift = reshape_choose_shift(room, unit);
+    uint64_t shift = reshape_choose_shift(room, unit), tail = UINT64_MAX;
+    for (int i = 0; i < nold; i++)
+        if (grow_tailroom(&gr->sb[i], R->size) < tail)
+            tail = grow_tailroom(&gr->sb[i], R->size);
+    /* the same member count may go either way: md moves the data up (backwards) when the room is past it */
+    int back = !shift && N == from->raid_disks && nold == N && reshape_choose_shift(tail, unit);
+    if (back)
+        shift = reshape_choose_shift(tail, unit);
     if (!shift)
         return say(gr, -ENOSPC, "too little head room before the data to grow without a backup file: %llu "
                    "sectors free before data_offset %llu, %u needed (one chunk): %llu sectors missing",
                    (unsigned long long)room, (unsigned long long)R->data_offset, (unsigned)reshape_min_shift(unit),
                    (unsigned long long)(reshape_min_shift(unit) - room));
     char gwhy[200];
-    if (reshape_geom_init(&gr->g, from, to, R->size, shift, gwhy, sizeof gwhy))
+    if (reshape_geom_init_dir(&gr->g, from, to, R->size, shift, back, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "%s", gwhy);
-    gr->tmpl = *R;
-    gr->tmpl.level = from->level;
-    gr->tmpl.layout = (uint32_t)from->layout;
+    grow_start_record(gr, from, to);
     gr->tmpl.raid_disks = (uint32_t)N;
     gr->tmpl.delta_disks = N - from->raid_disks;
-    gr->tmpl.new_level = (uint32_t)to->level;
-    gr->tmpl.new_layout = (uint32_t)to->layout;
-    gr->tmpl.new_chunk = to->chunk_sectors;
-    gr->tmpl.new_offset = -(int32_t)shift;
-    gr->tmpl.reshape_position = 0;
-    gr->tmpl.feature_map = (R->feature_map & ~RESHAPE_BITS) | MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
     for (int i = nold; i < gr->n; i++) {
         int rc = grow_new_member(gr, i, i); /* the added members take slots nold.. in order */
         if (rc)
             return rc;
     }
-    gr->old_off = R->data_offset;
     return 0;
 }
 
@@ -398,12 +396,12 @@ static int recover_mirrors(struct grow *gr, char *why, size_t whylen)
 static int plan_resume(struct grow *gr, int N)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
-    int nold = (int)R->raid_disks - R->delta_disks;
-    if (R->delta_disks < 0 || R->new_level != (uint32_t)R->level || (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
-        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u%s) is not one uraid "
-                   "can carry on yet: it carries on RAID-4/5/6 restripes run forwards to as many members or more",
-                   nold, R->raid_disks, R->level, R->new_level,
-                   R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS ? ", backwards" : "");
+    int nold = (int)R->raid_disks - R->delta_disks, back = reshape_sb_backwards(R);
+    int nall = nold > (int)R->raid_disks ? nold : (int)R->raid_disks;
+    if (R->new_level != (uint32_t)R->level || (R->delta_disks < 0 && !back))
+        return say(gr, -EOPNOTSUPP, "the reshape on the members (%d -> %u members, level %d -> %u) is not one uraid "
+                   "can carry on yet: it carries on RAID-4/5/6 restripes within one level", nold, R->raid_disks,
+                   R->level, R->new_level);
     const struct uraid_grow_params *p = gr->p;
     /* RAID-6 -> RAID-5 goes through a restripe to the -6 layout: the same --level 5 again carries it on */
     gr->drop_q = p->level_set && p->level == 5 && R->new_level == 6 && layout_from_6((int)R->new_layout) >= 0 &&
@@ -423,16 +421,22 @@ static int plan_resume(struct grow *gr, int N)
                    layout_name((int)R->new_level, (int)R->new_layout) ? layout_name((int)R->new_level, (int)R->new_layout)
                                                                       : "-",
                    (unsigned long long)R->reshape_position);
-    if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
-        return say(gr, -EOPNOTSUPP, "the reshape on the members uses a backup file (no data offset change): not "
-                   "supported yet; carry it on with mdadm --grow --continue");
+    if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset == 0 || (R->new_offset > 0) != back)
+        return say(gr, -EOPNOTSUPP, "the reshape on the members uses a backup file (no data offset change%s): not "
+                   "supported yet; carry it on with mdadm --grow --continue",
+                   R->new_offset && (R->new_offset > 0) != back ? " in its direction" : "");
     if (N && N != (int)R->raid_disks)
         return say(gr, -EBUSY, "a reshape to %u members is already in progress (at array sector %llu): give the same "
                    "members again or use --continue", R->raid_disks, (unsigned long long)R->reshape_position);
-    if (gr->n != (int)R->raid_disks)
-        return say(gr, -EINVAL, "a reshape to %u members is in progress: give all %u members (%d given)",
-                   R->raid_disks, R->raid_disks, gr->n);
+    if (gr->n != nall)
+        return say(gr, -EINVAL, "a reshape to %u members is in progress: give all %d members (%d given)%s",
+                   R->raid_disks, nall, gr->n, nall > (int)R->raid_disks ? ", the leaving ones too" : "");
     gr->tmpl = *R;
+    gr->nslots = nall;
+    /* as md's next superblock write: a stale BACKWARDS bit (mdadm's revert of a shrink keeps it) goes */
+    gr->tmpl.feature_map &= ~MD_FEATURE_RESHAPE_BACKWARDS;
+    if (back && R->delta_disks == 0)
+        gr->tmpl.feature_map |= MD_FEATURE_RESHAPE_BACKWARDS;
     int seen[URAID_MAX_MEMBERS] = {0}, fill[URAID_MAX_MEMBERS], nfill = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
@@ -447,9 +451,11 @@ static int plan_resume(struct grow *gr, int N)
             return say(gr, -EBUSY, "member %s is not part of the reshape in progress (to %u members): give the same "
                        "members again or use --continue", gr->name[i], R->raid_disks);
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        /* a member the start's superblocks missed: nothing has moved while the position is the start's */
+        uint64_t begin = back ? R->size * (uint64_t)((int)R->raid_disks - (R->level == 6 ? 2 : 1)) : 0;
         int behind = sb->events + 1 < R->events ||
-                     (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->reshape_position != 0);
-        if (role >= R->raid_disks || seen[role] || behind || sb->data_offset != R->data_offset)
+                     (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->reshape_position != begin);
+        if (role >= nall || seen[role] || behind || sb->data_offset != R->data_offset)
             return say(gr, -EINVAL, "member %s is not an up-to-date member of the reshape (events %llu, the array's "
                        "%llu)", gr->name[i], (unsigned long long)sb->events, (unsigned long long)R->events);
         seen[role] = 1;
@@ -464,14 +470,15 @@ static int plan_resume(struct grow *gr, int N)
                     return rc;
                 seen[s] = 1;
             }
-    for (int s = 0; s < (int)R->raid_disks; s++)
+    for (int s = 0; s < nall; s++)
         if (!seen[s])
             return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
                        "every member, old and new", s, R->raid_disks);
     struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize};
     struct layout_geom to = {(int)R->new_level, (int)R->new_layout, (int)R->raid_disks, R->new_chunk};
     char gwhy[200];
-    if (reshape_geom_init(&gr->g, &from, &to, R->size, (uint64_t)-(int64_t)R->new_offset, gwhy, sizeof gwhy) ||
+    uint64_t shift = R->new_offset < 0 ? (uint64_t)-(int64_t)R->new_offset : (uint64_t)R->new_offset;
+    if (reshape_geom_init_dir(&gr->g, &from, &to, R->size, shift, back, gwhy, sizeof gwhy) ||
         reshape_position_ok(&gr->g, R->reshape_position, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "the reshape on the members: %s", gwhy);
     gr->old_off = R->data_offset;
@@ -487,44 +494,54 @@ static int plan_resume(struct grow *gr, int N)
 static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_result *res)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
-    int lag = -1, seen[URAID_MAX_MEMBERS] = {0};
+    int lag = -1, seen[URAID_MAX_MEMBERS] = {0}, nleft = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
         if (same_array(gr, i) && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
-            sb->raid_disks == R->raid_disks && sb->new_offset < 0 &&
-            sb->data_offset - (uint64_t)-(int64_t)sb->new_offset == R->data_offset)
+            sb->raid_disks == R->raid_disks && sb->new_offset != 0 &&
+            sb->data_offset + (uint64_t)(int64_t)sb->new_offset == R->data_offset)
             lag = i;
     }
     *found = lag >= 0;
     if (!*found)
         return 0;
+    const struct md_sb *L = &gr->sb[lag];
     for (int i = 0; i < gr->n; i++) {
         struct md_sb *sb = &gr->sb[i];
         uint16_t role = same_array(gr, i) && sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
         int reshaping = !!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE);
-        uint64_t off = reshaping ? sb->data_offset - (uint64_t)-(int64_t)sb->new_offset : sb->data_offset;
-        if (role >= R->raid_disks || seen[role] || sb->events + 1 < R->events || off != R->data_offset)
+        uint64_t off = reshaping ? sb->data_offset + (uint64_t)(int64_t)sb->new_offset : sb->data_offset;
+        /* a shrink's leaving member: a spare in the end's record, in a slot past it in the reshape's */
+        int leaving = role == MD_ROLE_SPARE && same_array(gr, i) && L->delta_disks < 0 &&
+                      sb->dev_number < L->max_dev && L->dev_roles[sb->dev_number] < L->raid_disks - L->delta_disks;
+        if ((!leaving && (role >= R->raid_disks || seen[role])) || sb->events + 1 < R->events || off != R->data_offset)
             return say(gr, -EINVAL, "the reshape's end was cut off, and member %s is not one of its members "
                        "(events %llu, the array's %llu): give every member, old and new", gr->name[i],
                        (unsigned long long)sb->events, (unsigned long long)R->events);
         if (reshaping) {
-            sb->data_size += sb->data_offset - off;
+            sb->data_size = sb->data_offset > off ? sb->data_size + (sb->data_offset - off)
+                                                  : sb->data_size - (off - sb->data_offset);
             sb->data_offset = off;
+        }
+        if (leaving) {
+            gr->at[R->raid_disks + (uint32_t)nleft++] = i;
+            continue;
         }
         seen[role] = 1;
         gr->at[role] = i;
     }
-    if (gr->n != (int)R->raid_disks)
+    if (gr->n != (int)R->raid_disks + nleft)
         return say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
-    const struct md_sb *L = &gr->sb[lag];
     int np = R->level == 6 ? 2 : 1;
     res->resumed = 1;
     res->raid_devices = (int)R->raid_disks;
     res->from_sectors = R->size * (uint64_t)((int)R->raid_disks - L->delta_disks - np);
     res->to_sectors = R->size * (uint64_t)((int)R->raid_disks - np);
-    res->start_position = res->to_sectors;
-    res->shift = (uint64_t)-(int64_t)L->new_offset;
+    res->backwards = L->new_offset > 0;
+    res->start_position = res->backwards ? 0 : res->to_sectors;
+    res->shift = L->new_offset < 0 ? (uint64_t)-(int64_t)L->new_offset : (uint64_t)L->new_offset;
     gr->tmpl = *R;
+    gr->nslots = (int)R->raid_disks + nleft;
     return write_all(gr);
 }
 
@@ -555,7 +572,7 @@ static int heal_takeover(struct grow *gr, int *healed)
 
 static int finish(struct grow *gr)
 {
-    for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+    for (int s = 0; s < grow_slots(gr); s++) {
         int rc = member_flush(gr->dev[gr->at[s]]);
         if (rc)
             return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
@@ -567,13 +584,17 @@ static int finish(struct grow *gr)
     gr->tmpl.level = (int)gr->tmpl.new_level;
     gr->tmpl.layout = gr->tmpl.new_layout;
     gr->tmpl.chunksize = gr->tmpl.new_chunk;
-    for (int s = 0; s < (int)gr->tmpl.raid_disks; s++) {
+    /* md_finish_reshape moves every member's data offset, the leaving ones' too */
+    for (int s = 0; s < grow_slots(gr); s++) {
         struct md_sb *sb = &gr->sb[gr->at[s]];
-        sb->data_offset = gr->old_off - gr->g.shift;
-        sb->data_size += gr->g.shift;
+        sb->data_offset = reshape_new_off(&gr->g, gr->old_off);
+        sb->data_size = gr->g.backwards ? sb->data_size - gr->g.shift : sb->data_size + gr->g.shift;
         /* every new stripe was written whole, on every member */
         sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
         sb->recovery_offset = 0;
+        /* a shrink's leaving members: spares, as md's raid5_finish_reshape and remove_and_add_spares leave them */
+        if (s >= (int)gr->tmpl.raid_disks)
+            gr->tmpl.dev_roles[sb->dev_number] = MD_ROLE_SPARE;
     }
     int rc = write_all(gr);
     if (rc == 0 && gr->drop_q)
@@ -634,7 +655,7 @@ static int start(struct grow *gr, int nmembers)
         int fewer = (R->level == 6 && want == 5) || want == 0;
         int nold = nmembers, NL = gr->p->raid_devices ? gr->p->raid_devices
                                                       : (int)R->raid_disks + (more ? 1 : fewer ? -1 : 0);
-        int rc = check_old(gr, nold);
+        int rc = grow_check_old(gr, nold);
         if (rc == 0 && NL > (int)R->raid_disks)
             rc = check_added(gr, nold, NL);
         if (rc == 0)
@@ -648,10 +669,17 @@ static int start(struct grow *gr, int nmembers)
     int rc = target(gr, N, &to, &geo);
     if (rc)
         return rc;
-    if (N < (int)R->raid_disks || (N == (int)R->raid_disks && !geo))
-        return say(gr, -EINVAL, "--raid-devices %d is not larger than the array's %u members (shrinking is not "
-                   "supported yet)", N, R->raid_disks);
-    rc = check_old(gr, nmembers);
+    if (N == (int)R->raid_disks && !geo && gr->n == nmembers && gr->p->array_sectors)
+        /* the same shrink again after it ended (a kill after its last write) */
+        return say(gr, -EALREADY, "the array already has %d members: nothing to do", N);
+    if (N < (int)R->raid_disks) {
+        rc = grow_plan_shrink(gr, nmembers, &to);
+        return rc ? rc : write_all(gr);
+    }
+    if (N == (int)R->raid_disks && !geo)
+        return say(gr, -EINVAL, "--raid-devices %d is the array's member count: give more members (--add), fewer "
+                   "(with --array-size), or another --chunk, --layout or --level", N);
+    rc = grow_check_old(gr, nmembers);
     if (rc == 0)
         rc = check_added(gr, nmembers, N);
     if (rc == 0)
@@ -741,10 +769,11 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     }
     if (rc == 0 && !ended) {
         r.resumed = active;
-        r.from_sectors = reshape_from_sectors(&gr->g);
+        r.from_sectors = gr->from_before ? gr->from_before : reshape_from_sectors(&gr->g);
         r.to_sectors = reshape_to_sectors(&gr->g);
         r.start_position = gr->pos;
         r.shift = gr->g.shift;
+        r.backwards = gr->g.backwards;
         r.raid_devices = gr->g.to.raid_disks;
         rc = grow_copy(gr);
         if (rc == 0)

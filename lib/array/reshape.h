@@ -30,6 +30,9 @@ struct grow {
     int to_raid0;                   /* RAID-5 -> RAID-0: the same, the parity member dropped */
     int written;                    /* a takeover wrote its superblocks itself */
     int resumed_mirrors;            /* RAID-1 grown before, its new mirrors still recovering */
+    uint64_t from_before;           /* a shrink that cut the member size: the array sectors before */
+    int nslots;                     /* slots holding members (a shrink: the old count, the leaving ones
+                                     * last); 0: tmpl.raid_disks */
     const struct uraid_grow_params *p;
     char *why;
     size_t whylen;
@@ -38,6 +41,8 @@ struct grow {
 /* Writes tmpl (with reshape_position = ckpt) to every member, after a
  * flush of every member so the data it vouches for is on disk. (reshape.c) */
 int grow_checkpoint(struct grow *gr, uint64_t ckpt);
+/* The slots whose members get every superblock write. */
+static inline int grow_slots(const struct grow *gr) { return gr->nslots ? gr->nslots : (int)gr->tmpl.raid_disks; }
 
 /* reshape.c's helpers for reshape_level.c: a refusal line in gr->why
  * (returns rc); every member's superblock from tmpl, events + 1; member i
@@ -48,6 +53,15 @@ int grow_write_all(struct grow *gr);
 int grow_write_one(struct grow *gr, int i); /* member i alone, tmpl's events */
 int grow_new_member(struct grow *gr, int i, int slot);
 int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to);
+
+/* reshape.c: the array as it is (every old member given, in sync, clean). */
+int grow_check_old(struct grow *gr, int nold_given);
+/* reshape_back.c: the room past member sb's data beyond size; the start's
+ * record in tmpl (md's, either direction; pos and ckpt at its start); a
+ * shrink to `to` (fewer members) planned, nothing written. */
+uint64_t grow_tailroom(const struct md_sb *sb, uint64_t size);
+void grow_start_record(struct grow *gr, const struct layout_geom *from, const struct layout_geom *to);
+int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to);
 
 /* --level (reshape_level.c): md's level changes of RAID-5/6. Plans the
  * change into gr (a restripe, or appended 3/4 for a takeover) after

@@ -26,6 +26,12 @@
  *     >= safe(pos) >= safe(P): not yet overwritten by this run either.
  *   - The tail past the old array's end is written as zeros with their
  *     parity, as md does, so the new space checks clean.
+ * Backwards (reshape_geom.h) the same holds mirrored: a restart reads the
+ * new geometry from P up and the old one below; the windows run from P
+ * down and write new rows at old row + shift, never below old row
+ * reshape_old_safe_end(P) (reshape_back_floor), so none lands where the
+ * old geometry below P lives; the old rows a window reads end at or below
+ * reshape_old_safe_end(pos), under the rows written since.
  * tests/unit/test_reshape_geom.c replays this order on a model and checks
  * every write against what a restart would read. */
 #include <errno.h>
@@ -165,7 +171,7 @@ int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_
         if (rc)
             return uraid_why(gr->why, gr->whylen, "stripe %llu: %s", (unsigned long long)s, uraid_strerror(rc)), rc;
     }
-    uint64_t at = gr->old_off - g->shift + t0 * u; /* the new data offset + the new row */
+    uint64_t at = reshape_new_off(g, gr->old_off) + t0 * u; /* the new data offset + the new row */
     struct io_op ops[URAID_MAX_MEMBERS];
     int n = g->to.raid_disks, bad = 0;
     for (int s = 0; s < n; s++)
@@ -187,9 +193,10 @@ int grow_copy(struct grow *gr)
         uraid_why(gr->why, gr->whylen, "cannot set up the reshape's buffers and I/O: %s", uraid_strerror(rc));
     uint64_t every = gr->p->checkpoint_ms ? gr->p->checkpoint_ms : 1000, last = now_ms();
     uint64_t sd = reshape_stripe_data(&gr->g), total = reshape_to_sectors(&gr->g);
+    int back = gr->g.backwards;
     while (rc == 0) {
         if (gr->p->stop && *gr->p->stop) {
-            rc = gr->pos > gr->ckpt ? grow_checkpoint(gr, gr->pos) : 0;
+            rc = gr->pos != gr->ckpt ? grow_checkpoint(gr, gr->pos) : 0;
             if (rc == 0)
                 rc = -EINTR, uraid_why(gr->why, gr->whylen, "stopped at array sector %llu of %llu (recorded on every "
                                        "member): run the same grow again to continue",
@@ -205,16 +212,17 @@ int grow_copy(struct grow *gr)
             uraid_why(gr->why, gr->whylen, "the reshape cannot move past array sector %llu", (unsigned long long)gr->pos);
             break;
         }
-        if (mv == RESHAPE_CHECKPOINT || (now_ms() - last >= every && gr->pos > gr->ckpt)) {
+        if (mv == RESHAPE_CHECKPOINT || (now_ms() - last >= every && gr->pos != gr->ckpt)) {
             rc = grow_checkpoint(gr, gr->pos);
             last = now_ms();
             continue;
         }
-        rc = grow_copy_window(gr, &b, gr->pos, w);
+        /* backwards the window ends at pos: its units lie below */
+        rc = grow_copy_window(gr, &b, back ? gr->pos - w * sd : gr->pos, w);
         if (rc == 0) {
-            gr->pos += w * sd;
+            gr->pos = back ? gr->pos - w * sd : gr->pos + w * sd;
             if (gr->p->progress)
-                gr->p->progress(gr->p->ctx, gr->pos, total);
+                gr->p->progress(gr->p->ctx, back ? total - gr->pos : gr->pos, total);
         }
     }
     grow_bufs_free(&b);

@@ -65,15 +65,17 @@ int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf
         uint64_t n;
         pthread_mutex_lock(&rs->mu);
         for (;;) {
-            if (s < rs->safe) {
+            /* backwards the new geometry is above: from safe up; the old below progress (<= safe) */
+            int back = rs->g.backwards;
+            if (back ? s >= rs->safe : s < rs->safe) {
                 t = a;
-                n = (e < rs->safe ? e : rs->safe) - s;
+                n = (back || e < rs->safe ? e : rs->safe) - s;
                 break;
             }
-            if (s >= rs->progress) {
+            if (back ? s < rs->progress : s >= rs->progress) {
                 t = rs->old;
-                n = e - s;
-                me = (struct rs_req){.s = s, .e = e, .next = rs->inflight};
+                n = (back && e > rs->progress ? rs->progress : e) - s;
+                me = (struct rs_req){.s = s, .e = s + n, .next = rs->inflight};
                 rs->inflight = &me;
                 break;
             }
@@ -111,8 +113,8 @@ void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end)
 {
     struct array_reshape *rs = a->rs;
     pthread_mutex_lock(&rs->mu);
-    if (end > rs->progress)
-        rs->progress = end;
+    if (rs->g.backwards ? pos < rs->progress : end > rs->progress)
+        rs->progress = rs->g.backwards ? pos : end;
     while (overlaps(rs, pos, end))
         pthread_cond_wait(&rs->cv, &rs->mu);
     pthread_mutex_unlock(&rs->mu);
@@ -123,7 +125,7 @@ void array_reshape_safe(struct uraid_array *a, uint64_t pos)
     struct array_reshape *rs = a->rs;
     pthread_mutex_lock(&rs->mu);
     rs->safe = pos;
-    if (rs->progress < pos)
+    if (rs->g.backwards ? rs->progress > pos : rs->progress < pos)
         rs->progress = pos;
     pthread_cond_broadcast(&rs->cv);
     pthread_mutex_unlock(&rs->mu);
@@ -231,12 +233,12 @@ void array_reshape_free(struct array_reshape *rs)
 static int reshape_supported(const struct uraid_array *a, int missing, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
-    if (R->level < 4 || R->level > 6 || R->delta_disks < 0 || R->new_level != (uint32_t)R->level ||
-        (R->feature_map & MD_FEATURE_RESHAPE_BACKWARDS))
+    if (R->level < 4 || R->level > 6 || R->new_level != (uint32_t)R->level)
         return uraid_why(why, whylen, "a reshape of level %d to %u members (new level %u, delta %d) is in progress: "
-                         "uraid serves only forwards restripes of RAID-4/5/6; finish it with mdadm",
+                         "uraid serves only restripes of RAID-4/5/6 within the level; finish it with mdadm",
                          R->level, R->raid_disks, R->new_level, R->delta_disks), -EOPNOTSUPP;
-    if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset >= 0)
+    if (!(R->feature_map & MD_FEATURE_NEW_OFFSET) || R->new_offset == 0 ||
+        (R->new_offset > 0) != reshape_sb_backwards(R))
         return uraid_why(why, whylen, "the reshape in progress uses a backup file (no data offset change): not "
                          "supported yet; carry it on with mdadm --grow --continue"), -EOPNOTSUPP;
     if (missing)
@@ -269,13 +271,15 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
     from.raid_disks = (int)R->raid_disks - R->delta_disks;
     from.layout = (int)R->layout;
     from.chunk_sectors = R->chunksize;
-    uint64_t shift = (uint64_t)-(int64_t)R->new_offset, old_off = a->slot[0].sb.data_offset;
+    int back = reshape_sb_backwards(R);
+    uint64_t shift = back ? (uint64_t)R->new_offset : (uint64_t)-(int64_t)R->new_offset;
+    uint64_t old_off = a->slot[0].sb.data_offset;
     struct reshape_geom g;
     char gwhy[200];
-    if (reshape_geom_init(&g, &from, &a->geom, a->member_sectors, shift, gwhy, sizeof gwhy) ||
+    if (reshape_geom_init_dir(&g, &from, &a->geom, a->member_sectors, shift, back, gwhy, sizeof gwhy) ||
         reshape_position_ok(&g, R->reshape_position, gwhy, sizeof gwhy))
         return uraid_why(why, whylen, "the reshape on the members: %s", gwhy), -EINVAL;
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         if (a->slot[s].sb.data_offset != old_off || !(a->slot[s].sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE))
             return uraid_why(why, whylen, "member %s is not at the reshape's point (data offset %llu, the others' "
                              "%llu): carry the reshape on with 'uraid grow --continue' first", a->slot[s].dev->path,
@@ -283,11 +287,12 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
     if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &a->rs)) != 0)
         return uraid_why(why, whylen, "out of memory"), rc;
     for (int s = 0; s < a->geom.raid_disks; s++)
-        a->slot[s].data_offset = old_off - shift;
-    a->size_sectors = reshape_from_sectors(&g); /* md grows the array at the reshape's end */
+        a->slot[s].data_offset = reshape_new_off(&g, old_off);
+    /* md's raid5_size with the smaller stripe: a grow's array grows at its end, a shrink's was cut first */
+    a->size_sectors = back ? reshape_to_sectors(&g) : reshape_from_sectors(&g);
     uraid_log(URAID_LOG_INFO, "a reshape from %d to %d members (chunk %u to %u sectors) is in progress at array "
-              "sector %llu: requests below it use the new geometry, the others the old", g.from.raid_disks,
+              "sector %llu: requests %s it use the new geometry, the others the old", g.from.raid_disks,
               g.to.raid_disks, g.from.chunk_sectors, g.to.chunk_sectors,
-              (unsigned long long)R->reshape_position);
+              (unsigned long long)R->reshape_position, back ? "from" : "below");
     return 0;
 }

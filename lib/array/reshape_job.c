@@ -31,7 +31,7 @@ struct rs_job {
 static int rs_checkpoint(struct uraid_array *a, struct rs_job *st)
 {
     struct grow *gr = &st->gr;
-    for (int s = 0; s < a->geom.raid_disks; s++) {
+    for (int s = 0; s < array_nslots(a); s++) {
         int rc = member_flush(a->slot[s].dev);
         if (rc)
             return uraid_why(gr->why, gr->whylen, "member %s: flush failed: %s (the reshape stopped at array "
@@ -55,21 +55,24 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
     struct rs_job *st = j->priv;
     struct grow *gr = &st->gr;
     uint64_t sd = reshape_stripe_data(&gr->g), c = gr->g.unit;
-    uint64_t target = (start + nsec) / c * sd;
+    int back = gr->g.backwards;
+    /* backwards the job's rows count from the top: row r is unit stripes - 1 - r / unit */
+    uint64_t done = (start + nsec) / c * sd, target = back ? reshape_begin(&gr->g) - done : done;
     int rc = 0;
-    while (rc == 0 && gr->pos < target) {
-        uint64_t left = (target - gr->pos) / sd, w = 0;
+    while (rc == 0 && (back ? gr->pos > target : gr->pos < target)) {
+        uint64_t left = (back ? gr->pos - target : target - gr->pos) / sd, w = 0;
         enum reshape_move mv = reshape_next(&gr->g, gr->pos, gr->ckpt, left < st->b.max_stripes ? left : st->b.max_stripes, &w);
         if (mv == RESHAPE_DONE)
             break;
         if (mv == RESHAPE_CHECKPOINT) {
-            rc = gr->pos > gr->ckpt ? rs_checkpoint(a, st) : -EINVAL;
+            rc = gr->pos != gr->ckpt ? rs_checkpoint(a, st) : -EINVAL;
             continue;
         }
-        array_reshape_window(a, gr->pos, gr->pos + w * sd);
-        rc = grow_copy_window(gr, &st->b, gr->pos, w);
+        uint64_t lo = back ? gr->pos - w * sd : gr->pos;
+        array_reshape_window(a, lo, lo + w * sd);
+        rc = grow_copy_window(gr, &st->b, lo, w);
         if (rc == 0)
-            gr->pos += w * sd;
+            gr->pos = back ? lo : gr->pos + w * sd;
         if (rc == 0 && array_reshape_wanted(a))
             rc = rs_checkpoint(a, st); /* a request waits for these stripes */
     }
@@ -81,7 +84,7 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
 static int rs_periodic(struct uraid_array *a, struct array_job *j)
 {
     struct rs_job *st = j->priv;
-    return st->gr.pos > st->gr.ckpt ? rs_checkpoint(a, st) : 0;
+    return st->gr.pos != st->gr.ckpt ? rs_checkpoint(a, st) : 0;
 }
 
 /* md's end of a reshape: every member's superblock with the new data
@@ -89,7 +92,8 @@ static int rs_periodic(struct uraid_array *a, struct array_job *j)
 static int rs_end(struct uraid_array *a, struct rs_job *st)
 {
     struct grow *gr = &st->gr;
-    for (int s = 0; s < a->geom.raid_disks; s++) {
+    int nslots = array_nslots(a);
+    for (int s = 0; s < nslots; s++) {
         int rc = member_flush(a->slot[s].dev);
         if (rc)
             return uraid_why(gr->why, gr->whylen, "member %s: flush failed: %s", a->slot[s].dev->path,
@@ -97,16 +101,27 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     }
     pthread_rwlock_wrlock(&a->geom_lock); /* no request may look at rs while it goes */
     pthread_mutex_lock(&a->meta_lock);
-    a->sb.feature_map &= ~(uint32_t)(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET);
+    a->sb.feature_map &= ~(uint32_t)(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS);
     a->sb.level = (int)a->sb.new_level; /* a chunk or layout change: the new one from now on */
     a->sb.layout = a->sb.new_layout;
     a->sb.chunksize = a->sb.new_chunk;
     a->sb.reshape_position = 0;
     a->sb.delta_disks = 0;
     a->sb.new_offset = 0;
-    for (int s = 0; s < a->geom.raid_disks; s++) {
-        a->slot[s].sb.data_offset = gr->old_off - gr->g.shift;
-        a->slot[s].sb.data_size += gr->g.shift;
+    for (int s = 0; s < nslots; s++) {
+        struct array_slot *sl = &a->slot[s];
+        sl->sb.data_offset = reshape_new_off(&gr->g, gr->old_off);
+        sl->sb.data_size = gr->g.backwards ? sl->sb.data_size - gr->g.shift : sl->sb.data_size + gr->g.shift;
+        if (s < a->geom.raid_disks)
+            continue;
+        /* a shrink's leaving member: a spare now, as md's raid5_finish_reshape leaves it */
+        if (sl->sb.dev_number < MD_SB_MAX_DEV)
+            a->sb.dev_roles[sl->sb.dev_number] = MD_ROLE_SPARE;
+        sl->data_offset = sl->sb.data_offset;
+        sl->state = URAID_MEMBER_SPARE;
+        a->extra[a->nextra++] = *sl;
+        memset(sl, 0, sizeof *sl);
+        sl->state = URAID_MEMBER_MISSING;
     }
     pthread_mutex_unlock(&a->meta_lock);
     int rc = array_write_superblocks(a);
@@ -130,13 +145,13 @@ static int rs_finish(struct uraid_array *a, struct array_job *j, int rc)
 {
     struct rs_job *st = j->priv;
     struct grow *gr = &st->gr;
-    if (rc == 0 && gr->pos < reshape_to_sectors(&gr->g))
+    if (rc == 0 && gr->pos != reshape_end(&gr->g))
         rc = -EIO; /* the walk ended before the last stripe: cannot happen */
-    if (rc == 0 && gr->pos > gr->ckpt)
+    if (rc == 0 && gr->pos != gr->ckpt)
         rc = rs_checkpoint(a, st);
     if (rc == 0)
         rc = rs_end(a, st);
-    else if (gr->pos > gr->ckpt && rs_checkpoint(a, st) == 0)
+    else if (gr->pos != gr->ckpt && rs_checkpoint(a, st) == 0)
         uraid_log(URAID_LOG_INFO, "reshape position %llu recorded", (unsigned long long)gr->pos);
     if (rc)
         array_reshape_idle(a); /* requests waiting between safe and progress go on in the old geometry */
@@ -158,7 +173,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     if (!rs)
         return uraid_why(why, whylen, "no reshape is in progress: start one with 'uraid grow --control PATH "
                          "--raid-devices N --add NEW...'"), -EINVAL;
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         if (!slot_ok(a, s))
             return uraid_why(why, whylen, "slot %d is not in sync: a degraded reshape is not supported yet", s),
                    -EOPNOTSUPP;
@@ -171,7 +186,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     pthread_mutex_lock(&rs->mu);
     gr->pos = gr->ckpt = rs->safe;
     pthread_mutex_unlock(&rs->mu);
-    gr->n = a->geom.raid_disks;
+    gr->n = gr->nslots = array_nslots(a);
     for (int s = 0; s < gr->n; s++) {
         gr->dev[s] = a->slot[s].dev;
         gr->name[s] = a->slot[s].dev->path;
@@ -190,7 +205,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     j->step = rs_step;
     j->finish = rs_finish;
     j->checkpoint = rs_periodic;
-    j->start = gr->pos / reshape_stripe_data(&gr->g) * c;
+    j->start = (gr->g.backwards ? reshape_begin(&gr->g) - gr->pos : gr->pos) / reshape_stripe_data(&gr->g) * c;
     j->end = reshape_stripes(&gr->g) * c;
     return 0;
 }

@@ -3,6 +3,10 @@
  * --layout on a running array), the reshape then runs
  * as a background job (reshape_job.c) while requests go on (reshape_io.c).
  *
+ * A shrink (fewer members, array_sectors given) is md's backwards reshape
+ * (reshape.c's plan_shrink) into the room past the data; the array is the
+ * new size from the switch on.
+ *
  * What is written when (the offline grow's order, reshape.c):
  *   1. every check first; a refusal writes nothing and closes the new
  *      members;
@@ -24,6 +28,7 @@
 
 struct online {
     int N, nold, nadd;
+    uint64_t keep;              /* a shrink: the array sectors kept (--array-size), 0 otherwise */
     uint32_t chunk;             /* the new chunk (sectors) */
     int layout;                 /* the new layout */
     const char *const *added;
@@ -69,7 +74,12 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EUCLEAN, "the array was not shut down cleanly and its resync has not finished: grow it after "
                   "the resync");
     int geo = o->chunk != a->geom.chunk_sectors || (o->layout != a->geom.layout && a->geom.level != 4);
-    if (o->N < a->geom.raid_disks || (o->N == a->geom.raid_disks && !geo))
+    if (o->N < a->geom.raid_disks && o->nadd)
+        return no(o, -EINVAL, "a shrink to %d members takes no new members", o->N);
+    if (o->N < a->geom.raid_disks && !o->keep)
+        return no(o, -EINVAL, "shrinking to %d members cuts the array: give --array-size (at most the new size) "
+                  "after shrinking the file system", o->N);
+    if ((o->N < a->geom.raid_disks && !o->keep) || (o->N == a->geom.raid_disks && !geo))
         return no(o, o->N == a->geom.raid_disks && o->nadd == 0 ? -EALREADY : -EINVAL,
                   "--raid-devices %d is not larger than the array's %d members%s", o->N, a->geom.raid_disks,
                   o->N == a->geom.raid_disks ? " and the chunk and layout are the array's: nothing to do"
@@ -77,7 +87,7 @@ static int check_array(struct uraid_array *a, struct online *o)
     if (a->member_sectors % o->chunk)
         return no(o, -EINVAL, "the member size (%llu sectors) is not a multiple of the new chunk (%u KiB): make the "
                   "array smaller first, or choose a smaller chunk", (unsigned long long)a->member_sectors, o->chunk / 2);
-    if (o->N > URAID_MAX_MEMBERS || o->nadd != o->N - a->geom.raid_disks)
+    if (o->N > URAID_MAX_MEMBERS || (o->N >= a->geom.raid_disks && o->nadd != o->N - a->geom.raid_disks))
         return no(o, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", o->N,
                   o->N - a->geom.raid_disks, o->N - a->geom.raid_disks == 1 ? "" : "s", o->nadd);
     o->nold = a->geom.raid_disks;
@@ -147,6 +157,30 @@ static int free_dev_number(const struct uraid_array *a, const struct online *o, 
 
 /* The shift, the geometries, the template's reshape fields (in tmpl) and
  * the new members' superblocks. */
+/* A shrink's shift: the room past every member's data (the member size
+ * stays: cutting it would move the array's end under its clients; offline
+ * the grow cuts it). */
+static int plan_shrink_shift(struct uraid_array *a, struct online *o, uint32_t unit, uint64_t *shift)
+{
+    uint64_t room = UINT64_MAX;
+    for (int s = 0; s < o->nold; s++) {
+        const struct md_sb *sb = &a->slot[s].sb;
+        uint64_t r = sb->data_size > a->member_sectors ? sb->data_size - a->member_sectors : 0;
+        room = r < room ? r : room;
+    }
+    *shift = reshape_choose_shift(room, unit);
+    if (!*shift)
+        return no(o, -ENOSPC, "too little room past the data to shrink while serving: %llu sectors, one chunk (%u) "
+                  "needed; stop the array and shrink it offline (uraid grow cuts the member size by what is "
+                  "missing)", (unsigned long long)room, unit);
+    uint64_t cap = a->member_sectors * (uint64_t)(o->N - layout_parity_count(&a->geom));
+    if (o->keep > cap)
+        return no(o, -ENOSPC, "--array-size %lluK is more than %d members hold (%lluK): shrink the file system to "
+                  "%lluK or less first and give that --array-size", (unsigned long long)(o->keep / 2), o->N,
+                  (unsigned long long)(cap / 2), (unsigned long long)(cap / 2));
+    return 0;
+}
+
 static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
 {
     uint64_t room = UINT64_MAX;
@@ -154,8 +188,13 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
         if (reshape_headroom(&a->slot[s].sb) < room)
             room = reshape_headroom(&a->slot[s].sb);
     uint32_t unit = a->geom.chunk_sectors > o->chunk ? a->geom.chunk_sectors : o->chunk;
-    uint64_t shift = reshape_choose_shift(room, unit);
-    if (!shift)
+    int back = o->N < o->nold;
+    uint64_t shift = back ? 0 : reshape_choose_shift(room, unit);
+    if (back) {
+        int rc = plan_shrink_shift(a, o, unit, &shift);
+        if (rc)
+            return rc;
+    } else if (!shift)
         return no(o, -ENOSPC, "too little head room before the data to grow without a backup file: %llu sectors free "
                   "before data_offset %llu, %u needed (one chunk): %llu sectors missing", (unsigned long long)room,
                   (unsigned long long)o->old_off, (unsigned)reshape_min_shift(unit),
@@ -165,7 +204,7 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
     to.chunk_sectors = o->chunk;
     to.layout = o->layout;
     char gwhy[200];
-    if (reshape_geom_init(&o->g, &a->geom, &to, a->member_sectors, shift, gwhy, sizeof gwhy))
+    if (reshape_geom_init_dir(&o->g, &a->geom, &to, a->member_sectors, shift, back, gwhy, sizeof gwhy))
         return no(o, -EINVAL, "%s", gwhy);
     *tmpl = a->sb;
     tmpl->raid_disks = (uint32_t)o->N;
@@ -173,9 +212,9 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
     tmpl->new_level = (uint32_t)a->geom.level;
     tmpl->new_layout = (uint32_t)to.layout;
     tmpl->new_chunk = to.chunk_sectors;
-    tmpl->new_offset = -(int32_t)shift;
-    tmpl->reshape_position = 0;
-    tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET;
+    tmpl->new_offset = back ? (int32_t)shift : -(int32_t)shift;
+    tmpl->reshape_position = reshape_begin(&o->g);
+    tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET; /* md: no BACKWARDS bit with a delta */
     for (int i = 0; i < o->nadd; i++) {
         struct md_sb *sb = &o->sb[i];
         uint32_t dn = 0;
@@ -204,7 +243,7 @@ static int switch_over(struct uraid_array *a, void *ctx)
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
     int rc = plan(a, o, &tmpl);
-    if (rc == 0 && (rc = array_reshape_new(a, &o->g, o->old_off, 0, &o->rs)) != 0)
+    if (rc == 0 && (rc = array_reshape_new(a, &o->g, o->old_off, reshape_begin(&o->g), &o->rs)) != 0)
         no(o, rc, "out of memory");
     uint64_t nstripes = a->member_sectors / o->chunk;
     uint64_t *dw = rc == 0 ? calloc((size_t)(nstripes / 64 + 1), sizeof *dw) : NULL;
@@ -234,11 +273,12 @@ static int switch_over(struct uraid_array *a, void *ctx)
         o->rs = NULL;
         return rc;
     }
-    uint64_t new_off = o->old_off - o->g.shift;
+    uint64_t new_off = reshape_new_off(&o->g, o->old_off);
     pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
     pthread_mutex_lock(&a->meta_lock);
     a->sb = tmpl;
-    for (int s = 0; s < o->nold; s++)
+    /* a shrink's leaving slots stay at the old offset: only the old geometry reads them */
+    for (int s = 0; s < o->nold && s < o->N; s++)
         __atomic_store_n(&a->slot[s].data_offset, new_off, __ATOMIC_RELEASE);
     for (int i = 0; i < o->nadd; i++) {
         struct array_slot *sl = &a->slot[o->nold + i];
@@ -256,6 +296,8 @@ static int switch_over(struct uraid_array *a, void *ctx)
     a->degraded_written = dw;
     a->nstripes = nstripes;
     a->k = o->g.to_k;
+    if (o->g.backwards) /* md's size in mid-shrink: the smaller (its array_size was cut first) */
+        __atomic_store_n(&a->size_sectors, reshape_to_sectors(&o->g), __ATOMIC_RELEASE);
     __atomic_store_n(&a->rs, o->rs, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
     pthread_mutex_unlock(&a->meta_lock);
     rc = array_write_superblocks(a);
@@ -277,7 +319,14 @@ int uraid_grow_online(struct uraid_array *a, int raid_devices, const char *const
 int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors, const char *layout,
                            const char *const *added, int nadded, char *why, size_t whylen)
 {
-    struct online o = {.N = raid_devices, .nadd = nadded, .added = added, .why = why, .whylen = whylen};
+    return uraid_grow_online_shrink(a, raid_devices, chunk_sectors, layout, added, nadded, 0, why, whylen);
+}
+
+int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors, const char *layout,
+                             const char *const *added, int nadded, uint64_t array_sectors, char *why, size_t whylen)
+{
+    struct online o = {.N = raid_devices, .nadd = nadded, .added = added, .keep = array_sectors, .why = why,
+                       .whylen = whylen};
     uraid_why(why, whylen, "%s", "");
     if (!a || nadded < 0 || nadded > URAID_MAX_MEMBERS || (nadded && !added))
         return no(&o, -EINVAL, "give the new member count and the new members");

@@ -267,10 +267,11 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     return 0;
 }
 
-/* "grow N [chunk=SECTORS] [layout=NAME] NEW...": mdadm --grow
- * --raid-devices N [--chunk] [--layout] --add NEW... on the serving array
- * (uraid_grow_online_geom; N 0 keeps the count); the reshape runs as its
- * job. Member names are separated by blanks. */
+/* "grow N [chunk=SECTORS] [layout=NAME] [size=SECTORS] NEW...": mdadm
+ * --grow --raid-devices N [--chunk] [--layout] --add NEW... on the serving
+ * array (uraid_grow_online_shrink; N 0 keeps the count; size= is
+ * --array-size, what a shrink keeps); the reshape runs as its job. Member
+ * names are separated by blanks. */
 static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
 {
     char *save = NULL, *tok = strtok_r(arg, " \t", &save), *end = NULL;
@@ -282,8 +283,17 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
     }
     const char *added[URAID_MAX_MEMBERS], *layout = NULL;
     unsigned long chunk = 0;
+    unsigned long long keep = 0;
     int nadd = 0;
     while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
+        if (!strncmp(tok, "size=", 5)) {
+            keep = strtoull(tok + 5, &end, 10);
+            if (*end || !keep) {
+                snprintf(out, RESPONSE_BYTES, "error: 'grow': bad size '%.32s' (sectors)\n", tok + 5);
+                return;
+            }
+            continue;
+        }
         if (!strncmp(tok, "chunk=", 6)) {
             chunk = strtoul(tok + 6, &end, 10);
             if (*end || !chunk || chunk > (1u << 21)) {
@@ -303,7 +313,7 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         added[nadd++] = tok;
     }
     char why[512] = "";
-    int rc = uraid_grow_online_geom(c->a, (int)n, (uint32_t)chunk, layout, added, nadd, why, sizeof why);
+    int rc = uraid_grow_online_shrink(c->a, (int)n, (uint32_t)chunk, layout, added, nadd, keep, why, sizeof why);
     if (rc)
         snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
     else if (chunk || layout)

@@ -92,7 +92,7 @@ refuse() { # NAME WORDS COMMAND...: fails with one line containing WORDS, nothin
     else t_fail "refused, nothing changed: $name" "rc $rc: $msg"; fi
 }
 # shellcheck disable=SC2086
-refuse "N not larger" "not larger than the array's 4 members" $URAID grow $M --raid-devices 4 --add "$d/new.img"
+refuse "N not larger" "is the array's member count" $URAID grow $M --raid-devices 4 --add "$d/new.img"
 # shellcheck disable=SC2086
 refuse "too few new members" "needs 2 new members (--add), 1 given" $URAID grow $M --raid-devices 6 --add "$d/new.img"
 # shellcheck disable=SC2086

@@ -124,8 +124,21 @@ all=$M
 # shellcheck disable=SC2086
 before=$(sums $all)
 # shellcheck disable=SC2086
-refuse "too little head room for the larger chunk" "176 sectors free before data_offset 256, 256 needed (one chunk): 80 sectors missing" \
-    $URAID grow $M --chunk 128K
+# too little head room for the larger chunk, but room past the data (the data offset moved down left it):
+# md's way then, backwards (new_offset > 0, the data moves up)
+# (the superblock alone moved: what the array holds now is what must read back)
+# shellcheck disable=SC2086
+$URAID cat $M >"$dh/data"
+# shellcheck disable=SC2086
+out=$($URAID grow $M --chunk 128K 2>&1)
+case "$out" in *"complete: 4 members"*"moved up"*) t_ok "a chunk change without head room goes backwards, into the room past the data" ;;
+    *) t_fail "a chunk change without head room goes backwards" "$(echo "$out" | tail -1)" ;; esac
+# shellcheck disable=SC2086
+same_data "backwards chunk change" "$dh" $M
+# shellcheck disable=SC2086
+checks_clean "backwards chunk change" $M
+# shellcheck disable=SC2086
+examine_geom "backwards chunk change" 4 128K "" $M
 
 # ---- 2. restripes -------------------------------------------------------------------------
 # restripe NAME DIR DEVICES CHUNK LAYOUT MEMBERS -- GROW-OPTIONS...
@@ -153,6 +166,9 @@ new_array "$d" 5 4 64K
 restripe "RAID-5 chunk 64K -> 128K" "$d" 4 128K left-symmetric $M -- --chunk 128K
 # shellcheck disable=SC2086
 before=$(sums $M)
+# (the superblock alone moved: what the array holds now is what must read back)
+# shellcheck disable=SC2086
+$URAID cat $M >"$dh/data"
 # shellcheck disable=SC2086
 out=$($URAID grow $M --chunk 128K 2>&1); rc=$?
 # shellcheck disable=SC2086

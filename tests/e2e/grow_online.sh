@@ -12,7 +12,10 @@
 # from it, and every byte is as written. Then a chunk and layout change
 # online (`uraid grow --control PATH --chunk 128K --layout
 # right-asymmetric`, the same members) with writes going on, and one
-# together with a new member. Seeded (printed).
+# together with a new member. Then a shrink online (`--raid-devices 4
+# --array-size SIZE` on a 5-member array with room past its data): the
+# export is the new size at once, writes go on, every byte, check clean,
+# the fifth member a spare. Seeded (printed).
 # URAID_TEST_LONG=1: more writes and kill trials.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -248,4 +251,49 @@ for form in chunk both; do
         t_ok "$form: mdadm --examine: $devs devices, chunk $ch, $lay, no reshape" ||
         t_fail "$form: mdadm --examine shows the new geometry" "$(echo "$x" | grep -i 'chunk\|layout\|devices\|reshape')"
 done
+
+# ---- 4. a shrink online (md's backwards reshape) -----------------------------------------------
+# the offline grow 4 -> 5 leaves 512 sectors past the data on every member: room to shrink back
+d=$t_tmp/s
+new_array "$d"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$d/m4.img" >/dev/null 2>&1 || t_fail "shrink: the grow 4 -> 5 before"
+M="$M $d/m4.img"
+start_server --speed-limit 1M || t_fail "shrink: serve" "$(tail -n 3 "$t_tmp/server.err")"
+# shellcheck disable=SC2086
+before=$(for f in $M; do sha256sum "$f"; done)
+out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 4 --array-size $((SZ / 1024 + 64))K 2>&1)
+rc=$?
+# shellcheck disable=SC2086
+now=$(for f in $M; do sha256sum "$f"; done)
+case "$rc:$out" in 1:*"more than 4 members hold"*) [ "$now" = "$before" ] &&
+    t_ok "shrink: an --array-size past the new size is refused, nothing written" ||
+    t_fail "shrink: the refusal wrote to a member" ;;
+    *) t_fail "shrink: an --array-size past the new size is refused" "rc $rc: $out" ;; esac
+out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 4 --array-size $((SZ / 1024))K 2>&1)
+case "$out" in *"reshape to 4 members started"*) t_ok "shrink: uraid grow --control --raid-devices 4 --array-size starts it" ;;
+    *) t_fail "shrink: uraid grow --control starts the shrink" "$out" ;; esac
+[ "$(timeout 10 nbdinfo --size "$uri")" = "$SZ" ] && t_ok "shrink: the export is the new size at once ($SZ)" ||
+    t_fail "shrink: the export is the new size" "$(timeout 10 nbdinfo --size "$uri")"
+bad=0 i=0 during=0
+while [ $i -lt "$rounds" ]; do
+    case "$(bg_line)" in *"reshape ="*) during=$((during + 1)) ;; esac
+    one_write "$((7000 + i))" || bad=$((bad + 1))
+    i=$((i + 1))
+done
+[ $bad -eq 0 ] && [ $during -ge 4 ] && t_ok "shrink: $rounds writes through NBD, each read back, $during while it ran" ||
+    t_fail "shrink: writes during the shrink" "$bad of $rounds failed, $during during: $(cat "$t_tmp/qio.out")"
+wait_for "reshape finished" 90 && t_ok "shrink: the reshape finishes: $(bg_line)" || t_fail "shrink: it finishes" "$(bg_line)"
+export_matches "shrink"
+stop_server || t_fail "shrink: the server stops cleanly"
+M4="$d/m0.img $d/m1.img $d/m2.img $d/m3.img"
+# shellcheck disable=SC2086
+out=$($URAID check $M4 2>&1)
+case "$out" in *"mismatch_cnt 0"*) t_ok "shrink: uraid check finds mismatch_cnt 0" ;;
+    *) t_fail "shrink: uraid check finds mismatch_cnt 0" "$(echo "$out" | tail -1)" ;; esac
+x=$(mdadm --examine "$d/m0.img" 2>&1) x4=$(mdadm --examine "$d/m4.img" 2>&1)
+echo "$x" | grep -q "Raid Devices : 4\$" && echo "$x" | grep -q "Data Offset : 2048 sectors" && ! echo "$x" | grep -q Reshape &&
+    echo "$x4" | grep -q "Device Role : spare" &&
+    t_ok "shrink: mdadm --examine: 4 devices, data offset back at 2048, no reshape, the fifth member a spare" ||
+    t_fail "shrink: mdadm --examine after the shrink" "$(echo "$x$x4" | grep -i 'devices\|offset\|reshape\|role')"
 t_finish

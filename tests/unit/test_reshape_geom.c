@@ -28,9 +28,11 @@ struct model {
     int bad;
 };
 
-/* physical index of an old row / new row */
-static uint64_t phys_old(const struct model *m, uint64_t row) { return row + m->g.shift; }
-static uint64_t phys_new(const struct model *m, uint64_t row) { return row; }
+/* physical index of an old row / new row: relative to the lower data offset */
+static uint64_t old_base(const struct model *m) { return m->g.backwards ? 0 : m->g.shift; }
+static uint64_t new_base(const struct model *m) { return m->g.backwards ? m->g.shift : 0; }
+static uint64_t phys_old(const struct model *m, uint64_t row) { return row + old_base(m); }
+static uint64_t phys_new(const struct model *m, uint64_t row) { return row + new_base(m); }
 
 static void where_old(const struct model *m, uint64_t x, int *disk, uint64_t *phys)
 {
@@ -48,19 +50,31 @@ static void where_new(const struct model *m, uint64_t x, int *disk, uint64_t *ph
     *phys = phys_new(m, ad.member_sector);
 }
 
-/* A sector a restart from ckpt reads: new location below ckpt, old at/above. */
+/* Whether array sector x lives in the new geometry under ckpt. */
+static int in_new(const struct model *m, uint64_t x) { return m->g.backwards ? x >= m->ckpt : x < m->ckpt; }
+
+/* The sectors that survive the reshape: the smaller of the two sizes. */
+static uint64_t kept(const struct model *m)
+{
+    uint64_t f = reshape_from_sectors(&m->g), t = reshape_to_sectors(&m->g);
+    return f < t ? f : t;
+}
+
+/* A sector a restart from ckpt reads: an array sector's location in the
+ * geometry the position on disk sends a reader to. */
 static int needed(const struct model *m, int disk, uint64_t phys)
 {
-    if (phys < m->g.shift + m->g.member_sectors && phys >= m->g.shift && disk < m->g.from.raid_disks) {
+    uint64_t ob = old_base(m), nb = new_base(m);
+    if (phys < ob + m->g.member_sectors && phys >= ob && disk < m->g.from.raid_disks) {
         struct layout_addr ad;
-        layout_unmap(&m->g.from, disk, phys - m->g.shift, &ad);
-        if (ad.role == LAYOUT_ROLE_DATA && ad.array_sector >= m->ckpt)
+        layout_unmap(&m->g.from, disk, phys - ob, &ad);
+        if (ad.role == LAYOUT_ROLE_DATA && !in_new(m, ad.array_sector) && ad.array_sector < kept(m))
             return 1;
     }
-    if (phys < m->g.member_sectors) {
+    if (phys < nb + m->g.member_sectors && phys >= nb && disk < m->g.to.raid_disks) {
         struct layout_addr ad;
-        layout_unmap(&m->g.to, disk, phys, &ad);
-        if (ad.role == LAYOUT_ROLE_DATA && ad.array_sector < m->ckpt && ad.array_sector < reshape_from_sectors(&m->g))
+        layout_unmap(&m->g.to, disk, phys - nb, &ad);
+        if (ad.role == LAYOUT_ROLE_DATA && in_new(m, ad.array_sector) && ad.array_sector < kept(m))
             return 1;
     }
     return 0;
@@ -79,11 +93,10 @@ static void model_write(struct model *m, int disk, uint64_t phys, int64_t tag)
 /* Every array sector readable where a restart from ckpt would look. */
 static void check_recoverable(struct model *m)
 {
-    uint64_t old = reshape_from_sectors(&m->g);
-    for (uint64_t x = 0; x < old && !m->bad; x++) {
+    for (uint64_t x = 0; x < kept(m) && !m->bad; x++) {
         int d;
         uint64_t p;
-        if (x < m->ckpt)
+        if (in_new(m, x))
             where_new(m, x, &d, &p);
         else
             where_old(m, x, &d, &p);
@@ -126,9 +139,9 @@ static void copy_window(struct model *m, uint64_t pos, uint64_t w)
         struct stripe_map sm;
         layout_stripe(&m->g.to, s, &sm);
         for (uint32_t o = 0; o < c; o++) {
-            model_write(m, sm.p_disk, s * m->g.to.chunk_sectors + o, -1);
+            model_write(m, sm.p_disk, phys_new(m, s * m->g.to.chunk_sectors + o), -1);
             if (sm.q_disk >= 0)
-                model_write(m, sm.q_disk, s * m->g.to.chunk_sectors + o, -1);
+                model_write(m, sm.q_disk, phys_new(m, s * m->g.to.chunk_sectors + o), -1);
         }
     }
     free(tags);
@@ -147,18 +160,21 @@ static int run(struct model *m, long cut, uint64_t max_stripes)
         if (mv == RESHAPE_DONE)
             return 1;
         if (mv == RESHAPE_CHECKPOINT) {
-            CHECK(pos > m->ckpt, "a checkpoint that does not move (pos %llu)", (unsigned long long)pos);
+            CHECK(pos != m->ckpt, "a checkpoint that does not move (pos %llu)", (unsigned long long)pos);
             char why[200];
             CHECK(reshape_position_ok(&m->g, pos, why, sizeof why) == 0, "md would refuse %llu: %s",
                   (unsigned long long)pos, why);
-            if (pos <= m->ckpt)
+            if (pos == m->ckpt)
                 return 1;
             m->ckpt = pos; /* after a flush of every data write */
             check_recoverable(m);
             continue;
         }
-        copy_window(m, pos, w);
-        pos += w * reshape_stripe_data(&m->g);
+        uint64_t n = w * reshape_stripe_data(&m->g);
+        CHECK(!m->g.backwards || n <= pos, "a window of %llu below position %llu", (unsigned long long)n,
+              (unsigned long long)pos);
+        copy_window(m, m->g.backwards ? pos - n : pos, w);
+        pos = m->g.backwards ? pos - n : pos + n;
     }
     return 1;
 }
@@ -198,8 +214,12 @@ static void one_trial(struct rng *r)
     from.chunk_sectors = 8u << rng_below(r, 3);
     to = from;
     int kind = (int)rng_below(r, 4); /* 0 members, 1 chunk, 2 layout, 3 all */
+    int back = (int)rng_below(r, 2), minm = from.level == 6 ? 4 : 3;
+    if (back && from.raid_disks <= minm)
+        from.raid_disks = minm + 1 + (int)rng_below(r, 3), to.raid_disks = from.raid_disks;
     if (kind == 0 || kind == 3 || rng_below(r, 4) == 0)
-        to.raid_disks = from.raid_disks + 1 + (int)rng_below(r, 3);
+        to.raid_disks = back ? from.raid_disks - 1 - (int)rng_below(r, (uint64_t)(from.raid_disks - minm))
+                             : from.raid_disks + 1 + (int)rng_below(r, 3);
     if (kind == 1 || kind == 3)
         while (to.chunk_sectors == from.chunk_sectors)
             to.chunk_sectors = 8u << rng_below(r, 4);
@@ -214,17 +234,19 @@ static void one_trial(struct rng *r)
     uint64_t max_stripes = 1 + rng_below(r, 8);
     struct model m = {0};
     char why[200];
-    harness_beginf("restripe RAID-%d layout %d->%d members %d->%d chunk %u->%u size %llu shift %llu window %llu",
-                   from.level, from.layout, to.layout, from.raid_disks, to.raid_disks, from.chunk_sectors,
+    harness_beginf("restripe %s RAID-%d layout %d->%d members %d->%d chunk %u->%u size %llu shift %llu window %llu",
+                   back ? "backwards" : "forwards", from.level, from.layout, to.layout, from.raid_disks, to.raid_disks, from.chunk_sectors,
                    to.chunk_sectors, (unsigned long long)msec, (unsigned long long)shift, (unsigned long long)max_stripes);
-    int rc = reshape_geom_init(&m.g, &from, &to, msec, shift, why, sizeof why);
+    int rc = reshape_geom_init_dir(&m.g, &from, &to, msec, shift, back, why, sizeof why);
     CHECK(rc == 0, "%s", why);
     if (rc) {
         harness_end();
         return;
     }
     m.len = msec + shift;
-    for (int d = 0; d < to.raid_disks; d++)
+    m.ckpt = reshape_begin(&m.g);
+    int nd = to.raid_disks > from.raid_disks ? to.raid_disks : from.raid_disks;
+    for (int d = 0; d < nd; d++)
         m.disk[d] = calloc(m.len, sizeof *m.disk[d]);
     for (uint64_t x = 0; x < reshape_from_sectors(&m.g); x++) {
         int d;
@@ -239,7 +261,7 @@ static void one_trial(struct rng *r)
             break;
     run(&m, -1, max_stripes);
     check_final(&m);
-    for (int d = 0; d < to.raid_disks; d++)
+    for (int d = 0; d < nd; d++)
         free(m.disk[d]);
     harness_end();
 }

@@ -12,7 +12,10 @@
  *    threads write and read back their own regions; the job is stopped
  *    once (a close in the middle), opened again and carried on by
  *    uraid_job_start(RESHAPE); at the end every byte matches the model and
- *    a check reports mismatch_cnt 0. */
+ *    a check reports mismatch_cnt 0.
+ * 3. A shrink (backwards) stopped and opened at several points, then
+ *    finished by the open array's reshape job with writers going on; and
+ *    a served array shrunk online with writers (uraid_grow_online_shrink). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -334,6 +337,155 @@ static void online(int level, int nold, int nnew, struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* A shrink (md's backwards reshape) stopped at several points: each time
+ * the array opens at its new size (both geometries), reads back, takes
+ * writes across the position; the last leg is the open array's reshape job
+ * (what uraid serve runs) with writer threads going on; then the leaving
+ * member is a spare, every byte matches, the check is clean. */
+static void shrink_positions(int level, int nold, struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = level, .nold = nold, .member_bytes = 16u << 20};
+    int n = nold, N = nold - 1;
+    harness_beginf("RAID-%d %d -> %d: a shrink stopped, read and written, then finished by the job", level, nold, N);
+    int rc = make_setup(&s, r);
+    char why[400], what[80];
+    struct uraid_grow_params p0 = {.raid_devices = N};
+    if (rc == 0)
+        rc = uraid_grow_members(s.paths, n, NULL, 0, &p0, NULL, why, sizeof why);
+    const char *k = rc == -EINVAL ? strstr(why, "give --array-size ") : NULL;
+    uint64_t keep = k ? strtoull(k + 18, NULL, 10) * 2 : 0;
+    CHECK(keep > 0, "a shrink without --array-size names the size: %d %s", rc, why);
+    rc = keep ? 0 : -EINVAL;
+    static const int pct[] = {10, 45};
+    int stopped = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof pct / sizeof pct[0]; i++) {
+        struct stop_at st = {.at = keep * (uint64_t)pct[i] / 100};
+        struct uraid_grow_params p = {.raid_devices = N, .array_sectors = keep, .progress = on_progress, .ctx = &st,
+                                      .stop = &st.stop, .checkpoint_ms = 1u << 30};
+        rc = uraid_grow_members(s.paths, n, NULL, 0, &p, NULL, why, sizeof why);
+        CHECK(rc == -EINTR, "stop at %d%%: %d %s", pct[i], rc, why);
+        if (rc != -EINTR)
+            break;
+        stopped++;
+        s.old_bytes = keep * 512; /* the end past the new size was given up */
+        struct uraid_array *a = NULL;
+        snprintf(what, sizeof what, "shrink stopped at %d%%", pct[i]);
+        rc = uraid_open(s.paths, n, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "%s: open: %s", what, why);
+        if (rc)
+            break;
+        CHECK(uraid_size(a) == keep * 512, "%s: size %llu, want %llu", what, (unsigned long long)uraid_size(a),
+              (unsigned long long)(keep * 512));
+        compare(a, &s, what);
+        scribble(a, &s, r, (keep - st.at) * 512, what);
+        compare(a, &s, what);
+        CHECK(uraid_close(a) == 0, "%s: close", what);
+    }
+    struct uraid_array *a = NULL;
+    CHECK(stopped == 2, "the shrink stopped %d times", stopped);
+    if (rc == 0 && stopped) {
+        struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000};
+        rc = uraid_open(s.paths, n, &op, &a, why, sizeof why);
+        CHECK(rc == 0, "open for the job: %s", why);
+    }
+    if (rc == 0 && a) {
+        rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        CHECK(rc == 0, "the reshape job: %s", why);
+        if (rc == 0) {
+            int jr = run_writers(a, &s, seed + 7, until_end, "the job's leg");
+            CHECK(jr == 0, "the shrink's end: %s", uraid_strerror(jr));
+        }
+        compare(a, &s, "after the job");
+        clean_check(a, "after the job");
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        int spares = 0;
+        for (int m = 0; m < info.nmembers; m++)
+            spares += info.member[m].slot < 0 && info.member[m].state == URAID_MEMBER_SPARE;
+        CHECK(info.raid_devices == N && spares == 1, "%d raid devices, %d spares after the job", info.raid_devices,
+              spares);
+        CHECK(uraid_close(a) == 0, "close");
+        a = NULL;
+        rc = uraid_open(s.paths, N, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open the %d members after the end: %s", N, why);
+        if (rc == 0) {
+            compare(a, &s, "reopened after the end");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
+/* Online shrink (uraid_grow_online_shrink): its refusals on a fresh array
+ * (no --array-size, no room past the data); then, after an offline grow
+ * 4 -> 5 left 4 chunks of room past the data, the served array shrinks
+ * back 5 -> 4 while writer threads go on, stopped once by a close and
+ * carried on by the job after the open. */
+static void online_shrink(int level, struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = level, .nold = 4, .nnew = 1, .member_bytes = 16u << 20};
+    harness_beginf("RAID-%d 5 -> 4 online (after a grow left room past the data), with writers", level);
+    int rc = make_setup(&s, r);
+    char why[400];
+    struct uraid_array *a = NULL;
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000};
+    if (rc == 0 && (rc = uraid_open(s.paths, 4, &op, &a, why, sizeof why)) == 0) {
+        char bad[400];
+        CHECK(uraid_grow_online_shrink(a, 3, 0, NULL, NULL, 0, 0, bad, sizeof bad) == -EINVAL &&
+              strstr(bad, "--array-size"), "a shrink without --array-size: %s", bad);
+        CHECK(uraid_grow_online_shrink(a, 3, 0, NULL, NULL, 0, 8, bad, sizeof bad) == -ENOSPC &&
+              strstr(bad, "offline"), "a shrink with no room past the data: %s", bad);
+        CHECK(uraid_close(a) == 0);
+        a = NULL;
+    }
+    struct uraid_grow_params gp = {.raid_devices = 5};
+    if (rc == 0)
+        rc = uraid_grow_members(s.paths, 4, s.paths + 4, 1, &gp, NULL, why, sizeof why);
+    CHECK(rc == 0, "grow 4 -> 5 offline: %s", why);
+    if (rc == 0 && (rc = uraid_open(s.paths, 5, &op, &a, why, sizeof why)) == 0) {
+        uint64_t keep = s.old_bytes / 512;
+        char bad[400];
+        CHECK(uraid_grow_online_shrink(a, 4, 0, NULL, NULL, 0, keep + 8, bad, sizeof bad) == -ENOSPC &&
+              strstr(bad, "more than"), "--array-size too big: %s", bad);
+        rc = uraid_grow_online_shrink(a, 4, 0, NULL, NULL, 0, keep, why, sizeof why);
+        CHECK(rc == 0, "shrink online: %s", why);
+        CHECK(rc || uraid_size(a) == s.old_bytes, "the array is the new size at once: %llu",
+              (unsigned long long)uraid_size(a));
+    }
+    if (rc == 0) {
+        int jr = run_writers(a, &s, seed + 11, until_third, "first part");
+        CHECK(jr == -ECANCELED || jr == 0, "the shrink's first part: %s", uraid_strerror(jr));
+        compare(a, &s, "after the stop");
+        CHECK(uraid_close(a) == 0, "close in mid-shrink");
+        a = NULL;
+        rc = uraid_open(s.paths, 5, &op, &a, why, sizeof why);
+        CHECK(rc == 0, "open in mid-shrink: %s", why);
+    }
+    if (rc == 0) {
+        compare(a, &s, "reopened");
+        rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        CHECK(rc == 0 || rc == -EBUSY, "carry the shrink on: %s", why);
+        int jr = run_writers(a, &s, seed + 12, until_end, "second part");
+        CHECK(jr == 0, "the shrink's end: %s", uraid_strerror(jr));
+        compare(a, &s, "after the online shrink");
+        clean_check(a, "after the online shrink");
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.raid_devices == 4, "%d raid devices after the end", info.raid_devices);
+        CHECK(uraid_close(a) == 0, "close");
+        a = NULL;
+        rc = uraid_open(s.paths, 4, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open the 4 members after the end: %s", why);
+        if (rc == 0) {
+            compare(a, &s, "reopened after the end");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 static void log_line(void *ctx, enum uraid_log_level level, const char *message)
 {
     (void)ctx;
@@ -353,5 +505,9 @@ int main(int argc, char **argv)
     stopped_positions(6, 4, 2, &r);
     online(5, 4, 1, &r, seed);
     online(6, 4, 1, &r, seed);
+    shrink_positions(5, 5, &r, seed);
+    shrink_positions(6, 5, &r, seed);
+    online_shrink(5, &r, seed);
+    online_shrink(6, &r, seed);
     return harness_finish();
 }
