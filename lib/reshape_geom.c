@@ -30,6 +30,11 @@ int reshape_sb_backwards(const struct md_sb *sb)
     return sb->delta_disks < 0 || (sb->delta_disks == 0 && (sb->feature_map & MD_FEATURE_RESHAPE_BACKWARDS));
 }
 
+uint64_t reshape_sb_shift(const struct md_sb *sb)
+{
+    return sb->new_offset < 0 ? (uint64_t)-(int64_t)sb->new_offset : (uint64_t)sb->new_offset;
+}
+
 int reshape_geom_init_dir(struct reshape_geom *g, const struct layout_geom *from, const struct layout_geom *to,
                           uint64_t member_sectors, uint64_t shift, int backwards, char *why, size_t whylen)
 {

@@ -67,6 +67,8 @@ int reshape_geom_init_dir(struct reshape_geom *g, const struct layout_geom *from
  * super_1_validate); the data offset change is new_offset's sign. */
 struct md_sb;
 int reshape_sb_backwards(const struct md_sb *sb);
+/* How far the record moves the data offset (|new_offset|), either way. */
+uint64_t reshape_sb_shift(const struct md_sb *sb);
 
 /* Where a reshape starts (forwards 0, backwards the new size) and ends. */
 uint64_t reshape_begin(const struct reshape_geom *g);

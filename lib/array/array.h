@@ -257,8 +257,6 @@ int array_parse_metadata(const char *text, int *format, char *why, size_t whylen
  * counts. (array.c) */
 uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_sectors);
 
-/* 1 if member sectors [start, start + len) past data_offset hold a block
- * md listed as bad: such rows are rebuilt from the other members. */
 /* The slots holding members: raid_disks, or during a shrink (md's backwards
  * reshape, delta_disks < 0) the old count, the leaving members in the slots
  * past the new geometry's (the old geometry, reshape_io.h, reads them). */
@@ -271,6 +269,8 @@ static inline int array_nslots(const struct uraid_array *a)
                : a->geom.raid_disks;
 }
 
+/* 1 if member sectors [start, start + len) past data_offset hold a block
+ * md listed as bad: such rows are rebuilt from the other members. */
 static inline int slot_has_bad(const struct array_slot *sl, uint64_t start, uint64_t len)
 {
     const struct md_bblist *l = __atomic_load_n(&sl->badblocks, __ATOMIC_ACQUIRE);

@@ -182,6 +182,12 @@ uint64_t reshape_headroom(const struct md_sb *sb)
     return sb->data_offset > floor ? sb->data_offset - floor : 0;
 }
 
+/* Tail room on a member: data sectors past the array's per-member size. */
+uint64_t reshape_tailroom(const struct md_sb *sb, uint64_t size)
+{
+    return sb->data_size > size ? sb->data_size - size : 0;
+}
+
 static const char *level_text(int level)
 {
     static const char *names[] = {"RAID-0", "RAID-1", "", "", "RAID-4", "RAID-5", "RAID-6"};
@@ -309,8 +315,8 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
             room = reshape_headroom(&gr->sb[i]);
     uint64_t shift = reshape_choose_shift(room, unit), tail = UINT64_MAX;
     for (int i = 0; i < nold; i++)
-        if (grow_tailroom(&gr->sb[i], R->size) < tail)
-            tail = grow_tailroom(&gr->sb[i], R->size);
+        if (reshape_tailroom(&gr->sb[i], R->size) < tail)
+            tail = reshape_tailroom(&gr->sb[i], R->size);
     /* the same member count may go either way: md moves the data up (backwards) when the room is past it */
     int back = !shift && N == from->raid_disks && nold == N && reshape_choose_shift(tail, unit);
     if (back)
@@ -437,6 +443,8 @@ static int plan_resume(struct grow *gr, int N)
     gr->tmpl.feature_map &= ~MD_FEATURE_RESHAPE_BACKWARDS;
     if (back && R->delta_disks == 0)
         gr->tmpl.feature_map |= MD_FEATURE_RESHAPE_BACKWARDS;
+    /* a member the start's superblocks missed: nothing has moved while the position is the start's */
+    uint64_t begin = back ? R->size * (uint64_t)((int)R->raid_disks - (R->level == 6 ? 2 : 1)) : 0;
     int seen[URAID_MAX_MEMBERS] = {0}, fill[URAID_MAX_MEMBERS], nfill = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
@@ -451,8 +459,6 @@ static int plan_resume(struct grow *gr, int N)
             return say(gr, -EBUSY, "member %s is not part of the reshape in progress (to %u members): give the same "
                        "members again or use --continue", gr->name[i], R->raid_disks);
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
-        /* a member the start's superblocks missed: nothing has moved while the position is the start's */
-        uint64_t begin = back ? R->size * (uint64_t)((int)R->raid_disks - (R->level == 6 ? 2 : 1)) : 0;
         int behind = sb->events + 1 < R->events ||
                      (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->reshape_position != begin);
         if (role >= nall || seen[role] || behind || sb->data_offset != R->data_offset)
@@ -477,8 +483,7 @@ static int plan_resume(struct grow *gr, int N)
     struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize};
     struct layout_geom to = {(int)R->new_level, (int)R->new_layout, (int)R->raid_disks, R->new_chunk};
     char gwhy[200];
-    uint64_t shift = R->new_offset < 0 ? (uint64_t)-(int64_t)R->new_offset : (uint64_t)R->new_offset;
-    if (reshape_geom_init_dir(&gr->g, &from, &to, R->size, shift, back, gwhy, sizeof gwhy) ||
+    if (reshape_geom_init_dir(&gr->g, &from, &to, R->size, reshape_sb_shift(R), back, gwhy, sizeof gwhy) ||
         reshape_position_ok(&gr->g, R->reshape_position, gwhy, sizeof gwhy))
         return say(gr, -EINVAL, "the reshape on the members: %s", gwhy);
     gr->old_off = R->data_offset;
@@ -539,7 +544,7 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
     res->to_sectors = R->size * (uint64_t)((int)R->raid_disks - np);
     res->backwards = L->new_offset > 0;
     res->start_position = res->backwards ? 0 : res->to_sectors;
-    res->shift = L->new_offset < 0 ? (uint64_t)-(int64_t)L->new_offset : (uint64_t)L->new_offset;
+    res->shift = reshape_sb_shift(L);
     gr->tmpl = *R;
     gr->nslots = (int)R->raid_disks + nleft;
     return write_all(gr);

@@ -56,10 +56,9 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
 
 /* reshape.c: the array as it is (every old member given, in sync, clean). */
 int grow_check_old(struct grow *gr, int nold_given);
-/* reshape_back.c: the room past member sb's data beyond size; the start's
- * record in tmpl (md's, either direction; pos and ckpt at its start); a
- * shrink to `to` (fewer members) planned, nothing written. */
-uint64_t grow_tailroom(const struct md_sb *sb, uint64_t size);
+/* reshape_back.c: the start's record in tmpl (md's, either direction; pos
+ * and ckpt at its start); a shrink to `to` (fewer members) planned,
+ * nothing written. */
 void grow_start_record(struct grow *gr, const struct layout_geom *from, const struct layout_geom *to);
 int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to);
 

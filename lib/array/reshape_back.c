@@ -5,15 +5,10 @@
 #include <string.h>
 
 #include "array/reshape.h"
+#include "array/reshape_io.h"
 
 #define RESHAPE_BITS (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS)
 #define say grow_say
-
-/* Tail room on member i: data sectors past the array's per-member size. */
-uint64_t grow_tailroom(const struct md_sb *sb, uint64_t size)
-{
-    return sb->data_size > size ? sb->data_size - size : 0;
-}
 
 /* The reshape fields every member gets at the start, in md's record. */
 void grow_start_record(struct grow *gr, const struct layout_geom *from, const struct layout_geom *to)
@@ -60,8 +55,8 @@ int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to
     uint32_t unit = R->chunksize > to->chunk_sectors ? R->chunksize : to->chunk_sectors;
     uint64_t room = UINT64_MAX, size = R->size;
     for (int i = 0; i < nmembers; i++)
-        if (grow_tailroom(&gr->sb[i], R->size) < room)
-            room = grow_tailroom(&gr->sb[i], R->size);
+        if (reshape_tailroom(&gr->sb[i], R->size) < room)
+            room = reshape_tailroom(&gr->sb[i], R->size);
     uint64_t shift = reshape_choose_shift(room, unit);
     if (!shift) {
         shift = reshape_min_shift(unit);

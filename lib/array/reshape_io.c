@@ -272,8 +272,7 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
     from.layout = (int)R->layout;
     from.chunk_sectors = R->chunksize;
     int back = reshape_sb_backwards(R);
-    uint64_t shift = back ? (uint64_t)R->new_offset : (uint64_t)-(int64_t)R->new_offset;
-    uint64_t old_off = a->slot[0].sb.data_offset;
+    uint64_t shift = reshape_sb_shift(R), old_off = a->slot[0].sb.data_offset;
     struct reshape_geom g;
     char gwhy[200];
     if (reshape_geom_init_dir(&g, &from, &a->geom, a->member_sectors, shift, back, gwhy, sizeof gwhy) ||

@@ -81,5 +81,7 @@ void array_reshape_member_failed(struct uraid_array *a, int m);
 
 /* Headroom before data_offset a member's metadata leaves (reshape.c). */
 uint64_t reshape_headroom(const struct md_sb *sb);
+/* Room past a member's data beyond the per-member size (reshape.c). */
+uint64_t reshape_tailroom(const struct md_sb *sb, uint64_t size);
 
 #endif

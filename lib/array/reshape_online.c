@@ -79,11 +79,9 @@ static int check_array(struct uraid_array *a, struct online *o)
     if (o->N < a->geom.raid_disks && !o->keep)
         return no(o, -EINVAL, "shrinking to %d members cuts the array: give --array-size (at most the new size) "
                   "after shrinking the file system", o->N);
-    if ((o->N < a->geom.raid_disks && !o->keep) || (o->N == a->geom.raid_disks && !geo))
-        return no(o, o->N == a->geom.raid_disks && o->nadd == 0 ? -EALREADY : -EINVAL,
-                  "--raid-devices %d is not larger than the array's %d members%s", o->N, a->geom.raid_disks,
-                  o->N == a->geom.raid_disks ? " and the chunk and layout are the array's: nothing to do"
-                                             : " (shrinking is not supported yet)");
+    if (o->N == a->geom.raid_disks && !geo)
+        return no(o, o->nadd == 0 ? -EALREADY : -EINVAL, "--raid-devices %d is the array's member count and the "
+                  "chunk and layout are the array's: nothing to do", o->N);
     if (a->member_sectors % o->chunk)
         return no(o, -EINVAL, "the member size (%llu sectors) is not a multiple of the new chunk (%u KiB): make the "
                   "array smaller first, or choose a smaller chunk", (unsigned long long)a->member_sectors, o->chunk / 2);
@@ -163,11 +161,9 @@ static int free_dev_number(const struct uraid_array *a, const struct online *o, 
 static int plan_shrink_shift(struct uraid_array *a, struct online *o, uint32_t unit, uint64_t *shift)
 {
     uint64_t room = UINT64_MAX;
-    for (int s = 0; s < o->nold; s++) {
-        const struct md_sb *sb = &a->slot[s].sb;
-        uint64_t r = sb->data_size > a->member_sectors ? sb->data_size - a->member_sectors : 0;
-        room = r < room ? r : room;
-    }
+    for (int s = 0; s < o->nold; s++)
+        if (reshape_tailroom(&a->slot[s].sb, a->member_sectors) < room)
+            room = reshape_tailroom(&a->slot[s].sb, a->member_sectors);
     *shift = reshape_choose_shift(room, unit);
     if (!*shift)
         return no(o, -ENOSPC, "too little room past the data to shrink while serving: %llu sectors, one chunk (%u) "

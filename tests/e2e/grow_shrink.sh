@@ -265,22 +265,19 @@ echo 3 > \$S/raid_disks && echo reshape > \$S/sync_action || exit 1
 sleep 6
 grep -A3 '^md3' /proc/mdstat | grep -q reshape && echo "md3 reshaping"
 GUEST
-for w in "md0 reshaping" "md0 raid_disks=3" "md0 pattern OK" "md0 size OK" "md0 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/md.log" && t_ok "md: uraid's killed shrink finished by md: $w" ||
-        t_fail "md: uraid's killed shrink finished by md: $w" "$(grep -i 'md0\|raid' "$t_tmp/md.log" | tail -3)"
-done
-for w in "md1 reshaping" "md1 raid_disks=4" "md1 pattern OK" "md1 size OK" "md1 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/md.log" && t_ok "md: the reverted grow moved back by md: $w" ||
-        t_fail "md: the reverted grow moved back by md: $w" "$(grep -i 'md1\|raid' "$t_tmp/md.log" | tail -3)"
-done
-for w in "md2 raid_disks=4 chunk=262144" "md2 pattern OK" "md2 size OK" "md2 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/md.log" && t_ok "md: uraid's RAID-6 5 -> 4 shrink: $w" ||
-        t_fail "md: uraid's RAID-6 5 -> 4 shrink: $w" "$(grep -i 'md2' "$t_tmp/md.log" | tail -3)"
-done
-for w in "md4 reshaping" "md4 chunk=131072" "md4 pattern OK" "md4 size OK" "md4 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/md.log" && t_ok "md: uraid's backwards chunk change finished by md: $w" ||
-        t_fail "md: uraid's backwards chunk change finished by md: $w" "$(grep -i 'md4' "$t_tmp/md.log" | tail -3)"
-done
+# md_said WHAT MD LINE...: the guest printed each LINE (MD's lines) as it is
+md_said() {
+    _ms_what=$1 _ms_md=$2; shift 2
+    for _ms_w in "$@"; do
+        grep -q "^$_ms_md $_ms_w\$" "$t_tmp/md.log" && t_ok "md: $_ms_what: $_ms_md $_ms_w" ||
+            t_fail "md: $_ms_what: $_ms_md $_ms_w" "$(grep -i "$_ms_md\|raid" "$t_tmp/md.log" | tail -3)"
+    done
+}
+md_said "uraid's killed shrink finished by md" md0 reshaping raid_disks=3 "pattern OK" "size OK" mismatch_cnt=0
+md_said "the reverted grow moved back by md" md1 reshaping raid_disks=4 "pattern OK" "size OK" mismatch_cnt=0
+md_said "uraid's RAID-6 5 -> 4 shrink" md2 "raid_disks=4 chunk=262144" "pattern OK" "size OK" mismatch_cnt=0
+md_said "uraid's backwards chunk change finished by md" md4 reshaping chunk=131072 "pattern OK" "size OK" \
+    mismatch_cnt=0
 grep -q "^md3 reshaping$" "$t_tmp/md.log" && t_ok "md: md's shrink cut off mid-reshape" ||
     t_fail "md: md's shrink cut off mid-reshape" "$(tail -5 "$t_tmp/md.log")"
 x=$(mdadm --examine "$d/m0.img" 2>&1)

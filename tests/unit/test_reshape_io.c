@@ -199,6 +199,20 @@ static void stopped_positions(int level, int nold, int nnew, struct rng *r)
 
 /* ---- online --------------------------------------------------------------------- */
 
+/* After a shrink's end: closed, then opened from its n members alone, the
+ * same bytes. */
+static void reopen_members(struct uraid_array *a, const struct setup *s, int n)
+{
+    char why[256];
+    CHECK(uraid_close(a) == 0, "close");
+    int rc = uraid_open(s->paths, n, NULL, &a, why, sizeof why);
+    CHECK(rc == 0, "open the %d members after the end: %s", n, why);
+    if (rc == 0) {
+        compare(a, s, "reopened after the end");
+        uraid_close(a);
+    }
+}
+
 struct writer {
     struct uraid_array *a;
     struct setup *s;
@@ -404,14 +418,7 @@ static void shrink_positions(int level, int nold, struct rng *r, uint64_t seed)
             spares += info.member[m].slot < 0 && info.member[m].state == URAID_MEMBER_SPARE;
         CHECK(info.raid_devices == N && spares == 1, "%d raid devices, %d spares after the job", info.raid_devices,
               spares);
-        CHECK(uraid_close(a) == 0, "close");
-        a = NULL;
-        rc = uraid_open(s.paths, N, NULL, &a, why, sizeof why);
-        CHECK(rc == 0, "open the %d members after the end: %s", N, why);
-        if (rc == 0) {
-            compare(a, &s, "reopened after the end");
-            uraid_close(a);
-        }
+        reopen_members(a, &s, N);
     }
     drop_setup(&s);
     harness_end();
@@ -473,14 +480,7 @@ static void online_shrink(int level, struct rng *r, uint64_t seed)
         struct uraid_array_info info;
         uraid_get_info(a, &info);
         CHECK(info.raid_devices == 4, "%d raid devices after the end", info.raid_devices);
-        CHECK(uraid_close(a) == 0, "close");
-        a = NULL;
-        rc = uraid_open(s.paths, 4, NULL, &a, why, sizeof why);
-        CHECK(rc == 0, "open the 4 members after the end: %s", why);
-        if (rc == 0) {
-            compare(a, &s, "reopened after the end");
-            uraid_close(a);
-        }
+        reopen_members(a, &s, 4);
     }
     drop_setup(&s);
     harness_end();
