@@ -82,8 +82,13 @@ struct grow_bufs {
     uint8_t *old[URAID_MAX_MEMBERS], *new[URAID_MAX_MEMBERS], *zero;
     uint64_t max_stripes;
     struct io_engine *io; /* every member's part of a window runs at once */
+    /* The offline copy reads the next window's old rows [ahead_r0, ahead_r1)
+     * into ahead[] while it builds and writes the current one (NULL: no
+     * read-ahead; the online job's windows are locked one at a time). */
+    uint8_t *ahead[URAID_MAX_MEMBERS];
+    uint64_t ahead_r0, ahead_r1; /* empty when equal */
 };
-int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b);
+int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b, int with_ahead);
 void grow_bufs_free(struct grow_bufs *b);
 
 /* New stripes [pos / stripe_data, + w): the old rows read, the new stripes

@@ -35,6 +35,7 @@
  * tests/unit/test_reshape_geom.c replays this order on a model and checks
  * every write against what a restart would read. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,13 +61,14 @@ void grow_bufs_free(struct grow_bufs *b)
     for (int m = 0; m < URAID_MAX_MEMBERS; m++) {
         free(b->old[m]);
         free(b->new[m]);
+        free(b->ahead[m]);
     }
     free(b->zero);
     if (b->io)
         io_engine_destroy(b->io);
 }
 
-int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b)
+int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b, int with_ahead)
 {
     size_t ub = (size_t)g->unit * SECTOR, cb = (size_t)g->to.chunk_sectors * SECTOR;
     b->max_stripes = WINDOW_BYTES / ub ? WINDOW_BYTES / ub : 1;
@@ -75,7 +77,8 @@ int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b)
     /* old rows a window spans: its data over from_k per row, plus the partial old units at both ends */
     size_t old_units = (size_t)(b->max_stripes * (uint64_t)g->to_k / (uint64_t)g->from_k + 2);
     for (int m = 0; m < g->from.raid_disks; m++)
-        if (!(b->old[m] = aligned_alloc(4096, old_units * ub)))
+        if (!(b->old[m] = aligned_alloc(4096, old_units * ub)) ||
+            (with_ahead && !(b->ahead[m] = aligned_alloc(4096, old_units * ub))))
             return -ENOMEM;
     for (int m = 0; m < g->to.raid_disks; m++)
         if (!(b->new[m] = aligned_alloc(4096, (size_t)b->max_stripes * ub)))
@@ -100,20 +103,62 @@ static int run_all(struct grow_bufs *b, struct io_op *ops, int n, int *bad)
     return rc;
 }
 
-/* Reads old rows [r0, r1) of every old member into b->old. */
-static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
+/* Reads old rows [r0, r1) of every old member into bufs; the first member
+ * that failed in *bad. */
+static int read_rows(struct grow *gr, struct grow_bufs *b, uint8_t **bufs, uint64_t r0, uint64_t r1, int *bad)
 {
     struct io_op ops[URAID_MAX_MEMBERS];
-    int n = gr->g.from.raid_disks, bad = 0;
+    int n = gr->g.from.raid_disks;
     for (int m = 0; m < n; m++)
-        ops[m] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = b->old[m],
+        ops[m] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = bufs[m],
                                 .len = (size_t)(r1 - r0) * SECTOR, .offset = (gr->old_off + r0) * SECTOR};
-    int rc = run_all(b, ops, n, &bad);
+    return run_all(b, ops, n, bad);
+}
+
+static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
+{
+    int bad = 0, rc = read_rows(gr, b, b->old, r0, r1, &bad);
     if (rc)
         uraid_why(gr->why, gr->whylen, "member %s: read error at sector %llu: %s (nothing past the last recorded "
                   "position was lost; fix the member and run the grow again)", gr->name[gr->at[bad]],
                   (unsigned long long)(gr->old_off + r0), uraid_strerror(rc));
     return rc;
+}
+
+/* The old rows [*r0, *r1) that the w units at pos are made of (none past
+ * the old data). */
+static void window_rows(const struct reshape_geom *g, uint64_t pos, uint64_t w, uint64_t *r0, uint64_t *r1)
+{
+    uint64_t u = g->unit, osd = (uint64_t)g->from_k * u, old_total = reshape_from_sectors(g);
+    uint64_t end = pos + w * reshape_stripe_data(g);
+    *r0 = *r1 = 0;
+    if (pos < old_total) {
+        uint64_t e = end < old_total ? end : old_total;
+        *r0 = pos / osd * u;
+        *r1 = (e + osd - 1) / osd * u;
+    }
+}
+
+/* The window's old rows in b->old, from the read-ahead when it holds them
+ * (the buffers swap), else read now; *base is the row b->old starts at. */
+static int window_read(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w, uint64_t *base)
+{
+    uint64_t r0, r1;
+    window_rows(&gr->g, pos, w, &r0, &r1);
+    *base = r0;
+    if (r0 == r1)
+        return 0;
+    if (b->ahead_r0 <= r0 && r1 <= b->ahead_r1) {
+        for (int m = 0; m < gr->g.from.raid_disks; m++) {
+            uint8_t *t = b->old[m];
+            b->old[m] = b->ahead[m];
+            b->ahead[m] = t;
+        }
+        *base = b->ahead_r0;
+        b->ahead_r0 = b->ahead_r1 = 0;
+        return 0;
+    }
+    return read_old(gr, b, r0, r1);
 }
 
 /* New stripe t (at byte off of the window's buffers): data from the old rows
@@ -150,24 +195,16 @@ static int build_stripe(struct grow *gr, struct grow_bufs *b, uint64_t t, size_t
     return uraid_gen_p(sm.nslots, cb, data, b->new[sm.p_disk] + off);
 }
 
-/* Units [pos / stripe_data, + w): read, build, write. */
-int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
+/* Units [pos / stripe_data, + w) built from the old rows in b->old (which
+ * start at row base) and written. */
+static int window_write(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w, uint64_t base)
 {
     const struct reshape_geom *g = &gr->g;
     uint32_t u = g->unit, c = g->to.chunk_sectors;
-    uint64_t sd = reshape_stripe_data(g), osd = (uint64_t)g->from_k * u;
-    uint64_t old_total = reshape_from_sectors(g), t0 = pos / sd, end = pos + w * sd, r0 = 0, r1 = 0;
-    if (pos < old_total) {
-        uint64_t e = end < old_total ? end : old_total;
-        r0 = pos / osd * u;
-        r1 = (e + osd - 1) / osd * u;
-        int rc = read_old(gr, b, r0, r1);
-        if (rc)
-            return rc;
-    }
+    uint64_t t0 = pos / reshape_stripe_data(g);
     uint64_t s0 = t0 * u / c, s1 = (t0 + w) * u / c; /* the new stripes of these units */
     for (uint64_t s = s0; s < s1; s++) {
-        int rc = build_stripe(gr, b, s, (size_t)(s - s0) * c * SECTOR, r0);
+        int rc = build_stripe(gr, b, s, (size_t)(s - s0) * c * SECTOR, base);
         if (rc)
             return uraid_why(gr->why, gr->whylen, "stripe %llu: %s", (unsigned long long)s, uraid_strerror(rc)), rc;
     }
@@ -185,10 +222,79 @@ int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_
     return rc;
 }
 
+/* Units [pos / stripe_data, + w): read, build, write. */
+int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
+{
+    uint64_t base;
+    int rc = window_read(gr, b, pos, w, &base);
+    return rc ? rc : window_write(gr, b, pos, w, base);
+}
+
+/* The offline copy's read-ahead: while a window is built and written, a
+ * thread reads the old rows of the window after it, as large as a
+ * checkpoint would allow. Safe at any moment: the rows a window reads
+ * depend only on its position, and lie where no write since the recorded
+ * position lands (the file comment), the next window's included. A guess
+ * that does not cover the next window (a stop, an error) is dropped. */
+struct read_ahead {
+    pthread_t thread;
+    int running, rc;
+    struct grow *gr;
+    struct grow_bufs *b;
+    uint64_t r0, r1;
+};
+
+static void *read_ahead_run(void *arg)
+{
+    struct read_ahead *ra = arg;
+    int bad;
+    ra->rc = read_rows(ra->gr, ra->b, ra->b->ahead, ra->r0, ra->r1, &bad);
+    return NULL;
+}
+
+/* Starts reading the window after the w units at start. */
+static void read_ahead_start(struct read_ahead *ra, struct grow *gr, struct grow_bufs *b, uint64_t start, uint64_t w)
+{
+    const struct reshape_geom *g = &gr->g;
+    uint64_t sd = reshape_stripe_data(g), next = g->backwards ? start : start + w * sd, nw;
+    ra->running = 0;
+    b->ahead_r0 = b->ahead_r1 = 0;
+    if (!b->ahead[0] || reshape_next(g, next, next, b->max_stripes, &nw) != RESHAPE_COPY)
+        return;
+    window_rows(g, g->backwards ? next - nw * sd : next, nw, &ra->r0, &ra->r1);
+    ra->gr = gr, ra->b = b;
+    if (ra->r0 < ra->r1 && pthread_create(&ra->thread, NULL, read_ahead_run, ra) == 0)
+        ra->running = 1;
+}
+
+static void read_ahead_finish(struct read_ahead *ra, struct grow_bufs *b)
+{
+    if (!ra->running)
+        return;
+    pthread_join(ra->thread, NULL);
+    ra->running = 0;
+    if (ra->rc == 0)
+        b->ahead_r0 = ra->r0, b->ahead_r1 = ra->r1;
+}
+
+/* One window of the offline copy, with the next one read meanwhile. */
+static int copy_window_ahead(struct grow *gr, struct grow_bufs *b, uint64_t start, uint64_t w)
+{
+    struct read_ahead ra;
+    uint64_t base;
+    int rc = window_read(gr, b, start, w, &base);
+    if (rc)
+        return rc;
+    read_ahead_start(&ra, gr, b, start, w);
+    rc = window_write(gr, b, start, w, base);
+    read_ahead_finish(&ra, b);
+    return rc;
+}
+
 int grow_copy(struct grow *gr)
 {
     struct grow_bufs b = {0};
-    int rc = grow_bufs_alloc(&gr->g, &b);
+    int rc = grow_bufs_alloc(&gr->g, &b, 1);
     if (rc)
         uraid_why(gr->why, gr->whylen, "cannot set up the reshape's buffers and I/O: %s", uraid_strerror(rc));
     uint64_t every = gr->p->checkpoint_ms ? gr->p->checkpoint_ms : 1000, last = now_ms();
@@ -218,7 +324,7 @@ int grow_copy(struct grow *gr)
             continue;
         }
         /* backwards the window ends at pos: its units lie below */
-        rc = grow_copy_window(gr, &b, back ? gr->pos - w * sd : gr->pos, w);
+        rc = copy_window_ahead(gr, &b, back ? gr->pos - w * sd : gr->pos, w);
         if (rc == 0) {
             gr->pos = back ? gr->pos - w * sd : gr->pos + w * sd;
             if (gr->p->progress)

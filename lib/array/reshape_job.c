@@ -194,7 +194,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     }
     gr->why = st->why;
     gr->whylen = sizeof st->why;
-    int rc = grow_bufs_alloc(&gr->g, &st->b);
+    int rc = grow_bufs_alloc(&gr->g, &st->b, 0);
     if (rc) {
         grow_bufs_free(&st->b);
         free(st);
