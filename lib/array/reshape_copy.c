@@ -103,16 +103,50 @@ static int run_all(struct grow_bufs *b, struct io_op *ops, int n, int *bad)
     return rc;
 }
 
-/* Reads old rows [r0, r1) of every old member into bufs; the first member
- * that failed in *bad. */
+/* Reads the data chunks of old rows [r0, r1) of every old member into bufs
+ * (each at its row's place); the first member that failed in *bad. The old
+ * parity is not read: the new stripes' parity is computed from the data
+ * (md's reshape reads only the data blocks too), and a RAID-5 of n members
+ * reads n/(n-1) less. */
 static int read_rows(struct grow *gr, struct grow_bufs *b, uint8_t **bufs, uint64_t r0, uint64_t r1, int *bad)
 {
-    struct io_op ops[URAID_MAX_MEMBERS];
-    int n = gr->g.from.raid_disks;
-    for (int m = 0; m < n; m++)
-        ops[m] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = bufs[m],
-                                .len = (size_t)(r1 - r0) * SECTOR, .offset = (gr->old_off + r0) * SECTOR};
-    return run_all(b, ops, n, bad);
+    const struct layout_geom *from = &gr->g.from;
+    int n = from->raid_disks, nops = 0, rc = 0;
+    uint32_t c = from->chunk_sectors;
+    uint64_t s0 = r0 / c, s1 = (r1 + c - 1) / c;
+    struct io_op *ops = calloc((size_t)n * (size_t)(s1 - s0 + 1), sizeof *ops);
+    int *who = calloc((size_t)n * (size_t)(s1 - s0 + 1), sizeof *who);
+    if (!ops || !who) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int m = 0; m < n; m++) {
+        uint64_t lo = r0, hi = r0; /* the extent being gathered: [lo, hi) */
+        for (uint64_t st = s0; st <= s1; st++) {
+            uint64_t a = st * c > r0 ? st * c : r0, e = (st + 1) * c < r1 ? (st + 1) * c : r1;
+            struct stripe_map sm;
+            int data = st < s1 && (rc = layout_stripe(from, st, &sm)) == 0 && sm.disk_role[m] >= 0;
+            if (rc)
+                goto out;
+            if (data && a == hi) {
+                hi = e;
+                continue;
+            }
+            if (hi > lo) {
+                ops[nops] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = bufs[m] + (lo - r0) * SECTOR,
+                                           .len = (size_t)(hi - lo) * SECTOR, .offset = (gr->old_off + lo) * SECTOR};
+                who[nops++] = m;
+            }
+            lo = a, hi = data ? e : a;
+        }
+    }
+    rc = run_all(b, ops, nops, bad);
+    if (rc)
+        *bad = who[*bad];
+out:
+    free(ops);
+    free(who);
+    return rc;
 }
 
 static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
@@ -247,7 +281,7 @@ struct read_ahead {
 static void *read_ahead_run(void *arg)
 {
     struct read_ahead *ra = arg;
-    int bad;
+    int bad = 0;
     ra->rc = read_rows(ra->gr, ra->b, ra->b->ahead, ra->r0, ra->r1, &bad);
     return NULL;
 }
