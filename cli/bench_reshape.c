@@ -11,6 +11,11 @@
  * D', and a member does one request at a time. So an old member has
  * D / n + D' / (n + 1 - p) bytes to move at its measured rate, and that is
  * the least time the grow can take; ratio = that time / the grow's time.
+ * With --shrink (N + 1 members to N, md's backwards reshape; the member
+ * size is cut by one chunk for its room and the array keeps D' = what N
+ * members then hold): each old member reads D' / (N + 1) of data and each
+ * staying member writes D' / (N - p), the least time being D' / (N + 1) +
+ * D' / (N - p) at the member rate.
  * Goal (issue 12): >= 0.8. (Before 2026-12-02's third session the limit
  * left the new space out: D / (n + 1 - p), ratios 6/7 of today's for a
  * RAID-5 4 -> 5.)
@@ -30,17 +35,34 @@
 #define MiB (1024u * 1024u)
 
 struct gopts {
-    int level, members, runs, json;
+    int level, members, runs, json, shrink;
     uint64_t member_bytes;
     const char *rate, *dir;
 };
 
 
-/* One grow from o->members to o->members + 1: its time in seconds, the
- * array's bytes before in *data. */
-static double one_grow(const struct gopts *o, char paths[][256], double *data, int *status)
+/* The array sectors a shrink of the array on member p[0] to `to` members
+ * keeps: the member size cut by one chunk (room for the backwards reshape,
+ * as uraid grow cuts it), in whole chunks, times the data members. */
+static uint64_t shrink_keeps(const struct gopts *o, const char *member, int to)
 {
-    int n = o->members;
+    struct uraid_examine ex;
+    char why[512];
+    if (uraid_examine(member, &ex, why, sizeof why)) {
+        cli_error("bench reshape", "%s", why);
+        return 0;
+    }
+    uint64_t c = ex.chunk_bytes / 512, used = ex.used_dev_sectors ? ex.used_dev_sectors : ex.avail_dev_sectors;
+    uint64_t per = used / c * c;
+    return per > c ? (per - c) * (uint64_t)(to - (o->level == 6 ? 2 : 1)) : 0;
+}
+
+/* One reshape: a grow from o->members to o->members + 1, or with
+ * o->shrink from o->members + 1 to o->members. Its time in seconds; the
+ * array's bytes before the grow (kept by the shrink) in *data. */
+static double one_reshape(const struct gopts *o, char paths[][256], double *data, int *status)
+{
+    int n = o->members, created = o->shrink ? n + 1 : n;
     const char *p[URAID_MAX_MEMBERS], *sim[URAID_MAX_MEMBERS];
     char spec[64];
     snprintf(spec, sizeof spec, "throttle=%s", o->rate);
@@ -49,27 +71,47 @@ static double one_grow(const struct gopts *o, char paths[][256], double *data, i
         sim[i] = spec;
     }
     /* a grow keeps no bitmap or PPL (md reshapes neither): resync policy */
-    struct uraid_create_params cp = {.level = o->level, .raid_devices = n, .chunk_bytes = 512 * 1024, .layout = -1,
-                                     .name = "bench", .assume_clean = 1,
+    struct uraid_create_params cp = {.level = o->level, .raid_devices = created, .chunk_bytes = 512 * 1024,
+                                     .layout = -1, .name = "bench", .assume_clean = 1,
                                      .consistency_policy = URAID_POLICY_RESYNC};
     char why[512];
-    if (uraid_create(p, n, &cp, 1, why, sizeof why)) {
+    if (uraid_create(p, created, &cp, 1, why, sizeof why)) {
         cli_error("bench reshape", "%s", why);
         *status = 1;
         return 0;
     }
-    struct uraid_grow_params gp = {.raid_devices = n + 1, .member_sim = sim};
+    struct uraid_grow_params gp = {.raid_devices = o->shrink ? n : n + 1, .member_sim = sim};
+    if (o->shrink && !(gp.array_sectors = shrink_keeps(o, p[0], n))) {
+        *status = 1;
+        return 0;
+    }
     struct uraid_grow_result res;
     double t0 = bench_now_s();
-    int rc = uraid_grow_members(p, n, p + n, 1, &gp, &res, why, sizeof why);
+    int rc = o->shrink ? uraid_grow_members(p, n + 1, NULL, 0, &gp, &res, why, sizeof why)
+                       : uraid_grow_members(p, n, p + n, 1, &gp, &res, why, sizeof why);
     double t = bench_now_s() - t0;
     if (rc) {
         cli_error("bench reshape", "%s", why);
         *status = 1;
         return 0;
     }
-    *data = (double)res.from_sectors * 512;
+    *data = (double)(o->shrink ? res.to_sectors : res.from_sectors) * 512;
     return t;
+}
+
+/* The least time the members allow (the file comment): bytes per member
+ * at the raw rate. */
+static double member_limit_s(const struct gopts *o, double data, double raw_mbps)
+{
+    int n = o->members, par = o->level == 6 ? 2 : 1;
+    double per_member;
+    if (o->shrink) { /* read the kept data from n + 1 members, write it to n */
+        per_member = data / (n + 1) + data / (n - par);
+    } else {
+        double grown = data * (n + 1 - par) / (n - par); /* the same members, one more of them */
+        per_member = data / n + grown / (n + 1 - par);
+    }
+    return per_member / 1e6 / raw_mbps;
 }
 
 static int parse(int argc, char **argv, struct gopts *o)
@@ -79,6 +121,8 @@ static int parse(int argc, char **argv, struct gopts *o)
         uint64_t bytes;
         if (!strcmp(a, "--json")) {
             o->json = 1;
+        } else if (!strcmp(a, "--shrink")) {
+            o->shrink = 1;
         } else if (!strcmp(a, "--level") && v) {
             o->level = atoi(v);
             i++;
@@ -98,10 +142,11 @@ static int parse(int argc, char **argv, struct gopts *o)
             o->member_bytes = bytes;
             i++;
         } else {
-            printf("usage: uraid bench reshape [--level 5|6] [--members N] [--size BYTES] [--rate RATE] [--runs N]\n"
-                   "                           [--dir DIR] [--json]\n"
-                   "  grows a RAID-5/6 of N members (default 4) by one, every member throttled to RATE\n"
-                   "  (default 150M), beside the read+write rate of one such member measured in the same run.\n");
+            printf("usage: uraid bench reshape [--level 5|6] [--members N] [--shrink] [--size BYTES] [--rate RATE]\n"
+                   "                           [--runs N] [--dir DIR] [--json]\n"
+                   "  grows a RAID-5/6 of N members (default 4) by one (--shrink: shrinks one of N + 1 to N),\n"
+                   "  every member throttled to RATE (default 150M), beside the read+write rate of one such\n"
+                   "  member measured in the same run.\n");
             return strcmp(a, "--help") && strcmp(a, "-h") ? 2 : 0;
         }
     }
@@ -122,7 +167,7 @@ int bench_reshape(int argc, char **argv)
     if (cli_setup_parity("bench reshape"))
         return 1;
     char paths[URAID_MAX_MEMBERS + 1][256];
-    int status = 0, n = o.members, par = o.level == 6 ? 2 : 1;
+    int status = 0, n = o.members;
     for (int i = 0; i <= n && status == 0; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/uraid-bench-reshape-%d-%d.img", o.dir, (int)getpid(), i);
         if (bench_make_file(paths[i], o.member_bytes)) {
@@ -134,11 +179,10 @@ int bench_reshape(int argc, char **argv)
     int runs = 0;
     for (int r = 0; r < o.runs && status == 0; r++) {
         raw[r] = bench_member_rate(paths[n], o.rate, o.member_bytes - 8 * MiB, 1);
-        double data = 0, t = one_grow(&o, paths, &data, &status);
+        double data = 0, t = one_reshape(&o, paths, &data, &status);
         if (status || t <= 0 || raw[r] <= 0)
             break;
-        double grown = data * (n + 1 - par) / (n - par); /* the same members, one more of them */
-        double per_member = data / n + grown / (n + 1 - par), limit = per_member / 1e6 / raw[r];
+        double limit = member_limit_s(&o, data, raw[r]);
         speed[r] = data / 1e6 / t;
         ratio[r] = limit / t;
         runs++;
@@ -157,11 +201,11 @@ int bench_reshape(int argc, char **argv)
     if (o.json)
         printf("{\"bench\": \"reshape\", \"level\": %d, \"from\": %d, \"to\": %d, \"rate\": \"%s\", \"member_bytes\": "
                "%llu, \"array_mbps\": %.1f, \"raw_member_mbps\": %.1f, \"ratio\": %.3f}\n",
-               o.level, n, n + 1, o.rate, (unsigned long long)o.member_bytes, speed[runs / 2], raw[runs / 2],
+               o.level, o.shrink ? n + 1 : n, o.shrink ? n : n + 1, o.rate, (unsigned long long)o.member_bytes, speed[runs / 2], raw[runs / 2],
                ratio[runs / 2]);
     else
         printf("reshape RAID-%d %d -> %d members, members throttled to %s: median %.1f MB/s of array data, raw member "
                "%.1f MB/s, ratio to the members' limit %.2f (goal 0.80)\n",
-               o.level, n, n + 1, o.rate, speed[runs / 2], raw[runs / 2], ratio[runs / 2]);
+               o.level, o.shrink ? n + 1 : n, o.shrink ? n : n + 1, o.rate, speed[runs / 2], raw[runs / 2], ratio[runs / 2]);
     return 0;
 }
