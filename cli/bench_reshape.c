@@ -21,6 +21,7 @@
  * RAID-5 4 -> 5.)
  * Members are tmpfs files (--dir, default /dev/shm). */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +30,14 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "uraid.h"
 #include "uraid_admin.h"
 #include "uraid_grow.h"
 
 #define MiB (1024u * 1024u)
 
 struct gopts {
-    int level, members, runs, json, shrink;
+    int level, members, runs, json, shrink, online;
     uint64_t member_bytes;
     const char *rate, *dir;
 };
@@ -99,6 +101,98 @@ static double one_reshape(const struct gopts *o, char paths[][256], double *data
     return t;
 }
 
+/* --online: user reads beside the reshape. READERS threads read 64 KiB at
+ * random places of the array, one request each at a time. */
+#define READERS 4
+#define READ_BYTES (64u * 1024u)
+
+struct reader {
+    struct uraid_array *a;
+    uint64_t blocks;       /* of READ_BYTES in the array */
+    volatile int *stop;
+    uint64_t bytes;        /* read so far (atomic) */
+    unsigned seed;
+    pthread_t thread;
+};
+
+static void *reader_run(void *arg)
+{
+    struct reader *r = arg;
+    void *buf = aligned_alloc(4096, READ_BYTES);
+    while (buf && !*r->stop) {
+        uint64_t off = (uint64_t)rand_r(&r->seed) % r->blocks * READ_BYTES;
+        if (uraid_read(r->a, buf, READ_BYTES, off) == 0)
+            __atomic_add_fetch(&r->bytes, READ_BYTES, __ATOMIC_RELAXED);
+    }
+    free(buf);
+    return NULL;
+}
+
+static uint64_t readers_bytes(struct reader *r)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < READERS; i++)
+        sum += __atomic_load_n(&r[i].bytes, __ATOMIC_RELAXED);
+    return sum;
+}
+
+/* The grow of one_reshape on the open array while READERS read: the
+ * reshape's time; the readers' MB/s before it (2 s) and during it. The
+ * background speed floor is lifted (md keeps 1 MB/s per member under user
+ * I/O, sync_speed_min): this measures what the two cost each other. */
+static double one_online(const struct gopts *o, char paths[][256], double *data, double *before, double *during,
+                         int *status)
+{
+    int n = o->members;
+    const char *p[URAID_MAX_MEMBERS], *sim[URAID_MAX_MEMBERS];
+    char spec[64], why[512];
+    snprintf(spec, sizeof spec, "throttle=%s", o->rate);
+    for (int i = 0; i <= n; i++)
+        p[i] = paths[i], sim[i] = spec;
+    struct uraid_create_params cp = {.level = o->level, .raid_devices = n, .chunk_bytes = 512 * 1024, .layout = -1,
+                                     .name = "bench", .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
+    struct uraid_open_params op = {.member_sim = sim, .sync_speed_min_kib = 100ull << 20};
+    struct uraid_array *a = NULL;
+    if (uraid_create(p, n, &cp, 1, why, sizeof why) || uraid_open(p, n, &op, &a, why, sizeof why)) {
+        cli_error("bench reshape", "%s", why);
+        *status = 1;
+        return 0;
+    }
+    *data = (double)uraid_size(a);
+    volatile int stop = 0;
+    struct reader rd[READERS];
+    for (int i = 0; i < READERS; i++) {
+        rd[i] = (struct reader){.a = a, .blocks = uraid_size(a) / READ_BYTES, .stop = &stop, .seed = 7u + (unsigned)i};
+        pthread_create(&rd[i].thread, NULL, reader_run, &rd[i]);
+    }
+    double t0 = bench_now_s();
+    uint64_t b0 = readers_bytes(rd);
+    usleep(2000 * 1000);
+    double t1 = bench_now_s();
+    uint64_t b1 = readers_bytes(rd);
+    const char *added[1] = {p[n]};
+    int rc = uraid_grow_online(a, n + 1, added, 1, why, sizeof why);
+    struct uraid_job_status st = {0};
+    while (rc == 0 && uraid_job_status(a, &st) == 0 && st.running)
+        usleep(20 * 1000);
+    double t2 = bench_now_s();
+    uint64_t b2 = readers_bytes(rd);
+    stop = 1;
+    for (int i = 0; i < READERS; i++)
+        pthread_join(rd[i].thread, NULL);
+    if (rc == 0 && st.result)
+        rc = st.result, snprintf(why, sizeof why, "%s", st.why);
+    int crc = uraid_close(a);
+    if (rc || crc) {
+        cli_error("bench reshape", "%s", rc ? why : uraid_strerror(crc));
+        *status = 1;
+        return 0;
+    }
+    *before = (double)(b1 - b0) / 1e6 / (t1 - t0);
+    *during = (double)(b2 - b1) / 1e6 / (t2 - t1);
+    return t2 - t1;
+}
+
 /* The least time the members allow (the file comment): bytes per member
  * at the raw rate. */
 static double member_limit_s(const struct gopts *o, double data, double raw_mbps)
@@ -123,6 +217,8 @@ static int parse(int argc, char **argv, struct gopts *o)
             o->json = 1;
         } else if (!strcmp(a, "--shrink")) {
             o->shrink = 1;
+        } else if (!strcmp(a, "--online")) {
+            o->online = 1;
         } else if (!strcmp(a, "--level") && v) {
             o->level = atoi(v);
             i++;
@@ -142,16 +238,21 @@ static int parse(int argc, char **argv, struct gopts *o)
             o->member_bytes = bytes;
             i++;
         } else {
-            printf("usage: uraid bench reshape [--level 5|6] [--members N] [--shrink] [--size BYTES] [--rate RATE]\n"
-                   "                           [--runs N] [--dir DIR] [--json]\n"
-                   "  grows a RAID-5/6 of N members (default 4) by one (--shrink: shrinks one of N + 1 to N),\n"
-                   "  every member throttled to RATE (default 150M), beside the read+write rate of one such\n"
-                   "  member measured in the same run.\n");
+            printf("usage: uraid bench reshape [--level 5|6] [--members N] [--shrink | --online] [--size BYTES]\n"
+                   "                           [--rate RATE] [--runs N] [--dir DIR] [--json]\n"
+                   "  grows a RAID-5/6 of N members (default 4) by one (--shrink: shrinks one of N + 1 to N;\n"
+                   "  --online: grows it while it is open, with 4 threads reading 64 KiB at random before and\n"
+                   "  during the reshape), every member throttled to RATE (default 150M), beside the\n"
+                   "  read+write rate of one such member measured in the same run.\n");
             return strcmp(a, "--help") && strcmp(a, "-h") ? 2 : 0;
         }
     }
     if ((o->level != 5 && o->level != 6) || o->members < 3 || o->members > 31 || o->runs < 1 || o->runs > 9) {
         cli_error("bench reshape", "need --level 5 or 6, 3..31 members, 1..9 runs");
+        return 2;
+    }
+    if (o->online && o->shrink) {
+        cli_error("bench reshape", "--online measures a grow: give --online or --shrink, not both");
         return 2;
     }
     return -1;
@@ -175,11 +276,12 @@ int bench_reshape(int argc, char **argv)
             status = 1;
         }
     }
-    double ratio[9], speed[9], raw[9];
+    double ratio[9], speed[9], raw[9], before[9], during[9];
     int runs = 0;
     for (int r = 0; r < o.runs && status == 0; r++) {
         raw[r] = bench_member_rate(paths[n], o.rate, o.member_bytes - 8 * MiB, 1);
-        double data = 0, t = one_reshape(&o, paths, &data, &status);
+        double data = 0, t = o.online ? one_online(&o, paths, &data, &before[r], &during[r], &status)
+                                      : one_reshape(&o, paths, &data, &status);
         if (status || t <= 0 || raw[r] <= 0)
             break;
         double limit = member_limit_s(&o, data, raw[r]);
@@ -190,6 +292,9 @@ int bench_reshape(int argc, char **argv)
             printf("  run %d: %.0f MB of data moved in %.2f s (%.1f MB/s of array data); member limit %.2f s "
                    "(raw member %.1f MB/s read+write); ratio %.2f\n",
                    r + 1, data / 1e6, t, speed[r], limit, raw[r], ratio[r]);
+        if (!o.json && o.online)
+            printf("         user reads (%d x 64 KiB random): %.1f MB/s before, %.1f MB/s during the reshape (%.2f)\n",
+                   READERS, before[r], during[r], before[r] > 0 ? during[r] / before[r] : 0);
     }
     for (int i = 0; i <= n; i++)
         unlink(paths[i]);
@@ -198,14 +303,23 @@ int bench_reshape(int argc, char **argv)
     qsort(ratio, (size_t)runs, sizeof ratio[0], bench_cmp_double);
     qsort(speed, (size_t)runs, sizeof speed[0], bench_cmp_double);
     qsort(raw, (size_t)runs, sizeof raw[0], bench_cmp_double);
-    if (o.json)
-        printf("{\"bench\": \"reshape\", \"level\": %d, \"from\": %d, \"to\": %d, \"rate\": \"%s\", \"member_bytes\": "
-               "%llu, \"array_mbps\": %.1f, \"raw_member_mbps\": %.1f, \"ratio\": %.3f}\n",
-               o.level, o.shrink ? n + 1 : n, o.shrink ? n : n + 1, o.rate, (unsigned long long)o.member_bytes, speed[runs / 2], raw[runs / 2],
-               ratio[runs / 2]);
-    else
-        printf("reshape RAID-%d %d -> %d members, members throttled to %s: median %.1f MB/s of array data, raw member "
+    qsort(before, (size_t)runs, sizeof before[0], bench_cmp_double);
+    qsort(during, (size_t)runs, sizeof during[0], bench_cmp_double);
+    int from = o.shrink ? n + 1 : n, to = o.shrink ? n : n + 1, mid = runs / 2;
+    if (o.json) {
+        printf("{\"bench\": \"reshape\", \"mode\": \"%s\", \"level\": %d, \"from\": %d, \"to\": %d, \"rate\": \"%s\", "
+               "\"member_bytes\": %llu, \"array_mbps\": %.1f, \"raw_member_mbps\": %.1f, \"ratio\": %.3f",
+               o.online ? "online" : "offline", o.level, from, to, o.rate, (unsigned long long)o.member_bytes,
+               speed[mid], raw[mid], ratio[mid]);
+        if (o.online)
+            printf(", \"user_mbps_before\": %.1f, \"user_mbps_during\": %.1f", before[mid], during[mid]);
+        printf("}\n");
+    } else {
+        printf("reshape RAID-%d %d -> %d members%s, members throttled to %s: median %.1f MB/s of array data, raw member "
                "%.1f MB/s, ratio to the members' limit %.2f (goal 0.80)\n",
-               o.level, o.shrink ? n + 1 : n, o.shrink ? n : n + 1, o.rate, speed[runs / 2], raw[runs / 2], ratio[runs / 2]);
+               o.level, from, to, o.online ? " online" : "", o.rate, speed[mid], raw[mid], ratio[mid]);
+        if (o.online)
+            printf("user reads: median %.1f MB/s before, %.1f MB/s during the reshape\n", before[mid], during[mid]);
+    }
     return 0;
 }
