@@ -487,28 +487,26 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
     free(w->buf);
 }
 
-/* The batch w[0..nw) written side by side, then flushed side by side,
- * after the members that departed parts wrote; each log let go. */
+/* The batch w[0..nw) written side by side with FUA, after the members
+ * that departed parts wrote are flushed; each log let go. A FUA write (md
+ * writes its PPL with REQ_FUA) makes only itself durable: one request
+ * instead of a write and a flush, and it is counted as no flush
+ * (ppl_flush.c), so the departed writes still need flush_departed's. */
 static int run_batch(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed)
 {
     struct ppl_log *L = a->ppl;
     struct io_op ops[PPL_MAX_SLOTS];
-    int fres[PPL_MAX_SLOTS], rc = 0;
-    uint64_t written = 0;
+    int rc = 0;
     if (!nw)
         return 0;
     flush_departed(a, departed);
     for (int i = 0; i < nw; i++)
         ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
-                                .offset = L->m[w[i].s].start * SECTOR + w[i].off};
+                                .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
     io_engine_run(a->io, ops, nw);
-    for (int i = 0; i < nw; i++)
-        written |= ops[i].result ? 0 : 1ull << w[i].s;
-    ppl_flush(a, written, fres);
     for (int i = 0; i < nw; i++) {
-        int r = ops[i].result ? ops[i].result : fres[w[i].s];
-        rc = rc ? rc : r;
-        finish_header(a, &w[i], r);
+        rc = rc ? rc : ops[i].result;
+        finish_header(a, &w[i], ops[i].result);
     }
     return rc;
 }
