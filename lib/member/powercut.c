@@ -197,7 +197,11 @@ static int replay(struct pc_member *pm, const struct pc_write *w, struct powercu
 {
     const struct powercut_domain *d = pm->d;
     uint64_t h = write_hash(d->seed, pm->ix, w->seq);
-    enum fate f = w->old && !w->durable ? fate_of(h, d->keep_pct, d->tear_pct) : KEEP;
+    if (w->durable) {
+        st->cut_durable++;
+        return put_part(pm, w, 0, w->len);
+    }
+    enum fate f = w->old ? fate_of(h, d->keep_pct, d->tear_pct) : KEEP;
     if (f == DROP) {
         st->cut_dropped++;
         return 0;

@@ -71,6 +71,7 @@ struct powercut_stats {
     /* at the cut: remembered writes kept, dropped, torn, and sectors of
      * torn writes that survived / were lost */
     uint64_t cut_kept, cut_dropped, cut_torn;
+    uint64_t cut_durable;              /* completed FUA writes put back (never dropped or torn) */
     uint64_t torn_sectors_kept, torn_sectors_lost;
     uint64_t cut_errors;               /* inner I/O errors while applying the cut */
 };

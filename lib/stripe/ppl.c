@@ -421,11 +421,12 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
     }
     struct ppl_part *gone = NULL;
     ppl_sweep(L, m, 0, &gone);
-    if (gone) { /* the header holds what is left */
-        pp = 0;
-        for (struct ppl_part *p = m->inflight; p; p = p->next)
-            pp += p->pp_bytes;
-    }
+    /* the header's length is what it lists after every sweep (claim_log's
+     * at the area's restart too): md finds the next header at this one's
+     * offset + 4 KiB + its entries' pp_size */
+    pp = 0;
+    for (struct ppl_part *p = m->inflight; p; p = p->next)
+        pp += p->pp_bytes;
     struct ppl_header *h = calloc(1, sizeof *h);
     w->s = s;
     w->upto = m->link_seq;
@@ -653,7 +654,7 @@ static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct
         int ok = plan_stripe(a, x, &pl[n]) == 0 && pl[n].pp_bytes == 0 && pl[n].nb == 1 && !pl[n].fold[0][0];
         for (int j = 0; j < par && ok; j++) {
             int p = pl[n].par[j];
-            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 8;
+            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 4;
         }
         if (!ok)
             break;

@@ -136,7 +136,7 @@ void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
 /* Stripes logged ahead of a unit of `taken` whole stripes (a stream): how
  * many, at most PPL_AHEAD_MAX. */
 int ppl_ahead_count(int taken);
-#define PPL_AHEAD_MAX 24
+#define PPL_AHEAD_MAX 96
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that

@@ -302,6 +302,9 @@ static void test_fua(void)
     powercut_arm(d, 1);
     CHECK(member_write_fua(m[0], e, 8 * SEC, 200 * 1024) == -ENXIO, "the cutting FUA write was acknowledged");
     CHECK(powercut_is_cut(d));
+    powercut_get_stats(d, &st);
+    CHECK(st.cut_durable == 1 && st.cut_kept == 0 && st.cut_dropped == 3, "at the cut: %llu durable, %llu kept, %llu dropped",
+          (unsigned long long)st.cut_durable, (unsigned long long)st.cut_kept, (unsigned long long)st.cut_dropped);
     member_close(m[0]);
     read_file(path[0], img);
     memcpy(want, base[0], MB);
