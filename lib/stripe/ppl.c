@@ -323,7 +323,7 @@ static int any_written(const struct ppl_member *m)
 }
 
 /* Slot s's header listing every part in flight there, then their partial
- * parity, written and flushed; part `seq` is then on disk. Writers queue
+ * parity, written with FUA; part `seq` is then on disk. Writers queue
  * on m->mu: one that finds its part already written by the writer before
  * it (which listed it) writes nothing, so under load one header write
  * serves several units (md's io_unit gathers stripes the same way).
@@ -444,7 +444,7 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
         at += p->pp_bytes;
     }
     if (w->buf) {
-        /* slots a flush since (another log's, most often) has covered are left out */
+        /* slots a flush since (the flusher's, most often) has covered are left out */
         w->departed = ppl_flush_todo(L, m, d->need);
         d->todo |= w->departed;
         m->unflushed = 0;
