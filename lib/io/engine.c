@@ -127,11 +127,10 @@ static void op_run(struct io_op *op)
     int rc = op_valid(op);
     if (!rc && op->kind == IO_FLUSH)
         rc = member_flush(op->m);
+    else if (!rc && op->kind == IO_WRITE && op->fua && op->len && !op->m->inline_io)
+        rc = member_write_fua(op->m, op->buf, op->len, op->offset); /* memory-backed members: a write */
     else if (!rc && op->len)
         rc = op_sync(op, 0);
-    /* memory-backed members keep nothing in a cache to flush */
-    if (!rc && op->kind == IO_WRITE && op->fua && !op->m->inline_io)
-        rc = member_flush(op->m);
     op->result = rc;
 }
 

@@ -159,7 +159,9 @@ static void heal(struct fault_priv *f, uint64_t off, size_t len)
     pthread_mutex_unlock(&f->lock);
 }
 
-static int fault_write(struct member *m, const void *buf, size_t len, uint64_t off)
+/* A write, durable when it returns with fua (the inner member's FUA
+ * write; around dropped parts, the pieces written and then flushed). */
+static int put(struct member *m, const void *buf, size_t len, uint64_t off, int fua)
 {
     struct fault_priv *f = m->priv;
     if (m->readonly)
@@ -196,14 +198,26 @@ static int fault_write(struct member *m, const void *buf, size_t len, uint64_t o
     } else if (ndrop) {
         atomic_fetch_add(&f->hits, 1);
         rc = write_around(f, drop, ndrop, buf, len, off);
+        if (rc == 0 && fua)
+            rc = member_flush(f->inner);
     } else {
-        rc = member_write(f->inner, buf, len, off);
+        rc = fua ? member_write_fua(f->inner, buf, len, off) : member_write(f->inner, buf, len, off);
     }
     if (drop != small)
         free(drop);
     if (rc == 0)
         heal(f, off, len);
     return rc;
+}
+
+static int fault_write(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    return put(m, buf, len, off, 0);
+}
+
+static int fault_write_fua(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    return put(m, buf, len, off, 1);
 }
 
 /* The rules see a zeroed range as a write of it: failing or dropped
@@ -268,6 +282,7 @@ static const struct member_ops fault_ops = {
     .flush = fault_flush,
     .zero = fault_zero,
     .close = fault_close,
+    .write_fua = fault_write_fua,
 };
 
 int member_fault_wrap(struct member *inner, struct member **out)

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "member/member.h"
@@ -29,6 +30,7 @@ struct file_priv {
     int fd;        /* buffered; always open */
     int dfd;       /* O_DIRECT, or -1 when the filesystem refuses it */
     size_t align;  /* O_DIRECT alignment of buffer, length and offset (a power of two) */
+    int no_dsync;  /* atomic: pwritev2 refused RWF_DSYNC once */
 };
 
 /* The descriptor for one transfer: O_DIRECT only when everything is aligned
@@ -62,14 +64,13 @@ static int file_read(struct member *m, void *buf, size_t len, uint64_t off)
     return 0;
 }
 
-static int file_write(struct member *m, const void *buf, size_t len, uint64_t off)
+/* pwrite, or with flags (RWF_DSYNC) pwritev2: the whole range or an error. */
+static int write_all(struct file_priv *f, const uint8_t *p, size_t len, uint64_t off, int flags)
 {
-    struct file_priv *f = m->priv;
-    const uint8_t *p = buf;
-    if (m->readonly)
-        return -EROFS;
     while (len) {
-        ssize_t r = pwrite(pick_fd(f, p, len, off), p, len, (off_t)off);
+        struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
+        int fd = pick_fd(f, p, len, off);
+        ssize_t r = flags ? pwritev2(fd, &iov, 1, (off_t)off, flags) : pwrite(fd, p, len, (off_t)off);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -82,6 +83,33 @@ static int file_write(struct member *m, const void *buf, size_t len, uint64_t of
         off += (uint64_t)r;
     }
     return 0;
+}
+
+static int file_write(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    if (m->readonly)
+        return -EROFS;
+    return write_all(m->priv, buf, len, off, 0);
+}
+
+static int file_flush(struct member *m);
+
+/* RWF_DSYNC: the kernel makes this write durable (a FUA write to the
+ * device, or a flush where it has no FUA; on a filesystem, the file's
+ * metadata the write needs too) before it returns, without writing back
+ * the file's other dirty pages. A kernel without it (before 4.7, EINVAL or
+ * EOPNOTSUPP) gets a write and fdatasync. */
+static int file_write_fua(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    struct file_priv *f = m->priv;
+    if (m->readonly)
+        return -EROFS;
+    int rc = __atomic_load_n(&f->no_dsync, __ATOMIC_RELAXED) ? -EOPNOTSUPP : write_all(f, buf, len, off, RWF_DSYNC);
+    if (rc != -EOPNOTSUPP && rc != -EINVAL && rc != -ENOSYS)
+        return rc;
+    __atomic_store_n(&f->no_dsync, 1, __ATOMIC_RELAXED);
+    rc = write_all(f, buf, len, off, 0);
+    return rc ? rc : file_flush(m);
 }
 
 static int file_direct_fd(struct member *m, const void *buf, size_t len, uint64_t off, int write)
@@ -141,6 +169,7 @@ static const struct member_ops file_ops = {
     .close = file_close,
     .direct_fd = file_direct_fd,
     .zero = file_zero,
+    .write_fua = file_write_fua,
 };
 
 static const struct member_ops blockdev_ops = {
@@ -151,6 +180,7 @@ static const struct member_ops blockdev_ops = {
     .close = file_close,
     .direct_fd = file_direct_fd,
     .zero = blockdev_zero,
+    .write_fua = file_write_fua,
 };
 
 /* The alignment O_DIRECT needs on this member, or 0 when the filesystem

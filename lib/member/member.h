@@ -59,6 +59,10 @@ struct member_ops {
      * (too large, not offered), a->done will not be called, and the caller
      * runs it through read/write/zero instead. */
     int (*submit)(struct member *m, int kind, void *buf, size_t len, uint64_t offset, struct member_aio *a);
+    /* Optional: a write that is durable when it returns (md's REQ_FUA):
+     * that write only, not the writes before it that no flush has covered
+     * yet. NULL: member_write_fua writes, then flushes. */
+    int (*write_fua)(struct member *m, const void *buf, size_t len, uint64_t offset);
 };
 
 struct member {
@@ -133,6 +137,17 @@ static inline int member_write(struct member *m, const void *buf, size_t len, ui
 }
 
 static inline int member_flush(struct member *m) { return m->ops->flush(m); }
+
+/* A write durable when it returns (member_ops.write_fua): one request where
+ * the member has FUA (NBD's flag, RWF_DSYNC on a file), else the write and
+ * a flush. It is not a flush: earlier writes may still be in a cache. */
+static inline int member_write_fua(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    if (m->ops->write_fua)
+        return m->ops->write_fua(m, buf, len, off);
+    int rc = member_write(m, buf, len, off);
+    return rc ? rc : member_flush(m);
+}
 
 void member_close(struct member *m);
 

@@ -292,6 +292,23 @@ static int member_nbd_write(struct member *m, const void *buf, size_t len, uint6
     return len ? nbd_sync(p, MEMBER_AIO_WRITE, (void *)buf, len, off, p->max_request) : 0;
 }
 
+static int member_nbd_flush(struct member *m);
+
+/* NBD's FUA flag where the server offers it (one round trip); else the
+ * write and a flush, or only the write on a server without flush (it
+ * keeps nothing in a cache: member_nbd_flush). */
+static int member_nbd_write_fua(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    struct nbd_priv *p = m->priv;
+    if (m->readonly)
+        return -EROFS;
+    if (!p->can_fua) {
+        int rc = member_nbd_write(m, buf, len, off);
+        return rc ? rc : member_nbd_flush(m);
+    }
+    return len ? nbd_sync(p, MEMBER_AIO_WRITE_FUA, (void *)buf, len, off, p->max_request) : 0;
+}
+
 static int member_nbd_flush(struct member *m)
 {
     struct nbd_priv *p = m->priv;
@@ -355,6 +372,7 @@ static const struct member_ops nbd_ops = {
     .close = member_nbd_close,
     .zero = member_nbd_zero,
     .submit = member_nbd_submit,
+    .write_fua = member_nbd_write_fua,
 };
 
 /* The first connection, made here with the caller waiting: it tells the

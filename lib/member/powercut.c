@@ -29,6 +29,7 @@ struct pc_write {
     uint64_t seq;        /* the member's write number, for the decision */
     uint8_t *old;        /* the bytes it replaced; NULL when they could not be read: kept */
     uint8_t *data;       /* what it wrote; NULL for a zeroed range */
+    int durable;         /* a FUA write that completed: it survives any cut */
     struct pc_write *next;
 };
 
@@ -38,7 +39,8 @@ struct pc_member {
     unsigned ix;                       /* join order in the domain */
     pthread_mutex_t lock;
     struct pc_write *head, *tail;      /* since the last flush, oldest first; under lock */
-    uint64_t npending, pending_bytes;  /* under lock */
+    uint64_t nrec;                     /* records in the list (FUA writes too); under lock */
+    uint64_t npending, pending_bytes;  /* of them, those a cut may lose; under lock */
     uint64_t seq;                      /* writes so far; under lock */
     struct pc_member *dnext;           /* the domain's list, under the domain's lock */
 };
@@ -52,7 +54,7 @@ struct powercut_domain {
     unsigned next_ix;                  /* under lock */
     atomic_int cut;
     atomic_uint_fast64_t counted, target; /* arming: writes since powercut_arm, and the one that cuts */
-    atomic_uint_fast64_t writes, zeroes, flushes;
+    atomic_uint_fast64_t writes, zeroes, flushes, fua_writes;
     struct powercut_stats at_cut;      /* cut_* fields, under lock */
     void (*on_cut)(void *ctx);         /* under lock */
     void *on_cut_ctx;
@@ -179,7 +181,7 @@ static void free_writes(struct pc_member *pm)
         free(w);
     }
     pm->head = pm->tail = NULL;
-    pm->npending = pm->pending_bytes = 0;
+    pm->nrec = pm->npending = pm->pending_bytes = 0;
 }
 
 /* Writes bytes [from, to) of w (its data, or zeros). */
@@ -195,6 +197,10 @@ static int replay(struct pc_member *pm, const struct pc_write *w, struct powercu
 {
     const struct powercut_domain *d = pm->d;
     uint64_t h = write_hash(d->seed, pm->ix, w->seq);
+    if (w->durable) {
+        st->cut_durable++;
+        return put_part(pm, w, 0, w->len);
+    }
     enum fate f = w->old ? fate_of(h, d->keep_pct, d->tear_pct) : KEEP;
     if (f == DROP) {
         st->cut_dropped++;
@@ -227,7 +233,7 @@ static int replay(struct pc_member *pm, const struct pc_write *w, struct powercu
  * surviving sectors replayed oldest first. Under pm->lock. */
 static void apply_cut(struct pc_member *pm, struct powercut_stats *st)
 {
-    size_t n = (size_t)pm->npending, i = 0;
+    size_t n = (size_t)pm->nrec, i = 0;
     struct pc_write **order = n ? calloc(n, sizeof *order) : NULL;
     if (n && !order) {
         st->cut_errors++; /* cannot roll back: everything stays as written */
@@ -299,6 +305,7 @@ void powercut_get_stats(struct powercut_domain *d, struct powercut_stats *out)
     st.writes = atomic_load(&d->writes);
     st.zeroes = atomic_load(&d->zeroes);
     st.flushes = atomic_load(&d->flushes);
+    st.fua_writes = atomic_load(&d->fua_writes);
     for (struct pc_member *pm = d->members; pm; pm = pm->dnext) {
         pthread_mutex_lock(&pm->lock);
         st.pending_writes += pm->npending;
@@ -330,19 +337,21 @@ static int pc_read(struct member *m, void *buf, size_t len, uint64_t off)
     return member_read(pm->inner, buf, len, off);
 }
 
-/* Counts a write that reached the medium and pulls the plug when it is the
- * armed one. Returns -ENXIO when it did: the write never completes. */
-static int count_write(struct powercut_domain *d)
+/* Counts a write that reached the medium: 1 when it is the armed one,
+ * which pulls the plug during it (it never completes, so even a FUA write
+ * may then be lost or torn). */
+static int count_hit(struct powercut_domain *d)
 {
     uint64_t target = atomic_load(&d->target);
-    if (!target || atomic_fetch_add(&d->counted, 1) + 1 != target)
-        return 0;
-    powercut_cut(d);
-    return -ENXIO;
+    return target && atomic_fetch_add(&d->counted, 1) + 1 == target;
 }
 
-/* A write (data != NULL) or a zeroed range, remembered with what it replaced. */
-static int pc_modify(struct member *m, const void *data, size_t len, uint64_t off)
+/* A write (data != NULL) or a zeroed range, remembered with what it
+ * replaced. A FUA write (fua) is remembered too, as durable: the cut rolls
+ * every member back to its last flush and replays what survives in order,
+ * so it must put the FUA write back after the unflushed writes before it
+ * that it overwrote, and before the later ones that overwrite it. */
+static int pc_modify(struct member *m, const void *data, size_t len, uint64_t off, int fua)
 {
     struct pc_member *pm = m->priv;
     if (m->readonly)
@@ -364,16 +373,22 @@ static int pc_modify(struct member *m, const void *data, size_t len, uint64_t of
         old = NULL;
     }
     if (!rc)
-        rc = data ? member_write(pm->inner, data, len, off) : member_zero(pm->inner, len, off);
+        rc = !data ? member_zero(pm->inner, len, off)
+             : fua ? member_write_fua(pm->inner, data, len, off)
+                   : member_write(pm->inner, data, len, off);
+    int cuts = 0;
     if (!rc) {
-        *w = (struct pc_write){.off = off, .len = len, .seq = pm->seq++, .old = old, .data = copy};
+        cuts = count_hit(pm->d);
+        int durable = fua && !cuts;
+        *w = (struct pc_write){.off = off, .len = len, .seq = pm->seq++, .old = old, .data = copy, .durable = durable};
         if (pm->tail)
             pm->tail->next = w;
         else
             pm->head = w;
         pm->tail = w;
-        pm->npending++;
-        pm->pending_bytes += len;
+        pm->nrec++;
+        pm->npending += !durable;
+        pm->pending_bytes += durable ? 0 : len;
         w = NULL;
         old = copy = NULL;
     }
@@ -384,17 +399,27 @@ static int pc_modify(struct member *m, const void *data, size_t len, uint64_t of
     if (rc)
         return rc;
     atomic_fetch_add(data ? &pm->d->writes : &pm->d->zeroes, 1);
-    return count_write(pm->d);
+    if (fua)
+        atomic_fetch_add(&pm->d->fua_writes, 1);
+    if (!cuts)
+        return 0;
+    powercut_cut(pm->d);
+    return -ENXIO;
 }
 
 static int pc_write(struct member *m, const void *buf, size_t len, uint64_t off)
 {
-    return pc_modify(m, buf, len, off);
+    return pc_modify(m, buf, len, off, 0);
+}
+
+static int pc_write_fua(struct member *m, const void *buf, size_t len, uint64_t off)
+{
+    return pc_modify(m, buf, len, off, 1);
 }
 
 static int pc_zero(struct member *m, size_t len, uint64_t off)
 {
-    return pc_modify(m, NULL, len, off);
+    return pc_modify(m, NULL, len, off, 0);
 }
 
 /* Everything written before the flush began is durable once it returns:
@@ -441,6 +466,7 @@ static const struct member_ops powercut_ops = {
     .flush = pc_flush,
     .zero = pc_zero,
     .close = pc_close,
+    .write_fua = pc_write_fua,
 };
 
 int member_powercut_wrap(struct member *inner, struct powercut_domain *d, struct member **out)

@@ -4,8 +4,10 @@
  * decides for each of them, from a seed, whether it reached the medium
  * whole (kept), not at all (dropped) or torn: each of its 512-byte sectors
  * kept or dropped on its own. A write covered by a completed flush is never
- * touched. After the cut every request to every member of the domain fails
- * with -ENXIO: the process is "dead", and a test reopens the files afresh.
+ * touched, nor is a completed FUA write (member_write_fua): that write alone
+ * is durable, the unflushed writes before it are not. After the cut every
+ * request to every member of the domain fails with -ENXIO: the process is
+ * "dead", and a test reopens the files afresh.
  *
  * Members share a power domain (all the disks of one machine): one cut hits
  * them all at the same instant. A domain is named; the spec
@@ -62,11 +64,14 @@ void powercut_on_cut(struct powercut_domain *d, void (*fn)(void *ctx), void *ctx
 
 struct powercut_stats {
     uint64_t writes, zeroes, flushes;  /* requests that reached the medium */
+    uint64_t fua_writes;               /* of the writes, FUA ones (member_write_fua): they
+                                        * survive a cut once completed, and are no flush */
     uint64_t pending_writes;           /* not yet covered by a flush, now (0 after the cut) */
     uint64_t pending_bytes;
     /* at the cut: remembered writes kept, dropped, torn, and sectors of
      * torn writes that survived / were lost */
     uint64_t cut_kept, cut_dropped, cut_torn;
+    uint64_t cut_durable;              /* completed FUA writes put back (never dropped or torn) */
     uint64_t torn_sectors_kept, torn_sectors_lost;
     uint64_t cut_errors;               /* inner I/O errors while applying the cut */
 };

@@ -59,6 +59,10 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
     pthread_mutex_init(&L->clear_mu, NULL);
     pthread_mutex_init(&L->res_mu, NULL);
     pthread_cond_init(&L->res_cv, NULL);
+    pthread_mutex_init(&L->fl_mu, NULL);
+    pthread_cond_init(&L->fl_work, NULL);
+    pthread_cond_init(&L->fl_ended, NULL);
+    L->a = a;
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_init(&L->m[s].mu, NULL);
         pthread_mutex_init(&L->m[s].list_mu, NULL);
@@ -80,6 +84,7 @@ void ppl_close(struct uraid_array *a)
     struct ppl_log *L = a->ppl;
     if (!L)
         return;
+    ppl_flusher_stop(L);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         for (struct ppl_part *p = L->m[s].inflight, *nx; p; p = nx) {
             nx = p->next; /* lingering parts: every unit has finished */
@@ -92,6 +97,9 @@ void ppl_close(struct uraid_array *a)
     pthread_mutex_destroy(&L->clear_mu);
     pthread_mutex_destroy(&L->res_mu);
     pthread_cond_destroy(&L->res_cv);
+    pthread_mutex_destroy(&L->fl_mu);
+    pthread_cond_destroy(&L->fl_work);
+    pthread_cond_destroy(&L->fl_ended);
     free(L);
     a->ppl = NULL;
 }
@@ -304,21 +312,6 @@ static int fill_part(struct uraid_array *a, const struct ppl_stripe *ps, const s
     return rc;
 }
 
-/* The members written by parts that left a log (mask) are flushed before
- * a header that no longer lists them goes out: a power cut must not leave
- * an unflushed write no log covers. A failed flush fails its member
- * elsewhere; the header goes out still (its other parts need it). */
-static void flush_departed(struct uraid_array *a, uint64_t todo)
-{
-    int res[PPL_MAX_SLOTS];
-    if (!todo || ppl_flush(a, todo, res) == 0)
-        return;
-    for (int j = 0; j < PPL_MAX_SLOTS; j++)
-        if ((todo >> j & 1) && res[j])
-            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s",
-                      a->slot[j].dev ? a->slot[j].dev->path : "(missing)", uraid_strerror(res[j]));
-}
-
 /* A part of the list is in a header on disk: its unit's member writes may
  * be out. Under list_mu. */
 static int any_written(const struct ppl_member *m)
@@ -330,7 +323,7 @@ static int any_written(const struct ppl_member *m)
 }
 
 /* Slot s's header listing every part in flight there, then their partial
- * parity, written and flushed; part `seq` is then on disk. Writers queue
+ * parity, written with FUA; part `seq` is then on disk. Writers queue
  * on m->mu: one that finds its part already written by the writer before
  * it (which listed it) writes nothing, so under load one header write
  * serves several units (md's io_unit gathers stripes the same way).
@@ -399,12 +392,21 @@ struct log_write {
     uint8_t *buf;
 };
 
+/* What a batch's headers need flushed first: the members that departed
+ * parts wrote (a power cut must not leave an unflushed write that no log
+ * covers), and per member the flush number that covers them. */
+struct departed {
+    uint64_t todo;
+    uint64_t need[PPL_MAX_SLOTS];
+};
+
 /* Slot s's header listing every part in flight there, then their partial
  * parity, into w->buf. Returns 1 when prepared (the log stays held), 0
  * when part `seq` is on disk already (a header another writer wrote
  * listed it), or a negative errno (nothing held; -EBUSY: the log is busy
  * and try was set). */
-static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w, int try)
+static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log_write *w, int try,
+                          struct departed *d)
 {
     struct ppl_log *L = a->ppl;
     struct ppl_member *m = &L->m[s];
@@ -419,11 +421,12 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
     }
     struct ppl_part *gone = NULL;
     ppl_sweep(L, m, 0, &gone);
-    if (gone) { /* the header holds what is left */
-        pp = 0;
-        for (struct ppl_part *p = m->inflight; p; p = p->next)
-            pp += p->pp_bytes;
-    }
+    /* the header's length is what it lists after every sweep (claim_log's
+     * at the area's restart too): md finds the next header at this one's
+     * offset + 4 KiB + its entries' pp_size */
+    pp = 0;
+    for (struct ppl_part *p = m->inflight; p; p = p->next)
+        pp += p->pp_bytes;
     struct ppl_header *h = calloc(1, sizeof *h);
     w->s = s;
     w->upto = m->link_seq;
@@ -441,8 +444,9 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
         at += p->pp_bytes;
     }
     if (w->buf) {
-        /* slots a flush since (another log's, most often) has covered are left out */
-        w->departed = ppl_flush_todo(L, m);
+        /* slots a flush since (the flusher's, most often) has covered are left out */
+        w->departed = ppl_flush_todo(L, m, d->need);
+        d->todo |= w->departed;
         m->unflushed = 0;
     }
     pthread_mutex_unlock(&m->list_mu);
@@ -487,28 +491,27 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
     free(w->buf);
 }
 
-/* The batch w[0..nw) written side by side, then flushed side by side,
- * after the members that departed parts wrote; each log let go. */
-static int run_batch(struct uraid_array *a, struct log_write *w, int nw, uint64_t departed)
+/* The batch w[0..nw) written side by side with FUA, after the members
+ * that departed parts wrote are flushed; each log let go. A FUA write (md
+ * writes its PPL with REQ_FUA) makes only itself durable: one request
+ * instead of a write and a flush, and it is counted as no flush
+ * (ppl_flush.c), so the departed writes still need their flushes. */
+static int run_batch(struct uraid_array *a, struct log_write *w, int nw, struct departed *d)
 {
     struct ppl_log *L = a->ppl;
     struct io_op ops[PPL_MAX_SLOTS];
-    int fres[PPL_MAX_SLOTS], rc = 0;
-    uint64_t written = 0;
+    int rc = 0;
     if (!nw)
         return 0;
-    flush_departed(a, departed);
+    ppl_flush_departed(a, d->todo, d->need);
+    d->todo = 0;
     for (int i = 0; i < nw; i++)
         ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
-                                .offset = L->m[w[i].s].start * SECTOR + w[i].off};
+                                .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
     io_engine_run(a->io, ops, nw);
-    for (int i = 0; i < nw; i++)
-        written |= ops[i].result ? 0 : 1ull << w[i].s;
-    ppl_flush(a, written, fres);
     for (int i = 0; i < nw; i++) {
-        int r = ops[i].result ? ops[i].result : fres[w[i].s];
-        rc = rc ? rc : r;
-        finish_header(a, &w[i], r);
+        rc = rc ? rc : ops[i].result;
+        finish_header(a, &w[i], ops[i].result);
     }
     return rc;
 }
@@ -525,7 +528,7 @@ static int write_logs(struct uraid_array *a, struct ppl_unit *u)
     struct ppl_log *L = a->ppl;
     struct log_write w[PPL_MAX_SLOTS];
     int nw = 0, rc = 0;
-    uint64_t departed = 0;
+    struct departed d = {0};
     for (int s = 0; s < PPL_MAX_SLOTS && rc == 0; s++) {
         struct ppl_part *part = u->parts;
         while (part && part->slot != s)
@@ -541,20 +544,19 @@ static int write_logs(struct uraid_array *a, struct ppl_unit *u)
         part->next = m->inflight;
         m->inflight = part;
         pthread_mutex_unlock(&m->list_mu);
-        int r = prepare_header(a, s, part->seq, &w[nw], nw > 0);
+        int r = prepare_header(a, s, part->seq, &w[nw], nw > 0, &d);
         if (r == -EBUSY) {
-            rc = run_batch(a, w, nw, departed);
+            rc = run_batch(a, w, nw, &d);
             nw = 0;
-            departed = 0;
-            r = rc ? rc : prepare_header(a, s, part->seq, &w[nw], 0);
+            r = rc ? rc : prepare_header(a, s, part->seq, &w[nw], 0, &d);
         }
         if (r < 0)
             rc = r;
         else if (r > 0)
-            departed |= w[nw++].departed;
+            nw++;
     }
     if (rc == 0)
-        return run_batch(a, w, nw, departed);
+        return run_batch(a, w, nw, &d);
     for (int i = 0; i < nw; i++)
         finish_header(a, &w[i], -ECANCELED);
     return rc;
@@ -652,7 +654,7 @@ static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct
         int ok = plan_stripe(a, x, &pl[n]) == 0 && pl[n].pp_bytes == 0 && pl[n].nb == 1 && !pl[n].fold[0][0];
         for (int j = 0; j < par && ok; j++) {
             int p = pl[n].par[j];
-            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 8;
+            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 4;
         }
         if (!ok)
             break;
@@ -742,7 +744,12 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
 {
     struct ppl_log *L = a->ppl;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
-    uint64_t pp[PPL_MAX_SLOTS] = {0};
+    uint64_t pp[PPL_MAX_SLOTS] = {0}, wrote = 0;
+    for (struct ppl_part *part = u->parts; part; part = part->unit_next)
+        wrote |= part->written;
+    for (int i = 0; i < u->npin; i++)
+        wrote |= u->pin_written[i];
+    ppl_flush_kick(a, wrote);
     ppl_uncover(L, u);
     for (struct ppl_part *part = u->parts, *nx; part; part = nx) {
         nx = part->unit_next;

@@ -8,12 +8,13 @@
  *   ppl_begin  the group's entries (and the partial parity of the rows a
  *              write leaves alone: P ^ the new blocks, which is the XOR of
  *              the untouched blocks) go out in one write per parity
- *              member, each flushed, together with the entries of every
+ *              member, each with FUA, together with the entries of every
  *              other unit still in flight on that member
  *   (the caller's data and parity writes)
  *   ppl_end    the unit leaves the logs; the members it wrote are flushed
  *              before a header that no longer lists it goes out (a power
- *              cut must not leave an unflushed write that no log covers)
+ *              cut must not leave an unflushed write that no log covers),
+ *              by the flusher thread as soon as the unit ends
  *
  * Each log write goes after the previous one in the area (md's chain of
  * headers; a torn one leaves the one before it whole): md replays only a

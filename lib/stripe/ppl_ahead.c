@@ -18,8 +18,8 @@
 
 int ppl_ahead_count(int taken)
 {
-    int n = 3 * taken;
-    return n < 8 ? 8 : n > 24 ? 24 : n;
+    int n = 12 * taken;
+    return n < 8 ? 8 : n > PPL_AHEAD_MAX ? PPL_AHEAD_MAX : n;
 }
 
 /* A part of m's list on disk listing p's stripes whole, or NULL. Under

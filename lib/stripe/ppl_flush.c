@@ -26,19 +26,21 @@ uint64_t ppl_flush_mark(const struct ppl_log *L, int s)
     return __atomic_load_n(&L->flush_started[s], __ATOMIC_ACQUIRE) + 1;
 }
 
-uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m)
+uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m, uint64_t *need)
 {
     uint64_t todo = 0;
     for (int s = 0; s < PPL_MAX_SLOTS; s++)
-        if ((m->unflushed >> s & 1) && __atomic_load_n(&L->flushed[s], __ATOMIC_ACQUIRE) < m->need[s])
+        if ((m->unflushed >> s & 1) && __atomic_load_n(&L->flushed[s], __ATOMIC_ACQUIRE) < m->need[s]) {
             todo |= 1ull << s;
+            need[s] = need[s] > m->need[s] ? need[s] : m->need[s];
+        }
     return todo;
 }
 
-static void note_flushed(struct ppl_log *L, int s, uint64_t n)
+static void raise_to(uint64_t *v, uint64_t n)
 {
-    uint64_t cur = __atomic_load_n(&L->flushed[s], __ATOMIC_ACQUIRE);
-    while (cur < n && !__atomic_compare_exchange_n(&L->flushed[s], &cur, n, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    uint64_t cur = __atomic_load_n(v, __ATOMIC_ACQUIRE);
+    while (cur < n && !__atomic_compare_exchange_n(v, &cur, n, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE))
         ;
 }
 
@@ -67,13 +69,112 @@ int ppl_flush(struct uraid_array *a, uint64_t mask, int *res)
         io_engine_run(a->io, ops, n);
     for (int i = 0; i < n; i++) {
         if (ops[i].result == 0)
-            note_flushed(L, slot[i], num[i]);
+            raise_to(&L->flushed[slot[i]], num[i]);
         else if (!rc)
             rc = ops[i].result;
+        raise_to(&L->flush_ended[slot[i]], num[i]);
         if (res)
             res[slot[i]] = ops[i].result;
     }
+    /* seq_cst against in_flight's waiter: it counts itself, then looks */
+    if (n && __atomic_load_n(&L->fl_waiters, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&L->fl_mu);
+        pthread_cond_broadcast(&L->fl_ended);
+        pthread_mutex_unlock(&L->fl_mu);
+    }
     return rc;
+}
+
+/* A flush numbered need or later started on s and has not ended: its
+ * result will say whether s's writes are covered. */
+static int in_flight(const struct ppl_log *L, int s, uint64_t need)
+{
+    return __atomic_load_n(&L->flush_started[s], __ATOMIC_SEQ_CST) >= need &&
+           __atomic_load_n(&L->flush_ended[s], __ATOMIC_SEQ_CST) < need;
+}
+
+void ppl_flush_departed(struct uraid_array *a, uint64_t todo, const uint64_t *need)
+{
+    struct ppl_log *L = a->ppl;
+    uint64_t wait = 0, left = 0;
+    int res[PPL_MAX_SLOTS];
+    for (int s = 0; s < PPL_MAX_SLOTS && todo >> s; s++)
+        if ((todo >> s & 1) && in_flight(L, s, need[s]))
+            wait |= 1ull << s;
+    if (wait) {
+        __atomic_add_fetch(&L->fl_waiters, 1, __ATOMIC_SEQ_CST);
+        pthread_mutex_lock(&L->fl_mu);
+        for (int s = 0; s < PPL_MAX_SLOTS && wait >> s; s++)
+            while ((wait >> s & 1) && in_flight(L, s, need[s]))
+                pthread_cond_wait(&L->fl_ended, &L->fl_mu);
+        pthread_mutex_unlock(&L->fl_mu);
+        __atomic_sub_fetch(&L->fl_waiters, 1, __ATOMIC_ACQ_REL);
+    }
+    /* what no flush has covered (also after one that failed) is flushed now */
+    for (int s = 0; s < PPL_MAX_SLOTS && todo >> s; s++)
+        if ((todo >> s & 1) && __atomic_load_n(&L->flushed[s], __ATOMIC_ACQUIRE) < need[s])
+            left |= 1ull << s;
+    if (!left || ppl_flush(a, left, res) == 0)
+        return;
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((left >> j & 1) && res[j])
+            uraid_log(URAID_LOG_WARN, "member %s: flush failed before its PPL was rewritten: %s",
+                      a->slot[j].dev ? a->slot[j].dev->path : "(missing)", uraid_strerror(res[j]));
+}
+
+/* ---- the flusher ------------------------------------------------------------------- */
+
+static void *flusher_main(void *arg)
+{
+    struct ppl_log *L = arg;
+    pthread_mutex_lock(&L->fl_mu);
+    for (;;) {
+        while (!L->fl_pending && L->fl_state == 1)
+            pthread_cond_wait(&L->fl_work, &L->fl_mu);
+        if (L->fl_state != 1)
+            break;
+        uint64_t mask = L->fl_pending;
+        L->fl_pending = 0;
+        pthread_mutex_unlock(&L->fl_mu);
+        /* failures are the header's to see: flushed[] does not move */
+        ppl_flush(L->a, mask, NULL);
+        pthread_mutex_lock(&L->fl_mu);
+    }
+    pthread_mutex_unlock(&L->fl_mu);
+    return NULL;
+}
+
+void ppl_flush_kick(struct uraid_array *a, uint64_t mask)
+{
+    struct ppl_log *L = a->ppl;
+    /* memory-backed members have nothing to flush */
+    for (int s = 0; s < PPL_MAX_SLOTS && mask >> s; s++) {
+        struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
+        if ((mask >> s & 1) && (!dev || dev->inline_io))
+            mask &= ~(1ull << s);
+    }
+    if (!mask)
+        return;
+    pthread_mutex_lock(&L->fl_mu);
+    if (L->fl_state == 0)
+        L->fl_state = pthread_create(&L->flusher, NULL, flusher_main, L) ? -1 : 1;
+    if (L->fl_state == 1) {
+        L->fl_pending |= mask;
+        pthread_cond_signal(&L->fl_work);
+    }
+    pthread_mutex_unlock(&L->fl_mu);
+}
+
+void ppl_flusher_stop(struct ppl_log *L)
+{
+    pthread_mutex_lock(&L->fl_mu);
+    int running = L->fl_state == 1;
+    if (running)
+        L->fl_state = 2;
+    pthread_cond_signal(&L->fl_work);
+    pthread_mutex_unlock(&L->fl_mu);
+    if (running)
+        pthread_join(L->flusher, NULL);
 }
 
 /* Lingering entries at most, per log: room stays for units in flight. */

@@ -73,6 +73,19 @@ struct ppl_log {
      * before a flush numbered n started is durable once flushed >= n. */
     uint64_t flush_started[PPL_MAX_SLOTS];
     uint64_t flushed[PPL_MAX_SLOTS];
+    uint64_t flush_ended[PPL_MAX_SLOTS]; /* atomic: the highest number of one that ended, either way */
+    /* The flusher (ppl_flush.c): a thread that flushes the members a unit
+     * wrote as soon as it ends, so that the next header on its logs finds
+     * them flushed, or a flush in flight to wait for, instead of paying
+     * the flush itself. */
+    pthread_mutex_t fl_mu;
+    pthread_cond_t fl_work;     /* fl_pending set, or fl_state stopping */
+    pthread_cond_t fl_ended;    /* a flush ended (when fl_waiters) */
+    uint64_t fl_pending;        /* slots to flush, under fl_mu */
+    int fl_waiters;             /* atomic: threads waiting for a flush in flight */
+    int fl_state;               /* under fl_mu: 0 not started, 1 running, 2 stopping, -1 could not start */
+    pthread_t flusher;
+    struct uraid_array *a;
     struct ppl_member m[PPL_MAX_SLOTS];
 };
 
@@ -83,8 +96,18 @@ int ppl_flush(struct uraid_array *a, uint64_t mask, int *res);
 /* The number a flush of slot s must reach to cover the writes completed
  * so far (under the caller's list_mu: ppl_end records it in need[s]). */
 uint64_t ppl_flush_mark(const struct ppl_log *L, int s);
-/* The slots of m->unflushed whose writes no flush has covered yet. */
-uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m);
+/* The slots of m->unflushed whose writes no flush has covered yet; each
+ * one's m->need raised into need[] (the flush number that covers it). */
+uint64_t ppl_flush_todo(const struct ppl_log *L, const struct ppl_member *m, uint64_t *need);
+/* Before a header: the slots of todo flushed so that a flush numbered at
+ * least need[s] has succeeded on each; a flush in flight that will do
+ * (the flusher's, another header's) is waited for, not issued again. A
+ * failed flush is logged (it fails its member elsewhere). */
+void ppl_flush_departed(struct uraid_array *a, uint64_t todo, const uint64_t *need);
+/* A unit that wrote the slots of mask ended: the flusher flushes them. */
+void ppl_flush_kick(struct uraid_array *a, uint64_t mask);
+/* Stops the flusher (ppl_close). */
+void ppl_flusher_stop(struct ppl_log *L);
 
 /* Under m->list_mu, when part p's unit finishes: 1 when p stays listed
  * (lingering), 0 when it is to leave the list as usual. */
@@ -113,7 +136,7 @@ void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
 /* Stripes logged ahead of a unit of `taken` whole stripes (a stream): how
  * many, at most PPL_AHEAD_MAX. */
 int ppl_ahead_count(int taken);
-#define PPL_AHEAD_MAX 24
+#define PPL_AHEAD_MAX 96
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that

@@ -690,14 +690,19 @@ static void test_flush(const struct shape *sh, const struct policy *pol)
     CHECK(st.pending_writes == 0, "%s: %llu member writes (%llu bytes) not flushed after uraid_flush returned",
           row.label, (unsigned long long)st.pending_writes, (unsigned long long)st.pending_bytes);
     if (more) {
+        uint64_t flushes = st.flushes;
         CHECK(journaled_writes(a, &r, &p, &j, &ids, 10, 0) == 0);
         powercut_get_stats(d, &st);
-        CHECK(st.pending_writes > 0, "%s: the writes after the flush are not pending", row.label);
+        /* ppl's flusher may have flushed them already */
+        CHECK(st.pending_writes > 0 || st.flushes > flushes, "%s: the writes after the flush are neither pending nor flushed",
+              row.label);
     }
     powercut_cut(d);
     uraid_close(a);
     powercut_get_stats(d, &st);
-    CHECK(!st.cut_kept && !st.cut_torn && (st.cut_dropped > 0) == more);
+    CHECK(!st.cut_kept && !st.cut_torn && (more || !st.cut_dropped), "%s: at the cut %llu kept, %llu torn, %llu dropped",
+          row.label, (unsigned long long)st.cut_kept, (unsigned long long)st.cut_torn,
+          (unsigned long long)st.cut_dropped);
     powercut_domain_forget(dom);
     struct outcome o = {0};
     if (reopen_recovered(&t, &a, &o))

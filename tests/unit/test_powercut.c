@@ -1,8 +1,9 @@
 /* The power-cut simulation layer (lib/member/powercut.c) on its own, over
  * member files: the image a cut leaves (the flushed state, then the
  * surviving sectors of the later writes in order), flushed writes never
- * lost, a seed replaying the same bytes, the armed trigger, every request
- * failing after the cut, concurrent writers, and the spec parser. */
+ * lost, a completed FUA write kept (and no flush), a seed replaying the
+ * same bytes, the armed trigger, every request failing after the cut,
+ * concurrent writers, and the spec parser. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -271,6 +272,57 @@ static void test_flushed_survives(void)
     harness_end();
 }
 
+/* A completed FUA write survives a cut that drops everything, over the
+ * unflushed write before it that it overwrote, under the unflushed write
+ * after it that overwrote part of it; it flushes nothing else; and the
+ * FUA write the cut interrupts is not acknowledged and may be lost. */
+static void test_fua(void)
+{
+    harness_begin("a FUA write survives a cut that drops everything; it is no flush; the one the cut hits may be lost");
+    uint8_t *base[2], *img = malloc(MB), *a = malloc(32 * SEC), *b = malloc(16 * SEC), *c = malloc(4 * SEC),
+            *e = malloc(8 * SEC), *want = malloc(MB);
+    new_base(base);
+    rng_fill(&rng, a, 32 * SEC);
+    rng_fill(&rng, b, 16 * SEC);
+    rng_fill(&rng, c, 4 * SEC);
+    rng_fill(&rng, e, 8 * SEC);
+    struct member *m[1];
+    char path[1][300], name[32];
+    struct powercut_domain *d = open_domain(1, rng_next(&rng), 0, 0, base, m, path, name, sizeof name);
+    CHECK(member_write(m[0], a, 32 * SEC, 8192) == 0);               /* A: plain */
+    CHECK(member_write_fua(m[0], b, 16 * SEC, 8192 + 4096) == 0);    /* B: FUA, inside A */
+    CHECK(member_write(m[0], c, 4 * SEC, 8192 + 4096 + 2048) == 0);  /* C: plain, inside B */
+    CHECK(member_powercut_pending(m[0]) == 2, "%llu writes pending, want the two plain ones",
+          (unsigned long long)member_powercut_pending(m[0]));
+    struct powercut_stats st;
+    powercut_get_stats(d, &st);
+    CHECK(st.fua_writes == 1 && st.flushes == 0, "%llu FUA writes, %llu flushes (want 1, 0)",
+          (unsigned long long)st.fua_writes, (unsigned long long)st.flushes);
+    /* the next write cuts: a FUA write that never completes */
+    powercut_arm(d, 1);
+    CHECK(member_write_fua(m[0], e, 8 * SEC, 200 * 1024) == -ENXIO, "the cutting FUA write was acknowledged");
+    CHECK(powercut_is_cut(d));
+    powercut_get_stats(d, &st);
+    CHECK(st.cut_durable == 1 && st.cut_kept == 0 && st.cut_dropped == 3, "at the cut: %llu durable, %llu kept, %llu dropped",
+          (unsigned long long)st.cut_durable, (unsigned long long)st.cut_kept, (unsigned long long)st.cut_dropped);
+    member_close(m[0]);
+    read_file(path[0], img);
+    memcpy(want, base[0], MB);
+    memcpy(want + 8192 + 4096, b, 16 * SEC); /* A and C dropped, B kept whole */
+    CHECK(!memcmp(img, want, MB), "the image after the cut is not the flushed state plus the FUA write");
+    unlink(path[0]);
+    powercut_domain_forget(name);
+    free(base[0]);
+    free(base[1]);
+    free(img);
+    free(a);
+    free(b);
+    free(c);
+    free(e);
+    free(want);
+    harness_end();
+}
+
 static void test_trigger_and_after(void)
 {
     harness_begin("armed: the N-th write cuts and fails; afterwards every request fails with ENXIO");
@@ -471,6 +523,7 @@ int main(int argc, char **argv)
     test_image();
     test_replay();
     test_flushed_survives();
+    test_fua();
     test_trigger_and_after();
     test_threads();
     test_spec();
