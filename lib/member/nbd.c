@@ -72,6 +72,11 @@ int member_is_nbd_uri(const char *name)
  * costs the server a thread hand-off and a round trip of its own, and a
  * multi-stripe write gives each member consecutive chunks. */
 #define NBD_MERGE_DEFAULT (2u << 20)
+/* How long the next piece of a sequential stream may wait for the piece
+ * after it (nbd_loop.c, held): a client sending one stripe per request
+ * (nbdcopy: 256 KiB) gives each member one chunk per front request, and
+ * only holding lets the next front request's chunk join it. */
+#define NBD_HOLD_DEFAULT_US 4000
 
 uint64_t nbd_now_ns(void)
 {
@@ -116,6 +121,17 @@ static size_t merge_wanted(size_t max_request)
     return n < max_request ? n : max_request;
 }
 
+/* URAID_NBD_HOLD (microseconds, 0: never) for measuring, else
+ * NBD_HOLD_DEFAULT_US. */
+static uint64_t hold_wanted(void)
+{
+    const char *s = getenv("URAID_NBD_HOLD");
+    uint64_t us = NBD_HOLD_DEFAULT_US;
+    if (s && *s)
+        us = strtoull(s, NULL, 0);
+    return us * 1000u;
+}
+
 /* Wakes the member's thread (its eventfd). An eventfd only fails to add
  * when its counter would overflow: then it is readable anyway. */
 static void wake_thread(struct nbd_priv *p)
@@ -134,9 +150,9 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
     struct nbd_req *r = nbd_req_alloc(p);
     if (!r)
         return -ENOMEM;
-    *r = (struct nbd_req){.kind = kind, .buf = buf, .len = len, .off = off, .aio = aio};
+    *r = (struct nbd_req){.kind = kind, .buf = buf, .len = len, .off = off, .aio = aio, .queued = nbd_now_ns()};
     if (p->timeout_ns)
-        r->deadline = nbd_now_ns() + p->timeout_ns;
+        r->deadline = r->queued + p->timeout_ns;
     pthread_mutex_lock(&p->mu);
     if (p->failed || p->stop) {
         r->next = p->free;
@@ -394,6 +410,7 @@ static int first_connection(struct nbd_priv *p, int readonly, int64_t *size, cha
     if (maxb > 0 && (uint64_t)maxb < p->max_request)
         p->max_request = (size_t)maxb;
     p->merge_max = merge_wanted(p->max_request);
+    p->hold_ns = p->merge_max ? hold_wanted() : 0;
     return 0;
 }
 
@@ -405,6 +422,8 @@ static struct nbd_priv *priv_new(void)
     pthread_mutex_init(&p->mu, NULL);
     nbd_list_init(&p->queue);
     nbd_list_init(&p->waiting);
+    for (int i = 0; i < NBD_STREAMS; i++)
+        p->stream[i].end = UINT64_MAX;
     for (int i = 0; i < NBD_MAX_CONNS; i++) {
         p->conn[i].p = p;
         nbd_list_init(&p->conn[i].wire);

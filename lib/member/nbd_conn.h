@@ -15,6 +15,8 @@
 #define NBD_MAX_CONNS 16
 #define NBD_DEFAULT_CONNS 4
 #define NBD_REQ_FLUSH MEMBER_AIO_FLUSH
+/* Sequential streams followed per member for holding (nbd_loop.c). */
+#define NBD_STREAMS 8
 
 struct nbd_conn;
 
@@ -26,6 +28,10 @@ struct nbd_req {
     size_t len;
     uint64_t off;
     uint64_t deadline;       /* CLOCK_MONOTONIC ns; 0: no timeout */
+    uint64_t queued;         /* CLOCK_MONOTONIC ns when submitted (a merged one: its oldest kid's) */
+    uint64_t sent;           /* when sent to the server (the member's round trip) */
+    int stream;              /* 1 + the stream entry it was counted in flight for; 0: none */
+    unsigned stream_gen;     /* that entry's generation then */
     struct member_aio *aio;
     struct nbd_conn *conn;   /* sent on this connection and not answered, else NULL */
     /* A request merged from several (nbd_loop.c, merge_run): kids are the
@@ -63,6 +69,7 @@ struct nbd_priv {
     int can_flush, can_zero, can_fua;
     size_t max_request;
     size_t merge_max;        /* adjacent reads or writes merged up to this; 0: never */
+    uint64_t hold_ns;        /* a stream's next piece waits up to this for its neighbour; 0: never */
 
     /* The member's thread only. */
     pthread_t thread;
@@ -74,6 +81,16 @@ struct nbd_priv {
     uint64_t backoff;
     int outage;              /* a connection was lost and none has come back yet */
     uint64_t outage_since;
+    /* Sequential streams (nbd_loop.c, held): where the last requests sent
+     * ended, one entry per stream, the oldest replaced. */
+    struct nbd_stream {
+        uint64_t end;        /* UINT64_MAX: unused */
+        unsigned gen;        /* bumped when the entry is given to another stream */
+        int inflight;        /* its requests sent and not answered */
+    } stream[NBD_STREAMS];
+    int stream_next;
+    uint64_t rtt_ns;         /* moving average of the time from send to answer */
+    uint64_t hold_until;     /* the earliest a held request is sent anyway; 0: none held */
 };
 
 uint64_t nbd_now_ns(void);
