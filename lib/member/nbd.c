@@ -1,8 +1,9 @@
 /* Members that are NBD exports, through libnbd.
  *
  * Pipelined: every request is started with libnbd's asynchronous calls
- * (nbd_aio_pread/pwrite/zero/flush) by one thread per member (nbd_loop.c),
- * which owns the member's connections and polls their sockets; submitting
+ * (nbd_aio_pread/pwrite/zero/flush) by the thread serving the member
+ * (nbd_threads.c: one for all NBD members by default; nbd_loop.c), which
+ * owns the member's connections and polls their sockets; submitting
  * threads only queue a request and wake it. The I/O engine submits a whole
  * batch through member_ops.submit before waiting, so a member a round trip
  * away has every request of every caller in flight at once, not one per
@@ -42,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -343,8 +343,6 @@ static void priv_free(struct nbd_priv *p)
         p->free = r->next;
         free(r);
     }
-    if (p->efd >= 0)
-        close(p->efd);
     pthread_mutex_destroy(&p->mu);
     free(p->uri);
     free(p);
@@ -356,10 +354,7 @@ static void member_nbd_close(struct member *m)
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
     pthread_mutex_unlock(&p->mu);
-    uint64_t one = 1;
-    ssize_t w = write(p->efd, &one, sizeof one);
-    (void)w;
-    pthread_join(p->thread, NULL); /* it closes the connections */
+    nbd_thread_detach(p); /* its thread closes the connections */
     priv_free(p);
 }
 
@@ -428,11 +423,7 @@ static struct nbd_priv *priv_new(void)
         p->conn[i].p = p;
         nbd_list_init(&p->conn[i].wire);
     }
-    p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (p->efd < 0) {
-        priv_free(p);
-        return NULL;
-    }
+    p->efd = -1; /* its thread's, once attached */
     return p;
 }
 
@@ -475,9 +466,9 @@ int member_open_nbd(const char *name, int readonly, struct member **out, char *w
     m->priv = p;
     p->m = m;
     if (!rc) {
-        rc = -pthread_create(&p->thread, NULL, nbd_loop_main, p);
+        rc = nbd_thread_attach(p);
         if (rc)
-            uraid_why(why, whylen, "cannot start the member's thread: %s", strerror(-rc));
+            uraid_why(why, whylen, "cannot start the thread serving NBD members: %s", strerror(-rc));
     }
     if (rc) {
         priv_free(p);

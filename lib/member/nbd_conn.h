@@ -71,8 +71,10 @@ struct nbd_priv {
     size_t merge_max;        /* adjacent reads or writes merged up to this; 0: never */
     uint64_t hold_ns;        /* a stream's next piece waits up to this for its neighbour; 0: never */
 
+    struct nbd_thread *thr;  /* the thread serving it (nbd_threads.c); set at open */
+    int finished;            /* under thr's lock: the thread has let go of it at close */
+
     /* The member's thread only. */
-    pthread_t thread;
     struct nbd_conn conn[NBD_MAX_CONNS];
     int maxconn;             /* 1 without multi-conn; lowered when the server refuses more */
     int maxconn_init;        /* what the first connection allowed */
@@ -132,8 +134,25 @@ int nbd_conn_wait(struct nbd_handle *h, uint64_t deadline, char *why, size_t why
  * server that may have stopped answering; then the handle is freed. */
 void nbd_conn_close(struct nbd_handle *h);
 
-/* The member's thread (nbd_loop.c). */
-void *nbd_loop_main(void *arg);
+/* The member's work on its thread (nbd_loop.c). One turn: queued
+ * requests taken and sent, timeouts; *sleep gets how long (ns, -1: no
+ * limit) the thread may sleep for this member. 1 when the member is
+ * closing: the thread calls nbd_loop_finish and lets it go. */
+int nbd_loop_turn(struct nbd_priv *p, uint64_t now, int64_t *sleep);
+void nbd_loop_finish(struct nbd_priv *p);
+/* The member's sockets to poll (at most NBD_MAX_CONNS entries), and a
+ * socket's events handed back; then nbd_loop_check for handshakes done and
+ * connections lost. */
+struct pollfd;
+int nbd_loop_fds(struct nbd_priv *p, struct pollfd *pfd, struct nbd_conn **who);
+void nbd_loop_notify(struct nbd_conn *c, short revents);
+void nbd_loop_check(struct nbd_priv *p, uint64_t now);
+
+/* The threads serving NBD members (nbd_threads.c): a member is given to
+ * one at open (its efd is then the thread's) and taken back at close,
+ * after p->stop was set: detach waits until the thread has finished it. */
+int nbd_thread_attach(struct nbd_priv *p);
+void nbd_thread_detach(struct nbd_priv *p);
 /* Hands a finished request back to its submitter and the request to the
  * free list; a merged one answers each of its kids (reads get their part
  * of the bounce buffer first). */

@@ -1,12 +1,15 @@
-/* The NBD member's own thread (see nbd.c): it alone calls libnbd on the
- * member's handles, so a connection can be closed and replaced, and a
- * request sent again, without any lock around libnbd.
+/* One NBD member's work on the thread that serves it (nbd_threads.c; see
+ * nbd.c): that thread alone calls libnbd on the member's handles, so a
+ * connection can be closed and replaced, and a request sent again, without
+ * any lock around libnbd.
  *
- * Each turn: take the newly queued requests, send what can be sent, fail
- * the member if a request is older than the timeout, then poll every
- * socket (and the eventfd submitters write to) until there is something to
- * do or the next deadline. libnbd runs the completion callbacks inside
- * nbd_aio_notify_read on this thread. */
+ * Each turn (nbd_loop_turn): take the newly queued requests, send what can
+ * be sent, fail the member if a request is older than the timeout; then
+ * the thread polls every socket of its members (and the eventfd submitters
+ * write to) until there is something to do or the next deadline, and
+ * hands each socket's events here (nbd_loop_notify, nbd_loop_check).
+ * libnbd runs the completion callbacks inside nbd_aio_notify_read on that
+ * thread. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -649,13 +652,9 @@ static int64_t sleep_ns(const struct nbd_priv *p, uint64_t now)
     return until - now > 1000000000ull ? 1000000000ll : (int64_t)(until - now);
 }
 
-static void poll_conns(struct nbd_priv *p, int64_t ns)
+int nbd_loop_fds(struct nbd_priv *p, struct pollfd *pfd, struct nbd_conn **who)
 {
-    struct pollfd pfd[NBD_MAX_CONNS + 1];
-    struct nbd_conn *who[NBD_MAX_CONNS + 1];
     int n = 0;
-    pfd[n] = (struct pollfd){.fd = p->efd, .events = POLLIN};
-    who[n++] = NULL;
     for (int i = 0; i < NBD_MAX_CONNS; i++) {
         struct nbd_conn *c = &p->conn[i];
         int fd = c->h ? nbd_aio_get_fd(c->h) : -1;
@@ -666,29 +665,22 @@ static void poll_conns(struct nbd_priv *p, int64_t ns)
                                                              (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0))};
         who[n++] = c;
     }
-    struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
-    if (ppoll(pfd, (nfds_t)n, ns < 0 ? NULL : &ts, NULL) <= 0)
-        return;
-    if (pfd[0].revents & POLLIN) {
-        uint64_t v;
-        ssize_t r = read(p->efd, &v, sizeof v);
-        (void)r;
-    }
-    for (int k = 1; k < n; k++) {
-        struct nbd_conn *c = who[k];
-        int rc = 0;
-        if (!c->h)
-            continue; /* closed by an earlier one's failure */
-        if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
-            rc = nbd_aio_notify_read(c->h);
-        if (!rc && c->h && (pfd[k].revents & POLLOUT))
-            rc = nbd_aio_notify_write(c->h);
-        (void)rc; /* a dead handle is found by check_conns */
-    }
+    return n;
 }
 
-/* Handshakes that finished, failed or took too long; connections that died. */
-static void check_conns(struct nbd_priv *p, uint64_t now)
+void nbd_loop_notify(struct nbd_conn *c, short revents)
+{
+    int rc = 0;
+    if (!c->h)
+        return; /* closed by an earlier one's failure */
+    if (revents & (POLLIN | POLLHUP | POLLERR))
+        rc = nbd_aio_notify_read(c->h);
+    if (!rc && c->h && (revents & POLLOUT))
+        rc = nbd_aio_notify_write(c->h);
+    (void)rc; /* a dead handle is found by nbd_loop_check */
+}
+
+void nbd_loop_check(struct nbd_priv *p, uint64_t now)
 {
     for (int i = 0; i < NBD_MAX_CONNS; i++) {
         struct nbd_conn *c = &p->conn[i];
@@ -705,31 +697,30 @@ static void check_conns(struct nbd_priv *p, uint64_t now)
     }
 }
 
-void *nbd_loop_main(void *arg)
+int nbd_loop_turn(struct nbd_priv *p, uint64_t now, int64_t *sleep)
 {
-    struct nbd_priv *p = arg;
-    p->backoff = BACKOFF_FIRST_NS;
-    for (;;) {
-        int stop = intake(p);
-        if (stop)
-            break;
-        uint64_t now = nbd_now_ns();
-        int failed;
-        pthread_mutex_lock(&p->mu);
-        failed = p->failed;
-        pthread_mutex_unlock(&p->mu);
-        if (!failed) {
-            dispatch(p, now);
-            uint64_t d = first_deadline(p);
-            if (d && d <= now)
-                fail_member(p, "a request had no answer for %.3g s (the member's timeout)",
-                            (double)p->timeout_ns / 1e9);
-        }
-        poll_conns(p, sleep_ns(p, now));
-        check_conns(p, nbd_now_ns());
+    if (!p->backoff)
+        p->backoff = BACKOFF_FIRST_NS;
+    if (intake(p))
+        return 1;
+    int failed;
+    pthread_mutex_lock(&p->mu);
+    failed = p->failed;
+    pthread_mutex_unlock(&p->mu);
+    if (!failed) {
+        dispatch(p, now);
+        uint64_t d = first_deadline(p);
+        if (d && d <= now)
+            fail_member(p, "a request had no answer for %.3g s (the member's timeout)", (double)p->timeout_ns / 1e9);
     }
-    /* Closing: the array has waited for its requests, so none is left but
-     * those of a caller that did not; they fail rather than hang. */
+    *sleep = sleep_ns(p, now);
+    return 0;
+}
+
+void nbd_loop_finish(struct nbd_priv *p)
+{
+    /* The array has waited for its requests, so none is left but those of
+     * a caller that did not; they fail rather than hang. */
     fail_all(p, &p->waiting);
     for (int i = 0; i < NBD_MAX_CONNS; i++) {
         struct nbd_conn *c = &p->conn[i];
@@ -745,7 +736,6 @@ void *nbd_loop_main(void *arg)
         nbd_conn_close(h);
         fail_all(p, &wire);
     }
-    return NULL;
 }
 
 #endif /* HAVE_LIBNBD */
