@@ -170,6 +170,19 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
     return 0;
 }
 
+void *nbd_bounce_get(struct nbd_priv *p)
+{
+    return p->nbounce ? p->bounce[--p->nbounce] : malloc(p->merge_max);
+}
+
+void nbd_bounce_put(struct nbd_priv *p, void *buf)
+{
+    if (p->nbounce < NBD_BOUNCE_KEEP)
+        p->bounce[p->nbounce++] = buf;
+    else
+        free(buf);
+}
+
 void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
 {
     struct nbd_req *kid = r->kids;
@@ -181,7 +194,7 @@ void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
             nbd_req_complete(p, kid, rc);
             kid = next;
         }
-        free(r->buf);
+        nbd_bounce_put(p, r->buf);
     }
     struct member_aio *aio = r->aio;
     pthread_mutex_lock(&p->mu);
@@ -338,6 +351,8 @@ static void priv_free(struct nbd_priv *p)
     for (int i = 0; i < NBD_MAX_CONNS; i++)
         if (p->conn[i].h)
             nbd_conn_close(p->conn[i].h);
+    while (p->nbounce)
+        free(p->bounce[--p->nbounce]);
     while (p->free) {
         struct nbd_req *r = p->free;
         p->free = r->next;

@@ -17,6 +17,8 @@
 #define NBD_REQ_FLUSH MEMBER_AIO_FLUSH
 /* Sequential streams followed per member for holding (nbd_loop.c). */
 #define NBD_STREAMS 8
+/* Bounce buffers kept per member for merged requests (nbd_loop.c). */
+#define NBD_BOUNCE_KEEP 16
 
 struct nbd_conn;
 
@@ -92,6 +94,11 @@ struct nbd_priv {
     } stream[NBD_STREAMS];
     int stream_next;
     uint64_t rtt_ns;         /* moving average of the time from send to answer */
+    /* Bounce buffers of merge_max bytes kept for the next merge: a fresh
+     * one of that size each time is a new mapping, every page faulted in
+     * and cleared (a quarter of the serving process's time). */
+    void *bounce[NBD_BOUNCE_KEEP];
+    int nbounce;
     uint64_t hold_until;     /* the earliest a held request is sent anyway; 0: none held */
 };
 
@@ -157,6 +164,10 @@ void nbd_thread_detach(struct nbd_priv *p);
  * free list; a merged one answers each of its kids (reads get their part
  * of the bounce buffer first). */
 void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc);
+/* A bounce buffer of merge_max bytes (the member's thread only), NULL when
+ * out of memory; and one given back. */
+void *nbd_bounce_get(struct nbd_priv *p);
+void nbd_bounce_put(struct nbd_priv *p, void *buf);
 /* A spare request from the free list or malloc, NULL when out of memory. */
 struct nbd_req *nbd_req_alloc(struct nbd_priv *p);
 

@@ -368,7 +368,7 @@ static struct nbd_req *next_adjacent(struct nbd_priv *p, struct nbd_req *r, uint
 static struct nbd_req *merge_start(struct nbd_priv *p, struct nbd_req *r)
 {
     struct nbd_req *m = nbd_req_alloc(p);
-    void *bounce = m ? malloc(r->len) : NULL;
+    void *bounce = m ? nbd_bounce_get(p) : NULL;
     if (!bounce) {
         free(m);
         return NULL;
@@ -411,10 +411,7 @@ static struct nbd_req *merge_run(struct nbd_priv *p, struct nbd_req *r)
     struct nbd_req *m = r->kids ? r : merge_start(p, r);
     if (!m)
         return r;
-    uint8_t *bounce = realloc(m->buf, len);
-    if (!bounce)
-        return m;
-    m->buf = bounce;
+    uint8_t *bounce = m->buf; /* merge_max bytes */
     struct nbd_req *tail = m->kids;
     while (tail->sib)
         tail = tail->sib;
