@@ -132,13 +132,29 @@ static uint64_t hold_wanted(void)
     return us * 1000u;
 }
 
-/* Wakes the member's thread (its eventfd). An eventfd only fails to add
- * when its counter would overflow: then it is readable anyway. */
-static void wake_thread(struct nbd_priv *p)
+/* Threads whose members got plugged requests from this submitting
+ * thread and have not been woken for them: the batch's last request (the
+ * engine plugs every request but its last to an NBD member, whichever
+ * member) wakes them all at once. */
+#define NBD_DEFER 16
+static __thread struct nbd_thread *deferred[NBD_DEFER];
+static __thread int ndeferred;
+
+static void defer_kick(struct nbd_thread *t)
 {
-    uint64_t one = 1;
-    ssize_t w = write(p->efd, &one, sizeof one);
-    (void)w;
+    for (int i = 0; i < ndeferred; i++)
+        if (deferred[i] == t)
+            return;
+    if (ndeferred == NBD_DEFER)
+        nbd_thread_kick(t);
+    else
+        deferred[ndeferred++] = t;
+}
+
+static void kick_deferred(void)
+{
+    while (ndeferred)
+        nbd_thread_kick(deferred[--ndeferred]);
 }
 
 /* Queues a request for the member's thread. 0, or -ENXIO once the member
@@ -161,12 +177,13 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
         return -ENXIO;
     }
     nbd_list_add_tail(&p->queue, r);
-    /* plugged: the batch's last request on this member wakes the thread */
-    int kick = !plug && !p->kicked;
-    p->kicked |= kick;
     pthread_mutex_unlock(&p->mu);
-    if (kick)
-        wake_thread(p);
+    if (plug) {
+        defer_kick(p->thr);
+    } else {
+        nbd_thread_kick(p->thr);
+        kick_deferred();
+    }
     return 0;
 }
 
@@ -230,26 +247,15 @@ static int submit_one(struct member *m, int kind, void *buf, size_t len, uint64_
     return nbd_queue(p, kind | plug, buf, len, off, aio);
 }
 
-/* Wakes the member's thread for what is queued. */
-static void nbd_kick(struct nbd_priv *p)
-{
-    pthread_mutex_lock(&p->mu);
-    int kick = !p->kicked && !nbd_list_empty(&p->queue);
-    p->kicked |= kick;
-    pthread_mutex_unlock(&p->mu);
-    if (kick)
-        wake_thread(p);
-}
-
 static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
                              struct member_aio *aio)
 {
     int rc = submit_one(m, kind, buf, len, off, aio);
-    /* The batch's last request on this member may not have been queued (not
-     * taken, or a flush with nothing to flush): the plugged ones before it
-     * must not wait for a kick that never comes. */
+    /* The batch's last request may not have been queued (not taken, or a
+     * flush with nothing to flush): the plugged ones before it must not
+     * wait for a kick that never comes. */
     if (rc || !(kind & MEMBER_AIO_PLUG))
-        nbd_kick(m->priv);
+        kick_deferred();
     return rc;
 }
 

@@ -60,8 +60,7 @@ struct nbd_priv {
     struct nbd_req *free;    /* spare requests (singly linked by next) */
     int failed;              /* for good: every later request is -ENXIO */
     int stop;
-    int kicked;              /* efd already signalled since the last intake */
-    int efd;                 /* eventfd that wakes the member's thread */
+    int efd;                 /* eventfd that wakes the member's thread (the thread's) */
 
     /* Set at open, read-only afterwards. */
     struct member *m;
@@ -159,6 +158,9 @@ void nbd_loop_check(struct nbd_priv *p, uint64_t now);
  * one at open (its efd is then the thread's) and taken back at close,
  * after p->stop was set: detach waits until the thread has finished it. */
 int nbd_thread_attach(struct nbd_priv *p);
+/* Wakes the thread for requests queued on its members (an eventfd write
+ * only when it was not woken since its last turn began). */
+void nbd_thread_kick(struct nbd_thread *t);
 void nbd_thread_detach(struct nbd_priv *p);
 /* Hands a finished request back to its submitter and the request to the
  * free list; a merged one answers each of its kids (reads get their part

@@ -606,7 +606,6 @@ static int intake(struct nbd_priv *p)
 {
     pthread_mutex_lock(&p->mu);
     nbd_list_splice_tail(&p->waiting, &p->queue);
-    p->kicked = 0;
     int stop = p->stop;
     pthread_mutex_unlock(&p->mu);
     return stop;

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 struct nbd_thread {
     pthread_t tid;
     int efd;                 /* every member's wake-up (its p->efd) */
+    atomic_int kicked;       /* efd written since the turn began */
     pthread_mutex_t mu;
     pthread_cond_t cv;       /* a member finished */
     struct nbd_priv **members;
@@ -55,6 +57,14 @@ static void wake(struct nbd_thread *t)
     uint64_t one = 1;
     ssize_t w = write(t->efd, &one, sizeof one);
     (void)w; /* fails only when the counter is full: readable anyway */
+}
+
+/* Cleared before the turn takes the members' queues, so a request queued
+ * after its member's intake finds it clear and wakes the thread again. */
+void nbd_thread_kick(struct nbd_thread *t)
+{
+    if (!atomic_exchange(&t->kicked, 1))
+        wake(t);
 }
 
 /* Takes p off t's list and tells its closer (under t->mu). */
@@ -116,6 +126,7 @@ static void *thread_main(void *arg)
         memcpy(list, t->members, (size_t)n * sizeof *list);
         pthread_mutex_unlock(&t->mu);
 
+        atomic_store(&t->kicked, 0);
         uint64_t now = nbd_now_ns();
         int64_t sleep = -1;
         for (int i = 0; i < n; i++) {
