@@ -200,6 +200,7 @@ static void send_req(struct nbd_priv *p, struct nbd_conn *c, struct nbd_req *r)
     nbd_list_del(r);
     c->inflight--;
     r->conn = NULL;
+    stream_done(p, r);
     if (is_down(c->h) || conn_errno(err)) {
         nbd_list_add_tail(&p->waiting, r);
         conn_down(p, c, nbd_get_error() ? nbd_get_error() : "the connection failed");
@@ -527,8 +528,8 @@ static void dispatch(struct nbd_priv *p, uint64_t now)
         if (held(p, m, now, flushing))
             continue;
         nbd_list_del(m);
+        stream_note(p, m); /* first: m may be answered and reused once sent */
         send_req(p, c, m);
-        stream_note(p, m);
     }
 }
 
