@@ -233,12 +233,17 @@ static void aio_done(struct member_aio *a, int rc)
     batch_complete(a->ctx);
 }
 
-/* 1 when an op after ops[i] in the batch goes to the same member's submit.
- * Batches are tens of ops, so a scan is cheaper than anything cleverer. */
-static int later_on_member(const struct io_op *ops, int i, int n)
+/* 1 when an op after ops[i] in the batch goes to a member of the same
+ * backend's submit (plugged: only the batch's last op on that backend
+ * wakes its thread; NBD serves all its members from one thread, which
+ * then wakes once per batch and finds every member's requests queued,
+ * instead of once per member). Batches are tens of ops, so a scan is
+ * cheaper than anything cleverer. */
+static int later_on_backend(const struct io_op *ops, int i, int n)
 {
     for (int j = i + 1; j < n; j++)
-        if (ops[j].m == ops[i].m && !op_valid(&ops[j]) && (ops[j].len || ops[j].kind == IO_FLUSH))
+        if (ops[j].m && ops[j].m->ops && ops[j].m->ops->submit == ops[i].m->ops->submit && !op_valid(&ops[j]) &&
+            (ops[j].len || ops[j].kind == IO_FLUSH))
             return 1;
     return 0;
 }
@@ -262,7 +267,7 @@ static int async_start(struct batch *b, struct io_op *ops, int n)
         atomic_fetch_add_explicit(&b->pending, 1, memory_order_relaxed);
         op->async = 1;
         int kind = op->kind == IO_WRITE && op->fua ? MEMBER_AIO_WRITE_FUA : (int)op->kind;
-        if (later_on_member(ops, i, n))
+        if (later_on_backend(ops, i, n))
             kind |= MEMBER_AIO_PLUG;
         if (op->m->ops->submit(op->m, kind, op->buf, op->len, op->offset, &op->aio)) {
             op->async = 0; /* not taken: the pool runs it */
@@ -641,7 +646,9 @@ int io_engine_run(struct io_engine *e, struct io_op *ops, int n)
     const int *fds = NULL; /* NULL: every op goes to the pool */
     int ndirect = 0;
 #ifdef HAVE_URING
-    struct tl_ring *r = ring_get(e);
+    /* a batch all taken by members' own submit (NBD) needs no ring: this
+     * thread then never makes one */
+    struct tl_ring *r = nasync < n ? ring_get(e) : NULL;
     if (r) {
         ndirect = ring_classify(r, ops, n);
         if (ndirect > 0)

@@ -34,7 +34,8 @@ enum member_aio_kind {
 /* Or'd into submit's kind: more requests of the same batch follow on this
  * member, the backend may hold this one until the last (Linux's plugging),
  * so that it sees adjacent requests together and can merge them. The last
- * one of the batch on the member comes without it. */
+ * one of the batch on the backend (any member with the same submit; NBD
+ * serves all its members from one thread) comes without it. */
 #define MEMBER_AIO_PLUG 0x100
 
 struct member_ops {

@@ -1,8 +1,9 @@
 /* Members that are NBD exports, through libnbd.
  *
  * Pipelined: every request is started with libnbd's asynchronous calls
- * (nbd_aio_pread/pwrite/zero/flush) by one thread per member (nbd_loop.c),
- * which owns the member's connections and polls their sockets; submitting
+ * (nbd_aio_pread/pwrite/zero/flush) by the thread serving the member
+ * (nbd_threads.c: one for all NBD members by default; nbd_loop.c), which
+ * owns the member's connections and polls their sockets; submitting
  * threads only queue a request and wake it. The I/O engine submits a whole
  * batch through member_ops.submit before waiting, so a member a round trip
  * away has every request of every caller in flight at once, not one per
@@ -42,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,6 +72,11 @@ int member_is_nbd_uri(const char *name)
  * costs the server a thread hand-off and a round trip of its own, and a
  * multi-stripe write gives each member consecutive chunks. */
 #define NBD_MERGE_DEFAULT (2u << 20)
+/* How long the next piece of a sequential stream may wait for the piece
+ * after it (nbd_loop.c, held): a client sending one stripe per request
+ * (nbdcopy: 256 KiB) gives each member one chunk per front request, and
+ * only holding lets the next front request's chunk join it. */
+#define NBD_HOLD_DEFAULT_US 4000
 
 uint64_t nbd_now_ns(void)
 {
@@ -116,13 +121,40 @@ static size_t merge_wanted(size_t max_request)
     return n < max_request ? n : max_request;
 }
 
-/* Wakes the member's thread (its eventfd). An eventfd only fails to add
- * when its counter would overflow: then it is readable anyway. */
-static void wake_thread(struct nbd_priv *p)
+/* URAID_NBD_HOLD (microseconds, 0: never) for measuring, else
+ * NBD_HOLD_DEFAULT_US. */
+static uint64_t hold_wanted(void)
 {
-    uint64_t one = 1;
-    ssize_t w = write(p->efd, &one, sizeof one);
-    (void)w;
+    const char *s = getenv("URAID_NBD_HOLD");
+    uint64_t us = NBD_HOLD_DEFAULT_US;
+    if (s && *s)
+        us = strtoull(s, NULL, 0);
+    return us * 1000u;
+}
+
+/* Threads whose members got plugged requests from this submitting
+ * thread and have not been woken for them: the batch's last request (the
+ * engine plugs every request but its last to an NBD member, whichever
+ * member) wakes them all at once. */
+#define NBD_DEFER 16
+static __thread struct nbd_thread *deferred[NBD_DEFER];
+static __thread int ndeferred;
+
+static void defer_kick(struct nbd_thread *t)
+{
+    for (int i = 0; i < ndeferred; i++)
+        if (deferred[i] == t)
+            return;
+    if (ndeferred == NBD_DEFER)
+        nbd_thread_kick(t);
+    else
+        deferred[ndeferred++] = t;
+}
+
+static void kick_deferred(void)
+{
+    while (ndeferred)
+        nbd_thread_kick(deferred[--ndeferred]);
 }
 
 /* Queues a request for the member's thread. 0, or -ENXIO once the member
@@ -134,9 +166,9 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
     struct nbd_req *r = nbd_req_alloc(p);
     if (!r)
         return -ENOMEM;
-    *r = (struct nbd_req){.kind = kind, .buf = buf, .len = len, .off = off, .aio = aio};
+    *r = (struct nbd_req){.kind = kind, .buf = buf, .len = len, .off = off, .aio = aio, .queued = nbd_now_ns()};
     if (p->timeout_ns)
-        r->deadline = nbd_now_ns() + p->timeout_ns;
+        r->deadline = r->queued + p->timeout_ns;
     pthread_mutex_lock(&p->mu);
     if (p->failed || p->stop) {
         r->next = p->free;
@@ -145,13 +177,27 @@ static int nbd_queue(struct nbd_priv *p, int kind, void *buf, size_t len, uint64
         return -ENXIO;
     }
     nbd_list_add_tail(&p->queue, r);
-    /* plugged: the batch's last request on this member wakes the thread */
-    int kick = !plug && !p->kicked;
-    p->kicked |= kick;
     pthread_mutex_unlock(&p->mu);
-    if (kick)
-        wake_thread(p);
+    if (plug) {
+        defer_kick(p->thr);
+    } else {
+        nbd_thread_kick(p->thr);
+        kick_deferred();
+    }
     return 0;
+}
+
+void *nbd_bounce_get(struct nbd_priv *p)
+{
+    return p->nbounce ? p->bounce[--p->nbounce] : malloc(p->merge_max);
+}
+
+void nbd_bounce_put(struct nbd_priv *p, void *buf)
+{
+    if (p->nbounce < NBD_BOUNCE_KEEP)
+        p->bounce[p->nbounce++] = buf;
+    else
+        free(buf);
 }
 
 void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
@@ -165,7 +211,7 @@ void nbd_req_complete(struct nbd_priv *p, struct nbd_req *r, int rc)
             nbd_req_complete(p, kid, rc);
             kid = next;
         }
-        free(r->buf);
+        nbd_bounce_put(p, r->buf);
     }
     struct member_aio *aio = r->aio;
     pthread_mutex_lock(&p->mu);
@@ -201,26 +247,15 @@ static int submit_one(struct member *m, int kind, void *buf, size_t len, uint64_
     return nbd_queue(p, kind | plug, buf, len, off, aio);
 }
 
-/* Wakes the member's thread for what is queued. */
-static void nbd_kick(struct nbd_priv *p)
-{
-    pthread_mutex_lock(&p->mu);
-    int kick = !p->kicked && !nbd_list_empty(&p->queue);
-    p->kicked |= kick;
-    pthread_mutex_unlock(&p->mu);
-    if (kick)
-        wake_thread(p);
-}
-
 static int member_nbd_submit(struct member *m, int kind, void *buf, size_t len, uint64_t off,
                              struct member_aio *aio)
 {
     int rc = submit_one(m, kind, buf, len, off, aio);
-    /* The batch's last request on this member may not have been queued (not
-     * taken, or a flush with nothing to flush): the plugged ones before it
-     * must not wait for a kick that never comes. */
+    /* The batch's last request may not have been queued (not taken, or a
+     * flush with nothing to flush): the plugged ones before it must not
+     * wait for a kick that never comes. */
     if (rc || !(kind & MEMBER_AIO_PLUG))
-        nbd_kick(m->priv);
+        kick_deferred();
     return rc;
 }
 
@@ -339,13 +374,13 @@ static void priv_free(struct nbd_priv *p)
     for (int i = 0; i < NBD_MAX_CONNS; i++)
         if (p->conn[i].h)
             nbd_conn_close(p->conn[i].h);
+    while (p->nbounce)
+        free(p->bounce[--p->nbounce]);
     while (p->free) {
         struct nbd_req *r = p->free;
         p->free = r->next;
         free(r);
     }
-    if (p->efd >= 0)
-        close(p->efd);
     pthread_mutex_destroy(&p->mu);
     free(p->uri);
     free(p);
@@ -357,10 +392,7 @@ static void member_nbd_close(struct member *m)
     pthread_mutex_lock(&p->mu);
     p->stop = 1;
     pthread_mutex_unlock(&p->mu);
-    uint64_t one = 1;
-    ssize_t w = write(p->efd, &one, sizeof one);
-    (void)w;
-    pthread_join(p->thread, NULL); /* it closes the connections */
+    nbd_thread_detach(p); /* its thread closes the connections */
     priv_free(p);
 }
 
@@ -412,6 +444,7 @@ static int first_connection(struct nbd_priv *p, int readonly, int64_t *size, cha
     if (maxb > 0 && (uint64_t)maxb < p->max_request)
         p->max_request = (size_t)maxb;
     p->merge_max = merge_wanted(p->max_request);
+    p->hold_ns = p->merge_max ? hold_wanted() : 0;
     return 0;
 }
 
@@ -423,15 +456,13 @@ static struct nbd_priv *priv_new(void)
     pthread_mutex_init(&p->mu, NULL);
     nbd_list_init(&p->queue);
     nbd_list_init(&p->waiting);
+    for (int i = 0; i < NBD_STREAMS; i++)
+        p->stream[i].end = UINT64_MAX;
     for (int i = 0; i < NBD_MAX_CONNS; i++) {
         p->conn[i].p = p;
         nbd_list_init(&p->conn[i].wire);
     }
-    p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (p->efd < 0) {
-        priv_free(p);
-        return NULL;
-    }
+    p->efd = -1; /* its thread's, once attached */
     return p;
 }
 
@@ -474,9 +505,9 @@ int member_open_nbd(const char *name, int readonly, struct member **out, char *w
     m->priv = p;
     p->m = m;
     if (!rc) {
-        rc = -pthread_create(&p->thread, NULL, nbd_loop_main, p);
+        rc = nbd_thread_attach(p);
         if (rc)
-            uraid_why(why, whylen, "cannot start the member's thread: %s", strerror(-rc));
+            uraid_why(why, whylen, "cannot start the thread serving NBD members: %s", strerror(-rc));
     }
     if (rc) {
         priv_free(p);
