@@ -85,13 +85,16 @@ int grow_write_all(struct grow *gr)
     for (int pass = 0; pass < 2; pass++)
         for (int s = 0; s < grow_slots(gr); s++) {
             int i = gr->at[s], rc;
-            if (gr->fresh[i] != (pass == 0))
+            if (gr->gone[s] || gr->fresh[i] != (pass == 0))
                 continue;
             merge(&gr->sb[i], &gr->tmpl);
             if (gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
                 rc = member_flush(gr->dev[i]);
             else if (!gr->fresh[i])
                 rc = write_sb(gr->dev[i], &gr->sb[i]);
+            /* a member lost now: the others get the record of it (grow_lose writes them all again) */
+            if (rc && gr->g.from.raid_disks && grow_lose(gr, s, rc, "writing its superblock") == 0)
+                return 0;
             if (rc)
                 return say(gr, rc, "member %s: cannot write its superblock: %s (the members keep the last "
                            "recorded position; run the same grow again)", gr->name[i], uraid_strerror(rc));
@@ -109,20 +112,30 @@ int grow_write_one(struct grow *gr, int i)
     return 0;
 }
 
+/* Every member left flushed; one whose flush fails is lost (its writes
+ * since the last flush may be gone: it is not read again). */
+int grow_flush_all(struct grow *gr)
+{
+    for (int s = 0; s < grow_slots(gr); s++) {
+        int rc = grow_dev(gr, s) ? member_flush(grow_dev(gr, s)) : 0;
+        if (rc && grow_lose(gr, s, rc, "flushing") != 0)
+            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
+    }
+    return 0;
+}
+
 int grow_checkpoint(struct grow *gr, uint64_t ckpt)
 {
     /* the data below ckpt must be on every disk before any superblock says so */
-    for (int s = 0; s < grow_slots(gr); s++) {
-        int rc = member_flush(gr->dev[gr->at[s]]);
-        if (rc)
-            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
-    }
+    int rc = grow_flush_all(gr);
+    if (rc)
+        return rc;
     gr->tmpl.reshape_position = ckpt;
     /* a member not in sync (RAID-5 -> 6: the new one) is below ckpt: md's reshape_request moves its recovery_offset */
     for (int i = 0; i < gr->n; i++)
         if (gr->recovering[i])
             gr->sb[i].recovery_offset = ckpt / reshape_stripe_data(&gr->g) * gr->g.unit;
-    int rc = write_all(gr);
+    rc = write_all(gr);
     if (rc == 0)
         gr->ckpt = ckpt;
     return rc;
@@ -434,9 +447,10 @@ static int plan_resume(struct grow *gr, int N)
     if (N && N != (int)R->raid_disks)
         return say(gr, -EBUSY, "a reshape to %u members is already in progress (at array sector %llu): give the same "
                    "members again or use --continue", R->raid_disks, (unsigned long long)R->reshape_position);
-    if (gr->n != nall)
+    int nlost = grow_lost_slots(R, nall, NULL);
+    if (gr->n < nall - nlost)
         return say(gr, -EINVAL, "a reshape to %u members is in progress: give all %d members (%d given)%s",
-                   R->raid_disks, nall, gr->n, nall > (int)R->raid_disks ? ", the leaving ones too" : "");
+                   R->raid_disks, nall - nlost, gr->n, nall > (int)R->raid_disks ? ", the leaving ones too" : "");
     gr->tmpl = *R;
     gr->nslots = nall;
     /* as md's next superblock write: a stale BACKWARDS bit (mdadm's revert of a shrink keeps it) goes */
@@ -459,6 +473,8 @@ static int plan_resume(struct grow *gr, int N)
             return say(gr, -EBUSY, "member %s is not part of the reshape in progress (to %u members): give the same "
                        "members again or use --continue", gr->name[i], R->raid_disks);
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        if (role == MD_ROLE_FAULTY && nlost)
+            continue; /* it failed during the reshape: the reshape goes on without it */
         int behind = sb->events + 1 < R->events ||
                      (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->reshape_position != begin);
         if (role >= nall || seen[role] || behind || sb->data_offset != R->data_offset)
@@ -476,8 +492,11 @@ static int plan_resume(struct grow *gr, int N)
                     return rc;
                 seen[s] = 1;
             }
+    int rc = grow_place_lost(gr, R, nall, seen);
+    if (rc)
+        return rc;
     for (int s = 0; s < nall; s++)
-        if (!seen[s])
+        if (!seen[s] && !gr->gone[s])
             return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
                        "every member, old and new", s, R->raid_disks);
     struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize};
@@ -502,7 +521,8 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
     int lag = -1, seen[URAID_MAX_MEMBERS] = {0}, nleft = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
-        if (same_array(gr, i) && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
+        int faulty = sb->dev_number < R->max_dev && R->dev_roles[sb->dev_number] == MD_ROLE_FAULTY;
+        if (same_array(gr, i) && !faulty && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
             sb->raid_disks == R->raid_disks && sb->new_offset != 0 &&
             sb->data_offset + (uint64_t)(int64_t)sb->new_offset == R->data_offset)
             lag = i;
@@ -519,6 +539,8 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
         /* a shrink's leaving member: a spare in the end's record, in a slot past it in the reshape's */
         int leaving = role == MD_ROLE_SPARE && same_array(gr, i) && L->delta_disks < 0 &&
                       sb->dev_number < L->max_dev && L->dev_roles[sb->dev_number] < L->raid_disks - L->delta_disks;
+        if (role == MD_ROLE_FAULTY && same_array(gr, i))
+            continue; /* failed during the reshape: the end is written without it */
         if ((!leaving && (role >= R->raid_disks || seen[role])) || sb->events + 1 < R->events || off != R->data_offset)
             return say(gr, -EINVAL, "the reshape's end was cut off, and member %s is not one of its members "
                        "(events %llu, the array's %llu): give every member, old and new", gr->name[i],
@@ -535,8 +557,13 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
         seen[role] = 1;
         gr->at[role] = i;
     }
-    if (gr->n != (int)R->raid_disks + nleft)
-        return say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
+    int rc = grow_place_lost(gr, R, (int)R->raid_disks, seen), nseen = 0;
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        nseen += seen[s] || gr->gone[s];
+    if (rc == 0 && nseen != (int)R->raid_disks)
+        rc = say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
+    if (rc)
+        return rc;
     int np = R->level == 6 ? 2 : 1;
     res->resumed = 1;
     res->raid_devices = (int)R->raid_disks;
@@ -577,11 +604,9 @@ static int heal_takeover(struct grow *gr, int *healed)
 
 static int finish(struct grow *gr)
 {
-    for (int s = 0; s < grow_slots(gr); s++) {
-        int rc = member_flush(gr->dev[gr->at[s]]);
-        if (rc)
-            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
-    }
+    int frc = grow_flush_all(gr);
+    if (frc)
+        return frc;
     gr->tmpl.feature_map &= ~RESHAPE_BITS;
     gr->tmpl.reshape_position = 0;
     gr->tmpl.delta_disks = 0;
@@ -591,6 +616,8 @@ static int finish(struct grow *gr)
     gr->tmpl.chunksize = gr->tmpl.new_chunk;
     /* md_finish_reshape moves every member's data offset, the leaving ones' too */
     for (int s = 0; s < grow_slots(gr); s++) {
+        if (gr->gone[s]) /* faulty: its superblock is not written again */
+            continue;
         struct md_sb *sb = &gr->sb[gr->at[s]];
         sb->data_offset = reshape_new_off(&gr->g, gr->old_off);
         sb->data_size = gr->g.backwards ? sb->data_size - gr->g.shift : sb->data_size + gr->g.shift;

@@ -87,32 +87,40 @@ int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b)
     return io_engine_create(&ep, &b->io);
 }
 
-/* One I/O on every member of a window at once (engine: threads or io_uring);
- * the first that failed in *bad. */
-static int run_all(struct grow_bufs *b, struct io_op *ops, int n, int *bad)
+/* One I/O on every member left of a window at once (engine: threads or
+ * io_uring), op i on slot slot[i]. A member that fails is lost
+ * (reshape_fail.c): -EAGAIN when every failure was borne (the window is
+ * done again, degraded), else the error with why set. */
+static int run_all(struct grow *gr, struct grow_bufs *b, struct io_op *ops, const int *slot, int n, const char *what)
 {
-    int rc = io_engine_run(b->io, ops, n);
-    for (int i = 0; rc && i < n; i++)
-        if (ops[i].result) {
-            *bad = i;
-            return ops[i].result;
-        }
-    return rc;
+    int rc = io_engine_run(b->io, ops, n), again = 0;
+    for (int i = 0; rc && i < n; i++) {
+        if (!ops[i].result)
+            continue;
+        int lrc = grow_lose(gr, slot[i], ops[i].result, what);
+        if (lrc)
+            return lrc;
+        again = 1;
+    }
+    return again ? -EAGAIN : rc;
 }
 
-/* Reads old rows [r0, r1) of every old member into b->old. */
+/* Reads old rows [r0, r1) of every old member left into b->old, the lost
+ * ones' rebuilt from the others. */
 static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
 {
     struct io_op ops[URAID_MAX_MEMBERS];
-    int n = gr->g.from.raid_disks, bad = 0;
-    for (int m = 0; m < n; m++)
-        ops[m] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = b->old[m],
-                                .len = (size_t)(r1 - r0) * SECTOR, .offset = (gr->old_off + r0) * SECTOR};
-    int rc = run_all(b, ops, n, &bad);
-    if (rc)
-        uraid_why(gr->why, gr->whylen, "member %s: read error at sector %llu: %s (nothing past the last recorded "
-                  "position was lost; fix the member and run the grow again)", gr->name[gr->at[bad]],
-                  (unsigned long long)(gr->old_off + r0), uraid_strerror(rc));
+    int slot[URAID_MAX_MEMBERS], n = 0;
+    for (int m = 0; m < gr->g.from.raid_disks; m++)
+        if (grow_dev(gr, m)) {
+            slot[n] = m;
+            ops[n++] = (struct io_op){.m = grow_dev(gr, m), .kind = IO_READ, .buf = b->old[m],
+                                      .len = (size_t)(r1 - r0) * SECTOR, .offset = (gr->old_off + r0) * SECTOR};
+        }
+    int rc = run_all(gr, b, ops, slot, n, "reading the old stripes");
+    if (rc == 0 && (rc = grow_rebuild_old(gr, b, r0, r1)) != 0)
+        uraid_why(gr->why, gr->whylen, "old rows %llu-%llu: cannot rebuild the lost members' part: %s",
+                  (unsigned long long)r0, (unsigned long long)r1, uraid_strerror(rc));
     return rc;
 }
 
@@ -150,8 +158,9 @@ static int build_stripe(struct grow *gr, struct grow_bufs *b, uint64_t t, size_t
     return uraid_gen_p(sm.nslots, cb, data, b->new[sm.p_disk] + off);
 }
 
-/* Units [pos / stripe_data, + w): read, build, write. */
-int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
+/* Units [pos / stripe_data, + w): read, build, write; -EAGAIN when a
+ * member was lost on the way (the window is to be done again). */
+static int copy_window_once(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
 {
     const struct reshape_geom *g = &gr->g;
     uint32_t u = g->unit, c = g->to.chunk_sectors;
@@ -173,16 +182,23 @@ int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_
     }
     uint64_t at = reshape_new_off(g, gr->old_off) + t0 * u; /* the new data offset + the new row */
     struct io_op ops[URAID_MAX_MEMBERS];
-    int n = g->to.raid_disks, bad = 0;
-    for (int s = 0; s < n; s++)
-        ops[s] = (struct io_op){.m = gr->dev[gr->at[s]], .kind = IO_WRITE, .buf = b->new[s],
-                                .len = (size_t)(w * u) * SECTOR, .offset = at * SECTOR};
-    int rc = run_all(b, ops, n, &bad);
-    if (rc)
-        uraid_why(gr->why, gr->whylen, "member %s: write error at sector %llu: %s (the reshape stopped at array "
-                  "sector %llu, recorded %llu; fix the member and run the grow again)", gr->name[gr->at[bad]],
-                  (unsigned long long)at, uraid_strerror(rc), (unsigned long long)pos, (unsigned long long)gr->ckpt);
-    return rc;
+    int slot[URAID_MAX_MEMBERS], n = 0;
+    for (int s = 0; s < g->to.raid_disks; s++)
+        if (grow_dev(gr, s)) {
+            slot[n] = s;
+            ops[n++] = (struct io_op){.m = grow_dev(gr, s), .kind = IO_WRITE, .buf = b->new[s],
+                                      .len = (size_t)(w * u) * SECTOR, .offset = at * SECTOR};
+        }
+    return run_all(gr, b, ops, slot, n, "writing the new stripes");
+}
+
+int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
+{
+    int rc;
+    /* each round loses a member or ends: at most one round per member */
+    for (int round = 0; (rc = copy_window_once(gr, b, pos, w)) == -EAGAIN && round <= URAID_MAX_MEMBERS; round++)
+        ;
+    return rc == -EAGAIN ? -EIO : rc;
 }
 
 int grow_copy(struct grow *gr)
