@@ -674,7 +674,9 @@ static int start(struct grow *gr, int nmembers)
     const struct md_sb *R = &gr->sb[gr->ref];
     int done = N == (int)R->raid_disks && gr->n > nmembers;
     for (int i = nmembers; i < gr->n && done; i++)
-        done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev && R->dev_roles[gr->sb[i].dev_number] < N;
+        /* (a new member that failed during the reshape is faulty now) */
+        done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev &&
+               (R->dev_roles[gr->sb[i].dev_number] < N || R->dev_roles[gr->sb[i].dev_number] == MD_ROLE_FAULTY);
     int recovering = 0;
     for (int i = 0; i < gr->n && done; i++)
         recovering |= same_array(gr, i) && (gr->sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET);

@@ -54,7 +54,7 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
     if (gr->gone[slot])
         return 0;
     const char *name = gr->name[gr->at[slot]];
-    if (gr->lost) {
+    if (gr->lost && !bearable(gr, slot)) {
         int rc = gr->lost(gr->lost_ctx, slot, err);
         if (rc == 0)
             gr->gone[slot] = 1;
@@ -62,12 +62,12 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
             uraid_why(gr->why, gr->whylen, "member %s failed while %s (%s) and the array has no redundancy left for "
                       "it: the reshape stopped at array sector %llu", name, what, uraid_strerror(err),
                       (unsigned long long)gr->ckpt);
-        return rc ? rc : 0;
+        return rc;
     }
     int recovering = 0;
     for (int i = 0; i < gr->n; i++)
         recovering |= gr->recovering[i];
-    if (recovering || gr->drop_q || gr->to_raid4 || gr->to_raid0 || bearable(gr, slot))
+    if (recovering || gr->lost || gr->drop_q || gr->to_raid4 || gr->to_raid0 || bearable(gr, slot))
         return uraid_why(gr->why, gr->whylen, "member %s failed while %s at array sector %llu (%s) and %s: the reshape "
                          "stopped (recorded at %llu); replace the member's disk by a copy (ddrescue) and run the "
                          "same grow again", name, what, (unsigned long long)gr->pos, uraid_strerror(err),
