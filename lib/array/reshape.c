@@ -239,8 +239,13 @@ int grow_check_old(struct grow *gr, int nold_given)
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
         if (!same_array(gr, i))
             return say(gr, -EINVAL, "member %s belongs to another array than %s", gr->name[i], gr->name[gr->ref]);
-        if (sb->events != R->events || role >= R->raid_disks || seen[role] ||
-            (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
+        if (sb->events == R->events && (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
+            return say(gr, -EBUSY, "member %s is being %s (up to sector %llu): the array is performing a recovery "
+                       "and cannot be reshaped, as mdadm refuses it; let the recovery finish first ('uraid rebuild' "
+                       "with every member), then grow", gr->name[i],
+                       sb->feature_map & MD_FEATURE_REPLACEMENT ? "rebuilt as a replacement" : "recovered",
+                       (unsigned long long)sb->recovery_offset);
+        if (sb->events != R->events || role >= R->raid_disks || seen[role])
             return say(gr, -EINVAL, "member %s is not an in-sync member of the array (events %llu, the array's %llu): "
                        "a grow needs every member in sync; rebuild first", gr->name[i],
                        (unsigned long long)sb->events, (unsigned long long)R->events);

@@ -295,6 +295,8 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
                              (unsigned long long)a->slot[s].sb.data_offset, (unsigned long long)old_off), -EINVAL;
     if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &a->rs)) != 0)
         return uraid_why(why, whylen, "out of memory"), rc;
+    if (missing) /* as open does for the new geometry: the members left out missed writes */
+        memset(a->rs->old->degraded_written, 0xff, (size_t)(a->rs->old->nstripes / 64 + 1) * sizeof(uint64_t));
     for (int s = 0; s < a->geom.raid_disks; s++)
         a->slot[s].data_offset = reshape_new_off(&g, old_off);
     /* md's raid5_size with the smaller stripe: a grow's array grows at its end, a shrink's was cut first */

@@ -29,11 +29,23 @@ struct rs_job {
 
 /* A member the array marked faulty (a request failed on it, or the job
  * did: rs_lost) is gone for the job too, from its next window on. */
+static void all_degraded(uint64_t *dw, uint64_t nstripes)
+{
+    for (uint64_t w = 0; dw && w < nstripes / 64 + 1; w++)
+        __atomic_store_n(&dw[w], ~0ull, __ATOMIC_RELEASE);
+}
+
 static void rs_sync_gone(struct uraid_array *a, struct grow *gr)
 {
     for (int s = 0; s < gr->nslots; s++)
-        if (!slot_ok(a, s))
+        if (!slot_ok(a, s) && !gr->gone[s]) {
             gr->gone[s] = 1;
+            /* the job moves every stripe without it: no chunk left on it is current (rows.c's last
+             * resort must not read one back), in either geometry */
+            all_degraded(a->degraded_written, a->nstripes);
+            if (a->rs)
+                all_degraded(a->rs->old->degraded_written, a->rs->old->nstripes);
+        }
 }
 
 /* grow_lose's hook: the array marks the member faulty (its superblocks

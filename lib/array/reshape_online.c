@@ -60,6 +60,15 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EROFS, "the array is open read-only");
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    struct uraid_job_status js;
+    if (uraid_job_status(a, &js) == 0 && js.running) /* switch_over checks again under job_lock */
+        return no(o, -EBUSY, "the array is performing a %s and cannot be reshaped, as mdadm refuses it: wait for its "
+                  "end (uraid status) or stop it ('uraid idle'), then grow", uraid_job_name(js.kind));
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+            return no(o, -EBUSY, "member %s is being recovered (its recovery stopped partway): the array cannot be "
+                      "reshaped until it is in sync; carry the recovery on first (uraid rebuild), then grow",
+                      a->slot[s].dev->path);
     if (a->geom.level < 4 || a->geom.level > 6)
         return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-4, RAID-5 and RAID-6 can gain members",
                   a->geom.level);

@@ -270,12 +270,71 @@ static void online_fail(int level, int nold, int nnew, struct plan p, const char
     harness_end();
 }
 
+/* md's 25raid456-reshape-while-recovery: a grow asked while a recovery
+ * runs is refused with one line (mdadm: "is performing resync/recovery
+ * and cannot be reshaped") and writes nothing: the new member stays
+ * zeros, no reshape is recorded. After the recovery the same grow goes
+ * through. */
+static void while_recovery(int level, struct rng *r)
+{
+    struct setup s = {.level = level, .nold = 4, .nnew = 1};
+    harness_beginf("RAID-%d: a grow asked while a recovery runs is refused, nothing written", level);
+    int rc = make_setup(&s, r);
+    char why[400];
+    struct uraid_open_params op = {.sync_speed_max_kib = 2000, .sync_speed_min_kib = 2000, .member_sim = sim};
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s.paths, 4, &op, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        CHECK(uraid_inject(a, 1, "vanish") == 0);
+        uint8_t blk[BLK] = {1};
+        CHECK(uraid_write(a, blk, BLK, 0) == 0, "the write that finds member 1 gone");
+        memcpy(s.model, blk, BLK);
+        CHECK(uraid_add_spare(a, s.paths[6], why, sizeof why) == 0, "add: %s", why);
+        struct uraid_job_params jp = {.slot = -1};
+        CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "recover: %s", why);
+        rc = uraid_grow_online(a, 5, s.paths + 4, 1, why, sizeof why);
+        CHECK(rc == -EBUSY && strstr(why, "performing a recover") && strstr(why, "cannot be reshaped"),
+              "a grow during the recovery: %d %s", rc, why);
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.reshape_total_sectors == 0 && info.raid_devices == 4, "a reshape was recorded");
+        uint8_t *img = malloc(MEMBER_BYTES);
+        int fd = open(s.paths[4], O_RDONLY), zeros = fd >= 0 && read(fd, img, MEMBER_BYTES) == MEMBER_BYTES;
+        for (uint64_t i = 0; zeros && i < MEMBER_BYTES; i++)
+            zeros = img[i] == 0;
+        if (fd >= 0)
+            close(fd);
+        free(img);
+        CHECK(zeros, "the refused grow wrote to the new member");
+        struct uraid_job_status st;
+        uraid_job_wait(a, &st);
+        CHECK(st.result == 0, "recovery: %s", st.why);
+        rc = uraid_grow_online(a, 5, s.paths + 4, 1, why, sizeof why);
+        CHECK(rc == 0, "the grow after the recovery: %s", why);
+        if (rc == 0) {
+            uraid_job_wait(a, &st);
+            CHECK(st.result == 0, "reshape: %s", st.why);
+            compare(a, &s, "grown after the recovery");
+            CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "check: %s", why);
+            uraid_job_wait(a, &st);
+            CHECK(st.result == 0 && st.mismatch_sectors == 0, "check: mismatch %llu",
+                  (unsigned long long)st.mismatch_sectors);
+        }
+        CHECK(uraid_close(a) == 0);
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_online_fault");
     struct rng r;
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
+    while_recovery(5, &r);
+    while_recovery(6, &r);
     online_fail(5, 4, 1, (struct plan){{1}, {250}, 1, 0}, "member 1 vanishes at a quarter", &r, seed);
     online_fail(6, 4, 1, (struct plan){{0}, {300}, 1, 0}, "member 0 vanishes", &r, seed);
     online_fail(6, 5, 1, (struct plan){{1, 3}, {200, 500}, 2, 0}, "members 1 and 3 vanish", &r, seed);
