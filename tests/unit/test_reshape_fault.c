@@ -308,12 +308,75 @@ static void cut_case(int level, int nold, int nnew, int fm, const char *fspec, c
     teardown(&s);
 }
 
+/* md's 25raid456-reshape-while-recovery, offline: a recovery stopped
+ * partway (the spare records recovery_offset) refuses the grow with one
+ * line and nothing written, every member byte for byte; after the
+ * recovery the grow goes through. */
+static void recovery_refusal(int level, struct rng *r)
+{
+    struct setup s = {.level = level, .nold = 4, .nnew = 1};
+    harness_beginf("RAID-%d: a grow with a recovery partway is refused, nothing written", level);
+    int rc = make_setup(&s, r);
+    CHECK(rc == 0, "setup");
+    char why[600];
+    static const char *lat[MAXM] = {"latency=0us", "latency=0us", "latency=0us", "latency=0us"};
+    struct uraid_open_params op = {.sync_speed_max_kib = 1000, .sync_speed_min_kib = 1000, .member_sim = lat};
+    struct uraid_array *a = NULL;
+    const char *paths[MAXM] = {s.path[0], s.path[1], s.path[2], s.path[3]};
+    if (rc == 0 && (rc = uraid_open(paths, 4, &op, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        CHECK(uraid_inject(a, 1, "vanish") == 0);
+        memset(s.data, 0x5a, 4096);
+        CHECK(uraid_write(a, s.data, 4096, 0) == 0, "the write that finds member 1 gone");
+        CHECK(uraid_add_spare(a, s.path[5], why, sizeof why) == 0, "add: %s", why);
+        struct uraid_job_params jp = {.slot = -1};
+        CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "recover: %s", why);
+        usleep(300000);
+        uraid_job_cancel(a);
+        CHECK(uraid_close(a) == 0);
+        /* slot 1 is the spare now, recovered partway */
+        char t[160];
+        memcpy(t, s.path[1], sizeof t);
+        memcpy(s.path[1], s.path[5], sizeof t);
+        memcpy(s.path[5], t, sizeof t);
+        for (int i = 0; i < n_all(&s); i++)
+            get_file(s.path[i], s.image[i], MEMBER_BYTES);
+        rc = grow(&s, NULL, why, sizeof why);
+        CHECK(rc == -EBUSY && strstr(why, "performing a recovery") && strstr(why, "cannot be reshaped"),
+              "the grow with a recovery partway: %d %s", rc, why);
+        uint8_t *buf = malloc(MEMBER_BYTES);
+        for (int i = 0; i < n_all(&s); i++)
+            CHECK(get_file(s.path[i], buf, MEMBER_BYTES) == 0 && !memcmp(buf, s.image[i], MEMBER_BYTES),
+                  "the refused grow wrote to member %d", i);
+        free(buf);
+        const char *p4[MAXM] = {s.path[0], s.path[1], s.path[2], s.path[3]};
+        rc = uraid_open(p4, 4, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open to finish the recovery: %s", why);
+        if (rc == 0) {
+            struct uraid_job_status st;
+            CHECK(uraid_job_start(a, URAID_JOB_RECOVER, &jp, why, sizeof why) == 0, "carry the recovery on: %s", why);
+            uraid_job_wait(a, &st);
+            CHECK(st.result == 0, "the recovery: %s", st.why);
+            CHECK(uraid_close(a) == 0);
+            rc = grow(&s, NULL, why, sizeof why);
+            CHECK(rc == 0, "the grow after the recovery: %s", why);
+            if (rc == 0)
+                verify(&s, 0, "grown after the recovery");
+        }
+    }
+    harness_end();
+    teardown(&s);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_fault");
     struct rng r;
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
+    recovery_refusal(5, &r);
+    recovery_refusal(6, &r);
     fail_case(5, 4, 1, 0, (struct fail[]){{1, "read-eio=2M+64K"}}, 1, 1, ", an old member fails reading halfway", &r);
     fail_case(5, 4, 1, 0, (struct fail[]){{4, "write-eio=2M+64K"}}, 1, 1, ", the new member fails writing halfway", &r);
     fail_case(5, 4, 1, 0, (struct fail[]){{2, "write-eio=1M+4K"}}, 1, 1, ", an old member fails writing early", &r);
