@@ -230,7 +230,9 @@ int grow_check_old(struct grow *gr, int nold_given)
         return say(gr, -EOPNOTSUPP, "growing an array with a write-intent bitmap is not supported yet");
     if (R->resync_offset != MD_RESYNC_CLEAN)
         return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
-    if (nold_given != (int)R->raid_disks)
+    /* md reshapes a degraded RAID-4/5/6 (raid5_start_reshape: not failed): the missing slots stay out */
+    int np = gr->degraded_ok && R->level >= 4 && R->level <= 6 ? (R->level == 6 ? 2 : 1) : 0, present = 0;
+    if (nold_given > (int)R->raid_disks + np || nold_given < (int)R->raid_disks - np)
         return say(gr, -EINVAL, "give all %u members of the array (%d given), then --add the new ones", R->raid_disks,
                    nold_given);
     int seen[URAID_MAX_MEMBERS] = {0};
@@ -239,6 +241,8 @@ int grow_check_old(struct grow *gr, int nold_given)
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
         if (!same_array(gr, i))
             return say(gr, -EINVAL, "member %s belongs to another array than %s", gr->name[i], gr->name[gr->ref]);
+        if (np && role == MD_ROLE_FAULTY && sb->events < R->events)
+            continue; /* failed before: the array is degraded without it */
         if (sb->events == R->events && (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
             return say(gr, -EBUSY, "member %s is being %s (up to sector %llu): the array is performing a recovery "
                        "and cannot be reshaped, as mdadm refuses it; let the recovery finish first ('uraid rebuild' "
@@ -254,7 +258,19 @@ int grow_check_old(struct grow *gr, int nold_given)
                        sb->feature_map & MD_FEATURE_BAD_BLOCKS ? "a non-empty bad-block list" : "a data offset unlike the others'");
         seen[role] = 1;
         gr->at[role] = i;
+        present++;
     }
+    if (present < (int)R->raid_disks - np || (present < (int)R->raid_disks && R->resync_offset != MD_RESYNC_CLEAN))
+        return say(gr, -EINVAL, "give all %u members of the array (%d in sync given), then --add the new ones",
+                   R->raid_disks, present);
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
+            if (R->dev_roles[dn] == s) /* not recorded failed: left out by mistake? */
+                return say(gr, -EINVAL, "slot %d's member (device number %u) was not given: give all %u members of "
+                           "the array; a degraded one may lack only those its superblocks record as failed", s, dn,
+                           R->raid_disks);
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        gr->gone[s] = !seen[s];
     return 0;
 }
 
@@ -279,9 +295,10 @@ static int check_added(struct grow *gr, int nold, int N)
     const struct md_sb *R = &gr->sb[gr->ref];
     /* linear keeps no per-member size: a new member needs room for one chunk of data */
     uint64_t need = R->data_offset + (R->level == LAYOUT_LEVEL_LINEAR ? 2048 : R->size);
-    if (gr->n - nold != N - nold || N > URAID_MAX_MEMBERS)
-        return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - nold,
-                   N - nold == 1 ? "" : "s", gr->n - nold);
+    int have = (int)R->raid_disks; /* the old slots, a missing one's too */
+    if (gr->n - nold != N - have || N > URAID_MAX_MEMBERS)
+        return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - have,
+                   N - have == 1 ? "" : "s", gr->n - nold);
     for (int i = nold; i < gr->n; i++) {
         if (same_array(gr, i))
             return say(gr, -EEXIST, "new member %s is already a member of this array", gr->name[i]);
@@ -350,8 +367,12 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
     grow_start_record(gr, from, to);
     gr->tmpl.raid_disks = (uint32_t)N;
     gr->tmpl.delta_disks = N - from->raid_disks;
+    /* a slot missing from the start: no device holds it in the record (md's super_1_sync marks a failed one so) */
+    for (uint32_t dn = 0; dn < gr->tmpl.max_dev; dn++)
+        if (gr->tmpl.dev_roles[dn] < from->raid_disks && gr->gone[gr->tmpl.dev_roles[dn]])
+            gr->tmpl.dev_roles[dn] = MD_ROLE_FAULTY;
     for (int i = nold; i < gr->n; i++) {
-        int rc = grow_new_member(gr, i, i); /* the added members take slots nold.. in order */
+        int rc = grow_new_member(gr, i, from->raid_disks + (i - nold)); /* the added members take the new slots in order */
         if (rc)
             return rc;
     }
@@ -718,6 +739,7 @@ static int start(struct grow *gr, int nmembers)
     if (N == (int)R->raid_disks && !geo)
         return say(gr, -EINVAL, "--raid-devices %d is the array's member count: give more members (--add), fewer "
                    "(with --array-size), or another --chunk, --layout or --level", N);
+    gr->degraded_ok = R->level >= 4 && R->level <= 6; /* a restripe within the level */
     rc = grow_check_old(gr, nmembers);
     if (rc == 0)
         rc = check_added(gr, nmembers, N);

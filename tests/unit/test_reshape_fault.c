@@ -369,12 +369,92 @@ static void recovery_refusal(int level, struct rng *r)
     teardown(&s);
 }
 
+/* Growing an array already degraded (md's raid5_start_reshape takes one
+ * that has not failed): members `lose` fail while served (marked faulty),
+ * then the offline grow gets the members left (give_failed: the failed
+ * ones too, whose stale superblocks are passed over) and goes on
+ * degraded from the start. A member only left out (not recorded failed)
+ * is refused, nothing written. */
+static void degraded_grow(int level, int nold, int nnew, const int *lose, int nlose, int give_failed, const char *what,
+                          struct rng *r)
+{
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew};
+    harness_beginf("RAID-%d %d -> %d already degraded%s", level, nold, nold + nnew, what);
+    int rc = make_setup(&s, r);
+    CHECK(rc == 0, "setup");
+    char why[600];
+    static const char *lat[MAXM] = {"latency=0us", "latency=0us", "latency=0us", "latency=0us", "latency=0us",
+                                    "latency=0us"};
+    struct uraid_array *a = NULL;
+    const char *paths[MAXM];
+    for (int i = 0; i < n_all(&s); i++)
+        paths[i] = s.path[i];
+    if (rc == 0 && (rc = uraid_open(paths, nold, &(struct uraid_open_params){.member_sim = lat}, &a, why,
+                                    sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        for (int f = 0; f < nlose; f++) {
+            CHECK(uraid_inject(a, lose[f], "vanish") == 0);
+            memset(s.data + 8192 * f, 0x33 + f, 8192);
+            CHECK(uraid_write(a, s.data + 8192 * f, 8192, 8192 * (uint64_t)f) == 0, "the write that finds %d gone",
+                  lose[f]);
+        }
+        CHECK(uraid_close(a) == 0);
+        for (int i = 0; i < n_all(&s); i++)
+            get_file(s.path[i], s.image[i], MEMBER_BYTES);
+        /* an in-sync member left out besides the failed: refused, nothing written */
+        int keep = lose[0] == 0 ? 1 : 0;
+        struct uraid_grow_params p = {.raid_devices = n_all(&s), .checkpoint_ms = 1u << 30};
+        int left = 0;
+        const char *sub[MAXM];
+        for (int i = 0; i < nold; i++) {
+            int failed = 0;
+            for (int f = 0; f < nlose; f++)
+                failed |= lose[f] == i;
+            if (i != keep && !failed)
+                sub[left++] = s.path[i];
+        }
+        for (int f = 0; f < nlose; f++)
+            sub[left++] = s.path[lose[f]];
+        rc = uraid_grow_members(sub, left, paths + nold, nnew, &p, NULL, why, sizeof why);
+        /* RAID-6 missing one bears another: the refusal says the member was left out; else too few */
+        int bears = level == 6 && nlose == 1;
+        CHECK(rc == -EINVAL && strstr(why, bears ? "was not given" : "give all"), "a member left out: %d %s", rc, why);
+        uint8_t *buf = malloc(MEMBER_BYTES);
+        for (int i = 0; i < n_all(&s); i++)
+            CHECK(get_file(s.path[i], buf, MEMBER_BYTES) == 0 && !memcmp(buf, s.image[i], MEMBER_BYTES),
+                  "the refused grow wrote to member %d", i);
+        free(buf);
+        /* the grow: the members in sync (and the failed ones when give_failed) */
+        left = 0;
+        for (int i = 0; i < nold; i++) {
+            int failed = 0;
+            for (int f = 0; f < nlose; f++)
+                failed |= lose[f] == i;
+            if (!failed || give_failed)
+                sub[left++] = s.path[i];
+        }
+        rc = uraid_grow_members(sub, left, paths + nold, nnew, &p, NULL, why, sizeof why);
+        CHECK(rc == 0, "the degraded grow: %s", why);
+        if (rc == 0) {
+            check_record(&s, keep, lose, nlose, what);
+            verify(&s, nlose, what);
+        }
+    }
+    harness_end();
+    teardown(&s);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_fault");
     struct rng r;
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
+    degraded_grow(5, 4, 1, (int[]){2}, 1, 0, ", the failed member not given", &r);
+    degraded_grow(5, 4, 1, (int[]){0}, 1, 1, ", the failed member given too", &r);
+    degraded_grow(6, 4, 1, (int[]){1}, 1, 0, "", &r);
+    degraded_grow(6, 5, 1, (int[]){0, 3}, 2, 1, " by two", &r);
     recovery_refusal(5, &r);
     recovery_refusal(6, &r);
     fail_case(5, 4, 1, 0, (struct fail[]){{1, "read-eio=2M+64K"}}, 1, 1, ", an old member fails reading halfway", &r);
