@@ -327,12 +327,49 @@ static void while_recovery(int level, struct rng *r)
     harness_end();
 }
 
+/* A served array already degraded grows (md takes it): the slots lost
+ * before stay out of the reshape, the writers go on, the result is the
+ * new geometry degraded, which spares recover. */
+static void degraded_online(int level, int nold, const int *lose, int nlose, struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = level, .nold = nold, .nnew = 1};
+    int n = nold + 1;
+    harness_beginf("RAID-%d %d -> %d online, degraded by %d before the grow", level, nold, n, nlose);
+    int rc = make_setup(&s, r);
+    char why[400];
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000, .member_sim = sim};
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s.paths, nold, &op, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        for (int f = 0; f < nlose; f++) {
+            CHECK(uraid_inject(a, lose[f], "vanish") == 0);
+            memset(s.model + BLK * f, 0x44 + f, BLK);
+            CHECK(uraid_write(a, s.model + BLK * f, BLK, BLK * (uint64_t)f) == 0, "the write finding %d gone", lose[f]);
+        }
+        rc = uraid_grow_online(a, n, s.paths + nold, 1, why, sizeof why);
+        CHECK(rc == 0, "grow online degraded: %s", why);
+        if (rc == 0) {
+            struct plan p = {.n = 0};
+            int jr = serve(a, &s, &p, seed, "degraded grow");
+            CHECK(jr == 0, "the degraded reshape: %s", uraid_strerror(jr));
+            compare(a, &s, "after the degraded grow");
+            recover_and_check(a, &s, nlose, "after the degraded grow");
+        }
+        CHECK(uraid_close(a) == 0);
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_online_fault");
     struct rng r;
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
+    degraded_online(5, 4, (int[]){1}, 1, &r, seed);
+    degraded_online(6, 5, (int[]){0, 2}, 2, &r, seed);
     while_recovery(5, &r);
     while_recovery(6, &r);
     online_fail(5, 4, 1, (struct plan){{1}, {250}, 1, 0}, "member 1 vanishes at a quarter", &r, seed);
