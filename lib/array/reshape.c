@@ -241,8 +241,9 @@ int grow_check_old(struct grow *gr, int nold_given)
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
         if (!same_array(gr, i))
             return say(gr, -EINVAL, "member %s belongs to another array than %s", gr->name[i], gr->name[gr->ref]);
-        if (np && role == MD_ROLE_FAULTY && sb->events < R->events)
-            continue; /* failed before: the array is degraded without it */
+        if (np && (role == MD_ROLE_FAULTY || role == MD_ROLE_SPARE) && sb->events < R->events &&
+            !(sb->feature_map & MD_FEATURE_RECOVERY_OFFSET))
+            continue; /* failed or left out before: the array is degraded without it */
         if (sb->events == R->events && (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
             return say(gr, -EBUSY, "member %s is being %s (up to sector %llu): the array is performing a recovery "
                        "and cannot be reshaped, as mdadm refuses it; let the recovery finish first ('uraid rebuild' "
@@ -369,10 +370,12 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
     gr->tmpl.delta_disks = N - from->raid_disks;
     /* a slot missing from the start: no device holds it in the record (md's super_1_sync marks a failed one so) */
     for (uint32_t dn = 0; dn < gr->tmpl.max_dev; dn++)
-        if (gr->tmpl.dev_roles[dn] < from->raid_disks && gr->gone[gr->tmpl.dev_roles[dn]])
+        if (gr->tmpl.dev_roles[dn] < R->raid_disks && gr->gone[gr->tmpl.dev_roles[dn]])
             gr->tmpl.dev_roles[dn] = MD_ROLE_FAULTY;
     for (int i = nold; i < gr->n; i++) {
-        int rc = grow_new_member(gr, i, from->raid_disks + (i - nold)); /* the added members take the new slots in order */
+        /* the added members take the slots after the array's, in order (nold: the members given, a degraded
+         * array's missing ones aside) */
+        int rc = grow_new_member(gr, i, (int)R->raid_disks + (i - nold));
         if (rc)
             return rc;
     }
