@@ -62,8 +62,11 @@ int grow_write_all(struct grow *gr);
 int grow_write_one(struct grow *gr, int i); /* member i alone, tmpl's events */
 int grow_new_member(struct grow *gr, int i, int slot);
 int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to);
+/* Member i holds a superblock of the reference's array; "RAID-5" for 5. */
+int grow_same_array(const struct grow *gr, int i);
+const char *grow_level_text(int level);
 
-/* reshape.c: the array as it is (every old member given, in sync, clean). */
+/* reshape_check.c: the array as it is (every old member given, in sync, clean; or degraded, degraded_ok). */
 int grow_check_old(struct grow *gr, int nold_given);
 /* reshape_back.c: the start's record in tmpl (md's, either direction; pos
  * and ckpt at its start); a shrink to `to` (fewer members) planned,

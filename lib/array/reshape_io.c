@@ -278,8 +278,13 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
         return uraid_why(why, whylen, "the reshape on the members: %s", gwhy), -EINVAL;
     int gone_old = 0, gone_new = 0;
     for (int s = 0; s < array_nslots(a); s++) {
-        gone_old += !a->slot[s].dev && s < g.from.raid_disks;
-        gone_new += !a->slot[s].dev && s < g.to.raid_disks;
+        int out = a->slot[s].state != URAID_MEMBER_IN_SYNC;
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+            return uraid_why(why, whylen, "a reshape is in progress and member %s is being recovered (the new member "
+                             "of a RAID-5 -> 6 restripe, or a recovery stopped partway): not served; carry the "
+                             "reshape on with 'uraid grow --continue'", a->slot[s].dev->path), -EOPNOTSUPP;
+        gone_old += out && s < g.from.raid_disks;
+        gone_new += out && s < g.to.raid_disks;
     }
     /* md's raid5_run takes a reshape degraded as far as both geometries bear it */
     if (gone_old > layout_parity_count(&g.from) || gone_new > layout_parity_count(&g.to))
