@@ -148,7 +148,7 @@ static void *writer_main(void *arg)
         memcpy(w->s->model + off, buf, len);
         if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
             w->failures++;
-        w->rounds++;
+        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
     }
     free(buf);
     free(back);
@@ -192,7 +192,16 @@ static int serve(struct uraid_array *a, struct setup *s, const struct plan *p, u
     for (int f = 0; f < p->n; f++)
         if (reach(a, p->permille[f]))
             lost += uraid_inject(a, p->slot[f], "vanish") == 0;
-    usleep(20000); /* the writers meet the degraded array too */
+    /* the writers meet the degraded array too: a few rounds more (bounded: 5 s) */
+    int seen = 0;
+    for (int i = 0; i < NW; i++)
+        seen += __atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED);
+    for (int k = 0, now = seen; k < 500 && now < seen + 3; k++) {
+        usleep(10000);
+        now = 0;
+        for (int i = 0; i < NW; i++)
+            now += __atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED);
+    }
     __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
     int rounds = 0, failures = 0;
     for (int i = 0; i < NW; i++) {
