@@ -8,7 +8,12 @@
 #      and its check finds mismatch_cnt 0;
 #   b. uraid killed in the middle of a RAID-5 4 -> 5 grow after m2 failed:
 #      md assembles the members left, carries the degraded reshape on to the
-#      end, reads every byte, recovers onto a spare, mismatch_cnt 0.
+#      end, reads every byte, recovers onto a spare, mismatch_cnt 0;
+#   c. md's own grow, a member failed in it (mdadm --fail), cut off (the
+#      guest powers off without stopping the array): uraid grow --continue
+#      with every member (the failed one's stale superblock passed over)
+#      finishes md's degraded reshape; every byte, a rebuild onto a spare,
+#      uraid check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -110,4 +115,42 @@ check md0
 GUEST
 judge "b: md carries on uraid's degraded reshape" "$t_tmp/b.log" "md0 assembled mid-reshape" "md0 reshaped raid_disks=5 reshape_position=none" \
     "md0 pattern OK" "md0 zeros OK" "md0 after recovery degraded=0" "md0 mismatch_cnt=0"
+
+# ---- c. md's grow with a member failed in it, cut off; uraid carries it on -------------------
+make_array "$t_tmp/c" 5 4 64; DC=$t_tmp/c; OLDC=$SZ
+C="$M $DC/m4.img"
+# shellcheck disable=SC2086
+"$ORACLE" --no-stop --timeout 600 $(disks $C) -- - >"$t_tmp/c.log" 2>&1 <<'GUEST'
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
+echo 500 > /sys/block/md0/md/sync_speed_max
+mdadm /dev/md0 --add /dev/vde || exit 1
+mdadm --grow /dev/md0 --raid-devices=5 || exit 1
+sleep 3
+mdadm /dev/md0 --fail /dev/vdb && echo "vdb failed"
+sleep 4
+grep -A2 md0 /proc/mdstat
+GUEST
+x=$(mdadm --examine "$DC/m0.img" 2>&1)
+echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "Array State : A.AAA " &&
+    t_ok "c: md's grow with m1 failed, cut off mid-reshape (Reshape pos'n, slot 1 missing)" ||
+    t_fail "c: md's grow with m1 failed, cut off mid-reshape" "$(echo "$x" | grep -E "Reshape|Array State"; tail -3 "$t_tmp/c.log")"
+# shellcheck disable=SC2086
+out=$($URAID grow --continue $C 2>&1)
+case "$out" in *"carried on and complete: 5 members"*) t_ok "c: uraid grow --continue finishes md's degraded reshape" ;;
+    *) t_fail "c: uraid grow --continue finishes md's degraded reshape" "$out" ;; esac
+CL="$DC/m0.img $DC/m2.img $DC/m3.img $DC/m4.img"
+# shellcheck disable=SC2086
+kib=$($URAID detail $CL 2>&1 | awk '/Array Size/ {print $4; exit}')
+# shellcheck disable=SC2086
+got=$($URAID cat $CL | sha256sum | cut -d' ' -f1)
+want=$({ "$PATTERN" -s 64 -n "$OLDC"; head -c $((${kib:-0} * 1024 - OLDC)) /dev/zero; } | sha256sum | cut -d' ' -f1)
+[ "$got" = "$want" ] && t_ok "c: every byte of md's degraded reshape, finished by uraid" ||
+    t_fail "c: every byte of md's degraded reshape, finished by uraid" "$got"
+# shellcheck disable=SC2086
+out=$($URAID rebuild $CL --spare "$DC/sp0.img" 2>&1) || t_fail "c: rebuild onto a spare" "$out"
+# shellcheck disable=SC2086
+out=$($URAID check $CL "$DC/sp0.img" 2>&1)
+case "$out" in *"mismatch_cnt 0"*) t_ok "c: rebuilt onto a spare, uraid check finds mismatch_cnt 0" ;;
+    *) t_fail "c: rebuilt onto a spare, uraid check finds mismatch_cnt 0" "$(echo "$out" | tail -1)" ;; esac
 t_finish
