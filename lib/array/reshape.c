@@ -17,7 +17,10 @@
  *      window would need it (reshape_geom.h's safety rule) and every
  *      checkpoint_ms.
  *   3. end: raid_disks = N, data_offset = old - shift, data_size + shift,
- *      RESHAPE_ACTIVE and NEW_OFFSET cleared, events + 1. */
+ *      RESHAPE_ACTIVE and NEW_OFFSET cleared, events + 1.
+ *   A member lost on the way (reshape_fail.c): its role faulty in every
+ *   other member's superblock at once (events + 1, the position kept), then
+ *   the reshape goes on without it; a degraded array starts so. */
 #include "array/reshape.h"
 #include "array/reshape_io.h"
 

@@ -37,8 +37,8 @@ int grow_gone_count(const struct grow *gr, int n)
     return c;
 }
 
-/* 0 when one more gone slot `slot` leaves both geometries readable. */
-static int bearable(const struct grow *gr, int slot)
+/* Nonzero when one more gone slot `slot` leaves the old or the new geometry unreadable. */
+static int too_many_lost(const struct grow *gr, int slot)
 {
     const struct layout_geom *f = &gr->g.from, *t = &gr->g.to;
     int in_from = slot < f->raid_disks, in_to = slot < t->raid_disks;
@@ -54,7 +54,7 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
     if (gr->gone[slot])
         return 0;
     const char *name = gr->name[gr->at[slot]];
-    if (gr->lost && !bearable(gr, slot)) {
+    if (gr->lost && !too_many_lost(gr, slot)) { /* served: the array marks it and writes its superblocks */
         int rc = gr->lost(gr->lost_ctx, slot, err);
         if (rc == 0)
             gr->gone[slot] = 1;
@@ -67,11 +67,11 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
     int recovering = 0;
     for (int i = 0; i < gr->n; i++)
         recovering |= gr->recovering[i];
-    if (recovering || gr->lost || gr->drop_q || gr->to_raid4 || gr->to_raid0 || bearable(gr, slot))
+    if (recovering || gr->lost || gr->drop_q || gr->to_raid4 || gr->to_raid0 || too_many_lost(gr, slot))
         return uraid_why(gr->why, gr->whylen, "member %s failed while %s at array sector %llu (%s) and %s: the reshape "
                          "stopped (recorded at %llu); replace the member's disk by a copy (ddrescue) and run the "
                          "same grow again", name, what, (unsigned long long)gr->pos, uraid_strerror(err),
-                         recovering ? "a member is still being recovered" : bearable(gr, slot) ?
+                         recovering ? "a member is still being recovered" : too_many_lost(gr, slot) ?
                          "the array has no redundancy left for it" : "a level change's restripe does not go on "
                          "degraded", (unsigned long long)gr->ckpt), err;
     gr->gone[slot] = 1;

@@ -64,6 +64,7 @@ make_array "$t_tmp/a6" 6 5 62; D6=$t_tmp/a6; OLD6=$SZ
 $URAID grow $M --raid-devices 6 --add "$D6/m5.img" --member-layer "$D6/m0.img:read-eio=6M+64K" \
     --member-layer "$D6/m3.img:write-eio=10M+64K" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-6 5 -> 6 while two fail"
 # md0: m0 m2 m3 m4 (vda-vdd) + spare vde; md1: m1 m2 m4 m5 (vdf-vdi) + spares vdj vdk
+# shellcheck disable=SC2046,SC2086
 "$ORACLE" --timeout 900 $(disks "$D5/m0.img" "$D5/m2.img" "$D5/m3.img" "$D5/m4.img" "$D5/sp0.img" \
     "$D6/m1.img" "$D6/m2.img" "$D6/m4.img" "$D6/m5.img" "$D6/sp0.img" "$D6/sp1.img") -- - >"$t_tmp/a.log" 2>&1 <<GUEST
 exec 2>&1
@@ -100,6 +101,7 @@ x=$(mdadm --examine "$DB/m0.img" 2>&1)
 echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "Array State : AA.AA " &&
     t_ok "b: uraid killed mid-reshape after m2 failed (Reshape pos'n, slot 2 missing)" ||
     t_fail "b: uraid killed mid-reshape after m2 failed" "$(echo "$x" | grep -E "Reshape|Array State")"
+# shellcheck disable=SC2046,SC2086
 "$ORACLE" --timeout 900 $(disks "$DB/m0.img" "$DB/m1.img" "$DB/m3.img" "$DB/m4.img" "$DB/sp0.img") -- - \
     >"$t_tmp/b.log" 2>&1 <<GUEST
 exec 2>&1
@@ -119,7 +121,7 @@ judge "b: md carries on uraid's degraded reshape" "$t_tmp/b.log" "md0 assembled 
 # ---- c. md's grow with a member failed in it, cut off; uraid carries it on -------------------
 make_array "$t_tmp/c" 5 4 64; DC=$t_tmp/c; OLDC=$SZ
 C="$M $DC/m4.img"
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046,SC2086
 "$ORACLE" --no-stop --timeout 600 $(disks $C) -- - >"$t_tmp/c.log" 2>&1 <<'GUEST'
 exec 2>&1
 mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
