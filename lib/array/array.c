@@ -438,10 +438,24 @@ static int read_superblocks(struct open_ctx *o)
 
 /* One array, one geometry, one member per device number; the reference is
  * the member with the highest events (md-format.md 1.5). */
+/* Member i is one a newer member's superblock records as faulty: its own
+ * may predate a reshape it failed in (md ignores such a member's record). */
+static int stale_faulty(const struct open_ctx *o, int i)
+{
+    for (int j = 0; j < o->n; j++)
+        if (o->sb[j].events > o->sb[i].events && o->sb[i].dev_number < o->sb[j].max_dev &&
+            o->sb[j].dev_roles[o->sb[i].dev_number] == MD_ROLE_FAULTY)
+            return 1;
+    return 0;
+}
+
 static int pick_reference(struct open_ctx *o)
 {
     const struct md_sb *sb = o->sb;
     o->ref = 0;
+    int base = 0; /* the geometry every member must share: the first's, unless it failed before a reshape ended */
+    for (int i = 1; i < o->n && stale_faulty(o, base); i++)
+        base = i;
     for (int i = 0; i < o->n; i++) {
         if (!same_array(&sb[i], &sb[0])) {
             char u0[MD_UUID_TEXT], ui[MD_UUID_TEXT];
@@ -460,13 +474,14 @@ static int pick_reference(struct open_ctx *o)
         /* a grow --size cut off between two superblock writes leaves members
          * one event apart with two sizes: the newest's counts (md's too) */
         struct md_sb resized = sb[i];
-        resized.size = sb[0].size;
-        int size_step = sb[i].events + 1 == sb[0].events || sb[0].events + 1 == sb[i].events;
-        if (!same_geometry(&sb[i], &sb[0]) && !(size_step && same_geometry(&resized, &sb[0]))) {
-            int reshape = size_step && ((sb[i].feature_map | sb[0].feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
+        resized.size = sb[base].size;
+        int size_step = sb[i].events + 1 == sb[base].events || sb[base].events + 1 == sb[i].events;
+        if (!same_geometry(&sb[i], &sb[base]) && !(size_step && same_geometry(&resized, &sb[base])) &&
+            !stale_faulty(o, i)) {
+            int reshape = size_step && ((sb[i].feature_map | sb[base].feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
             uraid_why(o->why, o->whylen,
                       "member %s disagrees with %s about the array's level, layout, chunk, size or members%s",
-                      o->paths[i], o->paths[0],
+                      o->paths[i], o->paths[base],
                       reshape ? " (a reshape's first or last superblock writes were cut off: run the same "
                                 "'uraid grow' again, which carries it on)" : "");
             return -EINVAL;

@@ -17,7 +17,10 @@
  *      window would need it (reshape_geom.h's safety rule) and every
  *      checkpoint_ms.
  *   3. end: raid_disks = N, data_offset = old - shift, data_size + shift,
- *      RESHAPE_ACTIVE and NEW_OFFSET cleared, events + 1. */
+ *      RESHAPE_ACTIVE and NEW_OFFSET cleared, events + 1.
+ *   A member lost on the way (reshape_fail.c): its role faulty in every
+ *   other member's superblock at once (events + 1, the position kept), then
+ *   the reshape goes on without it; a degraded array starts so. */
 #include "array/reshape.h"
 #include "array/reshape_io.h"
 
@@ -35,6 +38,8 @@
 #define MD_NEW_OFFSET_MIN_FROM_SB 72u
 
 #define say grow_say
+#define same_array grow_same_array
+#define level_text grow_level_text
 int grow_say(struct grow *gr, int rc, const char *fmt, ...)
 {
     char line[512];
@@ -85,13 +90,16 @@ int grow_write_all(struct grow *gr)
     for (int pass = 0; pass < 2; pass++)
         for (int s = 0; s < grow_slots(gr); s++) {
             int i = gr->at[s], rc;
-            if (gr->fresh[i] != (pass == 0))
+            if (gr->gone[s] || gr->fresh[i] != (pass == 0))
                 continue;
             merge(&gr->sb[i], &gr->tmpl);
             if (gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
                 rc = member_flush(gr->dev[i]);
             else if (!gr->fresh[i])
                 rc = write_sb(gr->dev[i], &gr->sb[i]);
+            /* a member lost now: the others get the record of it (grow_lose writes them all again) */
+            if (rc && gr->g.from.raid_disks && grow_lose(gr, s, rc, "writing its superblock") == 0)
+                return 0;
             if (rc)
                 return say(gr, rc, "member %s: cannot write its superblock: %s (the members keep the last "
                            "recorded position; run the same grow again)", gr->name[i], uraid_strerror(rc));
@@ -109,20 +117,30 @@ int grow_write_one(struct grow *gr, int i)
     return 0;
 }
 
+/* Every member left flushed; one whose flush fails is lost (its writes
+ * since the last flush may be gone: it is not read again). */
+int grow_flush_all(struct grow *gr)
+{
+    for (int s = 0; s < grow_slots(gr); s++) {
+        int rc = grow_dev(gr, s) ? member_flush(grow_dev(gr, s)) : 0;
+        if (rc && grow_lose(gr, s, rc, "flushing") != 0)
+            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
+    }
+    return 0;
+}
+
 int grow_checkpoint(struct grow *gr, uint64_t ckpt)
 {
     /* the data below ckpt must be on every disk before any superblock says so */
-    for (int s = 0; s < grow_slots(gr); s++) {
-        int rc = member_flush(gr->dev[gr->at[s]]);
-        if (rc)
-            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
-    }
+    int rc = grow_flush_all(gr);
+    if (rc)
+        return rc;
     gr->tmpl.reshape_position = ckpt;
     /* a member not in sync (RAID-5 -> 6: the new one) is below ckpt: md's reshape_request moves its recovery_offset */
     for (int i = 0; i < gr->n; i++)
         if (gr->recovering[i])
             gr->sb[i].recovery_offset = ckpt / reshape_stripe_data(&gr->g) * gr->g.unit;
-    int rc = write_all(gr);
+    rc = write_all(gr);
     if (rc == 0)
         gr->ckpt = ckpt;
     return rc;
@@ -163,7 +181,7 @@ static void pick_ref(struct grow *gr)
             gr->ref = i;
 }
 
-static int same_array(const struct grow *gr, int i)
+int grow_same_array(const struct grow *gr, int i)
 {
     return gr->sb_ok[i] && !memcmp(gr->sb[i].set_uuid, gr->sb[gr->ref].set_uuid, 16);
 }
@@ -188,56 +206,10 @@ uint64_t reshape_tailroom(const struct md_sb *sb, uint64_t size)
     return sb->data_size > size ? sb->data_size - size : 0;
 }
 
-static const char *level_text(int level)
+const char *grow_level_text(int level)
 {
     static const char *names[] = {"RAID-0", "RAID-1", "", "", "RAID-4", "RAID-5", "RAID-6"};
     return level >= 0 && level <= 6 ? names[level] : level == 10 ? "RAID-10" : "this level";
-}
-
-/* The array as it is now: one clean, in-sync member per old slot, none of
- * the features a grow does not handle yet. */
-int grow_check_old(struct grow *gr, int nold_given)
-{
-    const struct md_sb *R = &gr->sb[gr->ref];
-    int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
-    if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0))
-        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
-                   "members (--raid-devices N --add NEW...)", level_text(R->level));
-    /* 1.0 and 0.90 keep no room before the data (md grows them with a
-     * backup file); linear moves no data, but their superblock sits at
-     * each member's end, which a new member's size decides */
-    if (R->format != MD_FMT_1_2 && !(linear && R->format == MD_FMT_1_1))
-        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
-                   "(and 1.1 for RAID-1 and linear) can gain members", md_format_name(R->format));
-    if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
-        return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
-                   "(uraid grow --consistency-policy=resync)",
-                   md_sb_has_ppl(R) ? "partial parity log (ppl)" : "write journal");
-    if (R->feature_map & MD_FEATURE_BITMAP_OFFSET)
-        return say(gr, -EOPNOTSUPP, "growing an array with a write-intent bitmap is not supported yet");
-    if (R->resync_offset != MD_RESYNC_CLEAN)
-        return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
-    if (nold_given != (int)R->raid_disks)
-        return say(gr, -EINVAL, "give all %u members of the array (%d given), then --add the new ones", R->raid_disks,
-                   nold_given);
-    int seen[URAID_MAX_MEMBERS] = {0};
-    for (int i = 0; i < nold_given; i++) {
-        const struct md_sb *sb = &gr->sb[i];
-        uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
-        if (!same_array(gr, i))
-            return say(gr, -EINVAL, "member %s belongs to another array than %s", gr->name[i], gr->name[gr->ref]);
-        if (sb->events != R->events || role >= R->raid_disks || seen[role] ||
-            (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
-            return say(gr, -EINVAL, "member %s is not an in-sync member of the array (events %llu, the array's %llu): "
-                       "a grow needs every member in sync; rebuild first", gr->name[i],
-                       (unsigned long long)sb->events, (unsigned long long)R->events);
-        if ((sb->feature_map & MD_FEATURE_BAD_BLOCKS) || sb->data_offset != R->data_offset)
-            return say(gr, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", gr->name[i],
-                       sb->feature_map & MD_FEATURE_BAD_BLOCKS ? "a non-empty bad-block list" : "a data offset unlike the others'");
-        seen[role] = 1;
-        gr->at[role] = i;
-    }
-    return 0;
 }
 
 /* A device number for each new member: unused in dev_roles and by the members. */
@@ -261,9 +233,10 @@ static int check_added(struct grow *gr, int nold, int N)
     const struct md_sb *R = &gr->sb[gr->ref];
     /* linear keeps no per-member size: a new member needs room for one chunk of data */
     uint64_t need = R->data_offset + (R->level == LAYOUT_LEVEL_LINEAR ? 2048 : R->size);
-    if (gr->n - nold != N - nold || N > URAID_MAX_MEMBERS)
-        return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - nold,
-                   N - nold == 1 ? "" : "s", gr->n - nold);
+    int have = (int)R->raid_disks; /* the old slots, a missing one's too */
+    if (gr->n - nold != N - have || N > URAID_MAX_MEMBERS)
+        return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - have,
+                   N - have == 1 ? "" : "s", gr->n - nold);
     for (int i = nold; i < gr->n; i++) {
         if (same_array(gr, i))
             return say(gr, -EEXIST, "new member %s is already a member of this array", gr->name[i]);
@@ -332,8 +305,14 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
     grow_start_record(gr, from, to);
     gr->tmpl.raid_disks = (uint32_t)N;
     gr->tmpl.delta_disks = N - from->raid_disks;
+    /* a slot missing from the start: no device holds it in the record (md's super_1_sync marks a failed one so) */
+    for (uint32_t dn = 0; dn < gr->tmpl.max_dev; dn++)
+        if (gr->tmpl.dev_roles[dn] < R->raid_disks && gr->gone[gr->tmpl.dev_roles[dn]])
+            gr->tmpl.dev_roles[dn] = MD_ROLE_FAULTY;
     for (int i = nold; i < gr->n; i++) {
-        int rc = grow_new_member(gr, i, i); /* the added members take slots nold.. in order */
+        /* the added members take the slots after the array's, in order (nold: the members given, a degraded
+         * array's missing ones aside) */
+        int rc = grow_new_member(gr, i, (int)R->raid_disks + (i - nold));
         if (rc)
             return rc;
     }
@@ -434,9 +413,10 @@ static int plan_resume(struct grow *gr, int N)
     if (N && N != (int)R->raid_disks)
         return say(gr, -EBUSY, "a reshape to %u members is already in progress (at array sector %llu): give the same "
                    "members again or use --continue", R->raid_disks, (unsigned long long)R->reshape_position);
-    if (gr->n != nall)
+    int nlost = grow_lost_slots(R, nall, NULL);
+    if (gr->n < nall - nlost)
         return say(gr, -EINVAL, "a reshape to %u members is in progress: give all %d members (%d given)%s",
-                   R->raid_disks, nall, gr->n, nall > (int)R->raid_disks ? ", the leaving ones too" : "");
+                   R->raid_disks, nall - nlost, gr->n, nall > (int)R->raid_disks ? ", the leaving ones too" : "");
     gr->tmpl = *R;
     gr->nslots = nall;
     /* as md's next superblock write: a stale BACKWARDS bit (mdadm's revert of a shrink keeps it) goes */
@@ -459,6 +439,8 @@ static int plan_resume(struct grow *gr, int N)
             return say(gr, -EBUSY, "member %s is not part of the reshape in progress (to %u members): give the same "
                        "members again or use --continue", gr->name[i], R->raid_disks);
         uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        if (role == MD_ROLE_FAULTY && nlost)
+            continue; /* it failed during the reshape: the reshape goes on without it */
         int behind = sb->events + 1 < R->events ||
                      (!(sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && R->reshape_position != begin);
         if (role >= nall || seen[role] || behind || sb->data_offset != R->data_offset)
@@ -476,8 +458,11 @@ static int plan_resume(struct grow *gr, int N)
                     return rc;
                 seen[s] = 1;
             }
+    int rc = grow_place_lost(gr, R, nall, seen);
+    if (rc)
+        return rc;
     for (int s = 0; s < nall; s++)
-        if (!seen[s])
+        if (!seen[s] && !gr->gone[s])
             return say(gr, -EINVAL, "slot %d of the reshape to %u members has no member among those given: give "
                        "every member, old and new", s, R->raid_disks);
     struct layout_geom from = {R->level, (int)R->layout, nold, R->chunksize};
@@ -502,7 +487,8 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
     int lag = -1, seen[URAID_MAX_MEMBERS] = {0}, nleft = 0;
     for (int i = 0; i < gr->n; i++) {
         const struct md_sb *sb = &gr->sb[i];
-        if (same_array(gr, i) && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
+        int faulty = sb->dev_number < R->max_dev && R->dev_roles[sb->dev_number] == MD_ROLE_FAULTY;
+        if (same_array(gr, i) && !faulty && (sb->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && sb->events + 1 == R->events &&
             sb->raid_disks == R->raid_disks && sb->new_offset != 0 &&
             sb->data_offset + (uint64_t)(int64_t)sb->new_offset == R->data_offset)
             lag = i;
@@ -519,6 +505,8 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
         /* a shrink's leaving member: a spare in the end's record, in a slot past it in the reshape's */
         int leaving = role == MD_ROLE_SPARE && same_array(gr, i) && L->delta_disks < 0 &&
                       sb->dev_number < L->max_dev && L->dev_roles[sb->dev_number] < L->raid_disks - L->delta_disks;
+        if (role == MD_ROLE_FAULTY && same_array(gr, i))
+            continue; /* failed during the reshape: the end is written without it */
         if ((!leaving && (role >= R->raid_disks || seen[role])) || sb->events + 1 < R->events || off != R->data_offset)
             return say(gr, -EINVAL, "the reshape's end was cut off, and member %s is not one of its members "
                        "(events %llu, the array's %llu): give every member, old and new", gr->name[i],
@@ -535,8 +523,13 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
         seen[role] = 1;
         gr->at[role] = i;
     }
-    if (gr->n != (int)R->raid_disks + nleft)
-        return say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
+    int rc = grow_place_lost(gr, R, (int)R->raid_disks, seen), nseen = 0;
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        nseen += seen[s] || gr->gone[s];
+    if (rc == 0 && nseen != (int)R->raid_disks)
+        rc = say(gr, -EINVAL, "the reshape's end was cut off: give all %u members (%d given)", R->raid_disks, gr->n);
+    if (rc)
+        return rc;
     int np = R->level == 6 ? 2 : 1;
     res->resumed = 1;
     res->raid_devices = (int)R->raid_disks;
@@ -577,11 +570,9 @@ static int heal_takeover(struct grow *gr, int *healed)
 
 static int finish(struct grow *gr)
 {
-    for (int s = 0; s < grow_slots(gr); s++) {
-        int rc = member_flush(gr->dev[gr->at[s]]);
-        if (rc)
-            return say(gr, rc, "member %s: flush failed: %s", gr->name[gr->at[s]], uraid_strerror(rc));
-    }
+    int frc = grow_flush_all(gr);
+    if (frc)
+        return frc;
     gr->tmpl.feature_map &= ~RESHAPE_BITS;
     gr->tmpl.reshape_position = 0;
     gr->tmpl.delta_disks = 0;
@@ -591,6 +582,8 @@ static int finish(struct grow *gr)
     gr->tmpl.chunksize = gr->tmpl.new_chunk;
     /* md_finish_reshape moves every member's data offset, the leaving ones' too */
     for (int s = 0; s < grow_slots(gr); s++) {
+        if (gr->gone[s]) /* faulty: its superblock is not written again */
+            continue;
         struct md_sb *sb = &gr->sb[gr->at[s]];
         sb->data_offset = reshape_new_off(&gr->g, gr->old_off);
         sb->data_size = gr->g.backwards ? sb->data_size - gr->g.shift : sb->data_size + gr->g.shift;
@@ -647,7 +640,9 @@ static int start(struct grow *gr, int nmembers)
     const struct md_sb *R = &gr->sb[gr->ref];
     int done = N == (int)R->raid_disks && gr->n > nmembers;
     for (int i = nmembers; i < gr->n && done; i++)
-        done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev && R->dev_roles[gr->sb[i].dev_number] < N;
+        /* (a new member that failed during the reshape is faulty now) */
+        done = same_array(gr, i) && gr->sb[i].dev_number < R->max_dev &&
+               (R->dev_roles[gr->sb[i].dev_number] < N || R->dev_roles[gr->sb[i].dev_number] == MD_ROLE_FAULTY);
     int recovering = 0;
     for (int i = 0; i < gr->n && done; i++)
         recovering |= same_array(gr, i) && (gr->sb[i].feature_map & MD_FEATURE_RECOVERY_OFFSET);
@@ -684,6 +679,7 @@ static int start(struct grow *gr, int nmembers)
     if (N == (int)R->raid_disks && !geo)
         return say(gr, -EINVAL, "--raid-devices %d is the array's member count: give more members (--add), fewer "
                    "(with --array-size), or another --chunk, --layout or --level", N);
+    gr->degraded_ok = R->level >= 4 && R->level <= 6; /* a restripe within the level */
     rc = grow_check_old(gr, nmembers);
     if (rc == 0)
         rc = check_added(gr, nmembers, N);

@@ -33,6 +33,13 @@ struct grow {
     uint64_t from_before;           /* a shrink that cut the member size: the array sectors before */
     int nslots;                     /* slots holding members (a shrink: the old count, the leaving ones
                                      * last); 0: tmpl.raid_disks */
+    int degraded_ok;                /* start: old slots may lack a member (a restripe within the level) */
+    int gone[URAID_MAX_MEMBERS];    /* slot: its member failed during the reshape (or is missing): never read
+                                     * or written again, its data rebuilt from the others (reshape_fail.c) */
+    /* A member failed under a served array's reshape job: the array marks it (0 when it carries on
+     * degraded, array_member_failed); NULL offline: grow_lose records it in the superblocks. */
+    int (*lost)(void *ctx, int slot, int err);
+    void *lost_ctx;
     const struct uraid_grow_params *p;
     char *why;
     size_t whylen;
@@ -41,6 +48,8 @@ struct grow {
 /* Writes tmpl (with reshape_position = ckpt) to every member, after a
  * flush of every member so the data it vouches for is on disk. (reshape.c) */
 int grow_checkpoint(struct grow *gr, uint64_t ckpt);
+/* Every member left flushed, a failing one lost (reshape_fail.c); 0 or a refusal. */
+int grow_flush_all(struct grow *gr);
 /* The slots whose members get every superblock write. */
 static inline int grow_slots(const struct grow *gr) { return gr->nslots ? gr->nslots : (int)gr->tmpl.raid_disks; }
 
@@ -53,8 +62,11 @@ int grow_write_all(struct grow *gr);
 int grow_write_one(struct grow *gr, int i); /* member i alone, tmpl's events */
 int grow_new_member(struct grow *gr, int i, int slot);
 int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to);
+/* Member i holds a superblock of the reference's array; "RAID-5" for 5. */
+int grow_same_array(const struct grow *gr, int i);
+const char *grow_level_text(int level);
 
-/* reshape.c: the array as it is (every old member given, in sync, clean). */
+/* reshape_check.c: the array as it is (every old member given, in sync, clean; or degraded, degraded_ok). */
 int grow_check_old(struct grow *gr, int nold_given);
 /* reshape_back.c: the start's record in tmpl (md's, either direction; pos
  * and ckpt at its start); a shrink to `to` (fewer members) planned,
@@ -76,6 +88,27 @@ int grow_to_raid0(struct grow *gr);
 /* md's layout of the same data with Q on the last member, and back; -1: none. */
 int layout_to_6(int layout5);
 int layout_from_6(int layout6);
+
+/* reshape_fail.c: a member lost in mid-reshape, as md's raid5 reshape goes
+ * on degraded. grow_lose: slot's member failed with err (what: "reading",
+ * ...); 0 when the old and the new geometry both keep redundancy for it
+ * (the slot is gone, its role faulty in tmpl; offline the superblocks of
+ * the others say so at once), else err with why set. grow_gone_count: the
+ * gone slots below n. grow_rebuild_old: the gone old members' rows [r0, r1)
+ * in b->old rebuilt from the others, stripe by stripe. */
+struct grow_bufs;
+int grow_lose(struct grow *gr, int slot, int err, const char *what);
+int grow_gone_count(const struct grow *gr, int n);
+int grow_rebuild_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1);
+/* Carrying a reshape on (R the newest record, nall its slots): the slots
+ * no device holds in R's dev_roles (their member was marked faulty), in
+ * lost[] when not NULL; grow_place_lost makes those of them without a
+ * member (seen[s] 0) gone, or refuses when the level cannot bear it or a
+ * member is being recovered. */
+int grow_lost_slots(const struct md_sb *R, int nall, int *lost);
+int grow_place_lost(struct grow *gr, const struct md_sb *R, int nall, const int *seen);
+/* The member of slot s, or NULL when it is gone. */
+static inline struct member *grow_dev(const struct grow *gr, int s) { return gr->gone[s] ? NULL : gr->dev[gr->at[s]]; }
 
 /* A window's buffers and I/O engine (reshape_copy.c). */
 struct grow_bufs {

@@ -90,72 +90,93 @@ int grow_bufs_alloc(const struct reshape_geom *g, struct grow_bufs *b, int with_
     return io_engine_create(&ep, &b->io);
 }
 
-/* One I/O on every member of a window at once (engine: threads or io_uring);
- * the first that failed in *bad. */
-static int run_all(struct grow_bufs *b, struct io_op *ops, int n, int *bad)
+/* One I/O on every member left of a window at once (engine: threads or
+ * io_uring), op i on slot slot[i]. A member that fails is lost
+ * (reshape_fail.c): -EAGAIN when every failure was borne (the window is
+ * done again, degraded), else the error with why set. */
+static int run_all(struct grow *gr, struct grow_bufs *b, struct io_op *ops, const int *slot, int n, const char *what)
 {
-    int rc = io_engine_run(b->io, ops, n);
-    for (int i = 0; rc && i < n; i++)
-        if (ops[i].result) {
-            *bad = i;
-            return ops[i].result;
-        }
-    return rc;
+    int rc = io_engine_run(b->io, ops, n), again = 0;
+    for (int i = 0; rc && i < n; i++) {
+        if (!ops[i].result)
+            continue;
+        int lrc = grow_lose(gr, slot[i], ops[i].result, what);
+        if (lrc)
+            return lrc;
+        again = 1;
+    }
+    return again ? -EAGAIN : rc;
 }
 
-/* Reads the data chunks of old rows [r0, r1) of every old member into bufs
- * (each at its row's place); the first member that failed in *bad. The old
- * parity is not read: the new stripes' parity is computed from the data
- * (md's reshape reads only the data blocks too), and a RAID-5 of n members
- * reads n/(n-1) less. */
-static int read_rows(struct grow *gr, struct grow_bufs *b, uint8_t **bufs, uint64_t r0, uint64_t r1, int *bad)
+/* 1 when an old member is gone (lost before or during the reshape). */
+static int old_gone(const struct grow *gr)
+{
+    for (int m = 0; m < gr->g.from.raid_disks; m++)
+        if (!grow_dev(gr, m))
+            return 1;
+    return 0;
+}
+
+/* The reads of old rows [r0, r1) into bufs (each at its row's place) on
+ * every old member left, in *ops (their slots in *slots; free both): the
+ * data chunks only, unless a member is gone, whose part is rebuilt from
+ * the others' data and parity. The old parity is otherwise not read: the
+ * new stripes' parity is computed from the data (md's reshape reads only
+ * the data blocks too), and a RAID-5 of n members reads n/(n-1) less.
+ * The number of reads, or -ENOMEM. */
+static int old_reads(struct grow *gr, uint8_t **bufs, uint64_t r0, uint64_t r1, struct io_op **opsp, int **slotp)
 {
     const struct layout_geom *from = &gr->g.from;
-    int n = from->raid_disks, nops = 0, rc = 0;
+    int n = from->raid_disks, nops = 0, rc = 0, parity = old_gone(gr);
     uint32_t c = from->chunk_sectors;
     uint64_t s0 = r0 / c, s1 = (r1 + c - 1) / c;
     struct io_op *ops = calloc((size_t)n * (size_t)(s1 - s0 + 1), sizeof *ops);
-    int *who = calloc((size_t)n * (size_t)(s1 - s0 + 1), sizeof *who);
-    if (!ops || !who) {
+    int *slot = calloc((size_t)n * (size_t)(s1 - s0 + 1), sizeof *slot);
+    if (!ops || !slot)
         rc = -ENOMEM;
-        goto out;
-    }
-    for (int m = 0; m < n; m++) {
+    for (int m = 0; rc == 0 && m < n; m++) {
+        if (!grow_dev(gr, m))
+            continue;
         uint64_t lo = r0, hi = r0; /* the extent being gathered: [lo, hi) */
-        for (uint64_t st = s0; st <= s1; st++) {
+        for (uint64_t st = s0; rc == 0 && st <= s1; st++) {
             uint64_t a = st * c > r0 ? st * c : r0, e = (st + 1) * c < r1 ? (st + 1) * c : r1;
             struct stripe_map sm;
-            int data = st < s1 && (rc = layout_stripe(from, st, &sm)) == 0 && sm.disk_role[m] >= 0;
-            if (rc)
-                goto out;
-            if (data && a == hi) {
+            int wanted = st < s1 && (rc = layout_stripe(from, st, &sm)) == 0 && (parity || sm.disk_role[m] >= 0);
+            if (wanted && a == hi) {
                 hi = e;
                 continue;
             }
             if (hi > lo) {
-                ops[nops] = (struct io_op){.m = gr->dev[gr->at[m]], .kind = IO_READ, .buf = bufs[m] + (lo - r0) * SECTOR,
+                ops[nops] = (struct io_op){.m = grow_dev(gr, m), .kind = IO_READ, .buf = bufs[m] + (lo - r0) * SECTOR,
                                            .len = (size_t)(hi - lo) * SECTOR, .offset = (gr->old_off + lo) * SECTOR};
-                who[nops++] = m;
+                slot[nops++] = m;
             }
-            lo = a, hi = data ? e : a;
+            lo = a, hi = wanted ? e : a;
         }
     }
-    rc = run_all(b, ops, nops, bad);
-    if (rc)
-        *bad = who[*bad];
-out:
-    free(ops);
-    free(who);
-    return rc;
+    if (rc) {
+        free(ops);
+        free(slot);
+        return rc;
+    }
+    *opsp = ops, *slotp = slot;
+    return nops;
 }
 
+/* Reads old rows [r0, r1) of every old member left into b->old, the lost
+ * ones' rebuilt from the others. */
 static int read_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
 {
-    int bad = 0, rc = read_rows(gr, b, b->old, r0, r1, &bad);
-    if (rc)
-        uraid_why(gr->why, gr->whylen, "member %s: read error at sector %llu: %s (nothing past the last recorded "
-                  "position was lost; fix the member and run the grow again)", gr->name[gr->at[bad]],
-                  (unsigned long long)(gr->old_off + r0), uraid_strerror(rc));
+    struct io_op *ops;
+    int *slot, n = old_reads(gr, b->old, r0, r1, &ops, &slot), rc = n < 0 ? n : 0;
+    if (n < 0)
+        return uraid_why(gr->why, gr->whylen, "cannot read the old stripes: %s", uraid_strerror(n)), n;
+    rc = run_all(gr, b, ops, slot, n, "reading the old stripes");
+    free(ops);
+    free(slot);
+    if (rc == 0 && (rc = grow_rebuild_old(gr, b, r0, r1)) != 0)
+        uraid_why(gr->why, gr->whylen, "old rows %llu-%llu: cannot rebuild the lost members' part: %s",
+                  (unsigned long long)r0, (unsigned long long)r1, uraid_strerror(rc));
     return rc;
 }
 
@@ -182,7 +203,7 @@ static int window_read(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint6
     *base = r0;
     if (r0 == r1)
         return 0;
-    if (b->ahead_r0 <= r0 && r1 <= b->ahead_r1) {
+    if (!old_gone(gr) && b->ahead_r0 <= r0 && r1 <= b->ahead_r1) {
         for (int m = 0; m < gr->g.from.raid_disks; m++) {
             uint8_t *t = b->old[m];
             b->old[m] = b->ahead[m];
@@ -230,7 +251,8 @@ static int build_stripe(struct grow *gr, struct grow_bufs *b, uint64_t t, size_t
 }
 
 /* Units [pos / stripe_data, + w) built from the old rows in b->old (which
- * start at row base) and written. */
+ * start at row base) and written; -EAGAIN when a member was lost on the
+ * way (the window is to be done again). */
 static int window_write(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w, uint64_t base)
 {
     const struct reshape_geom *g = &gr->g;
@@ -244,24 +266,14 @@ static int window_write(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint
     }
     uint64_t at = reshape_new_off(g, gr->old_off) + t0 * u; /* the new data offset + the new row */
     struct io_op ops[URAID_MAX_MEMBERS];
-    int n = g->to.raid_disks, bad = 0;
-    for (int s = 0; s < n; s++)
-        ops[s] = (struct io_op){.m = gr->dev[gr->at[s]], .kind = IO_WRITE, .buf = b->new[s],
-                                .len = (size_t)(w * u) * SECTOR, .offset = at * SECTOR};
-    int rc = run_all(b, ops, n, &bad);
-    if (rc)
-        uraid_why(gr->why, gr->whylen, "member %s: write error at sector %llu: %s (the reshape stopped at array "
-                  "sector %llu, recorded %llu; fix the member and run the grow again)", gr->name[gr->at[bad]],
-                  (unsigned long long)at, uraid_strerror(rc), (unsigned long long)pos, (unsigned long long)gr->ckpt);
-    return rc;
-}
-
-/* Units [pos / stripe_data, + w): read, build, write. */
-int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
-{
-    uint64_t base;
-    int rc = window_read(gr, b, pos, w, &base);
-    return rc ? rc : window_write(gr, b, pos, w, base);
+    int slot[URAID_MAX_MEMBERS], n = 0;
+    for (int s = 0; s < g->to.raid_disks; s++)
+        if (grow_dev(gr, s)) {
+            slot[n] = s;
+            ops[n++] = (struct io_op){.m = grow_dev(gr, s), .kind = IO_WRITE, .buf = b->new[s],
+                                      .len = (size_t)(w * u) * SECTOR, .offset = at * SECTOR};
+        }
+    return run_all(gr, b, ops, slot, n, "writing the new stripes");
 }
 
 /* The offline copy's read-ahead: while a window is built and written, a
@@ -278,11 +290,21 @@ struct read_ahead {
     uint64_t r0, r1;
 };
 
+/* A failed read only drops the guess: the window's own read then meets
+ * the error and loses the member (run_all), in the copy's thread. */
 static void *read_ahead_run(void *arg)
 {
     struct read_ahead *ra = arg;
-    int bad = 0;
-    ra->rc = read_rows(ra->gr, ra->b, ra->b->ahead, ra->r0, ra->r1, &bad);
+    struct io_op *ops;
+    int *slot, n = old_reads(ra->gr, ra->b->ahead, ra->r0, ra->r1, &ops, &slot);
+    ra->rc = n < 0 ? n : io_engine_run(ra->b->io, ops, n);
+    for (int i = 0; n > 0 && i < n; i++)
+        if (ops[i].result)
+            ra->rc = ops[i].result;
+    if (n >= 0) {
+        free(ops);
+        free(slot);
+    }
     return NULL;
 }
 
@@ -293,7 +315,7 @@ static void read_ahead_start(struct read_ahead *ra, struct grow *gr, struct grow
     uint64_t sd = reshape_stripe_data(g), next = g->backwards ? start : start + w * sd, nw;
     ra->running = 0;
     b->ahead_r0 = b->ahead_r1 = 0;
-    if (!b->ahead[0] || reshape_next(g, next, next, b->max_stripes, &nw) != RESHAPE_COPY)
+    if (!b->ahead[0] || old_gone(gr) || reshape_next(g, next, next, b->max_stripes, &nw) != RESHAPE_COPY)
         return;
     window_rows(g, g->backwards ? next - nw * sd : next, nw, &ra->r0, &ra->r1);
     ra->gr = gr, ra->b = b;
@@ -311,18 +333,29 @@ static void read_ahead_finish(struct read_ahead *ra, struct grow_bufs *b)
         b->ahead_r0 = ra->r0, b->ahead_r1 = ra->r1;
 }
 
-/* One window of the offline copy, with the next one read meanwhile. */
-static int copy_window_ahead(struct grow *gr, struct grow_bufs *b, uint64_t start, uint64_t w)
+/* Units [pos / stripe_data, + w): read, build, write, with the next
+ * window read meanwhile when b has read-ahead buffers; -EAGAIN when a
+ * member was lost on the way. */
+static int copy_window_once(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
 {
     struct read_ahead ra;
     uint64_t base;
-    int rc = window_read(gr, b, start, w, &base);
+    int rc = window_read(gr, b, pos, w, &base);
     if (rc)
         return rc;
-    read_ahead_start(&ra, gr, b, start, w);
-    rc = window_write(gr, b, start, w, base);
+    read_ahead_start(&ra, gr, b, pos, w);
+    rc = window_write(gr, b, pos, w, base);
     read_ahead_finish(&ra, b);
     return rc;
+}
+
+int grow_copy_window(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint64_t w)
+{
+    int rc;
+    /* each round loses a member or ends: at most one round per member */
+    for (int round = 0; (rc = copy_window_once(gr, b, pos, w)) == -EAGAIN && round <= URAID_MAX_MEMBERS; round++)
+        ;
+    return rc == -EAGAIN ? -EIO : rc;
 }
 
 int grow_copy(struct grow *gr)
@@ -358,7 +391,7 @@ int grow_copy(struct grow *gr)
             continue;
         }
         /* backwards the window ends at pos: its units lie below */
-        rc = copy_window_ahead(gr, &b, back ? gr->pos - w * sd : gr->pos, w);
+        rc = grow_copy_window(gr, &b, back ? gr->pos - w * sd : gr->pos, w);
         if (rc == 0) {
             gr->pos = back ? gr->pos - w * sd : gr->pos + w * sd;
             if (gr->p->progress)

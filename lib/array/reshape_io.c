@@ -228,9 +228,9 @@ void array_reshape_free(struct array_reshape *rs)
 
 /* md's record of a reshape this engine can serve: a forwards restripe of
  * RAID-4/5/6 to as many members or more (chunk and layout may change) with
- * a data offset change (what uraid grow and mdadm 3.3+ write), every
- * member present, no bitmap or log. */
-static int reshape_supported(const struct uraid_array *a, int missing, char *why, size_t whylen)
+ * a data offset change (what uraid grow and mdadm 3.3+ write), no bitmap
+ * or log; members may be missing as far as both geometries bear it. */
+static int reshape_supported(const struct uraid_array *a, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
     if (R->level < 4 || R->level > 6 || R->new_level != (uint32_t)R->level)
@@ -241,10 +241,6 @@ static int reshape_supported(const struct uraid_array *a, int missing, char *why
         (R->new_offset > 0) != reshape_sb_backwards(R))
         return uraid_why(why, whylen, "the reshape in progress uses a backup file (no data offset change): not "
                          "supported yet; carry it on with mdadm --grow --continue"), -EOPNOTSUPP;
-    if (missing)
-        return uraid_why(why, whylen, "a reshape is in progress and %d member%s missing: a degraded reshape is not "
-                         "supported yet; give every member, old and new", missing, missing == 1 ? " is" : "s are"),
-               -EOPNOTSUPP;
     if (a->bitmap || md_sb_has_ppl(R))
         return uraid_why(why, whylen, "a reshape is in progress on an array with a %s: not supported yet",
                          a->bitmap ? "write-intent bitmap" : "partial parity log"), -EOPNOTSUPP;
@@ -264,27 +260,48 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
     }
     if (!(R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
         return 0;
-    int rc = reshape_supported(a, missing, why, whylen);
+    int rc = reshape_supported(a, why, whylen);
     if (rc)
         return rc;
     struct layout_geom from = a->geom;
     from.raid_disks = (int)R->raid_disks - R->delta_disks;
     from.layout = (int)R->layout;
     from.chunk_sectors = R->chunksize;
-    int back = reshape_sb_backwards(R);
-    uint64_t shift = reshape_sb_shift(R), old_off = a->slot[0].sb.data_offset;
+    int back = reshape_sb_backwards(R), first = 0;
+    while (first < array_nslots(a) - 1 && !a->slot[first].dev)
+        first++;
+    uint64_t shift = reshape_sb_shift(R), old_off = a->slot[first].sb.data_offset;
     struct reshape_geom g;
     char gwhy[200];
     if (reshape_geom_init_dir(&g, &from, &a->geom, a->member_sectors, shift, back, gwhy, sizeof gwhy) ||
         reshape_position_ok(&g, R->reshape_position, gwhy, sizeof gwhy))
         return uraid_why(why, whylen, "the reshape on the members: %s", gwhy), -EINVAL;
+    int gone_old = 0, gone_new = 0;
+    for (int s = 0; s < array_nslots(a); s++) {
+        int out = a->slot[s].state != URAID_MEMBER_IN_SYNC;
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+            return uraid_why(why, whylen, "a reshape is in progress and member %s is being recovered (the new member "
+                             "of a RAID-5 -> 6 restripe, or a recovery stopped partway): not served; carry the "
+                             "reshape on with 'uraid grow --continue'", a->slot[s].dev->path), -EOPNOTSUPP;
+        gone_old += out && s < g.from.raid_disks;
+        gone_new += out && s < g.to.raid_disks;
+    }
+    /* md's raid5_run takes a reshape degraded as far as both geometries bear it */
+    if (gone_old > layout_parity_count(&g.from) || gone_new > layout_parity_count(&g.to))
+        return uraid_why(why, whylen, "a reshape is in progress and %d member%s missing: RAID-%d cannot read the %s "
+                         "geometry without %s; give the missing members", missing, missing == 1 ? " is" : "s are",
+                         R->level, gone_old > layout_parity_count(&g.from) ? "old" : "new",
+                         missing == 1 ? "it" : "them"), -EOPNOTSUPP;
     for (int s = 0; s < array_nslots(a); s++)
-        if (a->slot[s].sb.data_offset != old_off || !(a->slot[s].sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+        if (a->slot[s].dev &&
+            (a->slot[s].sb.data_offset != old_off || !(a->slot[s].sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE)))
             return uraid_why(why, whylen, "member %s is not at the reshape's point (data offset %llu, the others' "
                              "%llu): carry the reshape on with 'uraid grow --continue' first", a->slot[s].dev->path,
                              (unsigned long long)a->slot[s].sb.data_offset, (unsigned long long)old_off), -EINVAL;
     if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &a->rs)) != 0)
         return uraid_why(why, whylen, "out of memory"), rc;
+    if (missing) /* as open does for the new geometry: the members left out missed writes */
+        memset(a->rs->old->degraded_written, 0xff, (size_t)(a->rs->old->nstripes / 64 + 1) * sizeof(uint64_t));
     for (int s = 0; s < a->geom.raid_disks; s++)
         a->slot[s].data_offset = reshape_new_off(&g, old_off);
     /* md's raid5_size with the smaller stripe: a grow's array grows at its end, a shrink's was cut first */

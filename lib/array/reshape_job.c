@@ -27,16 +27,56 @@ struct rs_job {
     char why[256];         /* what stopped it (job_fail gets it) */
 };
 
-/* Every member flushed, then the position in every superblock; then it is safe. */
-static int rs_checkpoint(struct uraid_array *a, struct rs_job *st)
+/* A member the array marked faulty (a request failed on it, or the job
+ * did: rs_lost) is gone for the job too, from its next window on. */
+static void all_degraded(uint64_t *dw, uint64_t nstripes)
 {
-    struct grow *gr = &st->gr;
-    for (int s = 0; s < array_nslots(a); s++) {
-        int rc = member_flush(a->slot[s].dev);
-        if (rc)
+    for (uint64_t w = 0; dw && w < nstripes / 64 + 1; w++)
+        __atomic_store_n(&dw[w], ~0ull, __ATOMIC_RELEASE);
+}
+
+static void rs_sync_gone(struct uraid_array *a, struct grow *gr)
+{
+    for (int s = 0; s < gr->nslots; s++)
+        if (!slot_ok(a, s) && !gr->gone[s]) {
+            gr->gone[s] = 1;
+            /* the job moves every stripe without it: no chunk left on it is current (rows.c's last
+             * resort must not read one back), in either geometry */
+            all_degraded(a->degraded_written, a->nstripes);
+            if (a->rs)
+                all_degraded(a->rs->old->degraded_written, a->rs->old->nstripes);
+        }
+}
+
+/* grow_lose's hook: the array marks the member faulty (its superblocks
+ * say so, the old geometry stops using it) or refuses: no redundancy left. */
+static int rs_lost(void *ctx, int slot, int err)
+{
+    struct uraid_array *a = ctx;
+    int rc = array_member_failed(a, slot, err, "reshaping");
+    return rc == 0 && !slot_ok(a, slot) ? 0 : rc ? rc : -EIO;
+}
+
+/* Every member left flushed (one failing is lost), then the position in
+ * every superblock; then it is safe. */
+static int rs_flush(struct uraid_array *a, struct grow *gr)
+{
+    rs_sync_gone(a, gr);
+    for (int s = 0; s < gr->nslots; s++) {
+        int rc = grow_dev(gr, s) ? member_flush(grow_dev(gr, s)) : 0;
+        if (rc && grow_lose(gr, s, rc, "flushing"))
             return uraid_why(gr->why, gr->whylen, "member %s: flush failed: %s (the reshape stopped at array "
                              "sector %llu)", a->slot[s].dev->path, uraid_strerror(rc), (unsigned long long)gr->pos), rc;
     }
+    return 0;
+}
+
+static int rs_checkpoint(struct uraid_array *a, struct rs_job *st)
+{
+    struct grow *gr = &st->gr;
+    int frc = rs_flush(a, gr);
+    if (frc)
+        return frc;
     pthread_mutex_lock(&a->meta_lock);
     a->sb.reshape_position = gr->pos;
     pthread_mutex_unlock(&a->meta_lock);
@@ -70,6 +110,7 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
         }
         uint64_t lo = back ? gr->pos - w * sd : gr->pos;
         array_reshape_window(a, lo, lo + w * sd);
+        rs_sync_gone(a, gr); /* the window's requests ended: a member they failed is out of it */
         rc = grow_copy_window(gr, &st->b, lo, w);
         if (rc == 0)
             gr->pos = back ? lo : gr->pos + w * sd;
@@ -92,13 +133,9 @@ static int rs_periodic(struct uraid_array *a, struct array_job *j)
 static int rs_end(struct uraid_array *a, struct rs_job *st)
 {
     struct grow *gr = &st->gr;
-    int nslots = array_nslots(a);
-    for (int s = 0; s < nslots; s++) {
-        int rc = member_flush(a->slot[s].dev);
-        if (rc)
-            return uraid_why(gr->why, gr->whylen, "member %s: flush failed: %s", a->slot[s].dev->path,
-                             uraid_strerror(rc)), rc;
-    }
+    int nslots = array_nslots(a), frc = rs_flush(a, gr);
+    if (frc)
+        return frc;
     pthread_rwlock_wrlock(&a->geom_lock); /* no request may look at rs while it goes */
     pthread_mutex_lock(&a->meta_lock);
     a->sb.feature_map &= ~(uint32_t)(MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET | MD_FEATURE_RESHAPE_BACKWARDS);
@@ -173,10 +210,11 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     if (!rs)
         return uraid_why(why, whylen, "no reshape is in progress: start one with 'uraid grow --control PATH "
                          "--raid-devices N --add NEW...'"), -EINVAL;
+    /* md's reshape goes on degraded: a missing or faulty member is left out, a rebuilding one is not */
     for (int s = 0; s < array_nslots(a); s++)
-        if (!slot_ok(a, s))
-            return uraid_why(why, whylen, "slot %d is not in sync: a degraded reshape is not supported yet", s),
-                   -EOPNOTSUPP;
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+            return uraid_why(why, whylen, "slot %d is being rebuilt: the reshape goes on after its recovery", s),
+                   -EBUSY;
     struct rs_job *st = calloc(1, sizeof *st);
     if (!st)
         return uraid_why(why, whylen, "out of memory"), -ENOMEM;
@@ -189,9 +227,12 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     gr->n = gr->nslots = array_nslots(a);
     for (int s = 0; s < gr->n; s++) {
         gr->dev[s] = a->slot[s].dev;
-        gr->name[s] = a->slot[s].dev->path;
+        gr->name[s] = a->slot[s].dev ? a->slot[s].dev->path : "(missing)";
         gr->at[s] = s;
     }
+    gr->lost = rs_lost;
+    gr->lost_ctx = a;
+    rs_sync_gone(a, gr);
     gr->why = st->why;
     gr->whylen = sizeof st->why;
     int rc = grow_bufs_alloc(&gr->g, &st->b, 0);

@@ -28,6 +28,7 @@
 
 struct online {
     int N, nold, nadd;
+    int first, degraded;        /* the first slot in sync; a slot is not */
     uint64_t keep;              /* a shrink: the array sectors kept (--array-size), 0 otherwise */
     uint32_t chunk;             /* the new chunk (sectors) */
     int layout;                 /* the new layout */
@@ -60,6 +61,15 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EROFS, "the array is open read-only");
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    struct uraid_job_status js;
+    if (uraid_job_status(a, &js) == 0 && js.running) /* switch_over checks again under job_lock */
+        return no(o, -EBUSY, "the array is performing a %s and cannot be reshaped, as mdadm refuses it: wait for its "
+                  "end (uraid status) or stop it ('uraid idle'), then grow", uraid_job_name(js.kind));
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+            return no(o, -EBUSY, "member %s is being recovered (its recovery stopped partway): the array cannot be "
+                      "reshaped until it is in sync; carry the recovery on first (uraid rebuild), then grow",
+                      a->slot[s].dev->path);
     if (a->geom.level < 4 || a->geom.level > 6)
         return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-4, RAID-5 and RAID-6 can gain members",
                   a->geom.level);
@@ -89,11 +99,17 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", o->N,
                   o->N - a->geom.raid_disks, o->N - a->geom.raid_disks == 1 ? "" : "s", o->nadd);
     o->nold = a->geom.raid_disks;
-    o->old_off = a->slot[0].data_offset;
+    /* md reshapes a degraded array (raid5_start_reshape: not failed): a missing or faulty slot stays out */
+    o->first = 0;
+    while (o->first < o->nold - 1 && !slot_ok(a, o->first))
+        o->first++;
+    o->old_off = a->slot[o->first].data_offset;
     for (int s = 0; s < o->nold; s++) {
         const struct array_slot *sl = &a->slot[s];
-        if (!slot_ok(a, s))
-            return no(o, -EINVAL, "slot %d is not in sync: a grow needs every member in sync; rebuild first", s);
+        if (!slot_ok(a, s)) {
+            o->degraded = 1;
+            continue;
+        }
         if ((sl->badblocks && sl->badblocks->count) || sl->data_offset != o->old_off)
             return no(o, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", sl->dev->path,
                       sl->data_offset != o->old_off ? "a data offset unlike the others'" : "a non-empty bad-block list");
@@ -162,7 +178,7 @@ static int plan_shrink_shift(struct uraid_array *a, struct online *o, uint32_t u
 {
     uint64_t room = UINT64_MAX;
     for (int s = 0; s < o->nold; s++)
-        if (reshape_tailroom(&a->slot[s].sb, a->member_sectors) < room)
+        if (slot_ok(a, s) && reshape_tailroom(&a->slot[s].sb, a->member_sectors) < room)
             room = reshape_tailroom(&a->slot[s].sb, a->member_sectors);
     *shift = reshape_choose_shift(room, unit);
     if (!*shift)
@@ -181,7 +197,7 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
 {
     uint64_t room = UINT64_MAX;
     for (int s = 0; s < o->nold; s++)
-        if (reshape_headroom(&a->slot[s].sb) < room)
+        if (slot_ok(a, s) && reshape_headroom(&a->slot[s].sb) < room)
             room = reshape_headroom(&a->slot[s].sb);
     uint32_t unit = a->geom.chunk_sectors > o->chunk ? a->geom.chunk_sectors : o->chunk;
     int back = o->N < o->nold;
@@ -211,13 +227,16 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
     tmpl->new_offset = back ? (int32_t)shift : -(int32_t)shift;
     tmpl->reshape_position = reshape_begin(&o->g);
     tmpl->feature_map |= MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET; /* md: no BACKWARDS bit with a delta */
+    for (uint32_t dn = 0; dn < tmpl->max_dev; dn++) /* a slot out of sync: no device holds it (as offline) */
+        if (tmpl->dev_roles[dn] < o->nold && !slot_ok(a, tmpl->dev_roles[dn]))
+            tmpl->dev_roles[dn] = MD_ROLE_FAULTY;
     for (int i = 0; i < o->nadd; i++) {
         struct md_sb *sb = &o->sb[i];
         uint32_t dn = 0;
         int rc = free_dev_number(a, o, i, &dn);
         if (rc)
             return rc;
-        *sb = a->slot[0].sb;
+        *sb = a->slot[o->first].sb;
         sb->dev_number = dn;
         sb->feature_map &= ~(uint32_t)(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
         sb->recovery_offset = 0;
@@ -288,7 +307,12 @@ static int switch_over(struct uraid_array *a, void *ctx)
     a->geom.raid_disks = o->N;
     a->geom.chunk_sectors = o->chunk; /* the new geometry (reshape_io.h): its stripes are the new ones */
     a->geom.layout = o->layout;
-    free(a->degraded_written); /* every member in sync (check_array): nothing was degraded */
+    /* what the array wrote degraded so far: its stripes are the old geometry's (no request in flight) */
+    if (a->degraded_written && a->nstripes == o->rs->old->nstripes)
+        memcpy(o->rs->old->degraded_written, a->degraded_written, (size_t)(a->nstripes / 64 + 1) * sizeof *dw);
+    free(a->degraded_written);
+    if (o->degraded) /* a slot out: the new geometry's stripes all lack its chunk */
+        memset(dw, 0xff, (size_t)(nstripes / 64 + 1) * sizeof *dw);
     a->degraded_written = dw;
     a->nstripes = nstripes;
     a->k = o->g.to_k;

@@ -1,0 +1,83 @@
+/* The checks of an array about to be grown offline (reshape.c's start):
+ * clean, its members in sync (none being recovered: md's
+ * 25raid456-reshape-while-recovery; mdadm refuses a grow while a
+ * recovery runs), or degraded as far as the level bears (md's
+ * raid5_start_reshape takes an array that has not failed). Nothing is
+ * written here. */
+#include <errno.h>
+
+#include "array/reshape.h"
+
+#define say grow_say
+#define same_array grow_same_array
+#define level_text grow_level_text
+
+/* The array as it is now: one clean, in-sync member per old slot (or,
+ * degraded_ok, as many as the level bears without those its superblocks
+ * record failed), none of the features a grow does not handle yet. */
+int grow_check_old(struct grow *gr, int nold_given)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
+    if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0))
+        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
+                   "members (--raid-devices N --add NEW...)", level_text(R->level));
+    /* 1.0 and 0.90 keep no room before the data (md grows them with a
+     * backup file); linear moves no data, but their superblock sits at
+     * each member's end, which a new member's size decides */
+    if (R->format != MD_FMT_1_2 && !(linear && R->format == MD_FMT_1_1))
+        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
+                   "(and 1.1 for RAID-1 and linear) can gain members", md_format_name(R->format));
+    if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
+        return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
+                   "(uraid grow --consistency-policy=resync)",
+                   md_sb_has_ppl(R) ? "partial parity log (ppl)" : "write journal");
+    if (R->feature_map & MD_FEATURE_BITMAP_OFFSET)
+        return say(gr, -EOPNOTSUPP, "growing an array with a write-intent bitmap is not supported yet");
+    if (R->resync_offset != MD_RESYNC_CLEAN)
+        return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
+    /* md reshapes a degraded RAID-4/5/6 (raid5_start_reshape: not failed): the missing slots stay out */
+    int np = gr->degraded_ok && R->level >= 4 && R->level <= 6 ? (R->level == 6 ? 2 : 1) : 0, present = 0;
+    if (nold_given > (int)R->raid_disks + np || nold_given < (int)R->raid_disks - np)
+        return say(gr, -EINVAL, "give all %u members of the array (%d given), then --add the new ones", R->raid_disks,
+                   nold_given);
+    int seen[URAID_MAX_MEMBERS] = {0};
+    for (int i = 0; i < nold_given; i++) {
+        const struct md_sb *sb = &gr->sb[i];
+        uint16_t role = sb->dev_number < R->max_dev ? R->dev_roles[sb->dev_number] : MD_ROLE_SPARE;
+        if (!same_array(gr, i))
+            return say(gr, -EINVAL, "member %s belongs to another array than %s", gr->name[i], gr->name[gr->ref]);
+        if (np && (role == MD_ROLE_FAULTY || role == MD_ROLE_SPARE) && sb->events < R->events &&
+            !(sb->feature_map & MD_FEATURE_RECOVERY_OFFSET))
+            continue; /* failed or left out before: the array is degraded without it */
+        if (sb->events == R->events && (sb->feature_map & (MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT)))
+            return say(gr, -EBUSY, "member %s is being %s (up to sector %llu): the array is performing a recovery "
+                       "and cannot be reshaped, as mdadm refuses it; let the recovery finish first ('uraid rebuild' "
+                       "with every member), then grow", gr->name[i],
+                       sb->feature_map & MD_FEATURE_REPLACEMENT ? "rebuilt as a replacement" : "recovered",
+                       (unsigned long long)sb->recovery_offset);
+        if (sb->events != R->events || role >= R->raid_disks || seen[role])
+            return say(gr, -EINVAL, "member %s is not an in-sync member of the array (events %llu, the array's %llu): "
+                       "a grow needs every member in sync; rebuild first", gr->name[i],
+                       (unsigned long long)sb->events, (unsigned long long)R->events);
+        if ((sb->feature_map & MD_FEATURE_BAD_BLOCKS) || sb->data_offset != R->data_offset)
+            return say(gr, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", gr->name[i],
+                       sb->feature_map & MD_FEATURE_BAD_BLOCKS ? "a non-empty bad-block list" : "a data offset unlike the others'");
+        seen[role] = 1;
+        gr->at[role] = i;
+        present++;
+    }
+    if (present < (int)R->raid_disks - np || (present < (int)R->raid_disks && R->resync_offset != MD_RESYNC_CLEAN))
+        return say(gr, -EINVAL, "give all %u members of the array (%d in sync given), then --add the new ones",
+                   R->raid_disks, present);
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
+            if (R->dev_roles[dn] == s) /* not recorded failed: left out by mistake? */
+                return say(gr, -EINVAL, "slot %d's member (device number %u) was not given: give all %u members of "
+                           "the array; a degraded one may lack only those its superblocks record as failed", s, dn,
+                           R->raid_disks);
+    for (int s = 0; s < (int)R->raid_disks; s++)
+        gr->gone[s] = !seen[s];
+    return 0;
+}
+
