@@ -23,6 +23,7 @@
 #include "array/dataio.h"
 #include "array/readahead.h"
 #include "array/reshape_io.h"
+#include "stripe/gather.h"
 #include "log.h"
 
 /* ---- reads ----------------------------------------------------------------------- */
@@ -275,6 +276,9 @@ int uraid_flush(struct uraid_array *a)
     int slot[URAID_MAX_MEMBERS + 1], n = 0, rc = 0;
     if (a->readonly)
         return 0;
+    /* gathered pieces are not acknowledged yet: a flush need not wait for
+     * them, but its caller wants the writes in flight out now */
+    gather_kick(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE));
     pthread_rwlock_rdlock(&a->geom_lock); /* a reshape's start adds members */
     for (int m = 0; m < a->geom.raid_disks; m++) {
         struct member *dev = __atomic_load_n(&a->slot[m].dev, __ATOMIC_ACQUIRE);

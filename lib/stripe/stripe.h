@@ -151,6 +151,8 @@ void rows_log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t row
  * under their locks. Callers have done the checks and the bitmap
  * (write_request in rw.c). */
 int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
+/* The same without gathering partial stripes (gather.c's own writes). */
+int array_write_direct(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
 
 /* Makes P and Q agree with the data for member sectors [start, start +
  * nsec) (whole chunks), through the same group path as a write that

@@ -20,6 +20,7 @@
 
 #include "array/dataio.h"
 #include "log.h"
+#include "stripe/gather.h"
 #include "stripe/ppl.h"
 
 /* Upper bound on the bytes of member buffers one write group uses; a
@@ -441,11 +442,29 @@ static int plan_user(struct uraid_array *a, struct wstripe *w, void *ctx)
     return plan_write(a, w);
 }
 
-int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
+int array_write_direct(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
 {
     uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
     struct user_write u = {.p = p, .sector = sector, .end = end};
     return write_stripes(a, sector / ss, (end - 1) / ss + 1, plan_user, &u, 1);
+}
+
+/* Partial stripes of a stream gathered first (gather.c), unless a reshape
+ * has changed the stripe since the gather table was made. */
+int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
+{
+    struct stripe_gather *g = __atomic_load_n(&a->gather, __ATOMIC_ACQUIRE);
+    if (!g && !__atomic_load_n(&a->gather_off, __ATOMIC_RELAXED)) {
+        struct stripe_gather *made = gather_create(a), *none = NULL;
+        if (!made)
+            __atomic_store_n(&a->gather_off, 1, __ATOMIC_RELAXED);
+        else if (!__atomic_compare_exchange_n(&a->gather, &none, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            gather_destroy(made); /* another writer made it first */
+        g = __atomic_load_n(&a->gather, __ATOMIC_ACQUIRE);
+    }
+    if (g && !a->rs && gather_stripe_sectors(g) == (uint64_t)a->k * a->geom.chunk_sectors)
+        return gather_write(a, g, p, sector, end);
+    return array_write_direct(a, p, sector, end);
 }
 
 /* A resync's stripe: nothing written, parity regenerated from the data
