@@ -43,7 +43,7 @@
 #define GATHER_RECENT 16
 #define GATHER_MAX_STRIPE (16u << 20) /* wider stripes are not gathered */
 #define GATHER_BIG_SECTORS 512        /* 256 KiB: a request that may have predecessors in flight */
-#define GATHER_RECENT_NS 200000000ull /* a request older than 0.2 s is no stream's */
+#define GATHER_RECENT_NS 200000000ull /* a request older than 0.2 s + the wait is no stream's */
 
 enum gstate { G_FREE = 0, G_OPEN, G_WRITING, G_DONE };
 
@@ -89,7 +89,7 @@ static uint64_t gather_wait_us(void)
         return 1000;
     char *end;
     unsigned long long us = strtoull(v, &end, 10);
-    return *end ? 1000 : us > 1000000 ? 1000000 : us;
+    return *end ? 1000 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
 }
 
 struct stripe_gather *gather_create(struct uraid_array *a)
@@ -163,7 +163,7 @@ static int predict(struct stripe_gather *g, uint64_t start, uint64_t end, uint64
     uint64_t len = end - start;
     for (int i = 0; i < GATHER_RECENT; i++) {
         const struct recent *r = &g->r[i];
-        if (r->end == 0 || now - r->when > GATHER_RECENT_NS)
+        if (r->end == 0 || now - r->when > GATHER_RECENT_NS + g->wait_ns)
             continue;
         if (r->end == start || r->start == end)
             seq = 1;

@@ -1,0 +1,312 @@
+/* Partial-stripe writes gathered into whole stripes (lib/stripe/gather.c),
+ * counted by the member reads and writes they cost:
+ *   - a sequential stream cut into requests that are not whole stripes,
+ *     issued at once from four threads: every stripe written whole, no
+ *     member read (RAID-5 and RAID-6, healthy, degraded by one and by two,
+ *     with a PPL);
+ *   - random writes never wait;
+ *   - a piece whose stripe is never completed waits its time, then goes the
+ *     usual read-modify-write way;
+ *   - a flush cuts a wait short;
+ *   - URAID_GATHER_US=0 turns it off.
+ * Deterministic: the waits are long (seconds) where pieces must meet and
+ * the threads start at a barrier, so no count depends on scheduling; the
+ * data written is random (its seed printed) and read back byte for byte. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "array/array.h"
+#include "array_fixture.h"
+#include "harness.h"
+#include "stripe/gather.h"
+
+static struct rng rng;
+
+#define CHUNK (64u << 10)
+#define MEMBER (4u << 20)
+#define THREADS 4
+#define BASE_STRIPE 8
+
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static struct gather_stats stats_of(struct uraid_array *a)
+{
+    struct gather_stats s;
+    gather_stats(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE), &s);
+    return s;
+}
+
+/* The whole stripe before BASE_STRIPE, written so the stream has a
+ * predecessor (the predictor's "recent request"), and the counters reset. */
+static void prime(struct fx *f, struct uraid_array *a)
+{
+    uint8_t *buf = aligned_alloc(4096, f->stripe_bytes);
+    rng_fill(&rng, buf, f->stripe_bytes);
+    CHECK(fx_write(f, a, buf, f->stripe_bytes, (BASE_STRIPE - 1) * f->stripe_bytes) == 0, "%s: prime", f->label);
+    free(buf);
+    uraid_reset_counters(a);
+}
+
+struct piece {
+    struct fx *f;
+    struct uraid_array *a;
+    pthread_barrier_t *go;
+    const uint8_t *buf;
+    size_t len;
+    uint64_t off;
+    int rc;
+};
+
+static void *write_piece(void *arg)
+{
+    struct piece *p = arg;
+    pthread_barrier_wait(p->go);
+    p->rc = fx_write(p->f, p->a, p->buf, p->len, p->off);
+    return NULL;
+}
+
+/* THREADS requests of 5/4 stripe each, one stream from BASE_STRIPE (every
+ * stripe but the first and last cut between two requests), at once. */
+static void stream_at_once(struct fx *f, struct uraid_array *a)
+{
+    size_t len = (size_t)f->stripe_bytes * 5 / 4;
+    uint8_t *buf = aligned_alloc(4096, len * THREADS);
+    rng_fill(&rng, buf, len * THREADS);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, THREADS);
+    struct piece p[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        p[i] = (struct piece){.f = f, .a = a, .go = &go, .buf = buf + len * (size_t)i, .len = len,
+                              .off = BASE_STRIPE * f->stripe_bytes + len * (uint64_t)i};
+        pthread_create(&t[i], NULL, write_piece, &p[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(p[i].rc == 0, "%s: request %d: %d", f->label, i, p[i].rc);
+    }
+    pthread_barrier_destroy(&go);
+    free(buf);
+}
+
+/* The stream's stripes (5 of them) each written whole: writes to every
+ * available member, no reads. */
+static void stream_case(int level, int n, const unsigned omit, int policy, const char *what)
+{
+    harness_beginf("RAID-%d of %d %s: a stream in 5/4-stripe requests from %d threads: whole stripes, no reads",
+                   level, n, what, THREADS);
+    setenv("URAID_GATHER_US", "5000000", 1); /* pieces always meet: no count depends on timing */
+    fx_policy = policy == URAID_POLICY_BITMAP ? URAID_POLICY_RESYNC : policy;
+    struct fx f;
+    int rc = fx_create_bitmap(&f, level, n, CHUNK, MEMBER, policy == URAID_POLICY_BITMAP ? 65536 : 0);
+    struct uraid_array *full = rc == 0 ? fx_open(&f, NULL, 0, 0) : NULL;
+    if (full) {
+        fx_fill(&f, full, &rng);
+        uraid_close(full);
+    }
+    if (full) {
+        struct uraid_open_params op = {.force = 1};
+        struct uraid_array *a = NULL;
+        if (fx_open_with(&f, omit, NULL, NULL, 0, &op, &a) == 0) {
+            prime(&f, a);
+            stream_at_once(&f, a);
+            struct uraid_counters c = fx_counters(a);
+            struct gather_stats g = stats_of(a);
+            int avail = n - __builtin_popcount(omit);
+            printf("  %s: reads %llu writes %llu, full stripes %llu rmw %llu rcw %llu; gathered %llu whole, "
+                   "%llu timed out\n", f.label, (unsigned long long)c.member_reads,
+                   (unsigned long long)c.member_writes, (unsigned long long)c.writes_full_stripe,
+                   (unsigned long long)c.writes_rmw, (unsigned long long)c.writes_rcw,
+                   (unsigned long long)g.whole, (unsigned long long)g.timeouts);
+            CHECK(c.member_reads == 0, "%s: %llu member reads, expected 0", f.label,
+                  (unsigned long long)c.member_reads);
+            CHECK(c.writes_full_stripe == 5 && c.writes_rmw == 0 && c.writes_rcw == 0,
+                  "%s: full/rmw/rcw %llu/%llu/%llu, expected 5/0/0", f.label,
+                  (unsigned long long)c.writes_full_stripe, (unsigned long long)c.writes_rmw,
+                  (unsigned long long)c.writes_rcw);
+            /* whole stripes need no partial parity: no PPL writes either */
+            CHECK(c.member_writes == (uint64_t)(5 * avail),
+                  "%s: %llu member writes, expected %d", f.label, (unsigned long long)c.member_writes, 5 * avail);
+            CHECK(g.whole == 3 && g.timeouts == 0, "%s: gathered %llu whole, %llu timed out; expected 3 and 0",
+                  f.label, (unsigned long long)g.whole, (unsigned long long)g.timeouts);
+            fx_verify_all(&f, a, "after the stream");
+            uraid_close(a);
+            if (omit == 0 && policy != URAID_POLICY_PPL) {
+                a = fx_open(&f, NULL, 0, 0);
+                struct uraid_job_status st;
+                if (a && fx_job(&f, a, URAID_JOB_CHECK, NULL, &st) == 0)
+                    CHECK(st.mismatch_sectors == 0, "%s: mismatch_cnt %llu", f.label,
+                          (unsigned long long)st.mismatch_sectors);
+                uraid_close(a);
+            }
+        }
+    }
+    fx_destroy(&f);
+    fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
+/* 4 KiB writes at random places (no two within a stripe of each other, so
+ * none continues another): none waits, though a wait would be 5 s. */
+static void random_case(void)
+{
+    harness_begin("random 4 KiB writes never wait");
+    setenv("URAID_GATHER_US", "5000000", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        uint64_t stripes = f.size / f.stripe_bytes;
+        uint8_t buf[4096];
+        uint64_t t0 = now_ms();
+        int nw = 0;
+        for (uint64_t s = 0; s + 1 < stripes && nw < 40; s += 2, nw++) {
+            uint64_t pick = (s * 7) % (stripes - 1); /* odd strides: jumps about, never adjacent */
+            pick -= pick % 2;
+            rng_fill(&rng, buf, sizeof buf);
+            uint64_t off = pick * f.stripe_bytes + rng_below(&rng, f.stripe_bytes / 4096) * 4096;
+            CHECK(fx_write(&f, a, buf, sizeof buf, off) == 0);
+        }
+        uint64_t ms = now_ms() - t0;
+        struct gather_stats g = stats_of(a);
+        printf("  %d writes in %llu ms, %llu waited\n", nw, (unsigned long long)ms, (unsigned long long)g.waits);
+        CHECK(g.waits == 0 && g.joined == 0, "%llu random writes waited, %llu joined", (unsigned long long)g.waits,
+              (unsigned long long)g.joined);
+        CHECK(ms < 4000, "random writes took %llu ms", (unsigned long long)ms);
+        fx_verify_all(&f, a, "after random writes");
+        uraid_close(a);
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* One piece of a stream whose stripe no other request completes: it waits
+ * its 20 ms, then is written by read-modify-write (one data chunk of a
+ * 4+1 RAID-5: old data and P read). */
+static void timeout_case(void)
+{
+    harness_begin("a piece never completed waits its time, then read-modify-writes");
+    setenv("URAID_GATHER_US", "20000", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        uint8_t *buf = aligned_alloc(4096, CHUNK);
+        rng_fill(&rng, buf, CHUNK);
+        uint64_t t0 = now_ms();
+        CHECK(fx_write(&f, a, buf, CHUNK, BASE_STRIPE * f.stripe_bytes) == 0);
+        uint64_t ms = now_ms() - t0;
+        struct uraid_counters c = fx_counters(a);
+        struct gather_stats g = stats_of(a);
+        printf("  waited %llu ms; reads %llu writes %llu rmw %llu; %llu timed out\n", (unsigned long long)ms,
+               (unsigned long long)c.member_reads, (unsigned long long)c.member_writes,
+               (unsigned long long)c.writes_rmw, (unsigned long long)g.timeouts);
+        CHECK(ms >= 20, "the piece was written after %llu ms, before its 20 ms", (unsigned long long)ms);
+        CHECK(g.waits == 1 && g.timeouts == 1 && g.whole == 0, "waits %llu timeouts %llu whole %llu",
+              (unsigned long long)g.waits, (unsigned long long)g.timeouts, (unsigned long long)g.whole);
+        CHECK(c.member_reads == 2 && c.member_writes == 2 && c.writes_rmw == 1,
+              "reads %llu writes %llu rmw %llu, expected 2, 2, 1", (unsigned long long)c.member_reads,
+              (unsigned long long)c.member_writes, (unsigned long long)c.writes_rmw);
+        free(buf);
+        fx_verify_all(&f, a, "after the timeout");
+        uraid_close(a);
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
+struct flusher {
+    struct uraid_array *a;
+    int rc;
+};
+
+/* Waits until a piece is waiting, then flushes. */
+static void *flush_when_waiting(void *arg)
+{
+    struct flusher *fl = arg;
+    for (int i = 0; i < 20000 && stats_of(fl->a).waits == 0; i++) /* 20 s at most: the test then fails */
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    fl->rc = uraid_flush(fl->a);
+    return NULL;
+}
+
+static void flush_case(void)
+{
+    harness_begin("a flush cuts a wait short");
+    setenv("URAID_GATHER_US", "10000000", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 6, 6, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        uint8_t *buf = aligned_alloc(4096, CHUNK);
+        rng_fill(&rng, buf, CHUNK);
+        struct flusher fl = {.a = a};
+        pthread_t t;
+        pthread_create(&t, NULL, flush_when_waiting, &fl);
+        uint64_t t0 = now_ms();
+        CHECK(fx_write(&f, a, buf, CHUNK, BASE_STRIPE * f.stripe_bytes) == 0);
+        uint64_t ms = now_ms() - t0;
+        pthread_join(t, NULL);
+        struct gather_stats g = stats_of(a);
+        printf("  written %llu ms after it began; flushes that cut a wait %llu\n", (unsigned long long)ms,
+               (unsigned long long)g.kicked);
+        CHECK(fl.rc == 0, "flush: %d", fl.rc);
+        CHECK(g.kicked == 1 && g.timeouts == 1, "kicked %llu timeouts %llu", (unsigned long long)g.kicked,
+              (unsigned long long)g.timeouts);
+        CHECK(ms < 5000, "the write waited %llu ms despite the flush", (unsigned long long)ms);
+        free(buf);
+        fx_verify_all(&f, a, "after the flush");
+        uraid_close(a);
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* URAID_GATHER_US=0: no table, each piece its own read-modify-write or
+ * reconstruct-write, so the stream costs reads. */
+static void off_case(void)
+{
+    harness_begin("URAID_GATHER_US=0: no gathering, the stream's pieces read");
+    setenv("URAID_GATHER_US", "0", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        stream_at_once(&f, a);
+        struct uraid_counters c = fx_counters(a);
+        printf("  reads %llu, full stripes %llu\n", (unsigned long long)c.member_reads,
+               (unsigned long long)c.writes_full_stripe);
+        CHECK(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE) == NULL, "a gather table was made");
+        CHECK(c.member_reads > 0 && c.writes_full_stripe == 2, "reads %llu full %llu, expected some and 2",
+              (unsigned long long)c.member_reads, (unsigned long long)c.writes_full_stripe);
+        fx_verify_all(&f, a, "without gathering");
+        uraid_close(a);
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
+int main(void)
+{
+    fx_log_from_env();
+    uint64_t seed = harness_seed();
+    rng_seed(&rng, seed);
+    stream_case(5, 5, 0, URAID_POLICY_RESYNC, "healthy");
+    stream_case(6, 6, 0, URAID_POLICY_RESYNC, "healthy");
+    stream_case(5, 5, FX_SLOT(2), URAID_POLICY_RESYNC, "missing one");
+    stream_case(6, 6, FX_SLOT(1) | FX_SLOT(4), URAID_POLICY_RESYNC, "missing two");
+    stream_case(5, 5, 0, URAID_POLICY_PPL, "with a PPL");
+    stream_case(6, 6, 0, URAID_POLICY_BITMAP, "with a bitmap");
+    random_case();
+    timeout_case();
+    flush_case();
+    off_case();
+    return harness_finish();
+}
