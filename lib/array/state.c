@@ -15,6 +15,7 @@
 
 #include "array/reshape_io.h"
 #include "array/readahead.h"
+#include "stripe/cache.h"
 #include "stripe/gather.h"
 #include "log.h"
 
@@ -192,6 +193,8 @@ void array_runtime_fini(struct uraid_array *a)
     a->ra = NULL;
     gather_destroy(a->gather); /* no request is in flight */
     a->gather = NULL;
+    stripe_cache_destroy(a->scache);
+    a->scache = NULL;
     if (a->io)
         io_engine_destroy(a->io);
     a->io = NULL;

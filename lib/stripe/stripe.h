@@ -80,6 +80,7 @@ struct write_choice_in {
     const unsigned char *covered;     /* [d] ... over every row of the range */
     const unsigned char *unavailable; /* [m] member m cannot be read/written */
     int rmw_level;                    /* URAID_RMW_*: md's rmw_level */
+    const unsigned char *cached;      /* [m] member m's block needs no read (stripe/cache.c); may be NULL */
 };
 
 /* md's rule (reference section 3): count the member reads each method needs

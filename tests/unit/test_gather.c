@@ -8,7 +8,10 @@
  *   - a piece whose stripe is never completed waits its time, then goes the
  *     usual read-modify-write way;
  *   - a flush cuts a wait short;
- *   - URAID_GATHER_US=0 turns it off.
+ *   - URAID_GATHER_US=0 turns it off;
+ *   - the stripe cache (lib/stripe/cache.c): with gathering off, the second
+ *     piece of a stripe reads nothing, and a stripe changed since (zeroed)
+ *     is read again, so parity stays right.
  * Deterministic: the waits are long (seconds) where pieces must meet and
  * the threads start at a barrier, so no count depends on scheduling; the
  * data written is random (its seed printed) and read back byte for byte. */
@@ -21,6 +24,7 @@
 #include "array/array.h"
 #include "array_fixture.h"
 #include "harness.h"
+#include "stripe/cache.h"
 #include "stripe/gather.h"
 
 static struct rng rng;
@@ -293,6 +297,72 @@ static void off_case(void)
     harness_end();
 }
 
+
+/* One write of len bytes at off; the member reads and the method counts it
+ * cost, in *c. */
+static void counted_write(struct fx *f, struct uraid_array *a, uint64_t off, size_t len, struct uraid_counters *c)
+{
+    uint8_t *buf = aligned_alloc(4096, len);
+    rng_fill(&rng, buf, len);
+    uraid_reset_counters(a);
+    CHECK(fx_write(f, a, buf, len, off) == 0, "%s: write of %zu at %llu", f->label, len, (unsigned long long)off);
+    *c = fx_counters(a);
+    printf("  %zu bytes at %llu: reads %llu writes %llu (rmw %llu rcw %llu)\n", len, (unsigned long long)off,
+           (unsigned long long)c->member_reads, (unsigned long long)c->member_writes,
+           (unsigned long long)c->writes_rmw, (unsigned long long)c->writes_rcw);
+    free(buf);
+}
+
+static void expect_consistent(struct fx *f, struct uraid_array *a, const char *what)
+{
+    struct uraid_job_status st;
+    if (fx_job(f, a, URAID_JOB_CHECK, NULL, &st) == 0)
+        CHECK(st.mismatch_sectors == 0, "%s: %s: mismatch_cnt %llu", f->label, what,
+              (unsigned long long)st.mismatch_sectors);
+    fx_verify_all(f, a, what);
+}
+
+static void cache_case(void)
+{
+    harness_begin("stripe cache: a stripe's second piece reads nothing; a stripe changed since is read again");
+    setenv("URAID_GATHER_US", "0", 1); /* the pieces one after another, each its own write */
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 6, 8, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        struct uraid_counters c;
+        stripe_cache_clear(stripe_cache_of(a)); /* the fill's pieces were cached too */
+        /* 2 of 6 chunks: 4 reads either way, reconstruct-write on the tie */
+        counted_write(&f, a, fx_at(&f, BASE_STRIPE, 0, 0), 2 * CHUNK, &c);
+        CHECK(c.member_reads == 4 && c.writes_rcw == 1, "first piece: %llu reads, expected 4",
+              (unsigned long long)c.member_reads);
+        /* the other 4: every block it would read is cached */
+        counted_write(&f, a, fx_at(&f, BASE_STRIPE, 2, 0), 4 * CHUNK, &c);
+        CHECK(c.member_reads == 0 && c.member_writes == 6, "second piece: %llu reads %llu writes, expected 0 and 6",
+              (unsigned long long)c.member_reads, (unsigned long long)c.member_writes);
+        struct stripe_cache_stats cs;
+        stripe_cache_stats(stripe_cache_of(a), &cs);
+        CHECK(cs.hits == 2, "cache hits %llu, expected 2 (data 0 and 1)", (unsigned long long)cs.hits);
+        expect_consistent(&f, a, "after two pieces");
+
+        /* 4 KiB in data 0 of the next stripe (old data, P, Q read), then the
+         * stripe zeroed whole (zero.c: no cache, a new count), then 4 KiB
+         * in data 1: the cached P and Q are stale, so 3 reads again */
+        uint64_t s = BASE_STRIPE + 1;
+        counted_write(&f, a, fx_at(&f, s, 0, 0), 4096, &c);
+        CHECK(c.member_reads == 3 && c.writes_rmw == 1, "4 KiB: %llu reads, expected 3",
+              (unsigned long long)c.member_reads);
+        CHECK(uraid_write_zeroes(a, f.stripe_bytes, s * f.stripe_bytes) == 0);
+        memset(f.model + s * f.stripe_bytes, 0, f.stripe_bytes);
+        counted_write(&f, a, fx_at(&f, s, 1, 0), 4096, &c);
+        CHECK(c.member_reads == 3 && c.writes_rmw == 1, "after the zeroing: %llu reads, expected 3 (a stale entry used?)",
+              (unsigned long long)c.member_reads);
+        expect_consistent(&f, a, "after the zeroing");
+        uraid_close(a);
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(void)
 {
     fx_log_from_env();
@@ -308,5 +378,6 @@ int main(void)
     timeout_case();
     flush_case();
     off_case();
+    cache_case();
     return harness_finish();
 }
