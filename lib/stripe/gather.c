@@ -117,6 +117,11 @@ void gather_destroy(struct stripe_gather *g)
 {
     if (!g)
         return;
+    uraid_log(URAID_LOG_INFO,
+              "gather: %llu stripes gathered whole, %llu written in pieces (%llu cut short by a flush), %llu pieces "
+              "joined, %llu let through (backed off)",
+              (unsigned long long)g->st.whole, (unsigned long long)g->st.timeouts, (unsigned long long)g->st.kicked,
+              (unsigned long long)g->st.joined, (unsigned long long)g->st.backed_off);
     for (int i = 0; i < GATHER_ENTRIES; i++) {
         free(g->e[i].buf);
         free(g->e[i].bits);

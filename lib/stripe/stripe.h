@@ -10,6 +10,8 @@
  *   batch.c   jobs' batches: one read per member for a run of stripes, then
  *             each stripe's rows in place
  *   pool.c    the array's workers, that share the CPU work of a batch
+ *   gather.c  partial stripes of sequential streams gathered into whole ones
+ *   cache.c   recently written partial stripes' blocks, while unchanged
  *
  * Callers hold the stripes' locks for everything but the lock functions. */
 #ifndef URAID_STRIPE_H
