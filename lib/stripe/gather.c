@@ -1,35 +1,45 @@
 /* Partial-stripe writes of a sequential stream gathered into whole
  * stripes, as md's stripe cache completes them: requests reach the array
- * cut by the front-end (loop and FUSE: at most 1 MiB), never a whole
- * stripe of a wide array (14 x 64 KiB = 896 KiB), so each stripe would be
- * written in two or three pieces, each with its reads. A piece of a
- * stream waits a bounded time (URAID_GATHER_US, default 1000 us, 0: off)
- * for the other pieces of its stripe, which come from requests already in
- * flight on other threads; a stripe made whole is written as one
- * full-stripe write with no reads, and on timeout the pieces gathered go
- * their usual way (read-modify-write / reconstruct-write).
+ * cut by the front-end (loop and FUSE: at most 1 MiB, one at a time for
+ * an O_DIRECT writer), never a whole stripe of a wide array (14 x 64 KiB
+ * = 896 KiB), so each stripe would be written in two or three pieces,
+ * each with its reads.
  *
- * Which pieces wait (the predictor): a partial stripe of a request that
- * touches a recent request's end or start (exactly: the stream's next or
+ * A partial stripe of a stream is kept in a table of open stripes and its
+ * request acknowledged at once, as a disk's write cache acknowledges; the
+ * stream's next request brings the rest of the stripe, and the thread
+ * that completes a stripe writes it as one full-stripe write with no
+ * reads (and no partial parity: PPL logs nothing for it). A stripe not
+ * completed within URAID_GATHER_US of its request's answer (default 50 ms;
+ * 0: off) is written
+ * by the table's thread in its pieces, the usual read-modify-write /
+ * reconstruct-write.
+ *
+ * Which pieces are kept (the predictor): a partial stripe of a request
+ * that touches a recent request's end or start (the stream's next or
  * previous request), or of a large request (>= 256 KiB) a little ahead of
  * one (its predecessors still in flight). A random write touches nothing
- * recent and never waits. A stream whose gathers keep timing out (its
- * requests come one at a time: nothing is in flight to complete a stripe)
- * stops waiting, and tries again now and then.
+ * recent and is never kept. A stream whose stripes keep timing out stops
+ * being kept, and is tried again every 16th piece.
  *
- * Why it is safe: no piece is acknowledged before its stripe is written
- * (the requester waits, so a flush still covers every acknowledged
- * write); a flush cuts every wait short. A write that touches a stripe
- * with an open gather joins it (its data laid over the pieces before it),
- * so writes to one stripe still land in the order they arrived. Stripe
- * locks are taken only by the thread that writes, after the gather
- * table's lock is dropped, and no thread waits while it holds one. The
- * write itself is the write group's (write.c): bitmap, PPL, degraded
- * stripes and failures are handled there as for any write.
+ * Why it is safe (gather_settle): an acknowledged piece is only in memory,
+ * like a disk's volatile cache, so
+ *   - uraid_flush writes every open stripe before it flushes the members:
+ *     no acknowledged write is left undurable past a flush;
+ *   - a read of an open stripe's sectors writes it first (and waits for one
+ *     being written), so every read sees every acknowledged write;
+ *   - a later write to an open stripe joins it (its data laid over the
+ *     pieces before it), and waits for a stripe being written, so writes
+ *     to a sector land in the order they were acknowledged; a write that
+ *     does not gather (write-zeroes, a reshape under way) settles the
+ *     stripes it touches first.
+ * Kept stripes are written through the full write path (write-intent
+ * bitmap, dirty mark, a reshape's split of the request), by whichever
+ * thread writes them, holding geom_lock for reading like any request. A
+ * write error of a kept stripe is returned by the next flush.
  *
- * States of an entry: OPEN (pieces join) --whole, timed out or a flush-->
- * WRITING (one thread writes it) --> DONE (rc; each piece's thread leaves,
- * the last one frees the slot). */
+ * States of an entry: FREE --a piece--> OPEN (pieces join) --whole, timed
+ * out, or settled--> WRITING (one thread writes it) --> FREE. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,15 +55,13 @@
 #define GATHER_BIG_SECTORS 512        /* 256 KiB: a request that may have predecessors in flight */
 #define GATHER_RECENT_NS 200000000ull /* a request older than 0.2 s + the wait is no stream's */
 
-enum gstate { G_FREE = 0, G_OPEN, G_WRITING, G_DONE };
+enum gstate { G_FREE = 0, G_OPEN, G_WRITING };
 
 struct gentry {
     enum gstate state;
     uint64_t stripe;
     uint64_t deadline;    /* CLOCK_MONOTONIC ns */
     uint32_t covered;     /* sectors of the stripe written by some piece */
-    int refs;             /* pieces whose threads have not left */
-    int rc;
     uint8_t *buf;         /* the stripe's data, ss sectors */
     unsigned char *bits;  /* sector bitmap of the pieces */
 };
@@ -63,17 +71,25 @@ struct recent {
 };
 
 struct stripe_gather {
+    struct uraid_array *a;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;    /* an entry left WRITING, or the thread has work */
+    pthread_t thread;     /* writes the stripes whose time ran out */
+    int thread_started, stop;
     uint64_t wait_ns;
     uint32_t ss;          /* sectors of a stripe's data */
+    int busy;             /* atomic: entries not FREE (0: reads need not look) */
+    int deferred_rc;      /* a kept stripe's write failed: the next flush says so */
     struct gentry e[GATHER_ENTRIES];
     struct recent r[GATHER_RECENT];
     int rnext;
     int misses;           /* timeouts in a row since the last whole stripe */
-    uint32_t skip;        /* qualifying pieces let through since misses reached the limit */
+    uint32_t skip;        /* pieces let through since misses reached the limit */
     struct gather_stats st;
 };
+
+/* Set while a thread writes a kept stripe: its write must not gather. */
+static __thread int bypass;
 
 static uint64_t now_ns(void)
 {
@@ -86,50 +102,13 @@ static uint64_t gather_wait_us(void)
 {
     const char *v = getenv("URAID_GATHER_US");
     if (!v || !*v)
-        return 1000;
+        return 50000; /* the gap to a stream's next request: 1-10 ms kept timing out under load (RESULTS.md) */
     char *end;
     unsigned long long us = strtoull(v, &end, 10);
-    return *end ? 1000 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
+    return *end ? 50000 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
 }
 
-struct stripe_gather *gather_create(struct uraid_array *a)
-{
-    uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
-    uint64_t us = gather_wait_us();
-    if (us == 0 || a->nparity == 0 || a->geom.level < 4 || a->r10 || a->lin || a->parent || ss == 0 ||
-        ss * SECTOR > GATHER_MAX_STRIPE)
-        return NULL;
-    struct stripe_gather *g = calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    g->wait_ns = us * 1000;
-    g->ss = (uint32_t)ss;
-    return g;
-}
-
-void gather_destroy(struct stripe_gather *g)
-{
-    if (!g)
-        return;
-    uraid_log(URAID_LOG_INFO,
-              "gather: %llu stripes gathered whole, %llu written in pieces (%llu cut short by a flush), %llu pieces "
-              "joined, %llu let through (backed off)",
-              (unsigned long long)g->st.whole, (unsigned long long)g->st.timeouts, (unsigned long long)g->st.kicked,
-              (unsigned long long)g->st.joined, (unsigned long long)g->st.backed_off);
-    for (int i = 0; i < GATHER_ENTRIES; i++) {
-        free(g->e[i].buf);
-        free(g->e[i].bits);
-    }
-    pthread_cond_destroy(&g->cv);
-    pthread_mutex_destroy(&g->mu);
-    free(g);
-}
+int gather_bypassed(void) { return bypass; }
 
 uint32_t gather_stripe_sectors(const struct stripe_gather *g) { return g->ss; }
 
@@ -140,25 +119,207 @@ void gather_stats(struct stripe_gather *g, struct gather_stats *out)
         return;
     pthread_mutex_lock(&g->mu);
     *out = g->st;
+    for (int i = 0; i < GATHER_ENTRIES; i++)
+        out->open += g->e[i].state != G_FREE;
     pthread_mutex_unlock(&g->mu);
 }
 
-void gather_kick(struct stripe_gather *g)
+static int overlaps(const struct stripe_gather *g, const struct gentry *e, uint64_t sector, uint64_t end)
+{
+    uint64_t base = e->stripe * g->ss;
+    return sector < base + g->ss && end > base;
+}
+
+/* Writes what the entry holds (the caller moved it to WRITING and holds
+ * geom_lock for reading): the whole stripe, or each run of its pieces,
+ * through the full write path. */
+static int write_entry(struct uraid_array *a, struct stripe_gather *g, struct gentry *e)
+{
+    uint64_t base = e->stripe * g->ss;
+    int rc = 0;
+    bypass = 1;
+    for (uint32_t s = 0; s < g->ss;) {
+        if (!(e->bits[s / 8] & (1u << (s % 8)))) {
+            s++;
+            continue;
+        }
+        uint32_t t = s;
+        while (t < g->ss && (e->bits[t / 8] & (1u << (t % 8))))
+            t++;
+        int r = array_write_locked(a, e->buf + (size_t)s * SECTOR, (size_t)(t - s) * SECTOR, (base + s) * SECTOR);
+        rc = rc ? rc : r;
+        s = t;
+    }
+    bypass = 0;
+    return rc;
+}
+
+/* Entries list[0..n-1], moved to WRITING by this thread, written and
+ * freed. rc of the first failure. */
+static int write_list(struct stripe_gather *g, struct gentry **list, int n)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        int r = write_entry(g->a, g, list[i]);
+        rc = rc ? rc : r;
+    }
+    pthread_mutex_lock(&g->mu);
+    if (rc && !g->deferred_rc)
+        g->deferred_rc = rc; /* pieces acknowledged before: the next flush fails */
+    for (int i = 0; i < n; i++)
+        list[i]->state = G_FREE;
+    __atomic_sub_fetch(&g->busy, n, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+/* Called with the lock: waits until no entry overlapping [sector, end) is
+ * being written by another thread. */
+static void wait_writing(struct stripe_gather *g, uint64_t sector, uint64_t end)
+{
+    for (;;) {
+        int any = 0;
+        for (int i = 0; i < GATHER_ENTRIES && !any; i++)
+            any = g->e[i].state == G_WRITING && overlaps(g, &g->e[i], sector, end);
+        if (!any)
+            return;
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+}
+
+int gather_settle(struct stripe_gather *g, uint64_t sector, uint64_t end)
+{
+    if (!g || bypass || __atomic_load_n(&g->busy, __ATOMIC_ACQUIRE) == 0)
+        return 0;
+    struct gentry *mine[GATHER_ENTRIES];
+    int n = 0;
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < GATHER_ENTRIES; i++)
+        if (g->e[i].state == G_OPEN && overlaps(g, &g->e[i], sector, end)) {
+            g->e[i].state = G_WRITING;
+            mine[n++] = &g->e[i];
+        }
+    g->st.settled += (uint64_t)n;
+    pthread_mutex_unlock(&g->mu);
+    int rc = write_list(g, mine, n);
+    pthread_mutex_lock(&g->mu);
+    wait_writing(g, sector, end);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int gather_flush(struct stripe_gather *g)
+{
+    if (!g)
+        return 0;
+    int rc = gather_settle(g, 0, UINT64_MAX);
+    pthread_mutex_lock(&g->mu);
+    if (!rc)
+        rc = g->deferred_rc;
+    g->deferred_rc = 0;
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+/* The table's thread: writes every stripe whose time ran out, holding
+ * geom_lock for reading as a request does (taken before the table's lock,
+ * so a reshape waiting for the lock never waits on this thread). */
+static void *timeout_thread(void *arg)
+{
+    struct stripe_gather *g = arg;
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop) {
+        uint64_t first = UINT64_MAX, t = now_ns();
+        for (int i = 0; i < GATHER_ENTRIES; i++)
+            if (g->e[i].state == G_OPEN && g->e[i].deadline < first)
+                first = g->e[i].deadline;
+        if (first == UINT64_MAX) {
+            pthread_cond_wait(&g->cv, &g->mu);
+            continue;
+        }
+        if (t < first) {
+            struct timespec ts = {.tv_sec = (time_t)(first / 1000000000ull), .tv_nsec = (long)(first % 1000000000ull)};
+            pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&g->mu);
+        pthread_rwlock_rdlock(&g->a->geom_lock);
+        pthread_mutex_lock(&g->mu);
+        struct gentry *mine[GATHER_ENTRIES];
+        int n = 0;
+        t = now_ns();
+        for (int i = 0; i < GATHER_ENTRIES; i++)
+            if (g->e[i].state == G_OPEN && g->e[i].deadline <= t) {
+                g->e[i].state = G_WRITING;
+                mine[n++] = &g->e[i];
+            }
+        g->st.timeouts += (uint64_t)n;
+        g->misses += n;
+        pthread_mutex_unlock(&g->mu);
+        write_list(g, mine, n);
+        pthread_rwlock_unlock(&g->a->geom_lock);
+        pthread_mutex_lock(&g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+struct stripe_gather *gather_create(struct uraid_array *a)
+{
+    uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
+    uint64_t us = gather_wait_us();
+    if (us == 0 || a->nparity == 0 || a->geom.level < 4 || a->r10 || a->lin || a->parent || a->readonly || ss == 0 ||
+        ss * SECTOR > GATHER_MAX_STRIPE)
+        return NULL;
+    struct stripe_gather *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->a = a;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    g->wait_ns = us * 1000;
+    g->ss = (uint32_t)ss;
+    if (pthread_create(&g->thread, NULL, timeout_thread, g) != 0) {
+        gather_destroy(g);
+        return NULL;
+    }
+    g->thread_started = 1;
+    return g;
+}
+
+void gather_destroy(struct stripe_gather *g)
 {
     if (!g)
         return;
-    pthread_mutex_lock(&g->mu);
-    int any = 0;
-    for (int i = 0; i < GATHER_ENTRIES; i++)
-        if (g->e[i].state == G_OPEN) {
-            g->e[i].deadline = 0;
-            any = 1;
-        }
-    if (any) {
-        g->st.kicked++;
+    /* uraid_close flushed first (and no request runs now), so nothing is
+     * open: the members' layers may already be gone */
+    int open = __atomic_load_n(&g->busy, __ATOMIC_ACQUIRE);
+    if (open)
+        uraid_log(URAID_LOG_ERROR, "gather: %d kept stripes were never written (closed without a flush)", open);
+    if (g->thread_started) {
+        pthread_mutex_lock(&g->mu);
+        g->stop = 1;
         pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        pthread_join(g->thread, NULL);
     }
-    pthread_mutex_unlock(&g->mu);
+    uraid_log(URAID_LOG_INFO,
+              "gather: %llu stripes gathered whole, %llu written in pieces when their time ran out, %llu written "
+              "early (a read, flush or zeroing), %llu pieces joined, %llu let through (backed off)",
+              (unsigned long long)g->st.whole, (unsigned long long)g->st.timeouts, (unsigned long long)g->st.settled,
+              (unsigned long long)g->st.joined, (unsigned long long)g->st.backed_off);
+    for (int i = 0; i < GATHER_ENTRIES; i++) {
+        free(g->e[i].buf);
+        free(g->e[i].bits);
+    }
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
 }
 
 /* Does [start, end) belong to a stream? Recorded as recent either way. */
@@ -179,7 +340,7 @@ static int predict(struct stripe_gather *g, uint64_t start, uint64_t end, uint64
     g->rnext = (g->rnext + 1) % GATHER_RECENT;
     if (seq && g->misses >= 4 && (g->skip++ % 16) != 0) {
         g->st.backed_off++;
-        return 0; /* nothing arrives to complete this stream's stripes: let it through */
+        return 0; /* this stream's stripes are not completed in time: let it through */
     }
     return seq;
 }
@@ -215,8 +376,9 @@ static struct gentry *new_entry(struct stripe_gather *g, uint64_t stripe, uint64
         e->stripe = stripe;
         e->deadline = now + g->wait_ns;
         e->covered = 0;
-        e->refs = 0;
-        e->rc = 0;
+        __atomic_add_fetch(&g->busy, 1, __ATOMIC_RELEASE);
+        g->st.kept++;
+        pthread_cond_broadcast(&g->cv); /* the thread learns the new deadline */
         return e;
     }
     return NULL;
@@ -231,135 +393,61 @@ static void add_piece(struct gentry *e, uint32_t r0, uint32_t r1, const uint8_t 
             e->bits[s / 8] |= (unsigned char)(1u << (s % 8));
             e->covered++;
         }
-    e->refs++;
-}
-
-/* Writes what the entry holds: the whole stripe, or each run of its
- * pieces (the usual read-modify-write / reconstruct-write). Called by the
- * one thread that moved it to WRITING, without the table's lock. */
-static int write_entry(struct uraid_array *a, struct stripe_gather *g, struct gentry *e)
-{
-    uint64_t base = e->stripe * g->ss;
-    if (e->covered == g->ss)
-        return array_write_direct(a, e->buf, base, base + g->ss);
-    int rc = 0;
-    for (uint32_t s = 0; s < g->ss;) {
-        if (!(e->bits[s / 8] & (1u << (s % 8)))) {
-            s++;
-            continue;
-        }
-        uint32_t t = s;
-        while (t < g->ss && (e->bits[t / 8] & (1u << (t % 8))))
-            t++;
-        int r = array_write_direct(a, e->buf + (size_t)s * SECTOR, base + s, base + t);
-        rc = rc ? rc : r;
-        s = t;
-    }
-    return rc;
-}
-
-/* The entry written by this thread, its waiters told. */
-static void finish_entry(struct uraid_array *a, struct stripe_gather *g, struct gentry *e)
-{
-    int rc = write_entry(a, g, e);
-    pthread_mutex_lock(&g->mu);
-    e->rc = rc;
-    e->state = G_DONE;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-/* Called with the lock: waits until e is DONE, writing it if its time runs
- * out first; the piece's reference dropped. Returns the entry's rc. */
-static int wait_entry(struct uraid_array *a, struct stripe_gather *g, struct gentry *e)
-{
-    while (e->state != G_DONE) {
-        if (e->state == G_OPEN) {
-            uint64_t t = now_ns();
-            if (t >= e->deadline) {
-                e->state = G_WRITING;
-                if (e->covered == g->ss) {
-                    g->st.whole++;
-                    g->misses = 0;
-                } else {
-                    g->st.timeouts++;
-                    g->misses++;
-                }
-                pthread_mutex_unlock(&g->mu);
-                finish_entry(a, g, e);
-                pthread_mutex_lock(&g->mu);
-                continue;
-            }
-            struct timespec ts = {.tv_sec = (time_t)(e->deadline / 1000000000ull),
-                                  .tv_nsec = (long)(e->deadline % 1000000000ull)};
-            pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-        } else {
-            pthread_cond_wait(&g->cv, &g->mu);
-        }
-    }
-    int rc = e->rc;
-    if (--e->refs == 0)
-        e->state = G_FREE;
-    return rc;
 }
 
 int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *p, uint64_t sector, uint64_t end)
 {
     uint64_t ss = g->ss, s0 = sector / ss, s1 = (end - 1) / ss + 1;
-    struct gentry *mine[2 + GATHER_ENTRIES], *write_now[2 + GATHER_ENTRIES];
-    int nmine = 0, nwrite = 0;
+    struct gentry *held[GATHER_ENTRIES], *whole[GATHER_ENTRIES];
+    uint64_t held_stripe[GATHER_ENTRIES];
+    int nheld = 0, nwhole = 0;
     uint64_t now = now_ns();
     pthread_mutex_lock(&g->mu);
+    wait_writing(g, sector, end); /* an earlier write of these sectors lands first */
     int seq = predict(g, sector, end, now);
     for (uint64_t s = s0; s < s1; s++) {
         uint64_t lo = s * ss > sector ? s * ss : sector, hi = (s + 1) * ss < end ? (s + 1) * ss : end;
-        int whole = lo == s * ss && hi == (s + 1) * ss;
+        int full = lo == s * ss && hi == (s + 1) * ss;
         struct gentry *e = find_open(g, s);
-        if (!e && seq && !whole && nmine < 2)
+        if (e)
+            g->st.joined++;
+        else if (seq && !full)
             e = new_entry(g, s, now);
         if (!e)
             continue;
-        if (e->refs == 0)
-            g->st.waits++;
-        else
-            g->st.joined++;
         add_piece(e, (uint32_t)(lo - s * ss), (uint32_t)(hi - s * ss), p + (lo - sector) * SECTOR);
-        mine[nmine++] = e;
+        held_stripe[nheld] = s;
+        held[nheld++] = e;
         if (e->covered == ss) {
             e->state = G_WRITING;
             g->st.whole++;
             g->misses = 0;
-            write_now[nwrite++] = e;
+            whole[nwhole++] = e;
         }
     }
     pthread_mutex_unlock(&g->mu);
-    /* the stripes no entry holds, in runs, then the entries made whole */
+    /* the stripes no entry took, in runs; then the stripes made whole (this
+     * request's bitmap span covers them: it touches each) */
     int rc = 0;
     uint64_t run = sector;
-    for (uint64_t s = s0; s < s1; s++) {
-        int held = 0;
-        for (int i = 0; i < nmine; i++)
-            held |= mine[i]->stripe == s;
-        if (!held)
-            continue;
-        uint64_t lo = s * ss > sector ? s * ss : sector;
+    for (int i = 0; i <= nheld; i++) {
+        uint64_t lo = i < nheld ? (held_stripe[i] * ss > sector ? held_stripe[i] * ss : sector) : end;
         if (lo > run) {
             int r = array_write_direct(a, p + (run - sector) * SECTOR, run, lo);
             rc = rc ? rc : r;
         }
-        run = (s + 1) * ss < end ? (s + 1) * ss : end;
+        if (i < nheld)
+            run = (held_stripe[i] + 1) * ss < end ? (held_stripe[i] + 1) * ss : end;
     }
-    if (end > run) {
-        int r = array_write_direct(a, p + (run - sector) * SECTOR, run, end);
-        rc = rc ? rc : r;
-    }
-    for (int i = 0; i < nwrite; i++)
-        finish_entry(a, g, write_now[i]);
+    int r = write_list(g, whole, nwhole);
+    /* the wait is for the stream's next request, which comes only once
+     * this one is answered: it counts from now, not from when the piece
+     * was kept (this request's own stripes took their time) */
+    now = now_ns();
     pthread_mutex_lock(&g->mu);
-    for (int i = 0; i < nmine; i++) {
-        int r = wait_entry(a, g, mine[i]);
-        rc = rc ? rc : r;
-    }
+    for (int i = 0; i < nheld; i++)
+        if (held[i]->state == G_OPEN && held[i]->stripe == held_stripe[i] && held[i]->deadline < now + g->wait_ns)
+            held[i]->deadline = now + g->wait_ns;
     pthread_mutex_unlock(&g->mu);
-    return rc;
+    return rc ? rc : r;
 }

@@ -490,9 +490,13 @@ int array_write_direct(struct uraid_array *a, const uint8_t *p, uint64_t sector,
 }
 
 /* Partial stripes of a stream gathered first (gather.c), unless a reshape
- * has changed the stripe since the gather table was made. */
+ * has changed the stripe since the gather table was made (write_request
+ * then settles the open stripes a write touches before it), or this is a
+ * kept stripe being written. */
 int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
 {
+    if (gather_bypassed())
+        return array_write_direct(a, p, sector, end);
     struct stripe_gather *g = __atomic_load_n(&a->gather, __ATOMIC_ACQUIRE);
     if (!g && !__atomic_load_n(&a->gather_off, __ATOMIC_RELAXED)) {
         struct stripe_gather *made = gather_create(a), *none = NULL;

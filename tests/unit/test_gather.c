@@ -1,18 +1,20 @@
 /* Partial-stripe writes gathered into whole stripes (lib/stripe/gather.c),
  * counted by the member reads and writes they cost:
  *   - a sequential stream cut into requests that are not whole stripes,
- *     issued at once from four threads: every stripe written whole, no
- *     member read (RAID-5 and RAID-6, healthy, degraded by one and by two,
- *     with a PPL);
- *   - random writes never wait;
- *   - a piece whose stripe is never completed waits its time, then goes the
- *     usual read-modify-write way;
- *   - a flush cuts a wait short;
+ *     one request at a time and from four threads at once: every stripe
+ *     written whole, no member read (RAID-5 and RAID-6, healthy, degraded
+ *     by one and by two, with a PPL, with a bitmap);
+ *   - random writes are never kept;
+ *   - a kept piece whose stripe is never completed is written when its time
+ *     runs out, the usual read-modify-write way;
+ *   - a flush writes every kept piece before it returns (durable: read
+ *     back after a reopen), a read of a kept piece sees it, a zeroing after
+ *     it wins;
  *   - URAID_GATHER_US=0 turns it off;
  *   - the stripe cache (lib/stripe/cache.c): with gathering off, the second
  *     piece of a stripe reads nothing, and a stripe changed since (zeroed)
  *     is read again, so parity stays right.
- * Deterministic: the waits are long (seconds) where pieces must meet and
+ * Deterministic: the waits are long (seconds) where pieces must meet, and
  * the threads start at a barrier, so no count depends on scheduling; the
  * data written is random (its seed printed) and read back byte for byte. */
 #include <errno.h>
@@ -79,7 +81,7 @@ static void *write_piece(void *arg)
 
 /* THREADS requests of 5/4 stripe each, one stream from BASE_STRIPE (every
  * stripe but the first and last cut between two requests), at once. */
-static void stream_at_once(struct fx *f, struct uraid_array *a)
+static void stream_at_once(struct fx *f, struct uraid_array *a, int together)
 {
     size_t len = (size_t)f->stripe_bytes * 5 / 4;
     uint8_t *buf = aligned_alloc(4096, len * THREADS);
@@ -88,12 +90,18 @@ static void stream_at_once(struct fx *f, struct uraid_array *a)
     pthread_barrier_init(&go, NULL, THREADS);
     struct piece p[THREADS];
     pthread_t t[THREADS];
-    for (int i = 0; i < THREADS; i++) {
+    for (int i = 0; i < THREADS; i++)
         p[i] = (struct piece){.f = f, .a = a, .go = &go, .buf = buf + len * (size_t)i, .len = len,
                               .off = BASE_STRIPE * f->stripe_bytes + len * (uint64_t)i};
-        pthread_create(&t[i], NULL, write_piece, &p[i]);
+    for (int i = 0; !together && i < THREADS; i++) {
+        p[i].rc = fx_write(f, a, p[i].buf, p[i].len, p[i].off);
+        CHECK(p[i].rc == 0, "%s: request %d: %d", f->label, i, p[i].rc);
     }
-    for (int i = 0; i < THREADS; i++) {
+    pthread_barrier_destroy(&go);
+    pthread_barrier_init(&go, NULL, THREADS);
+    for (int i = 0; together && i < THREADS; i++)
+        pthread_create(&t[i], NULL, write_piece, &p[i]);
+    for (int i = 0; together && i < THREADS; i++) {
         pthread_join(t[i], NULL);
         CHECK(p[i].rc == 0, "%s: request %d: %d", f->label, i, p[i].rc);
     }
@@ -103,10 +111,10 @@ static void stream_at_once(struct fx *f, struct uraid_array *a)
 
 /* The stream's stripes (5 of them) each written whole: writes to every
  * available member, no reads. */
-static void stream_case(int level, int n, const unsigned omit, int policy, const char *what)
+static void stream_case(int level, int n, const unsigned omit, int policy, const char *what, int together)
 {
-    harness_beginf("RAID-%d of %d %s: a stream in 5/4-stripe requests from %d threads: whole stripes, no reads",
-                   level, n, what, THREADS);
+    harness_beginf("RAID-%d of %d %s: a stream in 5/4-stripe requests %s: whole stripes, no reads", level, n, what,
+                   together ? "from 4 threads at once" : "one at a time");
     setenv("URAID_GATHER_US", "5000000", 1); /* pieces always meet: no count depends on timing */
     fx_policy = policy == URAID_POLICY_BITMAP ? URAID_POLICY_RESYNC : policy;
     struct fx f;
@@ -121,7 +129,7 @@ static void stream_case(int level, int n, const unsigned omit, int policy, const
         struct uraid_array *a = NULL;
         if (fx_open_with(&f, omit, NULL, NULL, 0, &op, &a) == 0) {
             prime(&f, a);
-            stream_at_once(&f, a);
+            stream_at_once(&f, a, together);
             struct uraid_counters c = fx_counters(a);
             struct gather_stats g = stats_of(a);
             int avail = n - __builtin_popcount(omit);
@@ -162,7 +170,7 @@ static void stream_case(int level, int n, const unsigned omit, int policy, const
  * none continues another): none waits, though a wait would be 5 s. */
 static void random_case(void)
 {
-    harness_begin("random 4 KiB writes never wait");
+    harness_begin("random 4 KiB writes are never kept");
     setenv("URAID_GATHER_US", "5000000", 1);
     struct fx f;
     struct uraid_array *a = NULL;
@@ -180,8 +188,8 @@ static void random_case(void)
         }
         uint64_t ms = now_ms() - t0;
         struct gather_stats g = stats_of(a);
-        printf("  %d writes in %llu ms, %llu waited\n", nw, (unsigned long long)ms, (unsigned long long)g.waits);
-        CHECK(g.waits == 0 && g.joined == 0, "%llu random writes waited, %llu joined", (unsigned long long)g.waits,
+        printf("  %d writes in %llu ms, %llu kept\n", nw, (unsigned long long)ms, (unsigned long long)g.kept);
+        CHECK(g.kept == 0 && g.joined == 0, "%llu random writes kept, %llu joined", (unsigned long long)g.kept,
               (unsigned long long)g.joined);
         CHECK(ms < 4000, "random writes took %llu ms", (unsigned long long)ms);
         fx_verify_all(&f, a, "after random writes");
@@ -191,12 +199,12 @@ static void random_case(void)
     harness_end();
 }
 
-/* One piece of a stream whose stripe no other request completes: it waits
- * its 20 ms, then is written by read-modify-write (one data chunk of a
- * 4+1 RAID-5: old data and P read). */
+/* One piece of a stream whose stripe no other request completes: kept,
+ * then written when its 20 ms run out, by read-modify-write (one data
+ * chunk of a 4+1 RAID-5: old data and P read). */
 static void timeout_case(void)
 {
-    harness_begin("a piece never completed waits its time, then read-modify-writes");
+    harness_begin("a kept piece never completed is written when its time runs out, by read-modify-write");
     setenv("URAID_GATHER_US", "20000", 1);
     struct fx f;
     struct uraid_array *a = NULL;
@@ -206,15 +214,21 @@ static void timeout_case(void)
         rng_fill(&rng, buf, CHUNK);
         uint64_t t0 = now_ms();
         CHECK(fx_write(&f, a, buf, CHUNK, BASE_STRIPE * f.stripe_bytes) == 0);
+        struct gather_stats g = stats_of(a);
+        CHECK(g.kept == 1, "kept %llu, expected 1", (unsigned long long)g.kept);
+        for (int i = 0; i < 10000 && stats_of(a).timeouts == 0; i++) /* 10 s at most */
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        for (int i = 0; i < 10000 && stats_of(a).open > 0; i++)
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
         uint64_t ms = now_ms() - t0;
         struct uraid_counters c = fx_counters(a);
-        struct gather_stats g = stats_of(a);
-        printf("  waited %llu ms; reads %llu writes %llu rmw %llu; %llu timed out\n", (unsigned long long)ms,
+        g = stats_of(a);
+        printf("  written within %llu ms; reads %llu writes %llu rmw %llu; %llu timed out\n", (unsigned long long)ms,
                (unsigned long long)c.member_reads, (unsigned long long)c.member_writes,
                (unsigned long long)c.writes_rmw, (unsigned long long)g.timeouts);
         CHECK(ms >= 20, "the piece was written after %llu ms, before its 20 ms", (unsigned long long)ms);
-        CHECK(g.waits == 1 && g.timeouts == 1 && g.whole == 0, "waits %llu timeouts %llu whole %llu",
-              (unsigned long long)g.waits, (unsigned long long)g.timeouts, (unsigned long long)g.whole);
+        CHECK(g.timeouts == 1 && g.whole == 0 && g.settled == 0, "timeouts %llu whole %llu settled %llu",
+              (unsigned long long)g.timeouts, (unsigned long long)g.whole, (unsigned long long)g.settled);
         CHECK(c.member_reads == 2 && c.member_writes == 2 && c.writes_rmw == 1,
               "reads %llu writes %llu rmw %llu, expected 2, 2, 1", (unsigned long long)c.member_reads,
               (unsigned long long)c.member_writes, (unsigned long long)c.writes_rmw);
@@ -226,24 +240,11 @@ static void timeout_case(void)
     harness_end();
 }
 
-struct flusher {
-    struct uraid_array *a;
-    int rc;
-};
-
-/* Waits until a piece is waiting, then flushes. */
-static void *flush_when_waiting(void *arg)
-{
-    struct flusher *fl = arg;
-    for (int i = 0; i < 20000 && stats_of(fl->a).waits == 0; i++) /* 20 s at most: the test then fails */
-        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
-    fl->rc = uraid_flush(fl->a);
-    return NULL;
-}
-
+/* A kept piece (its wait 10 s): nothing reaches the members until the
+ * flush, which writes it before it returns; reopened, the array holds it. */
 static void flush_case(void)
 {
-    harness_begin("a flush cuts a wait short");
+    harness_begin("a flush writes every kept piece before it returns");
     setenv("URAID_GATHER_US", "10000000", 1);
     struct fx f;
     struct uraid_array *a = NULL;
@@ -251,23 +252,58 @@ static void flush_case(void)
         prime(&f, a);
         uint8_t *buf = aligned_alloc(4096, CHUNK);
         rng_fill(&rng, buf, CHUNK);
-        struct flusher fl = {.a = a};
-        pthread_t t;
-        pthread_create(&t, NULL, flush_when_waiting, &fl);
-        uint64_t t0 = now_ms();
         CHECK(fx_write(&f, a, buf, CHUNK, BASE_STRIPE * f.stripe_bytes) == 0);
-        uint64_t ms = now_ms() - t0;
-        pthread_join(t, NULL);
+        struct uraid_counters c = fx_counters(a);
         struct gather_stats g = stats_of(a);
-        printf("  written %llu ms after it began; flushes that cut a wait %llu\n", (unsigned long long)ms,
-               (unsigned long long)g.kicked);
-        CHECK(fl.rc == 0, "flush: %d", fl.rc);
-        CHECK(g.kicked == 1 && g.timeouts == 1, "kicked %llu timeouts %llu", (unsigned long long)g.kicked,
-              (unsigned long long)g.timeouts);
-        CHECK(ms < 5000, "the write waited %llu ms despite the flush", (unsigned long long)ms);
+        CHECK(g.open == 1 && c.member_writes == 0, "before the flush: %llu open, %llu member writes",
+              (unsigned long long)g.open, (unsigned long long)c.member_writes);
+        uint64_t t0 = now_ms();
+        CHECK(uraid_flush(a) == 0);
+        uint64_t ms = now_ms() - t0;
+        c = fx_counters(a);
+        g = stats_of(a);
+        printf("  flush took %llu ms; member writes %llu reads %llu; settled %llu\n", (unsigned long long)ms,
+               (unsigned long long)c.member_writes, (unsigned long long)c.member_reads, (unsigned long long)g.settled);
+        CHECK(g.open == 0 && g.settled == 1 && c.member_writes == 3 && c.member_reads == 3,
+              "after the flush: open %llu settled %llu, %llu writes %llu reads (expected 0, 1, 3, 3)",
+              (unsigned long long)g.open, (unsigned long long)g.settled, (unsigned long long)c.member_writes,
+              (unsigned long long)c.member_reads);
         free(buf);
-        fx_verify_all(&f, a, "after the flush");
         uraid_close(a);
+        fx_verify_omitting(&f, 0, 0, "reopened after the flush");
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* A kept piece read back at once (the read writes it first), and a kept
+ * piece zeroed over by write-zeroes of its whole stripe (the zeroes land
+ * after it). */
+static void read_zero_case(void)
+{
+    harness_begin("a read sees a kept piece; write-zeroes after a kept piece wins");
+    setenv("URAID_GATHER_US", "10000000", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        uint8_t *buf = aligned_alloc(4096, 2 * CHUNK);
+        rng_fill(&rng, buf, 2 * CHUNK);
+        uint64_t at = BASE_STRIPE * f.stripe_bytes;
+        CHECK(fx_write(&f, a, buf, CHUNK, at) == 0);
+        CHECK(stats_of(a).open == 1, "the piece was not kept");
+        fx_verify(&f, a, at, f.stripe_bytes, "a kept piece read back");
+        CHECK(stats_of(a).settled == 1 && stats_of(a).open == 0, "the read did not write the kept piece");
+        /* the stream goes on: kept again, then zeroed */
+        CHECK(fx_write(&f, a, buf + CHUNK, CHUNK, at + CHUNK) == 0);
+        CHECK(stats_of(a).open == 1, "the second piece was not kept");
+        CHECK(uraid_write_zeroes(a, f.stripe_bytes, at) == 0);
+        memset(f.model + at, 0, f.stripe_bytes);
+        CHECK(stats_of(a).open == 0, "the zeroing left the piece kept");
+        free(buf);
+        fx_verify_all(&f, a, "after the zeroing");
+        uraid_close(a);
+        fx_verify_omitting(&f, 0, 0, "reopened");
     }
     fx_destroy(&f);
     harness_end();
@@ -283,7 +319,7 @@ static void off_case(void)
     struct uraid_array *a = NULL;
     if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
         prime(&f, a);
-        stream_at_once(&f, a);
+        stream_at_once(&f, a, 1);
         struct uraid_counters c = fx_counters(a);
         printf("  reads %llu, full stripes %llu\n", (unsigned long long)c.member_reads,
                (unsigned long long)c.writes_full_stripe);
@@ -368,15 +404,18 @@ int main(void)
     fx_log_from_env();
     uint64_t seed = harness_seed();
     rng_seed(&rng, seed);
-    stream_case(5, 5, 0, URAID_POLICY_RESYNC, "healthy");
-    stream_case(6, 6, 0, URAID_POLICY_RESYNC, "healthy");
-    stream_case(5, 5, FX_SLOT(2), URAID_POLICY_RESYNC, "missing one");
-    stream_case(6, 6, FX_SLOT(1) | FX_SLOT(4), URAID_POLICY_RESYNC, "missing two");
-    stream_case(5, 5, 0, URAID_POLICY_PPL, "with a PPL");
-    stream_case(6, 6, 0, URAID_POLICY_BITMAP, "with a bitmap");
+    for (int together = 0; together < 2; together++) {
+        stream_case(5, 5, 0, URAID_POLICY_RESYNC, "healthy", together);
+        stream_case(6, 6, 0, URAID_POLICY_RESYNC, "healthy", together);
+        stream_case(5, 5, FX_SLOT(2), URAID_POLICY_RESYNC, "missing one", together);
+        stream_case(6, 6, FX_SLOT(1) | FX_SLOT(4), URAID_POLICY_RESYNC, "missing two", together);
+        stream_case(5, 5, 0, URAID_POLICY_PPL, "with a PPL", together);
+        stream_case(6, 6, 0, URAID_POLICY_BITMAP, "with a bitmap", together);
+    }
     random_case();
     timeout_case();
     flush_case();
+    read_zero_case();
     off_case();
     cache_case();
     return harness_finish();
