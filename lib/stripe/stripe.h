@@ -10,7 +10,8 @@
  *   batch.c   jobs' batches: one read per member for a run of stripes, then
  *             each stripe's rows in place
  *   pool.c    the array's workers, that share the CPU work of a batch
- *   gather.c  partial stripes of sequential streams gathered into whole ones
+ *   gather.c  partial stripes of sequential streams kept and completed into
+ *             whole ones (answered at once; flushes and reads settle them)
  *   cache.c   recently written partial stripes' blocks, while unchanged
  *
  * Callers hold the stripes' locks for everything but the lock functions. */

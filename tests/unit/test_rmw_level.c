@@ -151,6 +151,8 @@ static void test_runtime(void)
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_rmw_level");
+    /* each count is of one write on its own: no stream's pieces kept for the next (stripe/gather.c) */
+    setenv("URAID_GATHER_US", "0", 1);
     rng_seed(&rng, harness_seed());
     fx_log_from_env();
     /* reads, writes, rmw, rcw, degraded; by level 0, 1, 2 */
