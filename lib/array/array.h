@@ -113,6 +113,10 @@ struct uraid_array {
     struct stripe_locks locks; /* writers of one stripe are serialised */
     struct stripe_pool *pool;  /* stripe workers, started by the first job that wants them (array_stripe_pool) */
     struct array_ra *ra;       /* RAID-4/5/6 streams' read-ahead (readahead.c), NULL when it could not start */
+    struct stripe_gather *gather; /* atomic: RAID-4/5/6 partial stripes gathered (stripe/gather.c), made at the first write */
+    int gather_off;               /* atomic: gathering does not apply (gather_create said NULL) */
+    struct stripe_cache *scache;  /* atomic: recently written stripes' blocks (stripe/cache.c), made at the first write */
+    int scache_off;               /* atomic: no cache (off, or a reshape since the open) */
     struct uraid_counters counters; /* updated with atomics */
     int rmw_level;             /* atomic: URAID_RMW_*, read as each stripe is planned */
     int corrected_unsaved;     /* cnt_corrected_read changed since the last superblock write */

@@ -23,6 +23,7 @@
 #include "array/dataio.h"
 #include "array/readahead.h"
 #include "array/reshape_io.h"
+#include "stripe/gather.h"
 #include "log.h"
 
 /* ---- reads ----------------------------------------------------------------------- */
@@ -241,16 +242,27 @@ int array_write_plain(struct uraid_array *a, const uint8_t *buf, size_t len, uin
 int uraid_read(struct uraid_array *a, void *buf, size_t len, uint64_t offset)
 {
     pthread_rwlock_rdlock(&a->geom_lock);
+    /* acknowledged writes kept in memory are written before they are read */
+    gather_settle(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE), offset / SECTOR, (offset + len) / SECTOR + 1);
     int rc = a->rs ? array_reshape_request(a, buf, NULL, len, offset) : array_read_ra(a, buf, len, offset);
     pthread_rwlock_unlock(&a->geom_lock);
     return rc;
 }
 
+int array_write_locked(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
+{
+    return a->rs ? array_reshape_request(a, NULL, buf ? buf : array_reshape_zeroes, len, offset)
+                 : array_write_plain(a, buf, len, offset);
+}
+
+/* A write that does not gather (zeroes; any write during a reshape) lands
+ * after the kept stripes it touches (stripe/gather.c). */
 static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
 {
     pthread_rwlock_rdlock(&a->geom_lock);
-    int rc = a->rs ? array_reshape_request(a, NULL, buf ? buf : array_reshape_zeroes, len, offset)
-                   : array_write_plain(a, buf, len, offset);
+    if (!buf || a->rs)
+        gather_settle(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE), offset / SECTOR, (offset + len) / SECTOR + 1);
+    int rc = array_write_locked(a, buf, len, offset);
     pthread_rwlock_unlock(&a->geom_lock);
     return rc;
 }
@@ -276,6 +288,9 @@ int uraid_flush(struct uraid_array *a)
     if (a->readonly)
         return 0;
     pthread_rwlock_rdlock(&a->geom_lock); /* a reshape's start adds members */
+    /* acknowledged writes kept in memory (stripe/gather.c) go to the
+     * members before they are flushed */
+    int gathered = gather_flush(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE));
     for (int m = 0; m < a->geom.raid_disks; m++) {
         struct member *dev = __atomic_load_n(&a->slot[m].dev, __ATOMIC_ACQUIRE);
         if (dev && (slot_ok(a, m) || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_REBUILDING)) {
@@ -301,7 +316,7 @@ int uraid_flush(struct uraid_array *a)
         else
             array_member_failed(a, slot[i], ops[i].result, "flushing");
     }
-    return rc;
+    return rc ? rc : gathered;
 }
 
 uint64_t uraid_size(const struct uraid_array *a) { return __atomic_load_n(&a->size_sectors, __ATOMIC_ACQUIRE) * SECTOR; }

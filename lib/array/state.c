@@ -15,6 +15,8 @@
 
 #include "array/reshape_io.h"
 #include "array/readahead.h"
+#include "stripe/cache.h"
+#include "stripe/gather.h"
 #include "log.h"
 
 int array_range_ok(const struct uraid_array *a, size_t len, uint64_t offset)
@@ -189,6 +191,10 @@ void array_runtime_fini(struct uraid_array *a)
 {
     ra_destroy(a->ra); /* its thread reads members through the engine */
     a->ra = NULL;
+    gather_destroy(a->gather); /* no request is in flight */
+    a->gather = NULL;
+    stripe_cache_destroy(a->scache);
+    a->scache = NULL;
     if (a->io)
         io_engine_destroy(a->io);
     a->io = NULL;

@@ -76,16 +76,19 @@ enum write_method write_choose(const struct write_choice_in *in, int *reads)
             *reads += in->written[d] && !in->covered[d] && !in->unavailable[map->data_disk[d]];
         return WRITE_RCW;
     }
+    /* a block the stripe cache holds costs no read */
     int rmw = 0, rcw = 0;
     for (int d = 0; d < in->k; d++) {
-        int m = map->data_disk[d];
+        int m = map->data_disk[d], cost = !(in->cached && in->cached[m]);
         if (in->written[d])
-            rmw = in->unavailable[m] || rmw == INT_MAX ? INT_MAX : rmw + 1;
+            rmw = in->unavailable[m] || rmw == INT_MAX ? INT_MAX : rmw + cost;
         if (!in->covered[d])
-            rcw = in->unavailable[m] || rcw == INT_MAX ? INT_MAX : rcw + 1;
+            rcw = in->unavailable[m] || rcw == INT_MAX ? INT_MAX : rcw + cost;
     }
-    if (rmw != INT_MAX)
-        rmw += parity_present;
+    int par[2] = {map->p_disk, map->q_disk};
+    for (int i = 0; i < 2 && rmw != INT_MAX; i++)
+        if (par[i] >= 0 && !in->unavailable[par[i]])
+            rmw += !(in->cached && in->cached[par[i]]);
     if (in->rmw_level == URAID_RMW_RCW_ONLY)
         rmw = INT_MAX; /* as if the old data could not be read */
     if (rmw == INT_MAX && rcw == INT_MAX) {

@@ -10,6 +10,9 @@
  *   batch.c   jobs' batches: one read per member for a run of stripes, then
  *             each stripe's rows in place
  *   pool.c    the array's workers, that share the CPU work of a batch
+ *   gather.c  partial stripes of sequential streams kept and completed into
+ *             whole ones (answered at once; flushes and reads settle them)
+ *   cache.c   recently written partial stripes' blocks, while unchanged
  *
  * Callers hold the stripes' locks for everything but the lock functions. */
 #ifndef URAID_STRIPE_H
@@ -80,6 +83,7 @@ struct write_choice_in {
     const unsigned char *covered;     /* [d] ... over every row of the range */
     const unsigned char *unavailable; /* [m] member m cannot be read/written */
     int rmw_level;                    /* URAID_RMW_*: md's rmw_level */
+    const unsigned char *cached;      /* [m] member m's block needs no read (stripe/cache.c); may be NULL */
 };
 
 /* md's rule (reference section 3): count the member reads each method needs
@@ -151,6 +155,8 @@ void rows_log_unrecoverable(struct uraid_array *a, uint64_t stripe, uint32_t row
  * under their locks. Callers have done the checks and the bitmap
  * (write_request in rw.c). */
 int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
+/* The same without gathering partial stripes (gather.c's own writes). */
+int array_write_direct(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end);
 
 /* Makes P and Q agree with the data for member sectors [start, start +
  * nsec) (whole chunks), through the same group path as a write that

@@ -20,6 +20,8 @@
 
 #include "array/dataio.h"
 #include "log.h"
+#include "stripe/cache.h"
+#include "stripe/gather.h"
 #include "stripe/ppl.h"
 
 /* Upper bound on the bytes of member buffers one write group uses; a
@@ -65,6 +67,9 @@ static int plan_write(struct uraid_array *a, struct wstripe *w)
         .written = w->written, .covered = w->covered, .unavailable = w->r.unavailable,
         .rmw_level = __atomic_load_n(&a->rmw_level, __ATOMIC_RELAXED),
     };
+    unsigned char cached[URAID_MAX_MEMBERS];
+    stripe_cache_known(stripe_cache_of(a), a, &w->r, cached);
+    in.cached = cached;
     int reads;
     w->method = write_choose(&in, &reads);
     memset(w->rewrite, 0, sizeof w->rewrite);
@@ -128,6 +133,7 @@ static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_
                             int self)
 {
     const struct stripe_map *map = &w->r.map;
+    struct stripe_cache *cache = stripe_cache_of(a);
     uint64_t msec = w->r.stripe * a->geom.chunk_sectors + w->r.row;
     int parity = (map->p_disk >= 0 && !w->r.unavailable[map->p_disk]) ||
                  (map->q_disk >= 0 && !w->r.unavailable[map->q_disk]);
@@ -138,7 +144,7 @@ static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_
             dst = w->old[d];
         else if (w->method == WRITE_RCW && !w->covered[d] && !w->r.unavailable[m] && (w->written[d] || parity))
             dst = w->r.block[m]; /* without parity to compute, only partly written blocks are read */
-        if (dst) {
+        if (dst && !stripe_cache_read(cache, a, &w->r, m, dst)) {
             owner[*nops] = self;
             ops[(*nops)++] = array_op(a, m, IO_READ, dst, w->r.nrows, msec);
         }
@@ -146,7 +152,7 @@ static void add_write_reads(struct uraid_array *a, struct wstripe *w, struct io_
     if (w->method == WRITE_RMW) {
         int par[2] = {map->p_disk, map->q_disk};
         for (int i = 0; i < a->nparity; i++)
-            if (par[i] >= 0 && !w->r.unavailable[par[i]]) {
+            if (par[i] >= 0 && !w->r.unavailable[par[i]] && !stripe_cache_read(cache, a, &w->r, par[i], w->r.block[par[i]])) {
                 owner[*nops] = self;
                 ops[(*nops)++] = array_op(a, par[i], IO_READ, w->r.block[par[i]], w->r.nrows, msec);
             }
@@ -295,6 +301,39 @@ static int group_compute(struct uraid_array *a, struct wstripe *ws, int nw, int 
     return rc;
 }
 
+/* Each partial stripe of the group whose writes all succeeded, in the
+ * stripe cache: the blocks the write knew whole. Full-stripe writes are
+ * left out (nothing of theirs is read again). */
+static void cache_group(struct uraid_array *a, struct wstripe *ws, int nw, const struct io_op *ops,
+                        const int *owner, int nops)
+{
+    struct stripe_cache *c = stripe_cache_of(a);
+    for (int i = 0; c && i < nw; i++) {
+        struct wstripe *w = &ws[i];
+        const struct stripe_map *map = &w->r.map;
+        int failed = 0;
+        for (int j = 0; j < nops; j++)
+            failed |= owner[j] == i && ops[j].result != 0;
+        if (failed || w->method == WRITE_FULL)
+            continue;
+        int parity = (map->p_disk >= 0 && !w->r.unavailable[map->p_disk]) ||
+                     (map->q_disk >= 0 && !w->r.unavailable[map->q_disk]);
+        unsigned char known[URAID_MAX_MEMBERS] = {0};
+        for (int d = 0; d < a->k; d++) {
+            int m = map->data_disk[d];
+            /* reconstruct-write read every block it did not write (when
+             * there was parity to compute); read-modify-write knows only
+             * the blocks it wrote */
+            known[m] = !w->r.unavailable[m] && (w->written[d] || (w->method == WRITE_RCW && parity));
+        }
+        if (map->p_disk >= 0)
+            known[map->p_disk] = !w->r.unavailable[map->p_disk];
+        if (map->q_disk >= 0)
+            known[map->q_disk] = !w->r.unavailable[map->q_disk];
+        stripe_cache_store(c, a, &w->r, known, stripe_gen(&a->locks, w->r.stripe) + 1);
+    }
+}
+
 /* The slot member op writes to, or -1 (a replacement's mirrored write). */
 static int op_slot(const struct uraid_array *a, const struct io_op *op)
 {
@@ -332,6 +371,8 @@ static int group_writes(struct uraid_array *a, struct wstripe *ws, int nw, struc
         if (!ops[i].result && w->rewrite[m] == REWRITE_READ_ERROR)
             array_note_corrected_read(a, m);
     }
+    if (rc == 0)
+        cache_group(a, ws, nw, ops, owner, nops);
     return rc;
 }
 
@@ -441,11 +482,33 @@ static int plan_user(struct uraid_array *a, struct wstripe *w, void *ctx)
     return plan_write(a, w);
 }
 
-int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
+int array_write_direct(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
 {
     uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
     struct user_write u = {.p = p, .sector = sector, .end = end};
     return write_stripes(a, sector / ss, (end - 1) / ss + 1, plan_user, &u, 1);
+}
+
+/* Partial stripes of a stream gathered first (gather.c), unless a reshape
+ * has changed the stripe since the gather table was made (write_request
+ * then settles the open stripes a write touches before it), or this is a
+ * kept stripe being written. */
+int array_write_striped(struct uraid_array *a, const uint8_t *p, uint64_t sector, uint64_t end)
+{
+    if (gather_bypassed())
+        return array_write_direct(a, p, sector, end);
+    struct stripe_gather *g = __atomic_load_n(&a->gather, __ATOMIC_ACQUIRE);
+    if (!g && !__atomic_load_n(&a->gather_off, __ATOMIC_RELAXED)) {
+        struct stripe_gather *made = gather_create(a), *none = NULL;
+        if (!made)
+            __atomic_store_n(&a->gather_off, 1, __ATOMIC_RELAXED);
+        else if (!__atomic_compare_exchange_n(&a->gather, &none, made, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            gather_destroy(made); /* another writer made it first */
+        g = __atomic_load_n(&a->gather, __ATOMIC_ACQUIRE);
+    }
+    if (g && !a->rs && gather_stripe_sectors(g) == (uint64_t)a->k * a->geom.chunk_sectors)
+        return gather_write(a, g, p, sector, end);
+    return array_write_direct(a, p, sector, end);
 }
 
 /* A resync's stripe: nothing written, parity regenerated from the data
