@@ -363,6 +363,7 @@ static void cache_case(void)
 {
     harness_begin("stripe cache: a stripe's second piece reads nothing; a stripe changed since is read again");
     setenv("URAID_GATHER_US", "0", 1); /* the pieces one after another, each its own write */
+    setenv("URAID_STRIPE_CACHE", "1", 1); /* off by default */
     struct fx f;
     struct uraid_array *a = NULL;
     if (fx_setup(&f, 6, 8, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
