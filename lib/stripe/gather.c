@@ -10,7 +10,7 @@
  * stream's next request brings the rest of the stripe, and the thread
  * that completes a stripe writes it as one full-stripe write with no
  * reads (and no partial parity: PPL logs nothing for it). A stripe not
- * completed within URAID_GATHER_US of its request's answer (default 50 ms;
+ * completed within URAID_GATHER_US of its request's answer (off by default, 50 ms measured best;
  * 0: off) is written
  * by the table's thread in its pieces, the usual read-modify-write /
  * reconstruct-write.
@@ -101,11 +101,16 @@ static uint64_t now_ns(void)
 static uint64_t gather_wait_us(void)
 {
     const char *v = getenv("URAID_GATHER_US");
+    /* Off unless asked for (50000 is the value measured for a stream: 1-10 ms
+     * kept timing out under load, RESULTS.md). Not the default yet: a held
+     * stripe is acknowledged before it is written, and when a second member
+     * of a RAID-5 fails before it goes out, that acknowledged write is lost
+     * (test_faults, "a second member fails", with gathering on). */
     if (!v || !*v)
-        return 50000; /* the gap to a stream's next request: 1-10 ms kept timing out under load (RESULTS.md) */
+        return 0;
     char *end;
     unsigned long long us = strtoull(v, &end, 10);
-    return *end ? 50000 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
+    return *end ? 0 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
 }
 
 int gather_bypassed(void) { return bypass; }
