@@ -317,6 +317,8 @@ static void read_ahead_start(struct read_ahead *ra, struct grow *gr, struct grow
     b->ahead_r0 = b->ahead_r1 = 0;
     if (!b->ahead[0] || old_gone(gr) || reshape_next(g, next, next, b->max_stripes, &nw) != RESHAPE_COPY)
         return;
+    if (nw > w) /* no bigger than this one: on slow members a large guess delays this window's writes */
+        nw = w;
     window_rows(g, g->backwards ? next - nw * sd : next, nw, &ra->r0, &ra->r1);
     ra->gr = gr, ra->b = b;
     if (ra->r0 < ra->r1 && pthread_create(&ra->thread, NULL, read_ahead_run, ra) == 0)
