@@ -745,8 +745,13 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
     struct ppl_log *L = a->ppl;
     uint32_t entries[PPL_MAX_SLOTS] = {0};
     uint64_t pp[PPL_MAX_SLOTS] = {0}, wrote = 0;
-    for (struct ppl_part *part = u->parts; part; part = part->unit_next)
+    /* a part others pin gets their writes added (unpin), under list_mu */
+    for (struct ppl_part *part = u->parts; part; part = part->unit_next) {
+        struct ppl_member *m = &L->m[part->slot];
+        pthread_mutex_lock(&m->list_mu);
         wrote |= part->written;
+        pthread_mutex_unlock(&m->list_mu);
+    }
     for (int i = 0; i < u->npin; i++)
         wrote |= u->pin_written[i];
     ppl_flush_kick(a, wrote);
