@@ -102,6 +102,7 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
     __atomic_add_fetch(&a->counters.member_failures, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&a->meta_lock);
 
+    gather_kick(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE)); /* kept stripes written while they can be */
     int rc = array_write_superblocks(a);
     array_notify(a, NOTE_MEMBER_FAILED); /* this thread may hold stripe locks: a job starts elsewhere */
     char st[URAID_MAX_MEMBERS + 3];

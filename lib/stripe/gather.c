@@ -10,8 +10,8 @@
  * stream's next request brings the rest of the stripe, and the thread
  * that completes a stripe writes it as one full-stripe write with no
  * reads (and no partial parity: PPL logs nothing for it). A stripe not
- * completed within URAID_GATHER_US of its request's answer (off by default, 50 ms measured best;
- * 0: off) is written
+ * completed within URAID_GATHER_US of its request's answer (default 50 ms,
+ * measured best; 0: off) is written
  * by the table's thread in its pieces, the usual read-modify-write /
  * reconstruct-write.
  *
@@ -37,6 +37,15 @@
  * bitmap, dirty mark, a reshape's split of the request), by whichever
  * thread writes them, holding geom_lock for reading like any request. A
  * write error of a kept stripe is returned by the next flush.
+ *
+ * Why it is safe against member failures (gather_allowed): a kept stripe
+ * must still be writable when its time runs out, so stripes are kept only
+ * while the array can lose one more member and still write (fewer slots
+ * out of sync than parities: a healthy RAID-4/5, a RAID-6 missing at most
+ * one). When a member fails, array_member_failed calls gather_kick and
+ * the table's thread writes every open stripe at once, degraded, while
+ * that is still possible; a write arriving while the array cannot lose
+ * another member is not kept (and settles the open stripes it touches).
  *
  * States of an entry: FREE --a piece--> OPEN (pieces join) --whole, timed
  * out, or settled--> WRITING (one thread writes it) --> FREE. */
@@ -98,22 +107,38 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+#define GATHER_DEFAULT_US 50000 /* measured for a stream: 1-10 ms kept timing out under load (RESULTS.md) */
+
 static uint64_t gather_wait_us(void)
 {
     const char *v = getenv("URAID_GATHER_US");
-    /* Off unless asked for (50000 is the value measured for a stream: 1-10 ms
-     * kept timing out under load, RESULTS.md). Not the default yet: a held
-     * stripe is acknowledged before it is written, and when a second member
-     * of a RAID-5 fails before it goes out, that acknowledged write is lost
-     * (test_faults, "a second member fails", with gathering on). */
     if (!v || !*v)
-        return 0;
+        return GATHER_DEFAULT_US;
     char *end;
     unsigned long long us = strtoull(v, &end, 10);
     return *end ? 0 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
 }
 
 int gather_bypassed(void) { return bypass; }
+
+/* May a stripe be kept? Only while the array can lose one more member and
+ * still write it (the file's comment). */
+static int gather_allowed(const struct uraid_array *a)
+{
+    int out = 0;
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        out += !slot_ok(a, s);
+    return out < a->nparity;
+}
+
+void gather_kick(struct stripe_gather *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    pthread_cond_broadcast(&g->cv); /* the thread looks at gather_allowed again */
+    pthread_mutex_unlock(&g->mu);
+}
 
 uint32_t gather_stripe_sectors(const struct stripe_gather *g) { return g->ss; }
 
@@ -236,9 +261,10 @@ static void *timeout_thread(void *arg)
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
         uint64_t first = UINT64_MAX, t = now_ns();
+        int drain = !gather_allowed(g->a); /* a member failed: every open stripe now */
         for (int i = 0; i < GATHER_ENTRIES; i++)
             if (g->e[i].state == G_OPEN && g->e[i].deadline < first)
-                first = g->e[i].deadline;
+                first = drain ? 0 : g->e[i].deadline;
         if (first == UINT64_MAX) {
             pthread_cond_wait(&g->cv, &g->mu);
             continue;
@@ -254,13 +280,18 @@ static void *timeout_thread(void *arg)
         struct gentry *mine[GATHER_ENTRIES];
         int n = 0;
         t = now_ns();
+        drain = !gather_allowed(g->a);
         for (int i = 0; i < GATHER_ENTRIES; i++)
-            if (g->e[i].state == G_OPEN && g->e[i].deadline <= t) {
+            if (g->e[i].state == G_OPEN && (drain || g->e[i].deadline <= t)) {
                 g->e[i].state = G_WRITING;
                 mine[n++] = &g->e[i];
             }
-        g->st.timeouts += (uint64_t)n;
-        g->misses += n;
+        if (drain) {
+            g->st.drained += (uint64_t)n;
+        } else {
+            g->st.timeouts += (uint64_t)n;
+            g->misses += n;
+        }
         pthread_mutex_unlock(&g->mu);
         write_list(g, mine, n);
         pthread_rwlock_unlock(&g->a->geom_lock);
@@ -315,8 +346,10 @@ void gather_destroy(struct stripe_gather *g)
     }
     uraid_log(URAID_LOG_INFO,
               "gather: %llu stripes gathered whole, %llu written in pieces when their time ran out, %llu written "
-              "early (a read, flush or zeroing), %llu pieces joined, %llu let through (backed off)",
+              "early (a read, flush or zeroing), %llu written when a member failed, %llu pieces joined, %llu let "
+              "through (backed off)",
               (unsigned long long)g->st.whole, (unsigned long long)g->st.timeouts, (unsigned long long)g->st.settled,
+              (unsigned long long)g->st.drained,
               (unsigned long long)g->st.joined, (unsigned long long)g->st.backed_off);
     for (int i = 0; i < GATHER_ENTRIES; i++) {
         free(g->e[i].buf);
@@ -410,6 +443,12 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
     pthread_mutex_lock(&g->mu);
     wait_writing(g, sector, end); /* an earlier write of these sectors lands first */
     int seq = predict(g, sector, end, now);
+    if (!gather_allowed(a)) { /* nothing kept: what is open here is written first */
+        pthread_mutex_unlock(&g->mu);
+        int rc = gather_settle(g, sector, end);
+        int r = array_write_direct(a, p, sector, end);
+        return rc ? rc : r;
+    }
     for (uint64_t s = s0; s < s1; s++) {
         uint64_t lo = s * ss > sector ? s * ss : sector, hi = (s + 1) * ss < end ? (s + 1) * ss : end;
         int full = lo == s * ss && hi == (s + 1) * ss;

@@ -15,6 +15,7 @@ struct gather_stats {
     uint64_t timeouts;   /* stripes written in their pieces when their time ran out */
     uint64_t settled;    /* stripes written early: a read of them, a flush, a write that does not gather */
     uint64_t backed_off; /* pieces of a stream let through because its stripes kept timing out */
+    uint64_t drained;    /* stripes written at once because a member failed */
     uint64_t open;       /* stripes open now */
 };
 
@@ -36,6 +37,9 @@ int gather_settle(struct stripe_gather *g, uint64_t sector, uint64_t end);
 /* Before a flush (geom_lock held): every open stripe written; the first
  * error of a kept stripe's write since the last flush. g may be NULL. */
 int gather_flush(struct stripe_gather *g);
+/* A member failed (array_member_failed): the table's thread writes every
+ * open stripe now if the array cannot lose another. g may be NULL. */
+void gather_kick(struct stripe_gather *g);
 /* 1 while this thread writes a kept stripe (its write must not gather). */
 int gather_bypassed(void);
 void gather_stats(struct stripe_gather *g, struct gather_stats *out);

@@ -315,6 +315,10 @@ void fx_fill(struct fx *f, struct uraid_array *a, struct rng *r)
         int rc = fx_write(f, a, buf, l, off);
         CHECK(rc == 0, "%s: fill at %llu: %d", f->label, (unsigned long long)off, rc);
     }
+    /* the fill is what later checks take as on the members: the stripes
+     * gathering still keeps in memory (stripe/gather.c) go out now */
+    int rc = uraid_flush(a);
+    CHECK(rc == 0, "%s: flush after the fill: %d", f->label, rc);
     free(buf);
 }
 

@@ -2,8 +2,13 @@
  * counted by the member reads and writes they cost:
  *   - a sequential stream cut into requests that are not whole stripes,
  *     one request at a time and from four threads at once: every stripe
- *     written whole, no member read (RAID-5 and RAID-6, healthy, degraded
- *     by one and by two, with a PPL, with a bitmap);
+ *     written whole, no member read (RAID-5 and RAID-6 healthy, RAID-6
+ *     missing one, with a PPL, with a bitmap);
+ *   - an array that cannot lose another member (RAID-5 missing one,
+ *     RAID-6 missing two) keeps nothing: a kept stripe could not be
+ *     written once one more member failed;
+ *   - a member failing while pieces are kept: they are written at once,
+ *     degraded, and survive a second failure that follows;
  *   - random writes are never kept;
  *   - a kept piece whose stripe is never completed is written when its time
  *     runs out, the usual read-modify-write way;
@@ -163,6 +168,89 @@ static void stream_case(int level, int n, const unsigned omit, int policy, const
     }
     fx_destroy(&f);
     fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
+/* An array that cannot lose another member keeps nothing: the stream's
+ * pieces are written as they come (reads for the partial stripes), and
+ * every byte reads back. */
+static void no_keep_case(int level, int n, unsigned omit, const char *what)
+{
+    harness_beginf("RAID-%d of %d %s: nothing kept (one more failure would leave a kept stripe unwritable)", level, n,
+                   what);
+    setenv("URAID_GATHER_US", "5000000", 1);
+    struct fx f;
+    int rc = fx_create(&f, level, n, CHUNK, MEMBER);
+    struct uraid_array *full = rc == 0 ? fx_open(&f, NULL, 0, 0) : NULL;
+    if (full) {
+        fx_fill(&f, full, &rng);
+        uraid_close(full);
+        struct uraid_open_params op = {.force = 1};
+        struct uraid_array *a = NULL;
+        if (fx_open_with(&f, omit, NULL, NULL, 0, &op, &a) == 0) {
+            prime(&f, a);
+            uint64_t t0 = now_ms();
+            stream_at_once(&f, a, 0);
+            uint64_t ms = now_ms() - t0;
+            struct uraid_counters c = fx_counters(a);
+            struct gather_stats g = stats_of(a);
+            printf("  %s: %llu ms, reads %llu, full stripes %llu; kept %llu joined %llu\n", f.label,
+                   (unsigned long long)ms, (unsigned long long)c.member_reads,
+                   (unsigned long long)c.writes_full_stripe, (unsigned long long)g.kept, (unsigned long long)g.joined);
+            CHECK(g.kept == 0 && g.joined == 0 && g.open == 0, "%s: kept %llu joined %llu open %llu, expected none",
+                  f.label, (unsigned long long)g.kept, (unsigned long long)g.joined, (unsigned long long)g.open);
+            CHECK(c.member_reads > 0 && c.writes_full_stripe == 2, "%s: reads %llu full %llu, expected some and 2",
+                  f.label, (unsigned long long)c.member_reads, (unsigned long long)c.writes_full_stripe);
+            CHECK(ms < 4000, "%s: the stream took %llu ms (waited for a kept stripe?)", f.label,
+                  (unsigned long long)ms);
+            fx_verify_all(&f, a, "after the stream");
+            uraid_close(a);
+        }
+    }
+    fx_destroy(&f);
+    harness_end();
+}
+
+/* Pieces kept on a healthy RAID-5 (their wait 10 s), then a member fails:
+ * the table writes them at once, degraded, long before their time runs
+ * out (so no later failure can catch them in memory), and the reopened
+ * array without the failed member holds every byte. */
+static void member_fails_case(void)
+{
+    harness_begin("RAID-5: a member fails while pieces are kept: written at once, degraded, before a second fails");
+    setenv("URAID_GATHER_US", "10000000", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        uint8_t *buf = aligned_alloc(4096, 2 * CHUNK);
+        rng_fill(&rng, buf, 2 * CHUNK);
+        uint64_t at = BASE_STRIPE * f.stripe_bytes;
+        CHECK(fx_write(&f, a, buf, CHUNK, at) == 0);
+        CHECK(fx_write(&f, a, buf + CHUNK, CHUNK, at - CHUNK) == 0); /* before it: the stripe before, kept too */
+        struct gather_stats g = stats_of(a);
+        CHECK(g.open == 2 && fx_counters(a).member_writes == 0, "before the failure: %llu open, %llu member writes",
+              (unsigned long long)g.open, (unsigned long long)fx_counters(a).member_writes);
+        char why[256];
+        uint64_t t0 = now_ms();
+        CHECK(array_manage_fail(a, f.path[3], why, sizeof why) == 0, "fail %s: %s", f.path[3], why);
+        for (int i = 0; i < 5000 && stats_of(a).open > 0; i++) /* 5 s at most; the wait was 10 s */
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        uint64_t ms = now_ms() - t0;
+        g = stats_of(a);
+        printf("  written %llu ms after the failure; drained %llu, timed out %llu\n", (unsigned long long)ms,
+               (unsigned long long)g.drained, (unsigned long long)g.timeouts);
+        CHECK(g.open == 0 && g.drained == 2 && g.timeouts == 0, "open %llu drained %llu timeouts %llu, expected 0, 2, 0",
+              (unsigned long long)g.open, (unsigned long long)g.drained, (unsigned long long)g.timeouts);
+        /* nothing is kept any more: the stream's next piece goes out at once */
+        CHECK(fx_write(&f, a, buf, CHUNK, at + CHUNK) == 0);
+        CHECK(stats_of(a).open == 0 && stats_of(a).kept == 2, "a piece was kept on a degraded RAID-5");
+        fx_verify_all(&f, a, "degraded, after the failure");
+        CHECK(uraid_close(a) == 0);
+        fx_verify_omitting(&f, FX_SLOT(3), 0, "reopened without the failed member");
+        free(buf);
+    }
+    fx_destroy(&f);
     harness_end();
 }
 
@@ -409,11 +497,13 @@ int main(int argc, char **argv)
     for (int together = 0; together < 2; together++) {
         stream_case(5, 5, 0, URAID_POLICY_RESYNC, "healthy", together);
         stream_case(6, 6, 0, URAID_POLICY_RESYNC, "healthy", together);
-        stream_case(5, 5, FX_SLOT(2), URAID_POLICY_RESYNC, "missing one", together);
-        stream_case(6, 6, FX_SLOT(1) | FX_SLOT(4), URAID_POLICY_RESYNC, "missing two", together);
+        stream_case(6, 6, FX_SLOT(4), URAID_POLICY_RESYNC, "missing one", together);
         stream_case(5, 5, 0, URAID_POLICY_PPL, "with a PPL", together);
         stream_case(6, 6, 0, URAID_POLICY_BITMAP, "with a bitmap", together);
     }
+    no_keep_case(5, 5, FX_SLOT(2), "missing one");
+    no_keep_case(6, 6, FX_SLOT(1) | FX_SLOT(4), "missing two");
+    member_fails_case();
     random_case();
     timeout_case();
     flush_case();
