@@ -93,9 +93,11 @@ int grow_write_all(struct grow *gr)
             if (gr->gone[s] || gr->fresh[i] != (pass == 0))
                 continue;
             merge(&gr->sb[i], &gr->tmpl);
-            if (gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
+            /* md writes its bitmap superblock before the superblocks */
+            rc = grow_bitmap_write(gr, i, gr->fresh[i]);
+            if (rc == 0 && gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
                 rc = member_flush(gr->dev[i]);
-            else if (!gr->fresh[i])
+            else if (rc == 0 && !gr->fresh[i])
                 rc = write_sb(gr->dev[i], &gr->sb[i]);
             /* a member lost now: the others get the record of it (grow_lose writes them all again) */
             if (rc && gr->g.from.raid_disks && grow_lose(gr, s, rc, "writing its superblock") == 0)
@@ -111,7 +113,9 @@ int grow_write_all(struct grow *gr)
 int grow_write_one(struct grow *gr, int i)
 {
     merge(&gr->sb[i], &gr->tmpl);
-    int rc = write_sb(gr->dev[i], &gr->sb[i]);
+    int rc = grow_bitmap_write(gr, i, 0);
+    if (rc == 0)
+        rc = write_sb(gr->dev[i], &gr->sb[i]);
     if (rc)
         return say(gr, rc, "member %s: cannot write its superblock: %s", gr->name[i], uraid_strerror(rc));
     return 0;
@@ -188,11 +192,16 @@ int grow_same_array(const struct grow *gr, int i)
 
 /* Head room on member i: sectors between what md's metadata occupies
  * (superblock + 36 KiB, the bad-block log) and data_offset. */
-uint64_t reshape_headroom(const struct md_sb *sb)
+uint64_t reshape_headroom(const struct md_sb *sb, uint64_t bitmap_bytes)
 {
     uint64_t floor = sb->super_offset + MD_NEW_OFFSET_MIN_FROM_SB;
     if (sb->bblog_offset && sb->bblog_size) {
         int64_t end = md_sb_bblog_sector(sb) + sb->bblog_size;
+        if (end > 0 && (uint64_t)end > floor)
+            floor = (uint64_t)end;
+    }
+    if ((sb->feature_map & MD_FEATURE_BITMAP_OFFSET) && bitmap_bytes) {
+        int64_t end = (int64_t)sb->super_offset + sb->bitmap_offset + (int64_t)((bitmap_bytes + 511) / 512);
         if (end > 0 && (uint64_t)end > floor)
             floor = (uint64_t)end;
     }
@@ -284,8 +293,8 @@ int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from
                    (unsigned long long)R->size, to->chunk_sectors / 2);
     uint64_t room = UINT64_MAX;
     for (int i = 0; i < nold; i++)
-        if (reshape_headroom(&gr->sb[i]) < room)
-            room = reshape_headroom(&gr->sb[i]);
+        if (reshape_headroom(&gr->sb[i], gr->bm_bytes) < room)
+            room = reshape_headroom(&gr->sb[i], gr->bm_bytes);
     uint64_t shift = reshape_choose_shift(room, unit), tail = UINT64_MAX;
     for (int i = 0; i < nold; i++)
         if (reshape_tailroom(&gr->sb[i], R->size) < tail)
@@ -715,6 +724,9 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     int active = 0, ended = 0;
     if (rc == 0) {
         pick_ref(gr);
+        rc = grow_bitmap_load(gr);
+    }
+    if (rc == 0) {
         r.from_level = gr->sb[gr->ref].level;
         active = !!(gr->sb[gr->ref].feature_map & MD_FEATURE_RESHAPE_ACTIVE);
         rc = active ? plan_resume(gr, gr->p->raid_devices) : finish_interrupted(gr, &ended, &r);
@@ -793,6 +805,7 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         r.level = gr->tmpl.level;
         *res = r;
     }
+    grow_bitmap_free(gr);
     free(gr);
     return rc;
 }

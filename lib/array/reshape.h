@@ -40,10 +40,20 @@ struct grow {
      * degraded, array_member_failed); NULL offline: grow_lose records it in the superblocks. */
     int (*lost)(void *ctx, int slot, int err);
     void *lost_ctx;
+    uint8_t *bm;                    /* the write-intent bitmap (header + bits) as the reference held it */
+    uint64_t bm_bytes;              /* 0: the array keeps none */
     const struct uraid_grow_params *p;
     char *why;
     size_t whylen;
 };
+
+/* reshape_bitmap.c: the write-intent bitmap through an offline reshape:
+ * loaded from the reference member (0 when there is none, or a refusal);
+ * before member i's superblock, its header's events set to the
+ * template's (a fresh member: the whole bitmap); freed. */
+int grow_bitmap_load(struct grow *gr);
+int grow_bitmap_write(struct grow *gr, int i, int fresh);
+void grow_bitmap_free(struct grow *gr);
 
 /* Writes tmpl (with reshape_position = ckpt) to every member, after a
  * flush of every member so the data it vouches for is on disk. (reshape.c) */

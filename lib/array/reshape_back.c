@@ -64,6 +64,11 @@ int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to
         size = R->size > cut ? (R->size - cut) / unit * unit : 0;
     }
     size = size / unit * unit;
+    if (size < R->size && gr->bm)
+        return say(gr, -ENOSPC, "too little room past the data to shrink without cutting the member size by %llu "
+                   "sectors, which the write-intent bitmap would have to follow: remove the bitmap first (uraid grow "
+                   "--consistency-policy=resync), shrink, then add it back (--consistency-policy=bitmap)",
+                   (unsigned long long)(R->size - size));
     if (!size)
         return say(gr, -ENOSPC, "the members are too small to shrink the array: no room for one %u-sector unit", unit);
     int fk = layout_data_disks(&from), tk = layout_data_disks(to);

@@ -32,8 +32,12 @@ int grow_check_old(struct grow *gr, int nold_given)
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",
                    md_sb_has_ppl(R) ? "partial parity log (ppl)" : "write journal");
-    if (R->feature_map & MD_FEATURE_BITMAP_OFFSET)
-        return say(gr, -EOPNOTSUPP, "growing an array with a write-intent bitmap is not supported yet");
+    /* a restripe keeps the bitmap (reshape_bitmap.c); RAID-0 has none, and
+     * RAID-1's new mirrors would need their recovery guided by it */
+    if ((R->feature_map & MD_FEATURE_BITMAP_OFFSET) && (linear || (gr->p->level_set && gr->p->level == 0)))
+        return say(gr, -EOPNOTSUPP, "%s with a write-intent bitmap %s is not supported: remove the bitmap first "
+                   "(uraid grow --consistency-policy=resync), grow, then add it back (--consistency-policy=bitmap)",
+                   level_text(R->level), gr->p->level_set && gr->p->level == 0 ? "becoming RAID-0" : "gaining members");
     if (R->resync_offset != MD_RESYNC_CLEAN)
         return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
     /* md reshapes a degraded RAID-4/5/6 (raid5_start_reshape: not failed): the missing slots stay out */

@@ -228,8 +228,10 @@ void array_reshape_free(struct array_reshape *rs)
 
 /* md's record of a reshape this engine can serve: a forwards restripe of
  * RAID-4/5/6 to as many members or more (chunk and layout may change) with
- * a data offset change (what uraid grow and mdadm 3.3+ write), no bitmap
- * or log; members may be missing as far as both geometries bear it. */
+ * a data offset change (what uraid grow and mdadm 3.3+ write), no log (a
+ * write-intent bitmap is kept: its bits index member sectors in either
+ * geometry, wibitmap.c); members may be missing as far as both geometries
+ * bear it. */
 static int reshape_supported(const struct uraid_array *a, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
@@ -241,9 +243,9 @@ static int reshape_supported(const struct uraid_array *a, char *why, size_t whyl
         (R->new_offset > 0) != reshape_sb_backwards(R))
         return uraid_why(why, whylen, "the reshape in progress uses a backup file (no data offset change): not "
                          "supported yet; carry it on with mdadm --grow --continue"), -EOPNOTSUPP;
-    if (a->bitmap || md_sb_has_ppl(R))
-        return uraid_why(why, whylen, "a reshape is in progress on an array with a %s: not supported yet",
-                         a->bitmap ? "write-intent bitmap" : "partial parity log"), -EOPNOTSUPP;
+    if (md_sb_has_ppl(R))
+        return uraid_why(why, whylen, "a reshape is in progress on an array with a partial parity log: md never "
+                         "writes one, so these members are damaged; carry it on with mdadm"), -EOPNOTSUPP;
     return 0;
 }
 

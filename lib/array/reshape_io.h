@@ -79,8 +79,10 @@ int array_reshape_wanted(struct uraid_array *a);
 /* Member m of the new geometry failed: the old geometry stops using it too. */
 void array_reshape_member_failed(struct uraid_array *a, int m);
 
-/* Headroom before data_offset a member's metadata leaves (reshape.c). */
-uint64_t reshape_headroom(const struct md_sb *sb);
+/* Headroom before data_offset a member's metadata leaves (reshape.c):
+ * the superblock's 36 KiB, the bad-block log and the write-intent bitmap
+ * (bitmap_bytes: its header and bits; 0 when there is none). */
+uint64_t reshape_headroom(const struct md_sb *sb, uint64_t bitmap_bytes);
 /* Room past a member's data beyond the per-member size (reshape.c). */
 uint64_t reshape_tailroom(const struct md_sb *sb, uint64_t size);
 

@@ -76,10 +76,9 @@ static int check_array(struct uraid_array *a, struct online *o)
     if (R->format != MD_FMT_1_2)
         return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays can "
                   "gain members", md_format_name(R->format));
-    if (md_sb_has_ppl(R) || a->bitmap)
-        return no(o, -EOPNOTSUPP, "the array keeps a %s: %s", a->bitmap ? "write-intent bitmap" : "partial parity log",
-                  a->bitmap ? "growing it is not supported yet" : "md cannot reshape such an array; switch to resync "
-                  "first (uraid grow --consistency-policy=resync, with the array stopped)");
+    if (md_sb_has_ppl(R))
+        return no(o, -EOPNOTSUPP, "the array keeps a partial parity log: md cannot reshape such an array; switch to "
+                  "resync first (uraid grow --consistency-policy=resync, with the array stopped)");
     if (a->opened_dirty)
         return no(o, -EUCLEAN, "the array was not shut down cleanly and its resync has not finished: grow it after "
                   "the resync");
@@ -195,10 +194,10 @@ static int plan_shrink_shift(struct uraid_array *a, struct online *o, uint32_t u
 
 static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
 {
-    uint64_t room = UINT64_MAX;
+    uint64_t room = UINT64_MAX, bm = wib_area_bytes(a);
     for (int s = 0; s < o->nold; s++)
-        if (slot_ok(a, s) && reshape_headroom(&a->slot[s].sb) < room)
-            room = reshape_headroom(&a->slot[s].sb);
+        if (slot_ok(a, s) && reshape_headroom(&a->slot[s].sb, bm) < room)
+            room = reshape_headroom(&a->slot[s].sb, bm);
     uint32_t unit = a->geom.chunk_sectors > o->chunk ? a->geom.chunk_sectors : o->chunk;
     int back = o->N < o->nold;
     uint64_t shift = back ? 0 : reshape_choose_shift(room, unit);

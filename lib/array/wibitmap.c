@@ -158,8 +158,18 @@ static int hot_inc(uint32_t *w)
     }
 }
 
+uint64_t wib_area_bytes(struct uraid_array *a)
+{
+    return a->bitmap ? a->bitmap->area : 0;
+}
+
+/* A reshape's old geometry (a->parent) writes under the parent's bitmap:
+ * its bits index member sectors past the data offset in either geometry,
+ * as md's sh->sector does. */
 int wib_start_write(struct uraid_array *a, uint64_t start, uint64_t end)
 {
+    if (a->parent)
+        a = a->parent;
     struct wibitmap *wb = a->bitmap;
     if (!wb || end <= start)
         return 0;
@@ -200,6 +210,8 @@ int wib_start_write(struct uraid_array *a, uint64_t start, uint64_t end)
 
 void wib_end_write(struct uraid_array *a, uint64_t start, uint64_t end)
 {
+    if (a->parent)
+        a = a->parent;
     struct wibitmap *wb = a->bitmap;
     if (!wb || end <= start)
         return;

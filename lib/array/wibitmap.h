@@ -69,6 +69,9 @@ int wib_next_dirty(struct uraid_array *a, uint64_t pos, uint64_t *run_start, uin
  * cleared on disk. */
 void wib_resync_done(struct uraid_array *a);
 
+/* Bytes of header and bits on each member (0: the array keeps no bitmap). */
+uint64_t wib_area_bytes(struct uraid_array *a);
+
 struct wib_info {
     int present;
     uint32_t chunk_bytes;

@@ -91,9 +91,10 @@ struct stripe_gather {
     int deferred_rc;      /* a kept stripe's write failed: the next flush says so */
     struct gentry e[GATHER_ENTRIES];
     struct recent r[GATHER_RECENT];
-    int rnext;
-    int misses;           /* timeouts in a row since the last whole stripe */
-    uint32_t skip;        /* pieces let through since misses reached the limit */
+    unsigned rnext;       /* atomic */
+    int misses;           /* atomic: timeouts in a row since the last whole stripe */
+    uint32_t skip;        /* atomic: pieces let through since misses reached the limit */
+    uint64_t backed_off;  /* atomic: gather_stats' backed_off */
     struct gather_stats st;
 };
 
@@ -149,6 +150,7 @@ void gather_stats(struct stripe_gather *g, struct gather_stats *out)
         return;
     pthread_mutex_lock(&g->mu);
     *out = g->st;
+    out->backed_off = __atomic_load_n(&g->backed_off, __ATOMIC_RELAXED);
     for (int i = 0; i < GATHER_ENTRIES; i++)
         out->open += g->e[i].state != G_FREE;
     pthread_mutex_unlock(&g->mu);
@@ -290,7 +292,7 @@ static void *timeout_thread(void *arg)
             g->st.drained += (uint64_t)n;
         } else {
             g->st.timeouts += (uint64_t)n;
-            g->misses += n;
+            __atomic_add_fetch(&g->misses, n, __ATOMIC_RELAXED);
         }
         pthread_mutex_unlock(&g->mu);
         write_list(g, mine, n);
@@ -350,7 +352,7 @@ void gather_destroy(struct stripe_gather *g)
               "through (backed off)",
               (unsigned long long)g->st.whole, (unsigned long long)g->st.timeouts, (unsigned long long)g->st.settled,
               (unsigned long long)g->st.drained,
-              (unsigned long long)g->st.joined, (unsigned long long)g->st.backed_off);
+              (unsigned long long)g->st.joined, (unsigned long long)g->backed_off);
     for (int i = 0; i < GATHER_ENTRIES; i++) {
         free(g->e[i].buf);
         free(g->e[i].bits);
@@ -360,24 +362,31 @@ void gather_destroy(struct stripe_gather *g)
     free(g);
 }
 
-/* Does [start, end) belong to a stream? Recorded as recent either way. */
+/* Does [start, end) belong to a stream? Recorded as recent either way.
+ * Without the table's lock (every random write passes here, from many
+ * threads): the fields are atomics, and a record torn by a concurrent
+ * writer can only make one guess wrong, never a write. */
 static int predict(struct stripe_gather *g, uint64_t start, uint64_t end, uint64_t now)
 {
     int seq = 0;
     uint64_t len = end - start;
-    for (int i = 0; i < GATHER_RECENT; i++) {
-        const struct recent *r = &g->r[i];
-        if (r->end == 0 || now - r->when > GATHER_RECENT_NS + g->wait_ns)
+    for (int i = 0; i < GATHER_RECENT && !seq; i++) {
+        struct recent *r = &g->r[i];
+        uint64_t rs = __atomic_load_n(&r->start, __ATOMIC_RELAXED), re = __atomic_load_n(&r->end, __ATOMIC_RELAXED);
+        if (re == 0 || now - __atomic_load_n(&r->when, __ATOMIC_RELAXED) > GATHER_RECENT_NS + g->wait_ns)
             continue;
-        if (r->end == start || r->start == end)
+        if (re == start || rs == end)
             seq = 1;
-        else if (len >= GATHER_BIG_SECTORS && start > r->end && start - r->end <= 4 * len)
+        else if (len >= GATHER_BIG_SECTORS && start > re && start - re <= 4 * len)
             seq = 1;
     }
-    g->r[g->rnext] = (struct recent){.start = start, .end = end, .when = now};
-    g->rnext = (g->rnext + 1) % GATHER_RECENT;
-    if (seq && g->misses >= 4 && (g->skip++ % 16) != 0) {
-        g->st.backed_off++;
+    struct recent *r = &g->r[__atomic_fetch_add(&g->rnext, 1, __ATOMIC_RELAXED) % GATHER_RECENT];
+    __atomic_store_n(&r->when, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->start, start, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->end, end, __ATOMIC_RELAXED);
+    if (seq && __atomic_load_n(&g->misses, __ATOMIC_RELAXED) >= 4 &&
+        (__atomic_fetch_add(&g->skip, 1, __ATOMIC_RELAXED) % 16) != 0) {
+        __atomic_add_fetch(&g->backed_off, 1, __ATOMIC_RELAXED);
         return 0; /* this stream's stripes are not completed in time: let it through */
     }
     return seq;
@@ -440,15 +449,19 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
     uint64_t held_stripe[GATHER_ENTRIES];
     int nheld = 0, nwhole = 0;
     uint64_t now = now_ns();
-    pthread_mutex_lock(&g->mu);
-    wait_writing(g, sector, end); /* an earlier write of these sectors lands first */
-    int seq = predict(g, sector, end, now);
     if (!gather_allowed(a)) { /* nothing kept: what is open here is written first */
-        pthread_mutex_unlock(&g->mu);
         int rc = gather_settle(g, sector, end);
         int r = array_write_direct(a, p, sector, end);
         return rc ? rc : r;
     }
+    int seq = predict(g, sector, end, now);
+    /* nothing open and nothing to keep (a random write): no lock. A piece
+     * acknowledged before this write began made busy non-zero first, so a
+     * write that must join or follow a kept stripe never comes this way. */
+    if (!seq && __atomic_load_n(&g->busy, __ATOMIC_ACQUIRE) == 0)
+        return array_write_direct(a, p, sector, end);
+    pthread_mutex_lock(&g->mu);
+    wait_writing(g, sector, end); /* an earlier write of these sectors lands first */
     for (uint64_t s = s0; s < s1; s++) {
         uint64_t lo = s * ss > sector ? s * ss : sector, hi = (s + 1) * ss < end ? (s + 1) * ss : end;
         int full = lo == s * ss && hi == (s + 1) * ss;
@@ -465,7 +478,7 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
         if (e->covered == ss) {
             e->state = G_WRITING;
             g->st.whole++;
-            g->misses = 0;
+            __atomic_store_n(&g->misses, 0, __ATOMIC_RELAXED);
             whole[nwhole++] = e;
         }
     }

@@ -15,7 +15,12 @@
 # together with a new member. Then a shrink online (`--raid-devices 4
 # --array-size SIZE` on a 5-member array with room past its data): the
 # export is the new size at once, writes go on, every byte, check clean,
-# the fifth member a spare. Seeded (printed).
+# the fifth member a spare. Then the same grow on an array with md's
+# write-intent bitmap (kept through the reshape: the old geometry's writes
+# set bits too), killed with -9 in mid-reshape with writes in flight: the
+# restarted server carries it on, every byte is as written, check clean,
+# and each member's bitmap carries its superblock's events (md would take
+# an older one as stale and resync everything). Seeded (printed).
 # URAID_TEST_LONG=1: more writes and kill trials.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -42,16 +47,18 @@ rounds=12 kills=1
 sock=$t_tmp/nbd.sock ctl=$t_tmp/ctl.sock
 uri="nbd+unix:///?socket=$sock"
 
-# new_array DIR: 4 members of 16 MiB (RAID-5, resync policy) and m4 to add; the data written
+# new_array DIR [POLICY]: 4 members of 16 MiB (RAID-5, resync policy) and m4 to add; the data written
 new_array() {
-    d=$1
+    d=$1 policy=${2:-resync}
     rm -rf "$d"; mkdir -p "$d"
     M=""
     for i in 0 1 2 3; do truncate -s 16M "$d/m$i.img"; M="$M $d/m$i.img"; done
     truncate -s 16M "$d/m4.img"
+    bmc=""
+    [ "$policy" = bitmap ] && bmc="--bitmap-chunk 256K" # many bits: each write sets its own
     # shellcheck disable=SC2086
-    $URAID create --level 5 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync $M \
-        >/dev/null 2>&1 || { t_fail "create RAID-5 in $d"; return 1; }
+    $URAID create --level 5 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy "$policy" \
+        $bmc $M >/dev/null 2>&1 || { t_fail "create RAID-5 in $d"; return 1; }
     # shellcheck disable=SC2086
     SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
     head -c "$SZ" /dev/urandom >"$d/model"
@@ -296,4 +303,53 @@ echo "$x" | grep -q "Raid Devices : 4\$" && echo "$x" | grep -q "Data Offset : 2
     echo "$x4" | grep -q "Device Role : spare" &&
     t_ok "shrink: mdadm --examine: 4 devices, data offset back at 2048, no reshape, the fifth member a spare" ||
     t_fail "shrink: mdadm --examine after the shrink" "$(echo "$x$x4" | grep -i 'devices\|offset\|reshape\|role')"
+
+# ---- 5. with a write-intent bitmap: kill -9 mid-reshape, writes in flight ---------------------
+d=$t_tmp/b
+new_array "$d" bitmap
+start_server --speed-limit 1M || t_fail "bitmap: serve" "$(tail -n 3 "$t_tmp/server.err")"
+out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 5 --add "$d/m4.img" 2>&1)
+case "$out" in *started*) t_ok "bitmap: uraid grow --control starts the reshape of an array with a bitmap" ;;
+    *) t_fail "bitmap: grow --control starts the reshape" "$out" ;; esac
+bad=0 i=0
+while [ $i -lt 4 ]; do one_write "$((9000 + i))" || bad=$((bad + 1)); i=$((i + 1)); done
+[ $bad -eq 0 ] && t_ok "bitmap: 4 writes during the reshape, each read back" || t_fail "bitmap: writes" "$bad failed"
+qemu-io -f raw -c "write -P 9 4M 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+for p in $(pgrep -P "$server_pid"); do kill -KILL "$p"; done
+kill -KILL "$server_pid" 2>/dev/null
+wait "$server_pid" 2>/dev/null
+server_pid=""
+inflight=""
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\011' | dd of="$d/model" bs=1M seek=4 conv=notrunc status=none
+else
+    inflight=1
+fi
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+pos=$(echo "$x" | sed -n "s/^ *Reshape pos'n : //p")
+[ -n "$pos" ] && t_ok "bitmap: killed mid-reshape at $pos" || t_fail "bitmap: killed mid-reshape" "$(echo "$x" | grep -i reshape)"
+M="$M $d/m4.img"
+start_server || t_fail "bitmap: serve again" "$(tail -n 3 "$t_tmp/server.err")"
+wait_for "resync finished" 90 && t_ok "bitmap: restarted, the reshape carried on, then the resync: $(bg_line)" ||
+    t_fail "bitmap: the restarted server carries the reshape on" "$(bg_line)"
+if [ -n "$inflight" ]; then
+    timeout 30 nbdcopy "$uri" "$t_tmp/now"
+    dd if="$t_tmp/now" of="$d/model" bs=1M skip=4 seek=4 count=4 conv=notrunc status=none
+    rm -f "$t_tmp/now"
+fi
+export_matches "bitmap"
+stop_server || t_fail "bitmap: the server stops cleanly"
+M=${M% *}
+after_checks "bitmap"
+bad=""
+for f in $M "$d/m4.img"; do
+    x=$($URAID examine "$f" 2>&1)
+    sbe=$(echo "$x" | awk '/^ *Events :/ {print $3; exit}')
+    bme=$(echo "$x" | sed -n '/Write-intent bitmap/,$p' | awk '/^ *Events :/ {print $3; exit}')
+    [ -n "$sbe" ] && [ "$sbe" = "$bme" ] || bad="$bad $f: superblock events '$sbe', bitmap '$bme';"
+done
+[ -z "$bad" ] && t_ok "bitmap: every member's bitmap carries its superblock's events (the new member's too)" ||
+    t_fail "bitmap: bitmap events follow the superblocks" "$bad"
 t_finish

@@ -15,7 +15,12 @@
  *    a check reports mismatch_cnt 0.
  * 3. A shrink (backwards) stopped and opened at several points, then
  *    finished by the open array's reshape job with writers going on; and
- *    a served array shrunk online with writers (uraid_grow_online_shrink). */
+ *    a served array shrunk online with writers (uraid_grow_online_shrink).
+ * 4. A write-intent bitmap through a reshape: a write above the stopped
+ *    position (the old geometry) sets the bit of its old stripe's member
+ *    sectors on disk before it goes out (md's sh->sector), one below it the
+ *    bit of its new stripe; the grow carried on to the end keeps every
+ *    byte. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,6 +39,7 @@
 
 struct setup {
     int level, nold, nnew;
+    uint64_t bitmap_chunk;   /* bytes: a write-intent bitmap; 0: resync policy */
     uint64_t member_bytes;
     char dir[128], path[MAXM][160];
     const char *paths[MAXM];
@@ -57,7 +63,10 @@ static int make_setup(struct setup *s, struct rng *r)
         close(fd);
     }
     struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold, .chunk_bytes = 64 << 10,
-                                     .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
+                                     .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC,
+                                     .bitmap_chunk_bytes = s->bitmap_chunk};
+    if (s->bitmap_chunk)
+        cp.consistency_policy = URAID_POLICY_BITMAP;
     int rc = uraid_create(s->paths, s->nold, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
     struct uraid_array *a = NULL;
@@ -192,6 +201,82 @@ static void stopped_positions(int level, int nold, int nnew, struct rng *r)
             clean_check(a, "after the end");
             uraid_close(a);
         }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
+/* ---- a write-intent bitmap ----------------------------------------------------- */
+
+#define BM_AT 8192u /* uraid create's bitmap: 8 sectors past the superblock at sector 8 */
+
+/* Bit b of member path's bitmap, as on disk (-1: no bitmap there). */
+static int bit_on_disk(const char *path, uint64_t b)
+{
+    uint8_t head[4], byte = 0;
+    int fd = open(path, O_RDONLY);
+    int ok = fd >= 0 && pread(fd, head, 4, BM_AT) == 4 && !memcmp(head, "bitm", 4) &&
+             pread(fd, &byte, 1, BM_AT + 256 + b / 8) == 1;
+    if (fd >= 0)
+        close(fd);
+    return ok ? (byte >> (b % 8)) & 1 : -1;
+}
+
+/* One 4 KiB write at array byte off while the array is open; the bits of
+ * its stripe in the old (k_old data members) and the new geometry (k_new),
+ * a bitmap chunk being one 64 KiB chunk: *in_old, *in_new. */
+static void bits_of_write(struct uraid_array *a, struct setup *s, struct rng *r, uint64_t off, int k_old, int k_new,
+                          int *in_old, int *in_new)
+{
+    uint8_t buf[BLK];
+    rng_fill(r, buf, sizeof buf);
+    CHECK(uraid_write(a, buf, sizeof buf, off) == 0, "write at %llu", (unsigned long long)off);
+    memcpy(s->model + off, buf, sizeof buf);
+    uint64_t chunk = 64 << 10;
+    *in_old = bit_on_disk(s->path[0], off / (chunk * (uint64_t)k_old));
+    *in_new = bit_on_disk(s->path[0], off / (chunk * (uint64_t)k_new));
+}
+
+static void bitmap_reshape(struct rng *r)
+{
+    struct setup s = {.level = 5, .nold = 4, .nnew = 1, .member_bytes = 4u << 20, .bitmap_chunk = 64 << 10};
+    harness_begin("RAID-5 4 -> 5 with a write-intent bitmap: each geometry's writes set their own stripes' bits");
+    int rc = make_setup(&s, r);
+    char why[400];
+    struct stop_at st = {.at = s.old_bytes / 512 / 5};
+    struct uraid_grow_params p = {.raid_devices = 5, .progress = on_progress, .ctx = &st, .stop = &st.stop,
+                                  .checkpoint_ms = 1u << 30};
+    if (rc == 0) {
+        rc = uraid_grow_members(s.paths, 4, s.paths + 4, 1, &p, NULL, why, sizeof why);
+        CHECK(rc == -EINTR, "stop at 20%%: %d %s", rc, why);
+    }
+    struct uraid_array *a = NULL;
+    if (rc == -EINTR && (rc = uraid_open(s.paths, 5, NULL, &a, why, sizeof why)) != 0)
+        CHECK(0, "open mid-reshape: %s", why);
+    if (a) {
+        int old_bit, new_bit;
+        /* 80% in: above the position, in the old geometry (3 data members) */
+        uint64_t off = s.old_bytes / 5 * 4 / BLK * BLK;
+        bits_of_write(a, &s, r, off, 3, 4, &old_bit, &new_bit);
+        CHECK(old_bit == 1 && new_bit == 0, "a write at %llu in the old geometry: its old stripe's bit %d, the new "
+              "geometry's %d (expected 1 and 0)", (unsigned long long)off, old_bit, new_bit);
+        /* 5% in: below it, in the new geometry (4 data members) */
+        off = s.old_bytes / 20 / BLK * BLK;
+        bits_of_write(a, &s, r, off, 3, 4, &old_bit, &new_bit);
+        CHECK(new_bit == 1, "a write at %llu in the new geometry: its new stripe's bit %d (expected 1)",
+              (unsigned long long)off, new_bit);
+        compare(a, &s, "mid-reshape, after the writes");
+        CHECK(uraid_close(a) == 0);
+        struct uraid_grow_params go = {.resume_only = 1};
+        rc = uraid_grow_members(s.paths, 5, NULL, 0, &go, NULL, why, sizeof why);
+        CHECK(rc == 0, "continue to the end: %s", why);
+        if (rc == 0 && uraid_open(s.paths, 5, NULL, &a, why, sizeof why) == 0) {
+            compare(a, &s, "after the end");
+            clean_check(a, "after the end");
+            uraid_close(a);
+        }
+        for (int i = 0; i < 5; i++)
+            CHECK(bit_on_disk(s.path[i], 0) >= 0, "member %d has no bitmap after the grow", i);
     }
     drop_setup(&s);
     harness_end();
@@ -509,5 +594,6 @@ int main(int argc, char **argv)
     shrink_positions(6, 5, &r, seed);
     online_shrink(5, &r, seed);
     online_shrink(6, &r, seed);
+    bitmap_reshape(&r);
     return harness_finish();
 }
