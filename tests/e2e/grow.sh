@@ -210,14 +210,25 @@ refuse "a PPL array" "partial parity log (ppl)" $URAID grow "$dp/m0.img" "$dp/m1
     --raid-devices 5 --add "$dp/m4.img"
 db=$t_tmp/b
 rm -rf "$db"; mkdir -p "$db"
-for i in 0 1 2 3 4; do truncate -s 16M "$db/m$i.img"; done
+for i in 0 1 2 3 4 5; do truncate -s 16M "$db/m$i.img"; done
 $URAID create --level 5 --raid-devices 4 --chunk 64K --assume-clean --bitmap internal "$db/m0.img" "$db/m1.img" \
     "$db/m2.img" "$db/m3.img" >/dev/null 2>&1
 all="$db/m0.img $db/m1.img $db/m2.img $db/m3.img $db/m4.img"
 # shellcheck disable=SC2086
 before=$(sums $all)
-refuse "a write-intent bitmap" "with a write-intent bitmap is not supported yet" $URAID grow "$db/m0.img" \
-    "$db/m1.img" "$db/m2.img" "$db/m3.img" --raid-devices 5 --add "$db/m4.img"
+# a bitmap is kept through a restripe (grow_online.sh, grow_md.sh); not where it would have to change
+refuse "RAID-5 with a bitmap to RAID-0" "RAID-5 with a write-intent bitmap becoming RAID-0 is not supported: remove" \
+    $URAID grow "$db/m0.img" "$db/m1.img" "$db/m2.img" "$db/m3.img" --level 0
+refuse "a shrink of a RAID-5 with a bitmap that must cut the member size" "which the write-intent bitmap would have to follow" \
+    $URAID grow "$db/m0.img" "$db/m1.img" "$db/m2.img" "$db/m3.img" --raid-devices 3 --array-size 30M
+$URAID create --level 1 --raid-devices 2 --bitmap internal "$db/m4.img" "$db/m5.img" >/dev/null 2>&1 ||
+    t_fail "create RAID-1 with a bitmap"
+truncate -s 16M "$db/m6.img"
+all="$all $db/m5.img $db/m6.img"
+# shellcheck disable=SC2086
+before=$(sums $all)
+refuse "RAID-1 with a bitmap gaining a mirror" "RAID-1 with a write-intent bitmap gaining members is not supported" \
+    $URAID grow "$db/m4.img" "$db/m5.img" --raid-devices 3 --add "$db/m6.img"
 
 # metadata 1.1, 1.0 and 0.90: not yet (a grow writes 1.2 superblocks; 1.0 and 0.90 keep no room before the data)
 for fmt in 1.1 1.0 0.90; do

@@ -22,7 +22,13 @@
 #      each on to the end, reads every byte, mismatch_cnt 0; md also
 #      assembles uraid's RAID-4 -> RAID-5 left-symmetric (restriped), RAID-1
 #      of 2 -> RAID-5 of 2, RAID-0 of 3 -> RAID-5 of 4 (parity recovered) and
-#      RAID-5 of 4 -> RAID-0 of 3 (restriped to parity-last, then taken over).
+#      RAID-5 of 4 -> RAID-0 of 3 (restriped to parity-last, then taken over);
+#   e. with md's write-intent bitmap: md assembles a RAID-5 uraid grew 4 -> 5
+#      and one whose grow uraid was killed in, carries that one on, and finds
+#      each member's bitmap current (its events the superblock's: md takes
+#      an older one as stale and resyncs the whole array), every byte,
+#      mismatch_cnt 0; md's own grow of such an array cut off mid-reshape is
+#      finished by uraid grow --continue, every byte, the bitmap current.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -34,16 +40,18 @@ fi
 OLD=47185920 NEW=62914560 # bytes of the 64K-chunk arrays: 3 x 15 MiB of data before, 4 x 15 MiB after
 
 size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
-# make DIR LEVEL N SEED [CHUNK]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
+# make DIR LEVEL N SEED [CHUNK [POLICY]]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
 make_array() {
-    dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K}
+    dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K} policy=${6:-resync}
     mkdir -p "$dir"
     M="" i=0
     while [ $i -lt "$n" ]; do truncate -s 16M "$dir/m$i.img"; M="$M $dir/m$i.img"; i=$((i + 1)); done
     truncate -s 16M "$dir/m$n.img"
+    bmc=""
+    [ "$policy" = bitmap ] && bmc="--bitmap-chunk 256K"
     # shellcheck disable=SC2086
-    $URAID create --level "$lvl" --raid-devices "$n" --chunk "$chunk" --assume-clean --consistency-policy resync \
-        --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
+    $URAID create --level "$lvl" --raid-devices "$n" --chunk "$chunk" --assume-clean --consistency-policy "$policy" \
+        $bmc --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
     # shellcheck disable=SC2086
     SZ=$(size_of $M)
     # shellcheck disable=SC2086
@@ -283,4 +291,84 @@ judge "d: RAID-0 of 3 turned into RAID-5 of 4 by uraid" md4 "$t_tmp/dk.log"
 seen_geom "d: RAID-0 -> RAID-5" "$t_tmp/dk.log" "md4 level=raid5 layout=5 chunk=65536 raid_disks=4 degraded=0"
 seen_geom "d: RAID-5 of 4 -> RAID-0 of 3 by uraid" "$t_tmp/dk.log" "md5 level=raid0 raid_disks=3"
 seen_geom "d: RAID-5 of 4 -> RAID-0 of 3 by uraid" "$t_tmp/dk.log" "md5 pattern OK"
+
+# ---- e. a write-intent bitmap through the reshape ---------------------------------------------
+# the guest's line for an array's bitmap: "MD bitmap events=E sb events=S" (first member) and
+# "MD bitmap stale" when md's log says it took the bitmap as out of date
+GUEST_BITMAP='bitmap_line() { # MD DEV
+    echo "$1 bitmap events=$(mdadm -X $2 | awk "/ Events :/ {print \$3; exit}") sb events=$(mdadm -E $2 | awk "/ Events :/ {print \$3; exit}")"
+    if dmesg | grep -qi "bitmap.*out of date\|bitmap.*stale"; then echo "$1 bitmap stale"; fi
+}'
+bitmap_judge() { # NAME MD LOG
+    l=$(grep "^$2 bitmap events=" "$3" | tail -1)
+    e1=$(echo "$l" | awk '{print $3}'); e2=$(echo "$l" | awk '{print $5}')
+    [ -n "$e1" ] && [ "$e1" = "$e2" ] && ! grep -q "^$2 bitmap stale$" "$3" &&
+        t_ok "$1: md finds the bitmap current ($l)" || t_fail "$1: md finds the bitmap current" "$l $(grep stale "$3")"
+}
+bitmap_current() { # NAME MEMBERS...: every member's bitmap events are its superblock's
+    name=$1; shift
+    bad=""
+    for f in "$@"; do
+        x=$($URAID examine "$f" 2>&1)
+        sbe=$(echo "$x" | awk '/^ *Events :/ {print $3; exit}')
+        bme=$(echo "$x" | sed -n '/Write-intent bitmap/,$p' | awk '/^ *Events :/ {print $3; exit}')
+        [ -n "$sbe" ] && [ "$sbe" = "$bme" ] || bad="$bad $f: $sbe/$bme"
+    done
+    [ -z "$bad" ] && t_ok "$name: every member's bitmap carries its superblock's events" ||
+        t_fail "$name: bitmap events follow the superblocks" "$bad"
+}
+make_array "$t_tmp/e1" 5 4 71 64K bitmap; EB1="$M $t_tmp/e1/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$t_tmp/e1/m4.img" >/dev/null 2>&1 || t_fail "e: uraid grows a RAID-5 with a bitmap"
+# shellcheck disable=SC2086
+bitmap_current "e: uraid's grow" $EB1
+make_array "$t_tmp/e2" 5 4 72 64K bitmap; EB2="$M $t_tmp/e2/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$t_tmp/e2/m4.img" --member-layer throttle=6M >/dev/null 2>&1 &
+pid=$!
+sleep 2
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+pos=$(mdadm --examine "$t_tmp/e2/m0.img" 2>/dev/null | sed -n "s/^ *Reshape pos'n : //p")
+[ -n "$pos" ] && t_ok "e: uraid killed mid-grow of a RAID-5 with a bitmap (Reshape pos'n $pos)" ||
+    t_fail "e: uraid killed mid-grow with a bitmap" "no Reshape line"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $EB1 $EB2) -- - >"$t_tmp/e.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+$GUEST_BITMAP
+mdadm --assemble /dev/md0 /dev/vd[a-e] && bitmap_line md0 /dev/vda && verify md0 71 $OLD $NEW
+mdadm --assemble /dev/md1 /dev/vd[f-j] && { grep -A3 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"; }
+wait_idle md1
+bitmap_line md1 /dev/vdf
+verify md1 72 $OLD $NEW
+GUEST
+judge "e: RAID-5 with a bitmap grown 4 -> 5 by uraid" md0 "$t_tmp/e.log"
+bitmap_judge "e: uraid's grow" md0 "$t_tmp/e.log"
+grep -q "^md1 reshaping$" "$t_tmp/e.log" && t_ok "e: md carries uraid's interrupted grow with a bitmap on" ||
+    t_fail "e: md carries uraid's interrupted grow with a bitmap on" "$(tail -5 "$t_tmp/e.log")"
+judge "e: uraid's interrupted grow with a bitmap finished by md" md1 "$t_tmp/e.log"
+bitmap_judge "e: the grow md finished" md1 "$t_tmp/e.log"
+# md's own grow of an array with a bitmap, cut off
+make_array "$t_tmp/e3" 5 4 73 64K bitmap; EB3="$M $t_tmp/e3/m4.img"
+# shellcheck disable=SC2086
+"$ORACLE" --no-stop --timeout 500 $(disks $EB3) -- - >"$t_tmp/e3.log" 2>&1 <<'GUEST'
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
+echo 500 > /sys/block/md0/md/sync_speed_max
+mdadm /dev/md0 --add /dev/vde || exit 1
+mdadm --grow /dev/md0 --raid-devices=5 || exit 1
+sleep 6
+grep reshape /proc/mdstat
+GUEST
+pos=$(mdadm --examine "$t_tmp/e3/m0.img" 2>/dev/null | sed -n "s/^ *Reshape pos'n : //p")
+[ -n "$pos" ] && t_ok "e: md's grow of a RAID-5 with a bitmap cut off (Reshape pos'n $pos)" ||
+    t_fail "e: md's grow with a bitmap cut off" "$(tail -3 "$t_tmp/e3.log")"
+# shellcheck disable=SC2086
+out=$($URAID grow --continue $EB3 2>&1)
+case "$out" in *"carried on and complete: 5 members"*) t_ok "e: uraid grow --continue finishes md's grow with a bitmap" ;;
+    *) t_fail "e: uraid grow --continue finishes md's grow with a bitmap" "$out" ;; esac
+# shellcheck disable=SC2086
+uraid_reads "e: md's grow with a bitmap finished by uraid" 73 $EB3
+# shellcheck disable=SC2086
+bitmap_current "e: md's grow finished by uraid" $EB3
 t_finish
