@@ -88,8 +88,10 @@ int cmd_detail(int argc, char **argv)
     if (info.bitmap)
         printf("     Intent Bitmap : Internal\n\n");
     printf("       Update Time : %s\n", cli_time(info.utime, t, sizeof t));
+    /* mid RAID-5 -> 6 restripe the new Q member is recovered by the reshape itself (mdadm: "reshaping") */
     printf("             State : %s%s%s\n", info.clean ? "clean" : "active", info.degraded ? ", degraded" : "",
-           rebuilt_pct >= 0 ? ", recovering (stopped: resume with 'uraid rebuild')" : "");
+           info.reshape_total_sectors ? ", reshaping (stopped: resume with 'uraid grow --continue' or 'uraid serve')"
+           : rebuilt_pct >= 0 ? ", recovering (stopped: resume with 'uraid rebuild')" : "");
     printf("    Active Devices : %d\n", active);
     printf("   Working Devices : %d\n", active + spare);
     printf("    Failed Devices : %d\n", failed);

@@ -89,6 +89,12 @@ uint64_t reshape_to_sectors(const struct reshape_geom *g);
 /* Array sectors per unit of new rows (reshape positions are multiples of
  * it). The "stripes" of the functions below are these units. */
 uint64_t reshape_stripe_data(const struct reshape_geom *g);
+/* RAID-5 -> 6 restripe: the member sectors of the new Q member in sync at
+ * array position pos (md's recovery_offset: the new rows below it). */
+static inline uint64_t reshape_q_recovered(const struct reshape_geom *g, uint64_t pos)
+{
+    return pos / reshape_stripe_data(g) * g->unit;
+}
 
 /* Units in all. */
 uint64_t reshape_stripes(const struct reshape_geom *g);

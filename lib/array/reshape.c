@@ -143,7 +143,7 @@ int grow_checkpoint(struct grow *gr, uint64_t ckpt)
     /* a member not in sync (RAID-5 -> 6: the new one) is below ckpt: md's reshape_request moves its recovery_offset */
     for (int i = 0; i < gr->n; i++)
         if (gr->recovering[i])
-            gr->sb[i].recovery_offset = ckpt / reshape_stripe_data(&gr->g) * gr->g.unit;
+            gr->sb[i].recovery_offset = reshape_q_recovered(&gr->g, ckpt);
     rc = write_all(gr);
     if (rc == 0)
         gr->ckpt = ckpt;

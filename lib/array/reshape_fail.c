@@ -54,7 +54,10 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
     if (gr->gone[slot])
         return 0;
     const char *name = gr->name[gr->at[slot]];
-    if (gr->lost && !too_many_lost(gr, slot)) { /* served: the array marks it and writes its superblocks */
+    int recovering = 0;
+    for (int i = 0; i < gr->n; i++)
+        recovering |= gr->recovering[i];
+    if (gr->lost && !too_many_lost(gr, slot) && !recovering) { /* served: the array marks it and writes its superblocks */
         int rc = gr->lost(gr->lost_ctx, slot, err);
         if (rc == 0)
             gr->gone[slot] = 1;
@@ -64,9 +67,6 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
                       (unsigned long long)gr->ckpt);
         return rc;
     }
-    int recovering = 0;
-    for (int i = 0; i < gr->n; i++)
-        recovering |= gr->recovering[i];
     if (recovering || gr->lost || gr->drop_q || gr->to_raid4 || gr->to_raid0 || too_many_lost(gr, slot))
         return uraid_why(gr->why, gr->whylen, "member %s failed while %s at array sector %llu (%s) and %s: the reshape "
                          "stopped (recorded at %llu); replace the member's disk by a copy (ddrescue) and run the "

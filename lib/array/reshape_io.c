@@ -176,6 +176,7 @@ int array_reshape_new(struct uraid_array *a, const struct reshape_geom *g, uint6
     }
     rs->g = *g;
     rs->old_off = old_off;
+    rs->q_recovering = -1;
     rs->safe = rs->progress = pos;
     pthread_mutex_init(&rs->mu, NULL);
     pthread_cond_init(&rs->cv, NULL);
@@ -249,6 +250,15 @@ static int reshape_supported(const struct uraid_array *a, char *why, size_t whyl
     return 0;
 }
 
+/* Slot s being recovered is a RAID-5 -> 6 restripe's new member: the Q
+ * of an old -6 layout (always its last member), in sync exactly below the
+ * new rows the position has reached (what grow_checkpoint records). */
+static int q_recovery_follows(const struct reshape_geom *g, int s, uint64_t pos, uint64_t recovered)
+{
+    return g->from.level == 6 && g->from.layout >= LAYOUT_LEFT_ASYMMETRIC_6 && s == g->from.raid_disks - 1 &&
+           g->to.raid_disks == g->from.raid_disks && recovered == reshape_q_recovered(g, pos);
+}
+
 int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
@@ -278,13 +288,19 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
     if (reshape_geom_init_dir(&g, &from, &a->geom, a->member_sectors, shift, back, gwhy, sizeof gwhy) ||
         reshape_position_ok(&g, R->reshape_position, gwhy, sizeof gwhy))
         return uraid_why(why, whylen, "the reshape on the members: %s", gwhy), -EINVAL;
-    int gone_old = 0, gone_new = 0;
+    int gone_old = 0, gone_new = 0, q_slot = -1;
     for (int s = 0; s < array_nslots(a); s++) {
         int out = a->slot[s].state != URAID_MEMBER_IN_SYNC;
-        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
-            return uraid_why(why, whylen, "a reshape is in progress and member %s is being recovered (the new member "
-                             "of a RAID-5 -> 6 restripe, or a recovery stopped partway): not served; carry the "
-                             "reshape on with 'uraid grow --continue'", a->slot[s].dev->path), -EOPNOTSUPP;
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING) {
+            if (q_slot >= 0 || !q_recovery_follows(&g, s, R->reshape_position, a->slot[s].recovered))
+                return uraid_why(why, whylen, "a reshape is in progress and member %s is being recovered (a recovery "
+                                 "stopped partway, not a RAID-5 -> 6 restripe's new Q member at the reshape "
+                                 "position): not served; carry the reshape on with 'uraid grow --continue'",
+                                 a->slot[s].dev->path), -EOPNOTSUPP;
+            q_slot = s;
+            gone_old++; /* the old geometry's Q: not written yet */
+            continue;
+        }
         gone_old += out && s < g.from.raid_disks;
         gone_new += out && s < g.to.raid_disks;
     }
@@ -302,6 +318,12 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
                              (unsigned long long)a->slot[s].sb.data_offset, (unsigned long long)old_off), -EINVAL;
     if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &a->rs)) != 0)
         return uraid_why(why, whylen, "out of memory"), rc;
+    if (q_slot >= 0) { /* the old geometry reads and writes without it (its P is current) */
+        a->rs->q_recovering = q_slot;
+        a->rs->old->slot[q_slot].dev = NULL;
+        a->rs->old->slot[q_slot].state = URAID_MEMBER_MISSING;
+        missing++;
+    }
     if (missing) /* as open does for the new geometry: the members left out missed writes */
         memset(a->rs->old->degraded_written, 0xff, (size_t)(a->rs->old->nstripes / 64 + 1) * sizeof(uint64_t));
     for (int s = 0; s < a->geom.raid_disks; s++)

@@ -36,6 +36,8 @@ struct array_reshape {
     pthread_cond_t cv;
     uint64_t safe, progress;   /* under mu */
     int want_ckpt;             /* a request waits for safe to move */
+    int q_recovering;          /* RAID-5 -> 6 restripe: the new Q member's slot, in sync below the position
+                                * (md's recovery_offset follows it), unused by the old geometry; else -1 */
     struct rs_req *inflight;   /* old-geometry requests running, under mu */
 };
 

@@ -38,7 +38,8 @@ static void all_degraded(uint64_t *dw, uint64_t nstripes)
 static void rs_sync_gone(struct uraid_array *a, struct grow *gr)
 {
     for (int s = 0; s < gr->nslots; s++)
-        if (!slot_ok(a, s) && !gr->gone[s]) {
+        if (!slot_ok(a, s) && !gr->gone[s] &&
+            !(gr->recovering[s] && a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)) {
             gr->gone[s] = 1;
             /* the job moves every stripe without it: no chunk left on it is current (rows.c's last
              * resort must not read one back), in either geometry */
@@ -79,6 +80,12 @@ static int rs_checkpoint(struct uraid_array *a, struct rs_job *st)
         return frc;
     pthread_mutex_lock(&a->meta_lock);
     a->sb.reshape_position = gr->pos;
+    int q = a->rs->q_recovering;
+    if (q >= 0) { /* the new Q member is in sync below the new rows written (md's reshape_request) */
+        uint64_t done = reshape_q_recovered(&gr->g, gr->pos);
+        a->slot[q].sb.recovery_offset = done;
+        __atomic_store_n(&a->slot[q].recovered, done, __ATOMIC_RELEASE);
+    }
     pthread_mutex_unlock(&a->meta_lock);
     int rc = array_write_superblocks(a);
     if (rc)
@@ -145,6 +152,12 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     a->sb.reshape_position = 0;
     a->sb.delta_disks = 0;
     a->sb.new_offset = 0;
+    int q = a->rs->q_recovering;
+    if (q >= 0) { /* every new stripe was written whole, Q too */
+        a->slot[q].sb.feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+        a->slot[q].sb.recovery_offset = 0;
+        __atomic_store_n(&a->slot[q].state, URAID_MEMBER_IN_SYNC, __ATOMIC_RELEASE);
+    }
     for (int s = 0; s < nslots; s++) {
         struct array_slot *sl = &a->slot[s];
         sl->sb.data_offset = reshape_new_off(&gr->g, gr->old_off);
@@ -210,9 +223,10 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     if (!rs)
         return uraid_why(why, whylen, "no reshape is in progress: start one with 'uraid grow --control PATH "
                          "--raid-devices N --add NEW...'"), -EINVAL;
-    /* md's reshape goes on degraded: a missing or faulty member is left out, a rebuilding one is not */
+    /* md's reshape goes on degraded: a missing or faulty member is left out, a rebuilding one is not
+     * (but a RAID-5 -> 6 restripe's new Q member is written as the reshape goes) */
     for (int s = 0; s < array_nslots(a); s++)
-        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
+        if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING && s != rs->q_recovering)
             return uraid_why(why, whylen, "slot %d is being rebuilt: the reshape goes on after its recovery", s),
                    -EBUSY;
     struct rs_job *st = calloc(1, sizeof *st);
@@ -229,6 +243,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         gr->dev[s] = a->slot[s].dev;
         gr->name[s] = a->slot[s].dev ? a->slot[s].dev->path : "(missing)";
         gr->at[s] = s;
+        gr->recovering[s] = s == rs->q_recovering; /* a member lost now stops the job (reshape_fail.c) */
     }
     gr->lost = rs_lost;
     gr->lost_ctx = a;

@@ -16,7 +16,12 @@
  * 3. A shrink (backwards) stopped and opened at several points, then
  *    finished by the open array's reshape job with writers going on; and
  *    a served array shrunk online with writers (uraid_grow_online_shrink).
- * 4. A write-intent bitmap through a reshape: a write above the stopped
+ * 4. A RAID-5 -> 6 restripe (the new member the Q of the old -6 layout,
+ *    recovered by the reshape) stopped twice: each time the array opens,
+ *    reads back, takes writes on both sides of the position, and the
+ *    second time its reshape job finishes it with writers going on; then
+ *    the new member is in sync, every byte, a clean check.
+ * 5. A write-intent bitmap through a reshape: a write above the stopped
  *    position (the old geometry) sets the bit of its old stripe's member
  *    sectors on disk before it goes out (md's sh->sector), one below it the
  *    bit of its new stripe; the grow carried on to the end keeps every
@@ -571,6 +576,69 @@ static void online_shrink(int level, struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* ---- RAID-5 -> 6, stopped with the new Q member half recovered --------------------- */
+
+static void level_positions(struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = 5, .nold = 4, .nnew = 1, .member_bytes = 16u << 20};
+    harness_begin("RAID-5 4 -> RAID-6 5 stopped mid-restripe: opens, reads, writes, its job finishes it");
+    int rc = make_setup(&s, r);
+    char why[400], what[80];
+    static const int pct[] = {20, 55};
+    for (size_t k = 0; rc == 0 && k < 2; k++) {
+        struct stop_at st = {.at = s.old_bytes / 512 * (uint64_t)pct[k] / 100};
+        struct uraid_grow_params p = {.raid_devices = k ? 0 : 5, .level_set = !k, .level = 6, .resume_only = !!k,
+                                      .progress = on_progress, .ctx = &st, .stop = &st.stop,
+                                      .checkpoint_ms = 1u << 30};
+        rc = uraid_grow_members(s.paths, k ? 5 : 4, s.paths + 4, k ? 0 : 1, &p, NULL, why, sizeof why);
+        CHECK(rc == -EINTR, "stop at %d%%: %d %s", pct[k], rc, why);
+        if (rc != -EINTR)
+            break;
+        struct uraid_array *a = NULL;
+        snprintf(what, sizeof what, "stopped at %d%%", pct[k]);
+        rc = uraid_open(s.paths, 5, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "%s: open: %s", what, why);
+        if (rc)
+            break;
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.level == 6 && info.member[4].state == URAID_MEMBER_REBUILDING, "%s: level %d, the new member's "
+              "state %d (expected RAID-6, rebuilding)", what, info.level, info.member[4].state);
+        compare(a, &s, what);
+        scribble(a, &s, r, st.at * 512, what);
+        compare(a, &s, what);
+        if (k == 0) {
+            CHECK(uraid_close(a) == 0, "%s: close", what);
+            continue;
+        }
+        rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        CHECK(rc == 0, "%s: the reshape job: %s", what, why);
+        if (rc == 0) {
+            int jr = run_writers(a, &s, seed + 200, until_end, "the rest");
+            CHECK(jr == 0, "the reshape's end: %s", uraid_strerror(jr));
+        }
+        uraid_get_info(a, &info);
+        CHECK(info.member[4].state == URAID_MEMBER_IN_SYNC, "after the end: the new member's state %d",
+              info.member[4].state);
+        compare(a, &s, "after the end");
+        clean_check(a, "after the end");
+        CHECK(uraid_close(a) == 0, "close");
+        rc = uraid_open(s.paths, 5, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open after the end: %s", why);
+        if (rc == 0) {
+            uraid_get_info(a, &info);
+            CHECK(info.level == 6 && info.degraded == 0 && info.member[4].state == URAID_MEMBER_IN_SYNC,
+                  "reopened: level %d degraded %d, the new member's state %d", info.level, info.degraded,
+                  info.member[4].state);
+            compare(a, &s, "reopened after the end");
+            clean_check(a, "reopened after the end");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 static void log_line(void *ctx, enum uraid_log_level level, const char *message)
 {
     (void)ctx;
@@ -594,6 +662,7 @@ int main(int argc, char **argv)
     shrink_positions(6, 5, &r, seed);
     online_shrink(5, &r, seed);
     online_shrink(6, &r, seed);
+    level_positions(&r, seed);
     bitmap_reshape(&r);
     return harness_finish();
 }
