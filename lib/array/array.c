@@ -289,6 +289,7 @@ static void free_array(struct uraid_array *a)
     a->ra = NULL;
     if (a->job.thread_started)
         uraid_job_cancel(a); /* before its members close */
+    array_monitor_destroy(a); /* no job thread left to kick it */
     wib_free(a);
     ppl_close(a);
     array_reshape_free(a->rs);

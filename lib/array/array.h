@@ -142,7 +142,7 @@ struct uraid_array {
     /* auto_rebuild: a thread that starts jobs when the I/O path, which holds
      * stripe locks, reports a failure (array_kick_monitor) */
     pthread_t mon;
-    int mon_started, mon_kick, mon_stop;
+    int mon_started, mon_kick, mon_stop, mon_joined;
     pthread_mutex_t mon_mu;
     pthread_cond_t mon_cv;
     /* One bit per stripe: written while some slot was not in sync, so a
@@ -325,10 +325,13 @@ int array_survives_without(const struct uraid_array *a, int also);
 void array_maybe_auto_rebuild(struct uraid_array *a);
 
 /* Asks the monitor thread to run array_maybe_auto_rebuild (callers that
- * may hold stripe locks); array_monitor_stop ends the thread. (rebuild.c) */
+ * may hold stripe locks, and every job's end); array_monitor_stop ends the
+ * thread, array_monitor_destroy frees its lock once no job thread can kick
+ * it any more. (job.c) */
 void array_kick_monitor(struct uraid_array *a);
 int array_monitor_start(struct uraid_array *a);
 void array_monitor_stop(struct uraid_array *a);
+void array_monitor_destroy(struct uraid_array *a);
 
 /* Puts src into slot dst while readers without a lock may look at it:
  * the slot stops serving, its fields change one by one, then it serves in

@@ -300,6 +300,9 @@ static void *job_main(void *arg)
     array_event(a, "RebuildFinished", NULL, detail);
     __atomic_store_n(&j->phase, JOB_ENDED, __ATOMIC_RELEASE);
     __atomic_store_n(&j->running, 0, __ATOMIC_RELEASE);
+    /* md_check_recovery runs when a sync ends: the monitor may have looked
+     * at this job while it still ran and gone to sleep after it ended */
+    array_kick_monitor(a);
     return NULL;
 }
 
@@ -675,11 +678,21 @@ void array_monitor_stop(struct uraid_array *a)
 {
     if (!a->mon_started)
         return;
+    if (a->mon_joined)
+        return;
     pthread_mutex_lock(&a->mon_mu);
     a->mon_stop = 1;
     pthread_cond_signal(&a->mon_cv);
     pthread_mutex_unlock(&a->mon_mu);
     pthread_join(a->mon, NULL);
+    a->mon_joined = 1;
+}
+
+void array_monitor_destroy(struct uraid_array *a)
+{
+    if (!a->mon_started)
+        return;
+    array_monitor_stop(a);
     a->mon_started = 0;
     pthread_cond_destroy(&a->mon_cv);
     pthread_mutex_destroy(&a->mon_mu);
