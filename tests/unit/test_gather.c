@@ -398,12 +398,17 @@ static void read_zero_case(void)
     harness_end();
 }
 
-/* URAID_GATHER_US=0: no table, each piece its own read-modify-write or
+/* URAID_GATHER_US=0, and unset (the default: an answered piece would die
+ * with a killed server): no table, each piece its own read-modify-write or
  * reconstruct-write, so the stream costs reads. */
-static void off_case(void)
+static void off_case(int unset)
 {
-    harness_begin("URAID_GATHER_US=0: no gathering, the stream's pieces read");
-    setenv("URAID_GATHER_US", "0", 1);
+    harness_begin(unset ? "URAID_GATHER_US unset (the default): no gathering, the stream's pieces read"
+                        : "URAID_GATHER_US=0: no gathering, the stream's pieces read");
+    if (unset)
+        unsetenv("URAID_GATHER_US");
+    else
+        setenv("URAID_GATHER_US", "0", 1);
     struct fx f;
     struct uraid_array *a = NULL;
     if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
@@ -508,7 +513,8 @@ int main(int argc, char **argv)
     timeout_case();
     flush_case();
     read_zero_case();
-    off_case();
+    off_case(0);
+    off_case(1);
     cache_case();
     return harness_finish();
 }
