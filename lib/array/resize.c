@@ -4,21 +4,28 @@
  * What is written when (md's raid5_resize / raid1_resize and super_1_sync):
  *   1. every check first (uraid_open's, then: RAID-1/4/5/6, metadata 1.1 or
  *      1.2, whose data area ends at the member's end, every slot in sync, a
- *      clean shutdown, no reshape, no bitmap, a size larger than now); a
- *      refusal writes nothing;
- *   2. every member's superblock: size = the new size per member, data_size
+ *      clean shutdown, no reshape, a size larger than now); a refusal
+ *      writes nothing;
+ *   2. with a write-intent bitmap, every member's whole bitmap resized as
+ *      md_bitmap_resize does (wib_resize: the chunk doubled while the bits
+ *      would not fit its sectors, the new region's bits set);
+ *   3. every member's superblock: size = the new size per member, data_size
  *      = the member's room, resync_offset = the old size (md sets
  *      recovery_cp to the old dev_sectors: in sync below it), events + 1;
- *   3. the array opened again (dirty from the old size on) and resynced from
- *      the old size: the new region's parity (or mirrors) computed from its
- *      data; the clean close records resync_offset = MaxSector.
- * A kill during 3 leaves md's record of a resync from the old size: the
- * next resync (uraid's or md's) starts there. */
+ *   4. the array opened again (dirty from the old size on) and resynced from
+ *      the old size (with a bitmap: its set bits, the new region's among
+ *      them): the new region's parity (or mirrors) computed from its data;
+ *      the clean close records resync_offset = MaxSector.
+ * A kill during 2 leaves the old size with a bitmap whose chunk md and
+ * uraid both read (they count the bits from the array's size); a kill
+ * during 4 leaves md's record of a resync from the old size, and the new
+ * region's bits set: the next resync (uraid's or md's) covers it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "array/array.h"
+#include "array/wibitmap.h"
 #include "log.h"
 #include "uraid_grow.h"
 
@@ -42,9 +49,6 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
                          "would need it moved; not supported yet", md_format_name(R->format)), -EOPNOTSUPP;
     if (a->rs || (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
         return uraid_why(why, whylen, "a reshape is in progress: finish it first"), -EBUSY;
-    if (a->bitmap)
-        return uraid_why(why, whylen, "growing the size of an array with a write-intent bitmap is not supported yet "
-                         "(remove it with 'uraid update --update=no-bitmap', grow, then add one)"), -EOPNOTSUPP;
     if (a->opened_dirty)
         return uraid_why(why, whylen, "the array was not shut down cleanly: run 'uraid resync' first"), -EUCLEAN;
     uint64_t room = UINT64_MAX;
@@ -76,12 +80,17 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
 /* Step 2: the new size and md's resync checkpoint in every superblock;
  * then the open array takes the size, dirty from the old size on, as it
  * would be found at the next open. */
-static int record(struct uraid_array *a, uint64_t to)
+static int record(struct uraid_array *a, uint64_t to, char *why, size_t whylen)
 {
     uint64_t nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
     uint64_t *dw = NULL;
     if (nstripes && !(dw = calloc((size_t)(nstripes / 64 + 1), sizeof *dw)))
-        return -ENOMEM;
+        return uraid_why(why, whylen, "out of memory"), -ENOMEM;
+    int rc = wib_resize(a, to, why, whylen);
+    if (rc) {
+        free(dw);
+        return rc;
+    }
     pthread_mutex_lock(&a->meta_lock);
     uint64_t from = a->member_sectors;
     a->sb.size = to;
@@ -92,10 +101,10 @@ static int record(struct uraid_array *a, uint64_t to)
     }
     a->sb.resync_offset = from;
     pthread_mutex_unlock(&a->meta_lock);
-    int rc = array_write_superblocks(a);
+    rc = array_write_superblocks(a);
     if (rc) {
         free(dw);
-        return rc;
+        return uraid_why(why, whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc)), rc;
     }
     pthread_mutex_lock(&a->meta_lock);
     a->member_sectors = to;
@@ -122,8 +131,8 @@ int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, st
         return rc;
     uint64_t to = 0, from = a->member_sectors, old_bytes = uraid_size(a);
     rc = check(a, size_sectors, &to, why, whylen);
-    if (rc == 0 && (rc = record(a, to)) != 0)
-        uraid_why(why, whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc));
+    if (rc == 0)
+        rc = record(a, to, why, whylen);
     if (rc == 0) {
         struct uraid_job_status st;
         rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, whylen);

@@ -278,6 +278,26 @@ static void *daemon_main(void *arg)
     return NULL;
 }
 
+static void daemon_start(struct uraid_array *a, struct wibitmap *wb)
+{
+    if (pthread_create(&wb->thr, NULL, daemon_main, a) == 0)
+        wb->thr_started = 1;
+    else
+        uraid_log(URAID_LOG_WARN, "cannot start the bitmap daemon: bits are cleared only at close");
+}
+
+static void daemon_stop(struct wibitmap *wb)
+{
+    if (!wb->thr_started)
+        return;
+    pthread_mutex_lock(&wb->dmu);
+    wb->stop = 1;
+    pthread_cond_signal(&wb->dcv);
+    pthread_mutex_unlock(&wb->dmu);
+    pthread_join(wb->thr, NULL);
+    wb->thr_started = 0;
+}
+
 int wib_clear_idle(struct uraid_array *a)
 {
     return a->bitmap ? clear_pass(a, a->bitmap, 1) : 0;
@@ -512,10 +532,7 @@ int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why
     }
     wb->daemon_ms = p && p->bitmap_daemon_ms ? p->bitmap_daemon_ms
                                              : (uint64_t)(hdr.daemon_sleep ? hdr.daemon_sleep : MD_BITMAP_DAEMON_SLEEP) * 1000;
-    if (pthread_create(&wb->thr, NULL, daemon_main, a) == 0)
-        wb->thr_started = 1;
-    else
-        uraid_log(URAID_LOG_WARN, "cannot start the bitmap daemon: bits are cleared only at close");
+    daemon_start(a, wb);
     return 0;
 }
 
@@ -524,15 +541,67 @@ void wib_free(struct uraid_array *a)
     struct wibitmap *wb = a->bitmap;
     if (!wb)
         return;
-    if (wb->thr_started) {
-        pthread_mutex_lock(&wb->dmu);
-        wb->stop = 1;
-        pthread_cond_signal(&wb->dcv);
-        pthread_mutex_unlock(&wb->dmu);
-        pthread_join(wb->thr, NULL);
-    }
+    daemon_stop(wb);
     a->bitmap = NULL;
     wib_destroy(wb);
+}
+
+/* The bitmap of a member size grown to new_span: the old bits in chunks of
+ * new_chunk sectors, the new region's chunks set and NEEDED. */
+static struct wibitmap *resized(const struct wibitmap *old, uint64_t old_span, uint64_t new_span, uint64_t new_chunk)
+{
+    struct wibitmap *wb = wib_alloc((new_span + new_chunk - 1) / new_chunk);
+    if (!wb)
+        return NULL;
+    wb->hdr = old->hdr;
+    wb->hdr.chunksize = (uint32_t)(new_chunk * 512);
+    wb->hdr.sync_size = new_span;
+    wb->chunk_sectors = new_chunk;
+    wb->base = old->base;
+    wb->daemon_ms = old->daemon_ms;
+    for (uint64_t c = 0; c < old->nbits; c++)
+        if (chunk_dirty(__atomic_load_n(&old->w[c], __ATOMIC_ACQUIRE)))
+            wb->w[c * old->chunk_sectors / new_chunk] |= W_ONDISK;
+    for (uint64_t c = old_span / new_chunk; c < wb->nbits; c++)
+        wb->w[c] = W_ONDISK | W_NEEDED;
+    memset(wb->page_dirty, 1, wb->npages);
+    return wb;
+}
+
+int wib_resize(struct uraid_array *a, uint64_t new_span, char *why, size_t whylen)
+{
+    struct wibitmap *old = a->bitmap;
+    if (!old || new_span <= a->member_sectors)
+        return 0;
+    uint64_t chunk = old->chunk_sectors;
+    while (md_bitmap_area_bytes((new_span + chunk - 1) / chunk) > old->area && chunk < (1ull << 30) / 512)
+        chunk *= 2; /* md_bitmap_resize: 1.1/1.2 record no room past the bitmap's sectors */
+    struct wibitmap *wb = resized(old, a->member_sectors, new_span, chunk);
+    if (!wb) {
+        uraid_why(why, whylen, "out of memory for the resized write-intent bitmap");
+        return -ENOMEM;
+    }
+    int failed[URAID_MAX_MEMBERS] = {0}, rc = 0;
+    pthread_mutex_lock(&wb->lock);
+    write_pages(a, wb, failed); /* every member: none has a copy of this one yet */
+    pthread_mutex_unlock(&wb->lock);
+    for (int s = 0; s < a->geom.raid_disks && rc == 0; s++)
+        if ((rc = failed[s]) != 0)
+            uraid_why(why, whylen, "member %s: cannot write the resized write-intent bitmap at sector %llu: %s",
+                      a->slot[s].dev->path, (unsigned long long)(wb->base / 512), uraid_strerror(rc));
+    if (rc) {
+        wib_destroy(wb);
+        return rc;
+    }
+    if (chunk != old->chunk_sectors)
+        uraid_log(URAID_LOG_INFO, "write-intent bitmap chunk %llu KiB -> %llu KiB to cover %llu KiB per member in "
+                  "its %zu bytes", (unsigned long long)(old->chunk_sectors / 2), (unsigned long long)(chunk / 2),
+                  (unsigned long long)(new_span / 2), old->area);
+    daemon_stop(old);
+    a->bitmap = wb;
+    wib_destroy(old);
+    daemon_start(a, wb);
+    return 0;
 }
 
 void wib_get_info(struct uraid_array *a, struct wib_info *info)

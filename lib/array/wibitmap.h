@@ -39,6 +39,14 @@ int wib_open(struct uraid_array *a, const struct uraid_open_params *p, char *why
 /* Stops the daemon and frees the bitmap (a->bitmap becomes NULL). */
 void wib_free(struct uraid_array *a);
 
+/* md_bitmap_resize for a member size grown to new_span sectors, with no
+ * I/O in flight (uraid_grow_size): the chunk doubles until the bits fit
+ * the bitmap's present sectors (1.1/1.2 record no room past them), the old
+ * bits carry over, the new region's chunks are set and NEEDED (a resync
+ * covers them, after a kill too), and every member gets the whole bitmap
+ * before the caller writes the superblocks with the new size. */
+int wib_resize(struct uraid_array *a, uint64_t new_span, char *why, size_t whylen);
+
 /* Member sectors [start, end) past data_offset are about to be written:
  * sets and writes (and flushes) every bit not yet on disk, then counts the
  * writes in flight. 0, or -EIO when no working member took the bitmap

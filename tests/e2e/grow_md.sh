@@ -28,7 +28,12 @@
 #      each member's bitmap current (its events the superblock's: md takes
 #      an older one as stale and resyncs the whole array), every byte,
 #      mismatch_cnt 0; md's own grow of such an array cut off mid-reshape is
-#      finished by uraid grow --continue, every byte, the bitmap current.
+#      finished by uraid grow --continue, every byte, the bitmap current;
+#   f. --size max with a write-intent bitmap whose bits no longer fit: uraid
+#      and md, each on a copy of the same array, double the bitmap chunk
+#      alike; md reads and checks uraid's result (mismatch_cnt 0), uraid reads
+#      md's and finds what md's own check finds (md 6.1 leaves part of the new
+#      region unsynced), then repairs it.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -40,15 +45,15 @@ fi
 OLD=47185920 NEW=62914560 # bytes of the 64K-chunk arrays: 3 x 15 MiB of data before, 4 x 15 MiB after
 
 size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
-# make DIR LEVEL N SEED [CHUNK [POLICY]]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
+# make DIR LEVEL N SEED [CHUNK [POLICY [BITMAP_CHUNK]]]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
 make_array() {
-    dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K} policy=${6:-resync}
+    dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K} policy=${6:-resync} bchunk=${7:-256K}
     mkdir -p "$dir"
     M="" i=0
     while [ $i -lt "$n" ]; do truncate -s 16M "$dir/m$i.img"; M="$M $dir/m$i.img"; i=$((i + 1)); done
     truncate -s 16M "$dir/m$n.img"
     bmc=""
-    [ "$policy" = bitmap ] && bmc="--bitmap-chunk 256K"
+    [ "$policy" = bitmap ] && bmc="--bitmap-chunk $bchunk"
     # shellcheck disable=SC2086
     $URAID create --level "$lvl" --raid-devices "$n" --chunk "$chunk" --assume-clean --consistency-policy "$policy" \
         $bmc --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
@@ -371,4 +376,83 @@ case "$out" in *"carried on and complete: 5 members"*) t_ok "e: uraid grow --con
 uraid_reads "e: md's grow with a bitmap finished by uraid" 73 $EB3
 # shellcheck disable=SC2086
 bitmap_current "e: md's grow finished by uraid" $EB3
+# ---- f. --size max with a write-intent bitmap (md_bitmap_resize) -----------------------------
+# Two copies of one RAID-5 of 4 x 16 MiB, bitmap chunk 4 KiB (3840 bits in 1 KiB), each member
+# then 32 MiB with random bytes past the old end: uraid grows copy 1, md grows copy 2
+# (mdadm --grow --size max in the guest). 31 MiB in 4 KiB chunks would not fit the bitmap's
+# two sectors, so both must double the chunk to 8 KiB; md reads uraid's, uraid reads md's.
+make_array "$t_tmp/f1" 5 4 81 64K bitmap 4K
+rm -f "$t_tmp/f1/m4.img"
+OLDF=$SZ FM1=$M
+mkdir -p "$t_tmp/f2"
+FM2=""
+for f in $FM1; do
+    head -c 16M /dev/urandom >>"$f"
+    cp "$f" "$t_tmp/f2/${f##*/}"
+    FM2="$FM2 $t_tmp/f2/${f##*/}"
+done
+# shellcheck disable=SC2086
+out=$($URAID grow $FM1 --size max 2>&1)
+case "$out" in *"the new region is in sync"*) t_ok "f: uraid grow --size max with a bitmap: $out" ;;
+    *) t_fail "f: uraid grow --size max with a bitmap" "$out" ;; esac
+# shellcheck disable=SC2086
+NEWF=$(size_of $FM1)
+bm_chunk() { $URAID examine "$1" 2>&1 | sed -n '/Write-intent bitmap/,$p' | awk '/Chunksize/ {print $3 $4; exit}'; }
+bm_sync() { $URAID examine "$1" 2>&1 | sed -n '/Write-intent bitmap/,$p' | awk '/Sync Size/ {print $4; exit}'; }
+c1=$(bm_chunk "$t_tmp/f1/m0.img")
+[ "$c1" = 8KB ] && t_ok "f: uraid's bitmap chunk doubled to 8 KB (Sync Size $(bm_sync "$t_tmp/f1/m0.img"))" ||
+    t_fail "f: uraid's bitmap chunk doubled to 8 KB" "$c1"
+# shellcheck disable=SC2086
+bitmap_current "f: uraid's --size max" $FM1
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $FM1 $FM2) -- - >"$t_tmp/f.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_BITMAP
+wait_idle() { i=0; while [ "\$(cat /sys/block/\$1/md/sync_action)" != idle ] && [ \$i -lt 300 ]; do sleep 1; i=\$((i + 1)); done; }
+mdadm --assemble /dev/md0 /dev/vd[a-d] && {
+    mdpattern -s 81 -n $OLDF -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+    echo "md0 size=\$(blockdev --getsize64 /dev/md0) chunk=\$(mdadm -X /dev/vda | awk '/Chunksize/ {print \$3 \$4}')"
+    bitmap_line md0 /dev/vda
+    echo check > /sys/block/md0/md/sync_action; sleep 1; wait_idle md0
+    echo "md0 mismatch_cnt=\$(cat /sys/block/md0/md/mismatch_cnt)"
+    mdadm --stop /dev/md0
+}
+mdadm --assemble /dev/md1 /dev/vd[e-h] && mdadm --grow /dev/md1 --size max && {
+    sleep 1; wait_idle md1
+    echo check > /sys/block/md1/md/sync_action; sleep 1; wait_idle md1
+    echo "md1 mismatch_cnt=\$(cat /sys/block/md1/md/mismatch_cnt)"
+    echo "md1 size=\$(blockdev --getsize64 /dev/md1) chunk=\$(mdadm -X /dev/vde | awk '/Chunksize/ {print \$3 \$4}')"
+    mdadm --stop /dev/md1 && echo "md1 stopped"
+}
+GUEST
+grep -q "^md0 pattern OK$" "$t_tmp/f.log" && t_ok "f: md reads the old bytes of uraid's grown array" ||
+    t_fail "f: md reads the old bytes of uraid's grown array" "$(tail -3 "$t_tmp/f.log")"
+grep -q "^md0 size=$NEWF chunk=8KB$" "$t_tmp/f.log" && t_ok "f: md sees the new size ($NEWF) and the 8 KB bitmap chunk" ||
+    t_fail "f: md sees the new size and chunk" "$(grep '^md0 size' "$t_tmp/f.log")"
+bitmap_judge "f: uraid's --size max" md0 "$t_tmp/f.log"
+grep -q "^md0 mismatch_cnt=0$" "$t_tmp/f.log" && t_ok "f: md's check of uraid's grown array: mismatch_cnt 0" ||
+    t_fail "f: md's check of uraid's grown array: mismatch_cnt 0" "$(grep '^md0 mismatch' "$t_tmp/f.log")"
+grep -q "^md1 size=$NEWF chunk=8KB$" "$t_tmp/f.log" && grep -q "^md1 stopped$" "$t_tmp/f.log" &&
+    t_ok "f: md's --size max of the same array: the same size and chunk as uraid's" ||
+    t_fail "f: md's --size max: the same size and chunk as uraid's" "$(grep '^md1' "$t_tmp/f.log" | tr '\n' ' ') $(tail -3 "$t_tmp/f.log")"
+# shellcheck disable=SC2086
+got=$($URAID cat $FM2 | head -c "$OLDF" | sha256sum | cut -d' ' -f1)
+[ "$got" = "$("$PATTERN" -s 81 -n "$OLDF" | sha256sum | cut -d' ' -f1)" ] &&
+    t_ok "f: uraid reads the old bytes of md's grown array" || t_fail "f: uraid reads md's grown array" "$got"
+# md 6.1's md_bitmap_resize marks the new space NEEDED only from the end of the old counters'
+# last page (here 16 MiB of member data), so its resync passes over the new region below it (15-16
+# MiB: md's own check counts 2048). uraid's check must find what md's does, and repair it.
+mdm=$(sed -n 's/^md1 mismatch_cnt=//p' "$t_tmp/f.log")
+# shellcheck disable=SC2086
+out=$($URAID check $FM2 2>&1 | grep -o "mismatch_cnt [0-9]*" | tail -n 1)
+case "$out" in *"mismatch_cnt ${mdm:-none}") t_ok "f: uraid check of md's grown array finds what md's finds ($out)" ;;
+    *) t_fail "f: uraid check of md's grown array finds md's mismatch_cnt ${mdm:-?}" "$out" ;; esac
+# shellcheck disable=SC2086
+$URAID repair $FM2 >/dev/null 2>&1
+# shellcheck disable=SC2086
+out=$($URAID check $FM2 2>&1 | grep -o "mismatch_cnt [0-9]*" | tail -n 1)
+case "$out" in *"mismatch_cnt 0") t_ok "f: uraid repair, then check: mismatch_cnt 0" ;;
+    *) t_fail "f: uraid repair of md's grown array, then check: mismatch_cnt 0" "$out" ;; esac
+c2=$(bm_chunk "$t_tmp/f2/m0.img")
+[ "$c2" = 8KB ] && t_ok "f: uraid reads md's resized bitmap: chunk 8 KB" || t_fail "f: md's resized bitmap chunk" "$c2"
 t_finish
