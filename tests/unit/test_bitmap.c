@@ -9,7 +9,11 @@
  *   - crash then reopen: the resync works on the dirty chunks only (job
  *     status), a check then finds nothing; a stale bitmap means a full resync;
  *   - md's fixture g keeps working, its bitmap now maintained;
- *   - writers on many threads with a fast daemon (run under TSan too).
+ *   - writers on many threads with a fast daemon (run under TSan too);
+ *   - grow --size (uraid_grow_size) with a bitmap whose bits no longer fit:
+ *     the chunk doubled as md's md_bitmap_resize chooses, sync_size and
+ *     events on every member, the new region synced, a write past the old
+ *     end marked in the new chunk.
  * The crashing writers are this binary exec'd afresh ("--writer"), never a
  * bare fork of a process that ran library threads. */
 #include <errno.h>
@@ -26,6 +30,7 @@
 #include "array_fixture.h"
 #include "harness.h"
 #include "meta/bitmap.h"
+#include "uraid_grow.h"
 
 #define MEMBER_BYTES (8u << 20)
 #define BM_CHUNK (64u << 10)
@@ -632,6 +637,111 @@ out:
     harness_end();
 }
 
+/* ---- grow --size ------------------------------------------------------------------- */
+
+/* md_bitmap_resize's rule: the chunk doubles while the bits for span
+ * sectors would not fit the sectors the bitmap fills now. */
+static uint64_t md_resized_chunk(uint64_t chunk_bytes, uint64_t old_span, uint64_t new_span)
+{
+    uint64_t room = md_bitmap_area_bytes((old_span * 512 + chunk_bytes - 1) / chunk_bytes);
+    while (md_bitmap_area_bytes((new_span * 512 + chunk_bytes - 1) / chunk_bytes) > room)
+        chunk_bytes *= 2;
+    return chunk_bytes;
+}
+
+/* uraid_grow_size on members replaced by bigger ones (random bytes past the
+ * old end): every member's bitmap gets the doubled chunk and the new
+ * sync_size with the superblock's events, the old bytes read as before, a
+ * check finds the new region synced, and a write past the old end sets its
+ * bit in the new chunk. */
+static void test_grow_size(int level, int n)
+{
+    char name[128];
+    snprintf(name, sizeof name, "RAID-%d n=%d: grow --size max with a 4 KiB-chunk bitmap that must double", level, n);
+    harness_begin(name);
+    struct fx f;
+    if (fx_create_bitmap(&f, level, n, RAID_CHUNK, 8u << 20, 4096))
+        goto out;
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (!a)
+        goto out;
+    fx_fill(&f, a, &rng);
+    CHECK(uraid_close(a) == 0);
+    struct md_sb sb;
+    fx_read_sb(&f, 0, &sb);
+    uint64_t old_span = sb.size, old_size = f.size;
+    uint8_t *junk = malloc(1 << 20);
+    for (int s = 0; s < n; s++) {
+        FILE *fp = fopen(f.path[s], "a");
+        for (int i = 0; fp && i < 32; i++) {
+            rng_fill(&rng, junk, 1 << 20);
+            fwrite(junk, 1, 1 << 20, fp);
+        }
+        CHECK(fp && fclose(fp) == 0, "%s: slot %d: grow the member file", f.label, s);
+    }
+    free(junk);
+    const char *paths[FX_MAXM];
+    for (int s = 0; s < n; s++)
+        paths[s] = f.path[s];
+    struct uraid_grow_result res;
+    char why[256] = "";
+    CHECK(uraid_grow_size(paths, n, 0, &res, why, sizeof why) == 0, "%s: grow --size max: %s", f.label, why);
+    fx_read_sb(&f, 0, &sb);
+    uint64_t want = md_resized_chunk(4096, old_span, sb.size);
+    printf("  member sectors %llu -> %llu, bitmap chunk 4096 -> %llu\n", (unsigned long long)old_span,
+           (unsigned long long)sb.size, (unsigned long long)want);
+    CHECK(sb.size > old_span && want > 4096, "%s: the size grew (%llu) and the chunk must double", f.label,
+          (unsigned long long)sb.size);
+    uint8_t bits[1024];
+    for (int s = 0; s < n; s++) {
+        struct md_bitmap_sb h;
+        struct md_sb ms;
+        raw_bitmap(&f, s, &h, bits, sizeof bits);
+        fx_read_sb(&f, s, &ms);
+        CHECK(h.chunksize == want && h.sync_size == ms.size && h.events == ms.events &&
+                  ms.resync_offset == MD_RESYNC_CLEAN && md_bitmap_count(bits, 8 * sizeof bits) == 0,
+              "%s: slot %d: bitmap chunk %u sync %llu events %llu bits %llu (sb size %llu events %llu)", f.label, s,
+              h.chunksize, (unsigned long long)h.sync_size, (unsigned long long)h.events,
+              (unsigned long long)md_bitmap_count(bits, 8 * sizeof bits), (unsigned long long)ms.size,
+              (unsigned long long)ms.events);
+    }
+    a = NULL;
+    CHECK(uraid_open(paths, n, NULL, &a, why, sizeof why) == 0, "%s: open after the grow: %s", f.label, why);
+    if (!a)
+        goto out;
+    CHECK(uraid_size(a) == res.to_sectors * 512 && uraid_size(a) > old_size, "%s: size %llu", f.label,
+          (unsigned long long)uraid_size(a));
+    fx_verify(&f, a, 0, old_size, "the old bytes after the grow");
+    struct uraid_job_status st;
+    run_job(a, URAID_JOB_CHECK, &st);
+    CHECK(st.mismatch_sectors == 0, "%s: mismatch_cnt %llu after the grow", f.label,
+          (unsigned long long)st.mismatch_sectors);
+    /* a write near the new end sets the bit of its member sector in the new chunk */
+    uint8_t *buf = aligned_alloc(4096, 4096);
+    rng_fill(&rng, buf, 4096);
+    uint64_t off = uraid_size(a) - 4096;
+    CHECK(uraid_write(a, buf, 4096, off) == 0);
+    struct md_bitmap_sb h;
+    raw_bitmap(&f, 0, &h, bits, sizeof bits);
+    uint64_t member_sector = level == 1 ? off / 512 : off / f.stripe_bytes * (RAID_CHUNK / 512) +
+                                                      off % RAID_CHUNK / 512;
+    /* uraid marks the stripe's whole chunk row (RAID-1: the write's sectors) */
+    uint64_t row = level == 1 ? member_sector : member_sector / (RAID_CHUNK / 512) * (RAID_CHUNK / 512);
+    uint64_t lo = row * 512 / want, hi = level == 1 ? lo : (row + RAID_CHUNK / 512 - 1) * 512 / want;
+    uint64_t outside = md_bitmap_count(bits, 8 * sizeof bits);
+    for (uint64_t b = lo; b <= hi; b++)
+        outside -= md_bitmap_test(bits, b);
+    CHECK(md_bitmap_test(bits, member_sector * 512 / want) && outside == 0,
+          "%s: the write at %llu: bit %llu of chunk %llu not set, or %llu bits set outside %llu-%llu", f.label,
+          (unsigned long long)off, (unsigned long long)(member_sector * 512 / want), (unsigned long long)want,
+          (unsigned long long)outside, (unsigned long long)lo, (unsigned long long)hi);
+    free(buf);
+    CHECK(uraid_close(a) == 0);
+out:
+    fx_destroy(&f);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 4 && (!strcmp(argv[1], "--writer") || !strcmp(argv[1], "--writer-at")))
@@ -654,5 +764,7 @@ int main(int argc, char **argv)
     test_fixture_g();
     test_threads(5, 4);
     test_threads(6, 5);
+    test_grow_size(5, 4);
+    test_grow_size(1, 2);
     return harness_finish();
 }
