@@ -310,23 +310,11 @@ bitmap_judge() { # NAME MD LOG
     [ -n "$e1" ] && [ "$e1" = "$e2" ] && ! grep -q "^$2 bitmap stale$" "$3" &&
         t_ok "$1: md finds the bitmap current ($l)" || t_fail "$1: md finds the bitmap current" "$l $(grep stale "$3")"
 }
-bitmap_current() { # NAME MEMBERS...: every member's bitmap events are its superblock's
-    name=$1; shift
-    bad=""
-    for f in "$@"; do
-        x=$($URAID examine "$f" 2>&1)
-        sbe=$(echo "$x" | awk '/^ *Events :/ {print $3; exit}')
-        bme=$(echo "$x" | sed -n '/Write-intent bitmap/,$p' | awk '/^ *Events :/ {print $3; exit}')
-        [ -n "$sbe" ] && [ "$sbe" = "$bme" ] || bad="$bad $f: $sbe/$bme"
-    done
-    [ -z "$bad" ] && t_ok "$name: every member's bitmap carries its superblock's events" ||
-        t_fail "$name: bitmap events follow the superblocks" "$bad"
-}
 make_array "$t_tmp/e1" 5 4 71 64K bitmap; EB1="$M $t_tmp/e1/m4.img"
 # shellcheck disable=SC2086
 $URAID grow $M --raid-devices 5 --add "$t_tmp/e1/m4.img" >/dev/null 2>&1 || t_fail "e: uraid grows a RAID-5 with a bitmap"
 # shellcheck disable=SC2086
-bitmap_current "e: uraid's grow" $EB1
+t_bitmap_current "e: uraid's grow" $EB1
 make_array "$t_tmp/e2" 5 4 72 64K bitmap; EB2="$M $t_tmp/e2/m4.img"
 # shellcheck disable=SC2086
 $URAID grow $M --raid-devices 5 --add "$t_tmp/e2/m4.img" --member-layer throttle=6M >/dev/null 2>&1 &
@@ -375,7 +363,7 @@ case "$out" in *"carried on and complete: 5 members"*) t_ok "e: uraid grow --con
 # shellcheck disable=SC2086
 uraid_reads "e: md's grow with a bitmap finished by uraid" 73 $EB3
 # shellcheck disable=SC2086
-bitmap_current "e: md's grow finished by uraid" $EB3
+t_bitmap_current "e: md's grow finished by uraid" $EB3
 # ---- f. --size max with a write-intent bitmap (md_bitmap_resize) -----------------------------
 # Two copies of one RAID-5 of 4 x 16 MiB, bitmap chunk 4 KiB (3840 bits in 1 KiB), each member
 # then 32 MiB with random bytes past the old end: uraid grows copy 1, md grows copy 2
@@ -403,7 +391,7 @@ c1=$(bm_chunk "$t_tmp/f1/m0.img")
 [ "$c1" = 8KB ] && t_ok "f: uraid's bitmap chunk doubled to 8 KB (Sync Size $(bm_sync "$t_tmp/f1/m0.img"))" ||
     t_fail "f: uraid's bitmap chunk doubled to 8 KB" "$c1"
 # shellcheck disable=SC2086
-bitmap_current "f: uraid's --size max" $FM1
+t_bitmap_current "f: uraid's --size max" $FM1
 # shellcheck disable=SC2086
 "$ORACLE" --timeout 500 $(disks $FM1 $FM2) -- - >"$t_tmp/f.log" 2>&1 <<GUEST
 exec 2>&1

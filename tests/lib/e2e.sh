@@ -110,6 +110,21 @@ t_finish() {
 # Give every member the array has: one left out is missing to uraid but not
 # in md's superblocks. One ok/FAIL line; a failure lists every disagreement.
 _ma_f() { sed -n "s/^ *$1 : \\([^ ]*\\).*/\\1/p" "$_ma_x" | head -n 1; }
+# t_bitmap_current NAME MEMBER...: every member's write-intent bitmap carries its superblock's
+# events (md takes an older bitmap as stale and resyncs the whole array)
+t_bitmap_current() {
+    _bn=$1; shift
+    _bad=""
+    for _f in "$@"; do
+        _x=$($URAID examine "$_f" 2>&1)
+        _sbe=$(echo "$_x" | awk '/^ *Events :/ {print $3; exit}')
+        _bme=$(echo "$_x" | sed -n '/Write-intent bitmap/,$p' | awk '/^ *Events :/ {print $3; exit}')
+        [ -n "$_sbe" ] && [ "$_sbe" = "$_bme" ] || _bad="$_bad $_f: superblock events '$_sbe', bitmap '$_bme';"
+    done
+    [ -z "$_bad" ] && t_ok "$_bn: every member's bitmap carries its superblock's events" ||
+        t_fail "$_bn: bitmap events follow the superblocks" "$_bad"
+}
+
 t_mdadm_agrees() {
     _ma_name=$1; shift
     _ma_d=$t_tmp/agree.detail
