@@ -37,9 +37,9 @@ static void all_degraded(uint64_t *dw, uint64_t nstripes)
 
 static void rs_sync_gone(struct uraid_array *a, struct grow *gr)
 {
+    int q = a->rs ? a->rs->q_recovering : -1; /* the new Q member: written as the reshape goes */
     for (int s = 0; s < gr->nslots; s++)
-        if (!slot_ok(a, s) && !gr->gone[s] &&
-            !(gr->recovering[s] && a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)) {
+        if (!slot_ok(a, s) && !gr->gone[s] && !(s == q && a->slot[s].state == URAID_MEMBER_REBUILDING)) {
             gr->gone[s] = 1;
             /* the job moves every stripe without it: no chunk left on it is current (rows.c's last
              * resort must not read one back), in either geometry */

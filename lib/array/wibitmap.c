@@ -573,9 +573,7 @@ int wib_resize(struct uraid_array *a, uint64_t new_span, char *why, size_t whyle
     struct wibitmap *old = a->bitmap;
     if (!old || new_span <= a->member_sectors)
         return 0;
-    uint64_t chunk = old->chunk_sectors;
-    while (md_bitmap_area_bytes((new_span + chunk - 1) / chunk) > old->area && chunk < (1ull << 30) / 512)
-        chunk *= 2; /* md_bitmap_resize: 1.1/1.2 record no room past the bitmap's sectors */
+    uint64_t chunk = md_bitmap_resize_chunk(old->chunk_sectors, a->member_sectors, new_span);
     struct wibitmap *wb = resized(old, a->member_sectors, new_span, chunk);
     if (!wb) {
         uraid_why(why, whylen, "out of memory for the resized write-intent bitmap");

@@ -95,6 +95,15 @@ uint64_t md_bitmap_area_bytes(uint64_t nbits)
     return (bytes + 511) / 512 * 512;
 }
 
+uint64_t md_bitmap_resize_chunk(uint64_t chunk_sectors, uint64_t old_sectors, uint64_t new_sectors)
+{
+    uint64_t room = md_bitmap_area_bytes((old_sectors + chunk_sectors - 1) / chunk_sectors);
+    while (md_bitmap_area_bytes((new_sectors + chunk_sectors - 1) / chunk_sectors) > room &&
+           chunk_sectors < (1ull << 30) / 512)
+        chunk_sectors *= 2;
+    return chunk_sectors;
+}
+
 int md_bitmap_choose_chunk(uint64_t sync_sectors, uint32_t room_sectors, uint64_t requested,
                            uint32_t *chunk_bytes, char *why, size_t whylen)
 {

@@ -51,6 +51,12 @@ uint64_t md_bitmap_bits(const struct md_bitmap_sb *b);
  * sectors (what a reader or writer of the whole bitmap transfers). */
 uint64_t md_bitmap_area_bytes(uint64_t nbits);
 
+/* md_bitmap_resize's chunk (sectors) for a member size grown from
+ * old_sectors to new_sectors: metadata 1.1/1.2 record no room past the
+ * bitmap, so the chunk doubles while the new bits would not fit the
+ * sectors the old ones fill (and stays under 1 GiB, the header's limit). */
+uint64_t md_bitmap_resize_chunk(uint64_t chunk_sectors, uint64_t old_sectors, uint64_t new_sectors);
+
 #define MD_BITMAP_DEFAULT_CHUNK (64u << 20)  /* mdadm: "64Meg is a good default" */
 #define MD_BITMAP_MIN_CHUNK 4096u            /* mdadm: sub-page chunks are not used */
 #define MD_BITMAP_DAEMON_SLEEP 5u            /* seconds, mdadm's default */
