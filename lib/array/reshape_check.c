@@ -25,7 +25,7 @@ int grow_check_old(struct grow *gr, int nold_given)
     /* 1.0 and 0.90 keep no room before the data (md grows them with a
      * backup file); linear moves no data, but their superblock sits at
      * each member's end, which a new member's size decides */
-    if (R->format != MD_FMT_1_2 && !(linear && R->format == MD_FMT_1_1))
+    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
         return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
                    "(and 1.1 for RAID-1 and linear) can gain members", md_format_name(R->format));
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
