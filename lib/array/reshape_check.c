@@ -24,10 +24,13 @@ int grow_check_old(struct grow *gr, int nold_given)
                    "members (--raid-devices N --add NEW...)", level_text(R->level));
     /* 1.0 and 0.90 keep no room before the data (md grows them with a
      * backup file); linear moves no data, but their superblock sits at
-     * each member's end, which a new member's size decides */
-    if (R->format != MD_FMT_1_2 && !(linear && R->format == MD_FMT_1_1))
-        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays "
-                   "(and 1.1 for RAID-1 and linear) can gain members", md_format_name(R->format));
+     * each member's end, which a new member's size decides. 1.1 has room
+     * before its data as 1.2 has (reshape_headroom counts from its
+     * superblock at sector 0) */
+    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
+        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 and 1.1 "
+                   "arrays can be grown and restriped (md needs a backup file for %s)", md_format_name(R->format),
+                   md_format_name(R->format));
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",

@@ -37,16 +37,30 @@ int grow_gone_count(const struct grow *gr, int n)
     return c;
 }
 
+/* Slot s's member is being recovered: a RAID-5 -> 6 restripe's new Q
+ * member, in sync only below the reshape position (md moves its
+ * recovery_offset with the position), so the old geometry has no Q. */
+static int slot_recovering(const struct grow *gr, int s)
+{
+    return gr->recovering[gr->at[s]];
+}
+
+/* Nonzero when geometry g, with slot `slot` gone too, has lost more
+ * members than its parity covers; in the old geometry a recovering member
+ * counts as lost (its rows there are not written yet). */
+static int lost_in(const struct grow *gr, const struct layout_geom *g, int old, int slot)
+{
+    int n = 0;
+    for (int s = 0; s < g->raid_disks; s++)
+        n += gr->gone[s] || s == slot || (old && slot_recovering(gr, s));
+    return n > layout_parity_count(g);
+}
+
 /* Nonzero when one more gone slot `slot` leaves the old or the new geometry unreadable. */
 static int too_many_lost(const struct grow *gr, int slot)
 {
     const struct layout_geom *f = &gr->g.from, *t = &gr->g.to;
-    int in_from = slot < f->raid_disks, in_to = slot < t->raid_disks;
-    if (in_from && grow_gone_count(gr, f->raid_disks) + 1 > layout_parity_count(f))
-        return -1;
-    if (in_to && grow_gone_count(gr, t->raid_disks) + 1 > layout_parity_count(t))
-        return -1;
-    return 0;
+    return (slot < f->raid_disks && lost_in(gr, f, 1, slot)) || (slot < t->raid_disks && lost_in(gr, t, 0, slot));
 }
 
 int grow_lose(struct grow *gr, int slot, int err, const char *what)
@@ -54,10 +68,7 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
     if (gr->gone[slot])
         return 0;
     const char *name = gr->name[gr->at[slot]];
-    int recovering = 0;
-    for (int i = 0; i < gr->n; i++)
-        recovering |= gr->recovering[i];
-    if (gr->lost && !too_many_lost(gr, slot) && !recovering) { /* served: the array marks it and writes its superblocks */
+    if (gr->lost && !too_many_lost(gr, slot)) { /* served: the array marks it and writes its superblocks */
         int rc = gr->lost(gr->lost_ctx, slot, err);
         if (rc == 0)
             gr->gone[slot] = 1;
@@ -67,13 +78,11 @@ int grow_lose(struct grow *gr, int slot, int err, const char *what)
                       (unsigned long long)gr->ckpt);
         return rc;
     }
-    if (recovering || gr->lost || gr->drop_q || gr->to_raid4 || gr->to_raid0 || too_many_lost(gr, slot))
-        return uraid_why(gr->why, gr->whylen, "member %s failed while %s at array sector %llu (%s) and %s: the reshape "
-                         "stopped (recorded at %llu); replace the member's disk by a copy (ddrescue) and run the "
-                         "same grow again", name, what, (unsigned long long)gr->pos, uraid_strerror(err),
-                         recovering ? "a member is still being recovered" : too_many_lost(gr, slot) ?
-                         "the array has no redundancy left for it" : "a level change's restripe does not go on "
-                         "degraded", (unsigned long long)gr->ckpt), err;
+    if (gr->lost || too_many_lost(gr, slot))
+        return uraid_why(gr->why, gr->whylen, "member %s failed while %s at array sector %llu (%s) and the array has "
+                         "no redundancy left for it: the reshape stopped (recorded at %llu); replace the member's disk "
+                         "by a copy (ddrescue) and run the same grow again", name, what, (unsigned long long)gr->pos,
+                         uraid_strerror(err), (unsigned long long)gr->ckpt), err;
     gr->gone[slot] = 1;
     uint32_t dn = gr->sb[gr->at[slot]].dev_number;
     if (dn < gr->tmpl.max_dev)
@@ -101,7 +110,7 @@ int grow_rebuild_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t
 {
     const struct layout_geom *f = &gr->g.from;
     if (!grow_gone_count(gr, f->raid_disks))
-        return 0;
+        return 0; /* the copy read no parity: nothing to rebuild */
     uint64_t c = f->chunk_sectors;
     for (uint64_t st = r0 / c; st < (r1 + c - 1) / c; st++) {
         struct stripe_map sm;
@@ -115,7 +124,7 @@ int grow_rebuild_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t
             if (j < 0)
                 return -EOPNOTSUPP; /* a zero slot (DDF): not a layout md reshapes */
             blocks[j] = b->old[m] + at;
-            if (gr->gone[m] && nlost < 2)
+            if ((gr->gone[m] || slot_recovering(gr, m)) && nlost < 2)
                 lost[nlost++] = j;
         }
         if ((rc = uraid_recover(sm.nslots, (size_t)c * SECTOR, blocks, f->level == 6, nlost, lost)) != 0)
@@ -140,27 +149,24 @@ int grow_lost_slots(const struct md_sb *R, int nall, int *lost)
 
 int grow_place_lost(struct grow *gr, const struct md_sb *R, int nall, const int *seen)
 {
-    int lost[URAID_MAX_MEMBERS], np = R->level == 6 ? 2 : 1;
-    int nold = (int)R->raid_disks - R->delta_disks, nnew = (int)R->raid_disks, in_old = 0, in_new = 0, any = 0;
+    int lost[URAID_MAX_MEMBERS], np = R->level == 6 ? 2 : 1, np_new = R->new_level == 6 ? 2 : 1;
+    int nold = (int)R->raid_disks - R->delta_disks, nnew = (int)R->raid_disks, in_old = 0, in_new = 0;
     if (!grow_lost_slots(R, nall, lost))
         return 0;
     for (int s = 0; s < nall; s++) {
         if (seen[s] || !lost[s])
             continue;
-        gr->gone[s] = any = 1;
+        gr->gone[s] = 1;
         in_old += s < nold;
         in_new += s < nnew;
     }
-    int recovering = 0;
-    for (int i = 0; i < gr->n; i++)
-        recovering |= gr->recovering[i];
-    if (in_old > np || in_new > np)
-        return uraid_why(gr->why, gr->whylen, "the reshape on the members has %d member%s marked faulty: RAID-%d "
-                         "cannot go on without %s; give the members back (a copy of the failed disk, ddrescue)",
-                         in_old > in_new ? in_old : in_new, (in_old > in_new ? in_old : in_new) == 1 ? "" : "s",
-                         R->level, np == 1 ? "two" : "three"), -EINVAL;
-    if (any && recovering)
-        return uraid_why(gr->why, gr->whylen, "the reshape on the members has a member marked faulty and another "
-                         "being recovered: not supported; give the failed member back"), -EOPNOTSUPP;
+    /* a RAID-5 -> 6 restripe's new Q member holds nothing of the old geometry */
+    for (int s = 0; s < nold && s < nall; s++)
+        in_old += seen[s] && slot_recovering(gr, s);
+    if (in_old > np || in_new > np_new)
+        return uraid_why(gr->why, gr->whylen, "the reshape on the members has %d member%s marked faulty%s: RAID-%d "
+                         "cannot go on without so many; give the members back (a copy of the failed disk, ddrescue)",
+                         in_new, in_new == 1 ? "" : "s", in_old > in_new ? " and one being recovered" : "",
+                         R->level), -EINVAL;
     return 0;
 }

@@ -41,6 +41,7 @@
 #include "array/reshape.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 int layout_to_6(int l)
@@ -100,24 +101,51 @@ static int to_raid6(struct grow *gr, int nold, int N)
     return 0;
 }
 
+/* After a restripe that lost members: the takeover that drops the last
+ * slot (RAID-6 -> 5: Q; RAID-4/5 -> 0: the parity) needs every other
+ * slot but `bearable` of them; md's raid5_takeover_raid6 leaves a RAID-5
+ * missing one member, raid0_takeover_raid45 takes only the data members
+ * whole. 0, or a refusal naming the lost members (the restripe's end is
+ * on the members already: the array is whole at its restriped level). */
+static int takeover_lost(struct grow *gr, int bearable, int level)
+{
+    const struct md_sb *T = &gr->tmpl;
+    int last = (int)T->raid_disks - 1, lost = grow_gone_count(gr, last);
+    if (lost <= bearable)
+        return 0;
+    char names[400] = "";
+    size_t k = 0;
+    for (int s = 0; s < last && k < sizeof names; s++)
+        if (gr->gone[s])
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", gr->name[gr->at[s]]);
+    return grow_say(gr, -EIO, "the restripe finished without %s, which failed during it; RAID-%d cannot run without "
+                    "%s: the array stays %s (layout %s) on %u members, degraded; add spares, let them recover, then "
+                    "run the same grow again", names, level, level == 0 ? "a data member" : "two members",
+                    grow_level_text((int)T->level), layout_name((int)T->level, (int)T->layout), T->raid_disks);
+}
+
 int grow_drop_q(struct grow *gr)
 {
     struct md_sb *T = &gr->tmpl;
     int last = (int)T->raid_disks - 1, q = gr->at[last];
+    int rc = takeover_lost(gr, 1, 5);
+    if (rc)
+        return rc;
     T->level = 5;
     T->layout = (uint32_t)layout_from_6((int)T->layout);
     T->new_level = 5;
     T->new_layout = T->layout;
     T->raid_disks = (uint32_t)last;
-    T->dev_roles[gr->sb[q].dev_number] = MD_ROLE_SPARE;
+    if (!gr->gone[last]) /* a Q member that failed stays faulty */
+        T->dev_roles[gr->sb[q].dev_number] = MD_ROLE_SPARE;
     /* the members that stay first: a kill before the Q member's write
      * leaves it one event behind, no longer a member of the newer array */
-    int rc = grow_write_all(gr);
+    rc = grow_write_all(gr);
     if (rc)
         return rc;
     gr->sb[q].feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
     gr->sb[q].recovery_offset = 0;
-    rc = grow_write_one(gr, q);
+    rc = gr->gone[last] ? 0 : grow_write_one(gr, q);
     if (rc == 0)
         gr->appended = gr->appended ? gr->appended : 4;
     gr->written = 1;
@@ -240,15 +268,19 @@ int grow_to_raid0(struct grow *gr)
 {
     struct md_sb *T = &gr->tmpl;
     int last = (int)T->raid_disks - 1, p = gr->at[last];
+    int rc = takeover_lost(gr, 0, 0);
+    if (rc)
+        return rc;
     T->level = 0;
     T->layout = 0;
     T->new_level = 0;
     T->new_layout = 0;
     T->raid_disks = (uint32_t)last;
     T->feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
-    T->dev_roles[gr->sb[p].dev_number] = MD_ROLE_SPARE;
-    int rc = grow_write_all(gr); /* the data members first, as grow_drop_q */
-    if (rc == 0)
+    if (!gr->gone[last]) /* a parity member that failed stays faulty */
+        T->dev_roles[gr->sb[p].dev_number] = MD_ROLE_SPARE;
+    rc = grow_write_all(gr); /* the data members first, as grow_drop_q */
+    if (rc == 0 && !gr->gone[last])
         rc = grow_write_one(gr, p);
     if (rc == 0)
         gr->appended = gr->appended ? gr->appended : 4;

@@ -73,9 +73,9 @@ static int check_array(struct uraid_array *a, struct online *o)
     if (a->geom.level < 4 || a->geom.level > 6)
         return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-4, RAID-5 and RAID-6 can gain members",
                   a->geom.level);
-    if (R->format != MD_FMT_1_2)
-        return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 arrays can "
-                  "gain members", md_format_name(R->format));
+    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
+        return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 and 1.1 "
+                  "arrays can gain members", md_format_name(R->format));
     if (md_sb_has_ppl(R))
         return no(o, -EOPNOTSUPP, "the array keeps a partial parity log: md cannot reshape such an array; switch to "
                   "resync first (uraid grow --consistency-policy=resync, with the array stopped)");

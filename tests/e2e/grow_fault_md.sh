@@ -13,13 +13,86 @@
 #      guest powers off without stopping the array): uraid grow --continue
 #      with every member (the failed one's stale superblock passed over)
 #      finishes md's degraded reshape; every byte, a rebuild onto a spare,
-#      uraid check finds mismatch_cnt 0.
+#      uraid check finds mismatch_cnt 0;
+#   d. level changes whose restripe lost a member: uraid's RAID-5 4 ->
+#      RAID-6 5 (the new Q member still recovering) while m1 failed, and
+#      RAID-6 5 -> RAID-5 4 while m1 failed (the Q member a spare after):
+#      md assembles each, reads every byte, recovers, mismatch_cnt 0; and
+#      uraid killed in the middle of a 5 -> 6 after m2 failed: md carries
+#      the degraded restripe on, with the new member's recovery, to the end.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 if ! oracle_ready; then
     echo "skipped: md-oracle cannot run here, so md's side is not proven (counted as failed)"
-    t_finish
+    
+# ---- d. level changes whose restripe lost a member ------------------------------------------
+make_array "$t_tmp/d5" 5 4 65; E5=$t_tmp/d5; OLDE5=$SZ
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 6 --raid-devices 5 --add "$E5/m4.img" --member-layer "$E5/m1.img:read-eio=8M+64K" 2>&1) ||
+    t_fail "d: uraid RAID-5 4 -> RAID-6 5 while m1 fails" "$out"
+make_array "$t_tmp/d6" 6 5 66; E6=$t_tmp/d6; OLDE6=$SZ
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 5 --member-layer "$E6/m1.img:read-eio=8M+64K" 2>&1) ||
+    t_fail "d: uraid RAID-6 5 -> RAID-5 4 while m1 fails" "$out"
+mdadm --examine "$E6/m4.img" 2>&1 | grep -q "Device Role : spare" && t_ok "d: RAID-6 -> 5: the Q member a spare" ||
+    t_fail "d: RAID-6 -> 5: the Q member a spare" "$(mdadm --examine "$E6/m4.img" 2>&1 | grep -E 'Role|Level')"
+# md0: m0 m2 m3 m4 (vda-vdd) + spare vde; md1: m0 m2 m3 and the old Q member m4, a spare now (vdf-vdi)
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 900 $(disks "$E5/m0.img" "$E5/m2.img" "$E5/m3.img" "$E5/m4.img" "$E5/sp0.img" \
+    "$E6/m0.img" "$E6/m2.img" "$E6/m3.img" "$E6/m4.img") -- - >"$t_tmp/d.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble --run /dev/md0 /dev/vda /dev/vdb /dev/vdc /dev/vdd || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks) degraded=\$(cat /sys/block/md0/md/degraded)"
+verify md0 65 $OLDE5
+mdadm /dev/md0 --add /dev/vde; sleep 2; wait_idle md0
+echo "md0 after recovery degraded=\$(cat /sys/block/md0/md/degraded)"
+check md0
+mdadm --assemble --run /dev/md1 /dev/vdf /dev/vdg /dev/vdh || exit 1
+echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
+verify md1 66 $OLDE6
+mdadm /dev/md1 --add /dev/vdi; sleep 2; wait_idle md1
+echo "md1 after recovery degraded=\$(cat /sys/block/md1/md/degraded)"
+check md1
+verify md1 66 $OLDE6
+GUEST
+judge "d: RAID-5 4 -> RAID-6 5, m1 failed in the restripe" "$t_tmp/d.log" "md0 level=raid6 raid_disks=5 degraded=1" \
+    "md0 pattern OK" "md0 after recovery degraded=0" "md0 mismatch_cnt=0"
+judge "d: RAID-6 5 -> RAID-5 4, m1 failed in the restripe" "$t_tmp/d.log" "md1 level=raid5 raid_disks=4 degraded=1" \
+    "md1 pattern OK" "md1 after recovery degraded=0" "md1 mismatch_cnt=0"
+
+make_array "$t_tmp/dk" 5 4 67; DK=$t_tmp/dk; OLDK=$SZ
+lay="--member-layer $DK/m2.img:read-eio=4M+64K"
+for f in $M "$DK/m4.img"; do lay="$lay --member-layer $f:throttle=6M"; done
+# shellcheck disable=SC2086
+$URAID grow $M --level 6 --raid-devices 5 --add "$DK/m4.img" $lay >"$t_tmp/dk.out" 2>&1 &
+gp=$!
+n=0; while ! grep -q "goes on degraded" "$t_tmp/dk.out" && [ $n -lt 400 ]; do sleep 0.05; n=$((n + 1)); done
+sleep 0.5
+kill -9 $gp 2>/dev/null; wait $gp 2>/dev/null
+x=$(mdadm --examine "$DK/m0.img" 2>&1)
+echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "Array State : AA.AA " &&
+    t_ok "d: uraid killed mid 5 -> 6 restripe after m2 failed (Reshape pos'n, slot 2 missing)" ||
+    t_fail "d: uraid killed mid 5 -> 6 restripe after m2 failed" "$(echo "$x" | grep -E "Reshape|Array State|Level"; cat "$t_tmp/dk.out")"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 900 $(disks "$DK/m0.img" "$DK/m1.img" "$DK/m3.img" "$DK/m4.img" "$DK/sp0.img") -- - \
+    >"$t_tmp/dk.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble --run /dev/md0 /dev/vda /dev/vdb /dev/vdc /dev/vdd || exit 1
+p=\$(cat /sys/block/md0/md/reshape_position); [ "\$p" != none ] && echo "md0 assembled mid-reshape"
+sleep 2; wait_idle md0
+echo "md0 reshaped level=\$(cat /sys/block/md0/md/level) reshape_position=\$(cat /sys/block/md0/md/reshape_position) degraded=\$(cat /sys/block/md0/md/degraded)"
+verify md0 67 $OLDK
+mdadm /dev/md0 --add /dev/vde; sleep 2; wait_idle md0
+echo "md0 after recovery degraded=\$(cat /sys/block/md0/md/degraded)"
+check md0
+GUEST
+judge "d: md carries on uraid's degraded 5 -> 6 restripe" "$t_tmp/dk.log" "md0 assembled mid-reshape" \
+    "md0 reshaped level=raid6 reshape_position=none degraded=1" "md0 pattern OK" "md0 after recovery degraded=0" \
+    "md0 mismatch_cnt=0"
+t_finish
     exit 1
 fi
 
@@ -155,4 +228,71 @@ out=$($URAID rebuild $CL --spare "$DC/sp0.img" 2>&1) || t_fail "c: rebuild onto 
 out=$($URAID check $CL "$DC/sp0.img" 2>&1)
 case "$out" in *"mismatch_cnt 0"*) t_ok "c: rebuilt onto a spare, uraid check finds mismatch_cnt 0" ;;
     *) t_fail "c: rebuilt onto a spare, uraid check finds mismatch_cnt 0" "$(echo "$out" | tail -1)" ;; esac
+
+# ---- d. level changes whose restripe lost a member ------------------------------------------
+make_array "$t_tmp/d5" 5 4 65; E5=$t_tmp/d5; OLDE5=$SZ
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 6 --raid-devices 5 --add "$E5/m4.img" --member-layer "$E5/m1.img:read-eio=8M+64K" 2>&1) ||
+    t_fail "d: uraid RAID-5 4 -> RAID-6 5 while m1 fails" "$out"
+make_array "$t_tmp/d6" 6 5 66; E6=$t_tmp/d6; OLDE6=$SZ
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 5 --member-layer "$E6/m1.img:read-eio=8M+64K" 2>&1) ||
+    t_fail "d: uraid RAID-6 5 -> RAID-5 4 while m1 fails" "$out"
+mdadm --examine "$E6/m4.img" 2>&1 | grep -q "Device Role : spare" && t_ok "d: RAID-6 -> 5: the Q member a spare" ||
+    t_fail "d: RAID-6 -> 5: the Q member a spare" "$(mdadm --examine "$E6/m4.img" 2>&1 | grep -E 'Role|Level')"
+# md0: m0 m2 m3 m4 (vda-vdd) + spare vde; md1: m0 m2 m3 and the old Q member m4, a spare now (vdf-vdi)
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 900 $(disks "$E5/m0.img" "$E5/m2.img" "$E5/m3.img" "$E5/m4.img" "$E5/sp0.img" \
+    "$E6/m0.img" "$E6/m2.img" "$E6/m3.img" "$E6/m4.img") -- - >"$t_tmp/d.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble --run /dev/md0 /dev/vda /dev/vdb /dev/vdc /dev/vdd || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks) degraded=\$(cat /sys/block/md0/md/degraded)"
+verify md0 65 $OLDE5
+mdadm /dev/md0 --add /dev/vde; sleep 2; wait_idle md0
+echo "md0 after recovery degraded=\$(cat /sys/block/md0/md/degraded)"
+check md0
+mdadm --assemble --run /dev/md1 /dev/vdf /dev/vdg /dev/vdh || exit 1
+echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
+verify md1 66 $OLDE6
+mdadm /dev/md1 --add /dev/vdi; sleep 2; wait_idle md1
+echo "md1 after recovery degraded=\$(cat /sys/block/md1/md/degraded)"
+check md1
+verify md1 66 $OLDE6
+GUEST
+judge "d: RAID-5 4 -> RAID-6 5, m1 failed in the restripe" "$t_tmp/d.log" "md0 level=raid6 raid_disks=5 degraded=1" \
+    "md0 pattern OK" "md0 after recovery degraded=0" "md0 mismatch_cnt=0"
+judge "d: RAID-6 5 -> RAID-5 4, m1 failed in the restripe" "$t_tmp/d.log" "md1 level=raid5 raid_disks=4 degraded=1" \
+    "md1 pattern OK" "md1 after recovery degraded=0" "md1 mismatch_cnt=0"
+
+make_array "$t_tmp/dk" 5 4 67; DK=$t_tmp/dk; OLDK=$SZ
+lay="--member-layer $DK/m2.img:read-eio=4M+64K"
+for f in $M "$DK/m4.img"; do lay="$lay --member-layer $f:throttle=6M"; done
+# shellcheck disable=SC2086
+$URAID grow $M --level 6 --raid-devices 5 --add "$DK/m4.img" $lay >"$t_tmp/dk.out" 2>&1 &
+gp=$!
+n=0; while ! grep -q "goes on degraded" "$t_tmp/dk.out" && [ $n -lt 400 ]; do sleep 0.05; n=$((n + 1)); done
+sleep 0.5
+kill -9 $gp 2>/dev/null; wait $gp 2>/dev/null
+x=$(mdadm --examine "$DK/m0.img" 2>&1)
+echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "Array State : AA.AA " &&
+    t_ok "d: uraid killed mid 5 -> 6 restripe after m2 failed (Reshape pos'n, slot 2 missing)" ||
+    t_fail "d: uraid killed mid 5 -> 6 restripe after m2 failed" "$(echo "$x" | grep -E "Reshape|Array State|Level"; cat "$t_tmp/dk.out")"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 900 $(disks "$DK/m0.img" "$DK/m1.img" "$DK/m3.img" "$DK/m4.img" "$DK/sp0.img") -- - \
+    >"$t_tmp/dk.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble --run /dev/md0 /dev/vda /dev/vdb /dev/vdc /dev/vdd || exit 1
+p=\$(cat /sys/block/md0/md/reshape_position); [ "\$p" != none ] && echo "md0 assembled mid-reshape"
+sleep 2; wait_idle md0
+echo "md0 reshaped level=\$(cat /sys/block/md0/md/level) reshape_position=\$(cat /sys/block/md0/md/reshape_position) degraded=\$(cat /sys/block/md0/md/degraded)"
+verify md0 67 $OLDK
+mdadm /dev/md0 --add /dev/vde; sleep 2; wait_idle md0
+echo "md0 after recovery degraded=\$(cat /sys/block/md0/md/degraded)"
+check md0
+GUEST
+judge "d: md carries on uraid's degraded 5 -> 6 restripe" "$t_tmp/dk.log" "md0 assembled mid-reshape" \
+    "md0 reshaped level=raid6 reshape_position=none degraded=1" "md0 pattern OK" "md0 after recovery degraded=0" \
+    "md0 mismatch_cnt=0"
 t_finish

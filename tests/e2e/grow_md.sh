@@ -33,7 +33,11 @@
 #      and md, each on a copy of the same array, double the bitmap chunk
 #      alike; md reads and checks uraid's result (mismatch_cnt 0), uraid reads
 #      md's and finds what md's own check finds (md 6.1 leaves part of the new
-#      region unsynced), then repairs it.
+#      region unsynced), then repairs it;
+#   g. metadata 1.1 (the superblock at sector 0, the data offset moved down
+#      as with 1.2): md assembles a RAID-5 uraid grew 4 -> 5 and a RAID-5
+#      uraid turned into a RAID-6 of 5, and carries on a grow uraid was
+#      killed in; uraid finishes md's own cut-off grow of a 1.1 array.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -45,7 +49,8 @@ fi
 OLD=47185920 NEW=62914560 # bytes of the 64K-chunk arrays: 3 x 15 MiB of data before, 4 x 15 MiB after
 
 size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
-# make DIR LEVEL N SEED [CHUNK [POLICY [BITMAP_CHUNK]]]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes)
+# make DIR LEVEL N SEED [CHUNK [POLICY [BITMAP_CHUNK]]]: N members of 16 MiB with pattern SEED written; sets M and SZ (bytes);
+# the superblock format is $META (1.2 unless set)
 make_array() {
     dir=$1 lvl=$2 n=$3 s=$4 chunk=${5:-64K} policy=${6:-resync} bchunk=${7:-256K}
     mkdir -p "$dir"
@@ -56,7 +61,7 @@ make_array() {
     [ "$policy" = bitmap ] && bmc="--bitmap-chunk $bchunk"
     # shellcheck disable=SC2086
     $URAID create --level "$lvl" --raid-devices "$n" --chunk "$chunk" --assume-clean --consistency-policy "$policy" \
-        $bmc --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
+        --metadata "${META:-1.2}" $bmc --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-$lvl in $dir"
     # shellcheck disable=SC2086
     SZ=$(size_of $M)
     # shellcheck disable=SC2086
@@ -443,4 +448,66 @@ case "$out" in *"mismatch_cnt 0") t_ok "f: uraid repair, then check: mismatch_cn
     *) t_fail "f: uraid repair of md's grown array, then check: mismatch_cnt 0" "$out" ;; esac
 c2=$(bm_chunk "$t_tmp/f2/m0.img")
 [ "$c2" = 8KB ] && t_ok "f: uraid reads md's resized bitmap: chunk 8 KB" || t_fail "f: md's resized bitmap chunk" "$c2"
+# ---- g. metadata 1.1 ----------------------------------------------------------------------
+META=1.1
+make_array "$t_tmp/g5" 5 4 71; G5="$M $t_tmp/g5/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$t_tmp/g5/m4.img" >/dev/null 2>&1 || t_fail "g: uraid grows 1.1 RAID-5 4 -> 5"
+make_array "$t_tmp/g6" 5 4 72; G6="$M $t_tmp/g6/m4.img"; OLDG6=$SZ
+# shellcheck disable=SC2086
+$URAID grow $M --level 6 --raid-devices 5 --add "$t_tmp/g6/m4.img" >/dev/null 2>&1 ||
+    t_fail "g: uraid turns 1.1 RAID-5 of 4 into RAID-6 of 5"
+d=$t_tmp/gk
+make_array "$d" 5 4 73; GK="$M $d/m4.img"
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$d/m4.img" --member-layer throttle=6M >/dev/null 2>&1 &
+pid=$!
+sleep 2
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Version : 1.1" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "g: uraid killed mid-grow of a 1.1 array (Reshape pos'n)" || t_fail "g: uraid killed mid-grow of a 1.1 array" "$x"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $G5 $G6 $GK) -- - >"$t_tmp/g.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+verify md0 71 $OLD $NEW
+mdadm --assemble /dev/md1 /dev/vd[f-j] || exit 1
+echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
+verify md1 72 $OLDG6 $OLDG6
+mdadm --assemble /dev/md2 /dev/vd[k-o] || exit 1
+grep -A2 md2 /proc/mdstat | grep -q reshape && echo "md2 reshaping"
+wait_idle md2
+verify md2 73 $OLD $NEW
+GUEST
+judge "g: 1.1 RAID-5 grown 4 -> 5 by uraid" md0 "$t_tmp/g.log"
+judge "g: 1.1 RAID-5 of 4 -> RAID-6 of 5 by uraid" md1 "$t_tmp/g.log"
+grep -q "^md1 level=raid6 raid_disks=5\$" "$t_tmp/g.log" && t_ok "g: md runs it as RAID-6 of 5" ||
+    t_fail "g: md runs it as RAID-6 of 5" "$(grep md1 "$t_tmp/g.log" | head -3)"
+grep -q "^md2 reshaping\$" "$t_tmp/g.log" && t_ok "g: md carries uraid's killed 1.1 grow on" ||
+    t_fail "g: md carries uraid's killed 1.1 grow on" "$(tail -3 "$t_tmp/g.log")"
+judge "g: uraid's killed 1.1 grow finished by md" md2 "$t_tmp/g.log"
+d=$t_tmp/gc
+make_array "$d" 5 4 74; GC="$M $d/m4.img"
+# shellcheck disable=SC2086
+"$ORACLE" --no-stop --timeout 500 $(disks $GC) -- - >"$t_tmp/gc.log" 2>&1 <<'GUEST'
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
+echo 500 > /sys/block/md0/md/sync_speed_max
+mdadm /dev/md0 --add /dev/vde || exit 1
+mdadm --grow /dev/md0 --raid-devices=5 || exit 1
+sleep 6
+grep reshape /proc/mdstat
+GUEST
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Version : 1.1" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "g: md's grow of a 1.1 array cut off mid-reshape" || t_fail "g: md's grow of a 1.1 array cut off" "$(tail -3 "$t_tmp/gc.log")"
+# shellcheck disable=SC2086
+out=$($URAID grow --continue $GC 2>&1)
+case "$out" in *"carried on and complete: 5 members"*) t_ok "g: uraid grow --continue finishes md's 1.1 reshape" ;;
+    *) t_fail "g: uraid grow --continue finishes md's 1.1 reshape" "$out" ;; esac
+# shellcheck disable=SC2086
+uraid_reads "g: md's 1.1 grow finished by uraid" 74 $GC
+META=1.2
 t_finish

@@ -31,6 +31,8 @@
 struct setup {
     int level, nold, nnew;
     uint32_t new_chunk; /* sectors, 0: keep */
+    int level_set, to_level; /* --level */
+    int n_after;        /* raid devices after the grow, 0: nold + nnew */
     char dir[128], path[MAXM + 1][160]; /* the last: a spare */
     uint8_t *image[MAXM];
     uint8_t *data;
@@ -56,6 +58,7 @@ static int get_file(const char *path, uint8_t *buf, size_t len)
 }
 
 static int n_all(const struct setup *s) { return s->nold + s->nnew; }
+static int n_after(const struct setup *s) { return s->n_after ? s->n_after : n_all(s); }
 
 static int make_setup(struct setup *s, struct rng *r)
 {
@@ -121,7 +124,8 @@ static int grow(struct setup *s, const char *const *spec, char *why, size_t whyl
     for (int i = 0; i < n_all(s); i++)
         paths[i] = s->path[i];
     struct uraid_grow_params p = {.raid_devices = s->nnew ? n_all(s) : 0, .member_sim = spec,
-                                  .chunk_sectors = s->new_chunk, .checkpoint_ms = 1u << 30};
+                                  .chunk_sectors = s->new_chunk, .checkpoint_ms = 1u << 30,
+                                  .level_set = s->level_set, .level = s->to_level};
     return uraid_grow_members(paths, s->nold, paths + s->nold, s->nnew, &p, NULL, why, whylen);
 }
 
@@ -143,7 +147,7 @@ static void check_record(struct setup *s, int ref, const int *failed, int nfaile
     struct md_sb R, F;
     CHECK(read_sb(s->path[ref], &R) == 0, "%s: superblock of %s", what, s->path[ref]);
     CHECK(!(R.feature_map & MD_FEATURE_RESHAPE_ACTIVE), "%s: the reshape is still recorded", what);
-    CHECK((int)R.raid_disks == n_all(s), "%s: raid_disks %u", what, R.raid_disks);
+    CHECK((int)R.raid_disks == n_after(s), "%s: raid_disks %u", what, R.raid_disks);
     for (int f = 0; f < nfailed; f++) {
         CHECK(read_sb(s->path[failed[f]], &F) == 0, "%s: failed member's own superblock", what);
         CHECK(F.dev_number < R.max_dev && R.dev_roles[F.dev_number] == MD_ROLE_FAULTY,
@@ -167,13 +171,13 @@ static void verify(struct setup *s, int nfailed, const char *what)
         return;
     struct uraid_array_info info;
     uraid_get_info(a, &info);
-    CHECK(info.raid_devices == n_all(s), "%s: %d raid devices", what, info.raid_devices);
+    CHECK(info.raid_devices == n_after(s), "%s: %d raid devices", what, info.raid_devices);
     CHECK(!!info.degraded == (nfailed > 0), "%s: degraded %d with %d failed", what, info.degraded, nfailed);
     uint8_t *buf = malloc(info.size_bytes);
     CHECK(uraid_read(a, buf, info.size_bytes, 0) == 0, "%s: read", what);
     CHECK(!memcmp(buf, s->data, s->old_bytes), "%s: the old bytes differ", what);
-    int zeros = 1;
-    for (uint64_t i = s->old_bytes; i < info.size_bytes && zeros; i++)
+    int zeros = 1; /* a RAID-0 takes its size from the members' data_size (md's raid0): its end holds what was there */
+    for (uint64_t i = s->old_bytes; info.level != 0 && i < info.size_bytes && zeros; i++)
         zeros = buf[i] == 0;
     CHECK(zeros, "%s: the new space is not zeros", what);
     struct uraid_job_status st;
@@ -201,10 +205,12 @@ static void verify(struct setup *s, int nfailed, const char *what)
     CHECK(uraid_read(a, buf, info.size_bytes, 0) == 0 && !memcmp(buf, s->data, s->old_bytes),
           "%s: the bytes after the recovery differ", what);
     free(buf);
-    CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "%s: check: %s", what, why);
-    uraid_job_wait(a, &st);
-    CHECK(st.result == 0 && st.mismatch_sectors == 0, "%s: check: result %d, mismatch %llu", what, st.result,
-          (unsigned long long)st.mismatch_sectors);
+    if (info.level != 0) { /* RAID-0 has nothing to check */
+        CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "%s: check: %s", what, why);
+        uraid_job_wait(a, &st);
+        CHECK(st.result == 0 && st.mismatch_sectors == 0, "%s: check: result %d, mismatch %llu", what, st.result,
+              (unsigned long long)st.mismatch_sectors);
+    }
     CHECK(uraid_close(a) == 0);
     char w2[200];
     snprintf(w2, sizeof w2, "%s/spare2.img", s->dir);
@@ -253,12 +259,51 @@ static void fail_case(int level, int nold, int nnew, uint32_t new_chunk, const s
     teardown(&s);
 }
 
+/* A level change whose restripe loses the members of f[]: the restripe
+ * goes on degraded (md's reshape does); the takeover after it (RAID-6 ->
+ * 5 drops the Q member, 5 -> 0 the parity member) runs when the new level
+ * bears the loss (takeover_ok), else it is refused with one line and the
+ * array stays whole at the restriped level. degraded_after: members the
+ * array misses afterwards (a lost Q or parity member leaves none). */
+static void level_case(int level, int nold, int nnew, int to_level, int n_after, const struct fail *f, int nf,
+                       int takeover_ok, int degraded_after, const char *what, struct rng *r)
+{
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .level_set = 1, .to_level = to_level,
+                      .n_after = takeover_ok ? n_after : 0};
+    harness_beginf("RAID-%d %d -> RAID-%d %d%s", level, nold, to_level, n_after, what);
+    int rc = make_setup(&s, r);
+    CHECK(rc == 0, "setup");
+    const char *spec[MAXM] = {0};
+    int failed[MAXM];
+    for (int i = 0; i < nf; i++) {
+        spec[f[i].member] = f[i].spec;
+        failed[i] = f[i].member;
+    }
+    char why[600];
+    if (rc == 0) {
+        rc = grow(&s, spec, why, sizeof why);
+        if (takeover_ok)
+            CHECK(rc == 0, "grow with %d failing: %s", nf, why);
+        else
+            CHECK(rc == -EIO && strstr(why, "cannot run without") && strstr(why, s.path[failed[0]]),
+                  "the takeover refused, naming the lost member: %d %s", rc, why);
+        int ref = failed[0] == 0 ? 1 : 0;
+        struct md_sb R;
+        CHECK(read_sb(s.path[ref], &R) == 0 && (int)R.level == (takeover_ok ? to_level : level == 5 && to_level == 6 ? 6 : level),
+              "%s: level %u after the grow", what, R.level);
+        check_record(&s, ref, failed, nf, what);
+        verify(&s, degraded_after, what);
+    }
+    harness_end();
+    teardown(&s);
+}
+
 /* A power cut at every member write of a grow in which member `fm` fails as
  * `fspec` says; the member stays failed in the grow again. */
-static void cut_case(int level, int nold, int nnew, int fm, const char *fspec, const char *what, struct rng *r,
-                     uint64_t seed)
+static void cut_case(int level, int nold, int nnew, int to_level, int fm, const char *fspec, const char *what,
+                     struct rng *r, uint64_t seed)
 {
-    struct setup s = {.level = level, .nold = nold, .nnew = nnew};
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .level_set = to_level >= 0, .to_level = to_level};
     harness_beginf("RAID-%d %d -> %d%s: no cut", level, nold, nold + nnew, what);
     int rc = make_setup(&s, r);
     CHECK(rc == 0, "setup");
@@ -468,8 +513,28 @@ int main(int argc, char **argv)
               ", two members fail in the same window", &r);
     fail_case(5, 4, 1, 0, (struct fail[]){{1, "read-eio=1536K+4K"}, {3, "read-eio=3M+4K"}}, 2, 0,
               ", a second failure stops it", &r);
-    cut_case(5, 4, 1, 1, "read-eio=2M+64K", ", an old member fails reading", &r, seed);
+    /* level changes whose restripe loses a member (md's reshape goes on degraded) */
+    level_case(5, 4, 1, 6, 5, (struct fail[]){{1, "read-eio=2M+64K"}}, 1, 1, 1,
+               ", an old member fails reading halfway (the new Q member still recovering)", &r);
+    level_case(5, 4, 1, 6, 5, (struct fail[]){{4, "write-eio=2M+64K"}}, 1, 1, 1,
+               ", the new Q member fails writing halfway", &r);
+    level_case(5, 4, 1, 6, 5, (struct fail[]){{0, "read-eio=1536K+4K"}, {4, "write-eio=3M+4K"}}, 2, 1, 2,
+               ", an old member and the new Q member fail", &r);
+    level_case(6, 5, 0, 5, 4, (struct fail[]){{1, "read-eio=2M+64K"}}, 1, 1, 1,
+               ", a member fails: RAID-5 degraded, the Q member a spare", &r);
+    level_case(6, 5, 0, 5, 4, (struct fail[]){{4, "write-eio=2M+64K"}}, 1, 1, 0,
+               ", the member that keeps Q fails: RAID-5 whole", &r);
+    level_case(6, 5, 0, 5, 4, (struct fail[]){{0, "read-eio=2M+4K"}, {2, "read-eio=2M+4K"}}, 2, 0, 2,
+               ", two members fail: the takeover refused, RAID-6 degraded", &r);
+    level_case(5, 4, 0, 4, 4, (struct fail[]){{2, "read-eio=2M+64K"}}, 1, 1, 1, ", a member fails", &r);
+    level_case(5, 4, 0, 0, 3, (struct fail[]){{3, "write-eio=2M+64K"}}, 1, 1, 0,
+               ", the parity member fails: RAID-0 whole", &r);
+    level_case(5, 4, 0, 0, 3, (struct fail[]){{1, "read-eio=2M+64K"}}, 1, 0, 1,
+               ", a data member fails: the takeover refused, RAID-5 degraded", &r);
+    cut_case(5, 4, 1, -1, 1, "read-eio=2M+64K", ", an old member fails reading", &r, seed);
+    /* the record of a lost member beside the new Q member still recovering, carried on */
+    cut_case(5, 4, 1, 6, 2, "read-eio=2M+64K", ", RAID-6 now, an old member fails reading", &r, seed);
     if (!getenv("URAID_TEST_QUICK"))
-        cut_case(6, 5, 1, 5, "write-eio=2M+64K", ", the new member fails writing", &r, seed);
+        cut_case(6, 5, 1, -1, 5, "write-eio=2M+64K", ", the new member fails writing", &r, seed);
     return harness_finish();
 }

@@ -46,6 +46,7 @@ struct setup {
     int level, nold, nnew;
     uint64_t bitmap_chunk;   /* bytes: a write-intent bitmap; 0: resync policy */
     uint64_t member_bytes;
+    const char *metadata;    /* NULL: 1.2 */
     char dir[128], path[MAXM][160];
     const char *paths[MAXM];
     uint8_t *model;       /* the array's bytes (old size) */
@@ -69,7 +70,7 @@ static int make_setup(struct setup *s, struct rng *r)
     }
     struct uraid_create_params cp = {.level = s->level, .raid_devices = s->nold, .chunk_bytes = 64 << 10,
                                      .layout = -1, .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC,
-                                     .bitmap_chunk_bytes = s->bitmap_chunk};
+                                     .bitmap_chunk_bytes = s->bitmap_chunk, .metadata = s->metadata};
     if (s->bitmap_chunk)
         cp.consistency_policy = URAID_POLICY_BITMAP;
     int rc = uraid_create(s->paths, s->nold, &cp, 0, why, sizeof why);
@@ -385,12 +386,13 @@ static int until_end(struct uraid_array *a)
     return uraid_job_wait(a, &st);
 }
 
-static void online(int level, int nold, int nnew, struct rng *r, uint64_t seed)
+static void online(int level, int nold, int nnew, const char *metadata, struct rng *r, uint64_t seed)
 {
     /* 16 MiB: the job runs in steps of 2 MiB per member, and is stopped between two */
-    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .member_bytes = 16u << 20};
+    struct setup s = {.level = level, .nold = nold, .nnew = nnew, .member_bytes = 16u << 20, .metadata = metadata};
     int n = nold + nnew;
-    harness_beginf("RAID-%d %d -> %d online, with writers", level, nold, n);
+    harness_beginf("RAID-%d %d -> %d online, with writers%s%s", level, nold, n, metadata ? ", metadata " : "",
+                   metadata ? metadata : "");
     int rc = make_setup(&s, r);
     char why[400];
     struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000}; /* slow enough for the writers to meet it, not slower while they write */
@@ -656,8 +658,9 @@ int main(int argc, char **argv)
     rng_seed(&r, seed);
     stopped_positions(5, 4, 1, &r);
     stopped_positions(6, 4, 2, &r);
-    online(5, 4, 1, &r, seed);
-    online(6, 4, 1, &r, seed);
+    online(5, 4, 1, NULL, &r, seed);
+    online(6, 4, 1, NULL, &r, seed);
+    online(5, 4, 1, "1.1", &r, seed);
     shrink_positions(5, 5, &r, seed);
     shrink_positions(6, 5, &r, seed);
     online_shrink(5, &r, seed);

@@ -8,7 +8,9 @@
  * Then the same with a kill -9: a child process grows, loses a member, its
  * writers stop, and it is killed in mid-reshape; the parent opens the
  * members (the reshape in progress, degraded), carries the reshape on and
- * finds every acknowledged write, recovers and checks. */
+ * finds every acknowledged write, recovers and checks.
+ * And a RAID-5 -> 6 restripe stopped partway, carried on by a served array
+ * (the new Q member still recovering) that loses an old member. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -371,6 +373,61 @@ static void degraded_online(int level, int nold, const int *lose, int nlose, str
     harness_end();
 }
 
+static void stop_at(void *ctx, uint64_t done, uint64_t total)
+{
+    (void)total;
+    int *stop = ctx;
+    if (done >= (uint64_t)stop[1])
+        stop[0] = 1;
+}
+
+/* An offline RAID-5 4 -> RAID-6 5 stopped at a quarter, opened (level 6,
+ * the new Q member rebuilding with the position), its reshape job
+ * carried on with writers while old member `lose` vanishes: the job goes
+ * on degraded (past the position the array is a RAID-5: the lost
+ * member's old rows come from P) and ends a RAID-6 missing it. */
+static void level_online_fail(int lose, int writers, struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = 5, .nold = 4, .nnew = 1};
+    harness_beginf("RAID-5 4 -> RAID-6 5 carried on served, member %d vanishes while Q recovers, %s", lose,
+                   writers ? "writers on" : "the job meets it");
+    int rc = make_setup(&s, r);
+    char why[400];
+    int stop[2] = {0, (int)(s.old_bytes / 512 / 4)};
+    struct uraid_grow_params gp = {.raid_devices = 5, .level_set = 1, .level = 6, .progress = stop_at, .ctx = stop,
+                                   .stop = &stop[0], .checkpoint_ms = 1u << 30};
+    if (rc == 0)
+        rc = uraid_grow_members(s.paths, 4, s.paths + 4, 1, &gp, NULL, why, sizeof why) == -EINTR ? 0 : -1;
+    CHECK(rc == 0, "the offline restripe stopped at a quarter: %s", why);
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000, .member_sim = sim};
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s.paths, 5, &op, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.level == 6 && info.member[4].state == URAID_MEMBER_REBUILDING, "level %d, the Q member's state %d",
+              info.level, info.member[4].state);
+        int jrc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+        CHECK(jrc == 0 || jrc == -EBUSY, "carry the reshape on: %s", why);
+        /* without writers the job's own reads meet the loss first (reshape_fail.c's grow_lose) */
+        struct uraid_job_status st;
+        int jr = writers ? serve(a, &s, &(struct plan){{lose}, {450}, 1, 0}, seed, "level change")
+                 : !reach(a, 450) || uraid_inject(a, lose, "vanish") ? -ESRCH
+                 : uraid_job_wait(a, &st) ? -EIO : st.result;
+        CHECK(jr == 0, "the restripe went on degraded to its end: %s", uraid_strerror(jr));
+        uraid_get_info(a, &info);
+        CHECK(info.level == 6 && info.member[4].state == URAID_MEMBER_IN_SYNC && info.degraded == 1,
+              "after the end: level %d, the Q member's state %d, degraded %d", info.level, info.member[4].state,
+              info.degraded);
+        compare(a, &s, "after the degraded restripe");
+        recover_and_check(a, &s, 1, "after the degraded restripe");
+        CHECK(uraid_close(a) == 0);
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_online_fault");
@@ -386,5 +443,7 @@ int main(int argc, char **argv)
     online_fail(6, 5, 1, (struct plan){{1, 3}, {200, 500}, 2, 0}, "members 1 and 3 vanish", &r, seed);
     online_fail(5, 4, 1, (struct plan){{2}, {250}, 1, 600}, "member 2 vanishes, kill -9 later", &r, seed);
     online_fail(6, 5, 1, (struct plan){{0, 4}, {200, 400}, 2, 650}, "members 0 and 4 vanish, kill -9 later", &r, seed);
+    level_online_fail(1, 1, &r, seed);
+    level_online_fail(3, 0, &r, seed);
     return harness_finish();
 }
