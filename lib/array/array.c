@@ -633,8 +633,15 @@ static int load_logs(struct uraid_array *a, struct open_ctx *o)
 /* Enough members in sync, and not dirty + degraded unless forced. */
 static int check_startable(struct uraid_array *a, struct open_ctx *o)
 {
-    for (int s = 0; s < array_nslots(a); s++)
+    /* in mid-reshape, a member recovering with the position (RAID-5 -> 6's
+     * Q, a RAID-0 grow's first new member) is missing only in the old
+     * geometry: array_reshape_open counts each geometry */
+    int reshaping = !!(a->sb.feature_map & MD_FEATURE_RESHAPE_ACTIVE), counted = 0;
+    for (int s = 0; s < array_nslots(a); s++) {
         o->missing += a->slot[s].state != URAID_MEMBER_IN_SYNC;
+        counted += a->slot[s].state != URAID_MEMBER_IN_SYNC &&
+                   !(reshaping && a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING);
+    }
     describe_missing(a, o->gone, sizeof o->gone);
     if (a->r10 && !array_survives_without(a, -1)) {
         uraid_why(o->why, o->whylen,
@@ -643,7 +650,7 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
                   o->gone);
         return -ENODEV;
     }
-    if (o->missing > a->nparity) {
+    if (counted > a->nparity) {
         uraid_why(o->why, o->whylen,
                   "cannot start the %s array: %d of %d members missing or out of date (%s), it survives %d",
                   level_name(a->geom.level), o->missing, a->geom.raid_disks, o->gone, a->nparity);

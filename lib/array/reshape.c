@@ -305,6 +305,12 @@ static int plan_resume(struct grow *gr, int N)
     gr->to_raid4 = p->level_set && p->level == 4 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST;
     gr->to_raid0 = p->level_set && p->level == 0 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST &&
                    (!N || N == (int)R->raid_disks - 1);
+    /* a RAID-0's grow (reshape_raid0.c): a RAID-4 missing its last slot, asked for with the RAID-0's count */
+    int lost[URAID_MAX_MEMBERS];
+    grow_lost_slots(R, nall, lost);
+    if (R->level == 4 && R->new_level == 4 && lost[R->raid_disks - 1] &&
+        (p->level_set ? p->level == 0 : N == (int)R->raid_disks - 1))
+        gr->to_raid0 = 1;
     if (gr->to_raid0)
         N = 0;
     if (gr->drop_q)
@@ -426,6 +432,10 @@ static int finish_interrupted(struct grow *gr, int *found, struct uraid_grow_res
             sb->data_size = sb->data_offset > off ? sb->data_size + (sb->data_offset - off)
                                                   : sb->data_size - (off - sb->data_offset);
             sb->data_offset = off;
+            /* every new stripe was written whole: a member recovering with the reshape is in sync (md's
+             * end_reshape sets recovery_offset = MaxSector) */
+            sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
+            sb->recovery_offset = 0;
         }
         if (leaving) {
             gr->at[R->raid_disks + (uint32_t)nleft++] = i;
@@ -542,6 +552,21 @@ static int target(struct grow *gr, int N, struct layout_geom *to, int *geo)
     return 0;
 }
 
+/* The same RAID-0 grow run again (members and --add, the RAID-0's new
+ * count) on a RAID-4 missing its last slot, no reshape left: its reshape
+ * ended, the takeover back to RAID-0 is still to come (reshape_raid0.c).
+ * A shrink never gives --add. */
+static int raid0_takeover_due(struct grow *gr, int nmembers)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    int N = gr->p->raid_devices, lost[URAID_MAX_MEMBERS];
+    if (R->level != 4 || gr->p->level_set || N != (int)R->raid_disks - 1 || gr->n <= nmembers ||
+        (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
+        return 0;
+    grow_lost_slots(R, (int)R->raid_disks, lost);
+    return lost[N];
+}
+
 /* A new grow: the checks, then the start's superblocks. */
 static int start(struct grow *gr, int nmembers)
 {
@@ -566,12 +591,33 @@ static int start(struct grow *gr, int nmembers)
         int fewer = (R->level == 6 && want == 5) || want == 0;
         int nold = nmembers, NL = gr->p->raid_devices ? gr->p->raid_devices
                                                       : (int)R->raid_disks + (more ? 1 : fewer ? -1 : 0);
+        /* md's raid0_takeover_raid45 takes a parity-last array missing its parity (a RAID-0's grow ends so) */
+        gr->degraded_ok = want == 0 && (R->level == 4 || (R->level == 5 && R->layout == LAYOUT_PARITY_LAST));
         int rc = grow_check_old(gr, nold);
         if (rc == 0 && NL > (int)R->raid_disks)
             rc = check_added(gr, nold, NL);
         if (rc == 0)
             rc = grow_plan_level(gr, nold, NL);
         return rc || gr->written ? rc : write_all(gr);
+    }
+    if (raid0_takeover_due(gr, nmembers)) {
+        /* the same RAID-0 grow again, cut off between its reshape's end and the takeover back
+         * (reshape_raid0.c): the RAID-4 missing its parity taken over alone */
+        gr->degraded_ok = 1;
+        int rc = grow_check_old(gr, gr->n);
+        if (rc == 0) {
+            gr->tmpl = *R;
+            rc = grow_to_raid0(gr);
+        }
+        return rc;
+    }
+    if (R->level == 0 && N > (int)R->raid_disks) { /* mdadm's way: through a RAID-4 missing its parity */
+        int rc = grow_check_old(gr, nmembers);
+        if (rc == 0)
+            rc = check_added(gr, nmembers, N);
+        if (rc == 0)
+            rc = grow_plan_raid0(gr, nmembers, N);
+        return rc ? rc : write_all(gr);
     }
     struct layout_geom to;
     if (done && !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set)
@@ -640,8 +686,10 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
     /* a restripe's cut-off end closed: the takeover after it (RAID-6 -> 5, 5 -> 4) is still to come */
     if (rc == 0 && ended && gr->p->level_set && gr->p->level != gr->sb[gr->ref].level)
         ended = 0;
-    if (rc == 0 && !active && !ended && gr->p->level_set)
-        rc = heal_takeover(gr, &healed);
+    if (rc == 0 && ended && raid0_takeover_due(gr, nmembers)) /* a RAID-0 grow's takeover back */
+        ended = 0;
+    if (rc == 0 && !active && !ended && (gr->p->level_set || gr->sb[gr->ref].level == 0))
+        rc = heal_takeover(gr, &healed); /* (a RAID-0 grow ends in a takeover too) */
     if (rc == 0 && !active && !ended)
         rc = start(gr, nmembers);
     if (rc == -EALREADY && healed) { /* the cut-off takeover is complete now */

@@ -94,7 +94,12 @@ int grow_drop_q(struct grow *gr);
 /* The members after a restripe to parity-last: RAID-5 taken over as RAID-4. */
 int grow_to_raid4(struct grow *gr);
 int grow_to_raid0(struct grow *gr);
-int grow_to_raid0(struct grow *gr);
+/* reshape_raid0.c: a RAID-0 of N gaining members to N (more), as mdadm
+ * grows one: a RAID-4 missing its parity reshaped, then taken back as a
+ * RAID-0 (gr->to_raid0). grow_raid0_zone: the one zone's size per member
+ * (md takes only a RAID-0 of equal members over), or a refusal. */
+int grow_plan_raid0(struct grow *gr, int nold, int N);
+int grow_raid0_zone(struct grow *gr, int nold, uint64_t *size);
 /* md's layout of the same data with Q on the last member, and back; -1: none. */
 int layout_to_6(int layout5);
 int layout_from_6(int layout6);

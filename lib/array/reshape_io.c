@@ -253,10 +253,17 @@ static int reshape_supported(const struct uraid_array *a, char *why, size_t whyl
 /* Slot s being recovered is a RAID-5 -> 6 restripe's new member: the Q
  * of an old -6 layout (always its last member), in sync exactly below the
  * new rows the position has reached (what grow_checkpoint records). */
+/* Slot s recovers with the reshape: md's reshape_request moves its
+ * recovery_offset with the position (reshape_q_recovered). RAID-5 -> 6's
+ * restripe: the new Q member, the -6 layout's last slot; a RAID-0's grow
+ * (reshape_raid0.c): the first new member, in the RAID-4's parity slot. */
 static int q_recovery_follows(const struct reshape_geom *g, int s, uint64_t pos, uint64_t recovered)
 {
-    return g->from.level == 6 && g->from.layout >= LAYOUT_LEFT_ASYMMETRIC_6 && s == g->from.raid_disks - 1 &&
-           g->to.raid_disks == g->from.raid_disks && recovered == reshape_q_recovered(g, pos);
+    int q6 = g->from.level == 6 && g->from.layout >= LAYOUT_LEFT_ASYMMETRIC_6 && s == g->from.raid_disks - 1 &&
+             g->to.raid_disks == g->from.raid_disks;
+    int p4 = g->from.level == 4 && g->to.level == 4 && s == g->from.raid_disks - 1 &&
+             g->to.raid_disks > g->from.raid_disks;
+    return (q6 || p4) && recovered == reshape_q_recovered(g, pos);
 }
 
 int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t whylen)
@@ -294,8 +301,9 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
         if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING) {
             if (q_slot >= 0 || !q_recovery_follows(&g, s, R->reshape_position, a->slot[s].recovered))
                 return uraid_why(why, whylen, "a reshape is in progress and member %s is being recovered (a recovery "
-                                 "stopped partway, not a RAID-5 -> 6 restripe's new Q member at the reshape "
-                                 "position): not served; carry the reshape on with 'uraid grow --continue'",
+                                 "stopped partway, not a member recovering with the reshape position: RAID-5 -> "
+                                 "6's new Q member, a RAID-0 grow's first new member): not served; carry the reshape "
+                                 "on with 'uraid grow --continue'",
                                  a->slot[s].dev->path), -EOPNOTSUPP;
             q_slot = s;
             gone_old++; /* the old geometry's Q: not written yet */

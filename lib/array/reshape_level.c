@@ -355,15 +355,10 @@ static int raid0_to_parity(struct grow *gr, int nold, int N, int level)
         (p->chunk_sectors && p->chunk_sectors != R->chunksize))
         return grow_say(gr, -EOPNOTSUPP, "md takes a RAID-0 over as parity-last with its chunk: change the layout or "
                         "chunk after");
-    uint64_t size = UINT64_MAX;
-    for (int i = 0; i < nold; i++) {
-        uint64_t s = gr->sb[i].data_size / R->chunksize * R->chunksize;
-        if (size != UINT64_MAX && s != size)
-            return grow_say(gr, -EOPNOTSUPP, "member %s holds %llu sectors of data, the others %llu: md takes only a "
-                            "RAID-0 of equal members (one zone) over", gr->name[i], (unsigned long long)s,
-                            (unsigned long long)size);
-        size = s;
-    }
+    uint64_t size = 0;
+    int rc = grow_raid0_zone(gr, nold, &size);
+    if (rc)
+        return rc;
     if (gr->dev[nold]->size / SECTOR < R->data_offset + size)
         return grow_say(gr, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset "
                         "%llu + %llu per member)", gr->name[nold], (unsigned long long)(gr->dev[nold]->size / SECTOR),
@@ -372,7 +367,7 @@ static int raid0_to_parity(struct grow *gr, int nold, int N, int level)
     takeover(gr, level, level == 4 ? 0 : LAYOUT_PARITY_LAST, R->chunksize);
     gr->tmpl.size = size;
     gr->tmpl.raid_disks = (uint32_t)N;
-    int rc = grow_new_member(gr, nold, nold);
+    rc = grow_new_member(gr, nold, nold);
     if (rc)
         return rc;
     for (int i = 0; i < nold; i++)

@@ -3,8 +3,9 @@
  * RAID-6 4 -> 5 on small members; chunk 64K -> 128K with the layout to
  * right-asymmetric and RAID-5 4 -> RAID-6 5 (restripes on as many data
  * members), RAID-6 5 -> RAID-5 4 (a restripe to left-symmetric-6, then
- * the takeover) and RAID-0 3 -> RAID-5 4 (a takeover, then the parity's
- * recovery). Each member is a power-cut layer
+ * the takeover), RAID-0 3 -> RAID-5 4 (a takeover, then the parity's
+ * recovery) and RAID-0 3 -> 5 (mdadm's way: a RAID-4 missing its parity
+ * reshaped, then taken back). Each member is a power-cut layer
  * (member/powercut.h): at the cut, every write since that member's last
  * flush is kept, torn or dropped (seeded), and the process is "dead". Then
  * the same grow again must finish, and the array must read back every old
@@ -189,12 +190,19 @@ static void verify(struct setup *s, const char *what)
           "%s: the old bytes differ", what);
     CHECK(!s->shrink_to || info.size_bytes >= s->keep * 512, "%s: %llu bytes, less than --array-size", what,
           (unsigned long long)info.size_bytes);
+    /* a grown RAID-0 takes its size from the members' data_size (md's raid0): past the reshaped
+     * stripes (the old per-member size on every member) its end holds what was there */
+    uint64_t moved = info.level == 0 ? s->old_bytes / (uint64_t)s->nold * (uint64_t)n : info.size_bytes;
     int zeros = 1;
-    for (uint64_t i = s->old_bytes; i < info.size_bytes && zeros; i++)
+    for (uint64_t i = s->old_bytes; i < moved && zeros; i++)
         zeros = buf[i] == 0;
     CHECK(zeros, "%s: the new space is not zeros", what);
     free(buf);
     struct uraid_job_status st;
+    if (info.level == 0) { /* no parity to check */
+        CHECK(uraid_close(a) == 0);
+        return;
+    }
     CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "%s: check: %s", what, why);
     uraid_job_wait(a, &st);
     CHECK(st.result == 0 && st.mismatch_sectors == 0, "%s: check: result %d, mismatch %llu", what, st.result,
@@ -394,6 +402,7 @@ int main(int argc, char **argv)
     every_cut(5, 4, 0, (struct ask){256, "right-asymmetric", -1}, 4, ", chunk 128K right-asymmetric", &r, seed);
     every_cut(5, 4, 1, (struct ask){0, NULL, 6}, 5, ", RAID-6", &r, seed);
     every_cut(0, 3, 1, (struct ask){0, NULL, 5}, 4, ", RAID-5 (parity recovered)", &r, seed);
+    every_cut(0, 3, 2, keep, 5, " (through a RAID-4 missing its parity)", &r, seed);
     every_cut(5, 4, 0, keep, 3, " (a shrink: backwards)", &r, seed);
     revert_case(4, 1, 0, 4, 0, 300, "RAID-5 4 -> 5 (chunk 4K)", &r);
     revert_case(4, 1, 0, 4, 0, 751, "RAID-5 4 -> 5 (chunk 4K) past the old size", &r);
