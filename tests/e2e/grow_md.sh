@@ -37,7 +37,13 @@
 #   g. metadata 1.1 (the superblock at sector 0, the data offset moved down
 #      as with 1.2): md assembles a RAID-5 uraid grew 4 -> 5 and a RAID-5
 #      uraid turned into a RAID-6 of 5, and carries on a grow uraid was
-#      killed in; uraid finishes md's own cut-off grow of a 1.1 array.
+#      killed in; uraid finishes md's own cut-off grow of a 1.1 array;
+#   h. RAID-0 3 -> 5 (mdadm's way: a RAID-4 missing its parity reshaped,
+#      then taken back): md assembles uraid's result and reads every byte;
+#      md carries on a RAID-0 grow uraid was killed in (it ends a RAID-4
+#      missing its parity; mdadm --grow --level=0 then takes it back) and
+#      reads every byte; uraid finishes md's own RAID-0 grow cut off
+#      mid-reshape, every byte.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -510,4 +516,87 @@ case "$out" in *"carried on and complete: 5 members"*) t_ok "g: uraid grow --con
 # shellcheck disable=SC2086
 uraid_reads "g: md's 1.1 grow finished by uraid" 74 $GC
 META=1.2
+# ---- h. RAID-0 3 -> 5 ----------------------------------------------------------------------
+r0_array() { # DIR SEED: RAID-0 of 3 (16 MiB members) with pattern SEED, two new members; sets M, SZ
+    dir=$1; mkdir -p "$dir"
+    M="$dir/m0.img $dir/m1.img $dir/m2.img"
+    truncate -s 16M "$dir/m0.img" "$dir/m1.img" "$dir/m2.img" "$dir/m3.img" "$dir/m4.img"
+    # shellcheck disable=SC2086
+    $URAID create --level 0 --raid-devices 3 --chunk 64K --name oracle $M >/dev/null 2>&1 || t_fail "create RAID-0 in $dir"
+    # shellcheck disable=SC2086
+    SZ=$(size_of $M)
+    # shellcheck disable=SC2086
+    "$PATTERN" -s "$2" -n "$SZ" | $URAID write $M || t_fail "write pattern $2 in $dir"
+}
+r0_reads() { # NAME SEED OLD MEMBERS...: uraid reads the pattern and zeros up to the reshaped size
+    name=$1 s=$2 old=$3; shift 3
+    got=$($URAID cat "$@" | head -c $((old / 3 * 5)) | sha256sum | cut -d' ' -f1)
+    want=$({ "$PATTERN" -s "$s" -n "$old"; head -c $((old / 3 * 2)) /dev/zero; } | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$want" ] && t_ok "$name: uraid reads every byte" || t_fail "$name: uraid reads every byte" "$got"
+}
+r0_array "$t_tmp/h" 81; H="$M $t_tmp/h/m3.img $t_tmp/h/m4.img"; OLDH=$SZ
+# shellcheck disable=SC2086
+out=$($URAID grow $M --raid-devices 5 --add "$t_tmp/h/m3.img" "$t_tmp/h/m4.img" 2>&1) ||
+    t_fail "h: uraid grows RAID-0 3 -> 5" "$out"
+mdadm --examine "$t_tmp/h/m0.img" 2>&1 | grep -q "Raid Level : raid0" && t_ok "h: uraid's grow ends a RAID-0" ||
+    t_fail "h: uraid's grow ends a RAID-0" "$(mdadm --examine "$t_tmp/h/m0.img" 2>&1 | grep -E 'Level|Devices')"
+d=$t_tmp/hk
+r0_array "$d" 82; HK="$M $d/m3.img $d/m4.img"; OLDHK=$SZ
+# shellcheck disable=SC2086
+$URAID grow $M --raid-devices 5 --add "$d/m3.img" "$d/m4.img" --member-layer throttle=6M >/dev/null 2>&1 &
+pid=$!
+sleep 2
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "h: uraid killed mid RAID-0 grow (a RAID-4 reshaping, as md records it)" ||
+    t_fail "h: uraid killed mid RAID-0 grow" "$(echo "$x" | grep -E 'Level|Reshape|Array State')"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $H $HK) -- - >"$t_tmp/h.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks)"
+mdpattern -s 81 -n $OLDH -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble --run /dev/md1 /dev/vd[f-j] || exit 1
+grep -A2 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"
+wait_idle md1
+echo "md1 after level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
+mdpattern -s 82 -n $OLDHK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
+mdpattern -s 82 -n $OLDHK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
+GUEST
+for w in "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
+    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/h.log" && t_ok "h: md: $w" || t_fail "h: md: $w" "$(tail -4 "$t_tmp/h.log")"
+done
+# shellcheck disable=SC2086
+r0_reads "h: uraid's RAID-0 grow" 81 "$OLDH" $H
+# shellcheck disable=SC2086
+r0_reads "h: the killed grow finished by md, taken back by mdadm" 82 "$OLDHK" $HK
+d=$t_tmp/hc
+r0_array "$d" 83; HC="$M $d/m3.img $d/m4.img"; OLDHC=$SZ
+# shellcheck disable=SC2086
+# The power cut is sysrq's reset: a guest powered off without stopping the array fails the recovering
+# member on its way down (md then marks it faulty in the others' superblocks), which no power cut does
+"$ORACLE" --no-stop --timeout 300 $(disks $HC) -- - >"$t_tmp/hc.log" 2>&1 <<'GUEST'
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-c] || exit 1
+# the RAID-4 that mdadm makes of it is a new personality: the system-wide limit holds it
+echo 100 > /proc/sys/dev/raid/speed_limit_min; echo 500 > /proc/sys/dev/raid/speed_limit_max
+mdadm --grow /dev/md0 --raid-devices=5 --add /dev/vdd /dev/vde &
+sleep 8
+grep -A3 md0 /proc/mdstat
+echo 1 > /proc/sys/kernel/sysrq; echo b > /proc/sysrq-trigger
+GUEST
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "h: md's RAID-0 grow cut off mid-reshape (a RAID-4 reshaping)" ||
+    t_fail "h: md's RAID-0 grow cut off mid-reshape" "$(echo "$x" | grep -E 'Level|Reshape|Array State'; tail -5 "$t_tmp/hc.log")"
+# shellcheck disable=SC2086
+out=$($URAID grow $M --raid-devices 5 --add "$d/m3.img" "$d/m4.img" 2>&1)
+case "$out" in *"RAID-0 now"*) t_ok "h: uraid finishes md's RAID-0 grow ($(echo "$out" | tail -1))" ;;
+    *) t_fail "h: uraid finishes md's RAID-0 grow" "$out" ;; esac
+# shellcheck disable=SC2086
+r0_reads "h: md's RAID-0 grow finished by uraid" 83 "$OLDHC" $HC
 t_finish
