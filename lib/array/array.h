@@ -203,6 +203,11 @@ int array_member_failed(struct uraid_array *a, int m, int err, const char *what)
  * (fail) or still active (remove), -EINVAL not active (fail), -EEXIST
  * already a member or another array's (add), -ENOSPC too small (add). */
 int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t whylen);
+/* A served RAID-1 gaining mirrors (grow_mirrors.c): the new members added
+ * as spares, raid_disks = N with no request in flight, their recovery
+ * started. 0 or a refusal (nothing written) with why set. */
+int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
+                              size_t whylen);
 int array_manage_remove(struct uraid_array *a, const char *name, char *why, size_t whylen);
 int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t whylen);
 

@@ -355,6 +355,8 @@ int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t c
         return no(&o, -EINVAL, "RAID-%d has no layout '%s'", a->geom.level, layout);
     if (!o.N)
         o.N = a->geom.raid_disks;
+    if (a->geom.level == 1 && !chunk_sectors && !layout && !array_sectors)
+        return array_grow_mirrors_online(a, o.N, added, nadded, why, whylen); /* grow_mirrors.c */
     int rc = check_array(a, &o);
     if (rc == 0)
         rc = open_added(a, &o);

@@ -43,7 +43,12 @@
 #      md carries on a RAID-0 grow uraid was killed in (it ends a RAID-4
 #      missing its parity; mdadm --grow --level=0 then takes it back) and
 #      reads every byte; uraid finishes md's own RAID-0 grow cut off
-#      mid-reshape, every byte.
+#      mid-reshape, every byte;
+#   i. a served RAID-1 of 2 grown to 3 mirrors through its control socket
+#      (uraid grow --control ... --raid-devices 3 --add NEW) while nbdcopy
+#      writes through NBD: the new mirror recovered while it serves, the
+#      export the data written; md assembles the 3 mirrors (none degraded),
+#      reads every byte and its check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -599,4 +604,43 @@ case "$out" in *"RAID-0 now"*) t_ok "h: uraid finishes md's RAID-0 grow ($(echo 
     *) t_fail "h: uraid finishes md's RAID-0 grow" "$out" ;; esac
 # shellcheck disable=SC2086
 r0_reads "h: md's RAID-0 grow finished by uraid" 83 "$OLDHC" $HC
+# ---- i. a served RAID-1 gains a mirror ------------------------------------------------------
+d=$t_tmp/i
+mkdir -p "$d"
+truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m2.img"
+$URAID create --level 1 --raid-devices 2 --assume-clean --name oracle "$d/m0.img" "$d/m1.img" >/dev/null 2>&1 ||
+    t_fail "i: create RAID-1 of 2"
+SZI=$(size_of "$d/m0.img" "$d/m1.img")
+"$PATTERN" -s 91 -n "$SZI" >"$d/data"
+$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+spid=$!
+uri="nbd+unix:///?socket=$d/nbd.sock"
+n=0; while ! timeout 5 nbdinfo --size "$uri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+timeout 60 nbdcopy "$d/data" "$uri" &
+cp=$!
+out=$($URAID grow --control "$d/ctl.sock" --raid-devices 3 --add "$d/m2.img" 2>&1) &&
+    t_ok "i: uraid grow --control adds a mirror while nbdcopy writes ($out)" || t_fail "i: uraid grow --control adds a mirror" "$out"
+wait $cp && t_ok "i: nbdcopy wrote the data across the grow" || t_fail "i: nbdcopy wrote the data across the grow"
+n=0; while [ $n -lt 240 ]; do
+    st=$(timeout 10 $URAID status --control "$d/ctl.sock" 2>&1)
+    echo "$st" | grep -q "recovery finished" && break
+    sleep 0.25; n=$((n + 1))
+done
+echo "$st" | grep -q "\[3/3\] \[UUU\]" && t_ok "i: the server's status: 3 mirrors in sync, the recovery finished" ||
+    t_fail "i: the server's status: 3 mirrors in sync, the recovery finished" "$st"
+got=$(timeout 60 nbdcopy "$uri" - | sha256sum | cut -d' ' -f1)
+[ "$got" = "$(sha256sum <"$d/data" | cut -d' ' -f1)" ] && t_ok "i: the export reads the data" ||
+    t_fail "i: the export reads the data" "$got"
+kill -TERM $spid; wait $spid || t_fail "i: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 300 $(disks "$d/m0.img" "$d/m1.img" "$d/m2.img") -- - >"$t_tmp/i.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-c] || exit 1
+echo "md0 raid_disks=\$(cat /sys/block/md0/md/raid_disks) degraded=\$(cat /sys/block/md0/md/degraded)"
+verify md0 91 $SZI $SZI
+GUEST
+for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/i.log" && t_ok "i: md: $w" || t_fail "i: md: $w" "$(tail -4 "$t_tmp/i.log")"
+done
 t_finish
