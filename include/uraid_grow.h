@@ -118,6 +118,19 @@ URAID_API int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, 
 URAID_API int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors,
                               struct uraid_grow_result *res, char *why, size_t whylen);
 
+/* mdadm --grow --size on a running array: the open (served) array uses
+ * its members' room while requests go on. The same checks and refusals as
+ * uraid_grow_size (nothing written on a refusal), plus read-only (-EROFS)
+ * and a job running (-EBUSY); then, with no request in flight, the bitmap
+ * resized, every superblock with the new size (resync_offset = the old size
+ * when nothing was written since the open, else 0 as md's active array),
+ * the array switched to the new size (uraid_size), and the new region's
+ * resync started as a job (URAID_JOB_RESYNC in uraid_job_status). A kill
+ * leaves md's record: the next open resyncs from it. from_sectors (may be
+ * NULL): the array sectors before. */
+URAID_API int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_t *from_sectors, char *why,
+                                     size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

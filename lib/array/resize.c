@@ -77,48 +77,77 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
     return 0;
 }
 
-/* Step 2: the new size and md's resync checkpoint in every superblock;
- * then the open array takes the size, dirty from the old size on, as it
- * would be found at the next open. */
-static int record(struct uraid_array *a, uint64_t to, char *why, size_t whylen)
+struct resize {
+    uint64_t want, to, from;
+    char *why;
+    size_t whylen;
+};
+
+/* Steps 2 and 3 of the top comment, then the array switched to the new
+ * size; under job_lock with no job running (array_job_exclusive), and
+ * with geom_lock held for writing, so no request is in flight while the
+ * bitmap, the superblocks and the size change (a served array's requests
+ * wait for it, as reshape_online.c's switch does). */
+static int switch_size(struct uraid_array *a, void *ctx)
 {
-    uint64_t nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
+    struct resize *r = ctx;
+    int rc = check(a, r->want, &r->to, r->why, r->whylen);
+    if (rc)
+        return rc;
+    uint64_t to = r->to, nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
     uint64_t *dw = NULL;
     if (nstripes && !(dw = calloc((size_t)(nstripes / 64 + 1), sizeof *dw)))
-        return uraid_why(why, whylen, "out of memory"), -ENOMEM;
-    int rc = wib_resize(a, to, why, whylen);
-    if (rc) {
-        free(dw);
-        return rc;
-    }
+        return uraid_why(r->why, r->whylen, "out of memory"), -ENOMEM;
+    pthread_rwlock_wrlock(&a->geom_lock);
+    if ((rc = wib_resize(a, to, r->why, r->whylen)) != 0)
+        goto out;
     pthread_mutex_lock(&a->meta_lock);
-    uint64_t from = a->member_sectors;
+    struct md_sb saved = a->sb;
+    uint64_t saved_size[URAID_MAX_MEMBERS];
+    /* a written array's superblocks say 0 already (md's active array): the
+     * old region may hold writes in flight at a kill, so they keep saying it */
+    int was_dirty = __atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE);
+    r->from = a->member_sectors;
     a->sb.size = to;
     for (int s = 0; s < a->geom.raid_disks; s++) {
-        uint64_t r = 0;
-        if (room_of(&a->slot[s], &r) == 0)
-            a->slot[s].sb.data_size = r;
+        uint64_t room = 0;
+        saved_size[s] = a->slot[s].sb.data_size;
+        if (room_of(&a->slot[s], &room) == 0)
+            a->slot[s].sb.data_size = room;
     }
-    a->sb.resync_offset = from;
+    a->sb.resync_offset = was_dirty ? 0 : r->from;
     pthread_mutex_unlock(&a->meta_lock);
-    rc = array_write_superblocks(a);
-    if (rc) {
-        free(dw);
-        return uraid_why(why, whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc)), rc;
+    if ((rc = array_write_superblocks(a)) != 0) {
+        pthread_mutex_lock(&a->meta_lock);
+        a->sb = saved;
+        for (int s = 0; s < a->geom.raid_disks; s++)
+            a->slot[s].sb.data_size = saved_size[s];
+        pthread_mutex_unlock(&a->meta_lock);
+        uraid_why(r->why, r->whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc));
+        goto out;
     }
     pthread_mutex_lock(&a->meta_lock);
     a->member_sectors = to;
-    a->size_sectors = a->geom.level == 1 ? to : nstripes * a->geom.chunk_sectors * (uint64_t)a->k;
-    if (dw) {
+    __atomic_store_n(&a->size_sectors, a->geom.level == 1 ? to : nstripes * a->geom.chunk_sectors * (uint64_t)a->k,
+                     __ATOMIC_RELEASE);
+    if (dw) { /* the stripes written degraded so far keep their bits */
+        if (a->degraded_written)
+            memcpy(dw, a->degraded_written, (size_t)(a->nstripes / 64 + 1) * sizeof *dw);
         free(a->degraded_written);
         a->degraded_written = dw;
         a->nstripes = nstripes;
+        dw = NULL;
     }
-    a->dirty = a->opened_dirty = 1;
-    a->resync_from = from;
+    a->opened_dirty = 1;
+    __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&a->dirty_partial, !was_dirty, __ATOMIC_RELEASE); /* the next write says 0 (array.c) */
+    a->resync_from = r->from;
     a->sb.resync_offset = 0; /* what an open of a dirty array keeps in memory (array.c) */
     pthread_mutex_unlock(&a->meta_lock);
-    return 0;
+out:
+    pthread_rwlock_unlock(&a->geom_lock);
+    free(dw);
+    return rc;
 }
 
 int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, struct uraid_grow_result *res,
@@ -129,10 +158,9 @@ int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, st
     int rc = uraid_open(members, n, NULL, &a, why, whylen);
     if (rc)
         return rc;
-    uint64_t to = 0, from = a->member_sectors, old_bytes = uraid_size(a);
-    rc = check(a, size_sectors, &to, why, whylen);
-    if (rc == 0)
-        rc = record(a, to, why, whylen);
+    uint64_t from = a->member_sectors, old_bytes = uraid_size(a);
+    struct resize r = {.want = size_sectors, .why = why, .whylen = whylen};
+    rc = array_job_exclusive(a, switch_size, &r, why, whylen);
     if (rc == 0) {
         struct uraid_job_status st;
         rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, whylen);
@@ -149,4 +177,39 @@ int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, st
     }
     int crc = uraid_close(a);
     return rc ? rc : crc;
+}
+
+int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_t *from_sectors, char *why,
+                           size_t whylen)
+{
+    uraid_why(why, whylen, "%s", "");
+    if (!a)
+        return uraid_why(why, whylen, "no array"), -EINVAL;
+    if (a->readonly)
+        return uraid_why(why, whylen, "the array is open read-only"), -EROFS;
+    struct resize r = {.want = size_sectors, .why = why, .whylen = whylen};
+    uint64_t old_bytes = uraid_size(a);
+    /* the refusals about the array first (a reshape's among them), then
+     * again under job_lock, where a job running refuses too */
+    struct uraid_job_status js;
+    if (!a->rs && uraid_job_status(a, &js) == 0 && js.running) /* md: -EBUSY while its sync thread runs */
+        return uraid_why(why, whylen, "a %s is running: wait for its end (uraid status) or stop it ('uraid idle'), "
+                         "then grow", uraid_job_name(js.kind)), -EBUSY;
+    int rc = check(a, size_sectors, &r.to, why, whylen);
+    if (rc == 0)
+        rc = array_job_exclusive(a, switch_size, &r, why, whylen);
+    if (rc)
+        return rc;
+    if (from_sectors)
+        *from_sectors = old_bytes / SECTOR;
+    uraid_log(URAID_LOG_INFO, "size %llu -> %llu KiB per member: the new region is resynced from sector %llu",
+              (unsigned long long)(r.from / 2), (unsigned long long)(r.to / 2), (unsigned long long)r.from);
+    char jwhy[256];
+    rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, jwhy, sizeof jwhy);
+    if (rc == -EBUSY)
+        rc = 0; /* the monitor started it first (an array opened dirty is resynced) */
+    if (rc)
+        uraid_why(why, whylen, "the new size is recorded but its resync did not start: %s (the server starts it "
+                  "when restarted, from the old size)", jwhy);
+    return rc;
 }
