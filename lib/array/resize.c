@@ -2,10 +2,10 @@
  * running, after its members were replaced by bigger ones (or grew).
  *
  * What is written when (md's raid5_resize / raid1_resize and super_1_sync):
- *   1. every check first (uraid_open's, then: RAID-1/4/5/6, metadata 1.1 or
- *      1.2, whose data area ends at the member's end, every slot in sync, a
- *      clean shutdown, no reshape, a size larger than now); a refusal
- *      writes nothing;
+ *   1. every check first (uraid_open's, then: RAID-1/4/5/6, every slot in
+ *      sync, a clean shutdown, no reshape, a size larger than now; 0.90 and
+ *      1.0: no bitmap, and their superblocks placed at the members' ends
+ *      first, resize_place.c); a refusal writes nothing;
  *   2. with a write-intent bitmap, every member's whole bitmap resized as
  *      md_bitmap_resize does (wib_resize: the chunk doubled while the bits
  *      would not fit its sectors, the new region's bits set);
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "array/array.h"
+#include "array/resize.h"
 #include "array/wibitmap.h"
 #include "log.h"
 #include "uraid_grow.h"
@@ -32,21 +33,30 @@
 static int room_of(const struct array_slot *sl, uint64_t *room)
 {
     uint64_t dev = sl->dev->size / SECTOR;
+    if (sl->sb.format == MD_FMT_1_0 || sl->sb.format == MD_FMT_0_90) /* placed by resize_place.c */
+        return (*room = resize_md_room(sl->sb.format, dev)) > 0 ? 0 : -ENOSPC;
     if (dev <= sl->sb.data_offset)
         return -ENOSPC;
     *room = dev - sl->sb.data_offset;
     return 0;
 }
 
-static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, size_t whylen)
+static int check(struct uraid_array *a, uint64_t want, int online, uint64_t *to, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
     if (a->geom.level != 1 && (a->geom.level < 4 || a->geom.level > 6))
         return uraid_why(why, whylen, "--size on %s is not supported yet: RAID-1/4/5/6 can use bigger members",
                          a->geom.level == 0 ? "RAID-0 (md takes its size from the members)" : "this level"), -EOPNOTSUPP;
-    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
-        return uraid_why(why, whylen, "metadata %s keeps its superblock at the member's end: growing the size "
-                         "would need it moved; not supported yet", md_format_name(R->format)), -EOPNOTSUPP;
+    int at_end = R->format == MD_FMT_1_0 || R->format == MD_FMT_0_90;
+    if (at_end && online)
+        return uraid_why(why, whylen, "metadata %s keeps its superblock at the member's end, which moves when the "
+                         "size grows: stop the array and run 'uraid grow MEMBERS... --size' (md also rewrites each "
+                         "member's superblock at its new end first)", md_format_name(R->format)), -EOPNOTSUPP;
+    if (at_end && (R->feature_map & MD_FEATURE_BITMAP_OFFSET))
+        return uraid_why(why, whylen, "metadata %s with a write-intent bitmap: md cannot move a bitmap kept beside "
+                         "the superblock at the member's end; remove it ('uraid update --update=no-bitmap MEMBERS'), "
+                         "grow, then add it again ('uraid grow --consistency-policy=bitmap MEMBERS')",
+                         md_format_name(R->format)), -EOPNOTSUPP;
     if (a->rs || (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
         return uraid_why(why, whylen, "a reshape is in progress: finish it first"), -EBUSY;
     if (a->opened_dirty)
@@ -61,7 +71,8 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
         if (r < room)
             room = r;
     }
-    uint64_t unit = a->geom.level == 1 ? 128 : a->geom.chunk_sectors; /* mdadm's rounding (FORMAT.md 1a) */
+    /* md's raid5_resize keeps whole chunks; raid1_resize takes the room as it is (0.90 counts KiB) */
+    uint64_t unit = a->geom.level != 1 ? a->geom.chunk_sectors : R->format == MD_FMT_0_90 ? 2 : 1;
     uint64_t max = room / unit * unit;
     if (want && want > max)
         return uraid_why(why, whylen, "--size %llu KiB is more than the smallest member holds (%llu KiB past its data "
@@ -79,6 +90,7 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
 
 struct resize {
     uint64_t want, to, from;
+    int online;
     char *why;
     size_t whylen;
 };
@@ -91,7 +103,7 @@ struct resize {
 static int switch_size(struct uraid_array *a, void *ctx)
 {
     struct resize *r = ctx;
-    int rc = check(a, r->want, &r->to, r->why, r->whylen);
+    int rc = check(a, r->want, r->online, &r->to, r->why, r->whylen);
     if (rc)
         return rc;
     uint64_t to = r->to, nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
@@ -155,7 +167,10 @@ int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, st
 {
     struct uraid_array *a = NULL;
     uraid_why(why, whylen, "%s", "");
-    int rc = uraid_open(members, n, NULL, &a, why, whylen);
+    int rc = resize_place_superblocks(members, n, size_sectors, why, whylen); /* 0.90/1.0: md's new place */
+    if (rc < 0)
+        return rc;
+    rc = uraid_open(members, n, NULL, &a, why, whylen);
     if (rc)
         return rc;
     uint64_t from = a->member_sectors, old_bytes = uraid_size(a);
@@ -187,7 +202,7 @@ int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_
         return uraid_why(why, whylen, "no array"), -EINVAL;
     if (a->readonly)
         return uraid_why(why, whylen, "the array is open read-only"), -EROFS;
-    struct resize r = {.want = size_sectors, .why = why, .whylen = whylen};
+    struct resize r = {.want = size_sectors, .online = 1, .why = why, .whylen = whylen};
     uint64_t old_bytes = uraid_size(a);
     /* the refusals about the array first (a reshape's among them), then
      * again under job_lock, where a job running refuses too */
@@ -195,7 +210,7 @@ int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_
     if (!a->rs && uraid_job_status(a, &js) == 0 && js.running) /* md: -EBUSY while its sync thread runs */
         return uraid_why(why, whylen, "a %s is running: wait for its end (uraid status) or stop it ('uraid idle'), "
                          "then grow", uraid_job_name(js.kind)), -EBUSY;
-    int rc = check(a, size_sectors, &r.to, why, whylen);
+    int rc = check(a, size_sectors, 1, &r.to, why, whylen);
     if (rc == 0)
         rc = array_job_exclusive(a, switch_size, &r, why, whylen);
     if (rc)
