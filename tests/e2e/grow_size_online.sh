@@ -13,8 +13,10 @@
 # (Used Dev Size, clean). The same through the array's default control
 # socket when the members are named. Then a kill -9 of the server in the
 # new region's sync: md's record (Resync Offset = the old size, State
-# active), and the restarted server finishes it (check clean). Seeded
-# (printed). URAID_TEST_LONG=1: more writes.
+# active), and the restarted server finishes it (check clean). Then the
+# same under `uraid mount` (FUSE): the mounted file's size follows within a
+# second and a write past the old end reads back. Seeded (printed).
+# URAID_TEST_LONG=1: more writes.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
@@ -253,4 +255,39 @@ sleep 1
 M="$M $d/m4.img"
 t_refused "refused, nothing written: a reshape recorded" "reshape" timeout 20 $URAID grow --control "$ctl" --size max
 stop_server || t_fail "reshape: the server stops cleanly"
+
+# ---- 5. through FUSE: the file's size follows the array's -------------------------------------
+if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1; then
+    t_fail "FUSE: needs root, /dev/fuse and fusermount3 to prove the mounted file grows"
+else
+    d=$t_tmp/f mnt=$t_tmp/mnt
+    new_array "$d" 16M
+    mkdir -p "$mnt"
+    # shellcheck disable=SC2086
+    $URAID mount --foreground --control "$ctl" $M "$mnt" >"$t_tmp/fuse.log" 2>&1 &
+    fpid=$!
+    t_at_exit '[ -n "$mnt" ] && timeout 10 fusermount3 -uz "$mnt" 2>/dev/null'
+    n=0
+    while [ ! -f "$mnt/array" ] && [ $n -lt 100 ] && kill -0 "$fpid" 2>/dev/null; do sleep 0.1; n=$((n + 1)); done
+    [ "$(stat -c %s "$mnt/array" 2>/dev/null)" = "$SZ" ] && t_ok "FUSE: the file is $SZ bytes" ||
+        t_fail "FUSE: the file's size before" "$(stat -c %s "$mnt/array" 2>&1) $(tail -n 2 "$t_tmp/fuse.log")"
+    out=$(timeout 20 $URAID grow --control "$ctl" --size max 2>&1)
+    case "$out" in *"resync started"*) ;; *) t_fail "FUSE: grow --control --size max" "$out" ;; esac
+    sleep 1.5
+    fsz=$(stat -c %s "$mnt/array")
+    [ "$fsz" = $((3 * 30 * 1048576)) ] && t_ok "FUSE: the mounted file follows: $fsz bytes" ||
+        t_fail "FUSE: the mounted file follows the new size" "$fsz"
+    head -c 1048576 /dev/urandom >"$t_tmp/blk"
+    dd if="$t_tmp/blk" of="$mnt/array" bs=65536 seek=$(((SZ + 1048576) / 65536)) conv=notrunc status=none &&
+        [ "$(dd if="$mnt/array" bs=65536 skip=$(((SZ + 1048576) / 65536)) count=16 status=none | sha256sum)" = \
+          "$(sha256sum <"$t_tmp/blk")" ] && t_ok "FUSE: a write past the old end reads back" ||
+        t_fail "FUSE: a write past the old end reads back"
+    n=0
+    until timeout 10 $URAID status --control "$ctl" 2>&1 | tail -n 1 | grep -q "resync finished" || [ $n -ge 120 ]; do
+        sleep 0.5; n=$((n + 1))
+    done
+    timeout 10 fusermount3 -u "$mnt"; wait "$fpid" && t_ok "FUSE: unmounted cleanly" || t_fail "FUSE: unmounted cleanly"
+    mnt=""
+    checks "FUSE" $((30 * 1024))
+fi
 t_finish
