@@ -12,7 +12,7 @@
 # resync `uraid check` finds mismatch_cnt 0 and mdadm --examine agrees
 # (Used Dev Size, clean). The same through the array's default control
 # socket when the members are named. Then a kill -9 of the server in the
-# new region's sync: md's record (Resync Offset = the old size, State
+# new region's sync: md's record (resync_offset = the old size, State
 # active), and the restarted server finishes it (check clean). Then the
 # same under `uraid mount` (FUSE): the mounted file's size follows within a
 # second and a write past the old end reads back. Seeded (printed).
@@ -153,6 +153,9 @@ wait_for "check stopped" 20 || wait_for "check finished" 1 || t_fail "the check 
 rm -f "$t_tmp/stop"
 writer &
 writer_pid=$!
+# a connection made before the grow, reading past the old end after it: NBD has no resize
+qemu-io -f raw -c "sleep 3000" -c "read $SZ 4096" -c "read 0 4096" "$uri" >"$t_tmp/qio.old" 2>&1 &
+old_pid=$!
 sleep 1
 out=$(timeout 20 $URAID grow --control "$ctl" --size max 2>&1)
 case "$out" in *"resync started"*) t_ok "uraid grow --control --size max: $out" ;;
@@ -161,6 +164,10 @@ new=$(timeout 10 nbdinfo --size "$uri")
 # 32 MiB members: 30 MiB past the data offset, in whole chunks, 3 data members
 [ "$new" = $((3 * 30 * 1048576)) ] && t_ok "a new NBD connection sees the new size ($new bytes, was $SZ)" ||
     t_fail "a new NBD connection sees the new size" "$new, want $((3 * 30 * 1048576))"
+wait "$old_pid"
+grep -q "read 4096/4096 bytes at offset 0" "$t_tmp/qio.old" && ! grep -q "bytes at offset $SZ" "$t_tmp/qio.old" &&
+    t_ok "a connection made before the grow keeps its size (NBD has no resize): past the old end refused" ||
+    t_fail "a connection made before the grow keeps its size" "$(tr '\n' ' ' <"$t_tmp/qio.old")"
 line=$(bg_line)
 st=$(status | sed -n 's/^ *State : //p')
 echo "$line" | grep -Eq 'resync = [0-9]+\.[0-9]% \([0-9]+/30720\)' && t_ok "uraid status: $line" ||

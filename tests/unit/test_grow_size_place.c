@@ -193,6 +193,13 @@ static void test_kill_in_placement(const char *meta, int format, struct rng *r)
     for (int i = 0; i < 4; i++)
         CHECK(sb_at_end(s.path[i], format, &sb) == 0, "%s: member %d: superblock at its end", meta, i);
     grown_ok(&s, meta);
+    /* served, the superblock cannot move under the server: refused, nothing written */
+    a = NULL;
+    if (uraid_open(s.p, 4, NULL, &a, why, sizeof why) == 0) {
+        rc = uraid_grow_size_online(a, 0, NULL, why, sizeof why);
+        CHECK(rc == -EOPNOTSUPP && strstr(why, "stop the array"), "%s: online: %d %s", meta, rc, why);
+        CHECK(uraid_close(a) == 0);
+    }
 out:
     cleanup(&s);
     harness_end();
