@@ -16,7 +16,11 @@
 #   c. md grows its own 1.0 and 0.90 RAID-5 and a 1.0 RAID-1 (created with
 #      --size smaller than the disks, then mdadm --grow --size max): uraid
 #      opens them at md's size and reads every byte as md does (sha256 of
-#      the whole array), and uraid check finds mismatch_cnt 0.
+#      the whole array), and uraid check finds mismatch_cnt 0;
+#   d. uraid killed (-9) in the new region's resync of a 1.0 RAID-5: md
+#      assembles the members (superblocks at the new place, the new size,
+#      resync_offset the old size), finishes the resync, reads the pattern
+#      and its check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -31,10 +35,10 @@ sums() { for f in $M; do sha256sum "$f"; done | sha256sum | cut -d' ' -f1; }
 size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
 disks() { for f in "$@"; do printf ' --disk %s' "$f"; done; }
 
-# make DIR META LEVEL N SEED [POLICY]: N members of 16 MiB, pattern SEED written, then 16 MiB of
-# random bytes appended to each; sets M, SZ (bytes before)
+# make DIR META LEVEL N SEED [POLICY [GROW]]: N members of 16 MiB, pattern SEED written, then GROW
+# (16M) random bytes appended to each; sets M, SZ (bytes before)
 make_array() {
-    dir=$1 meta=$2 lvl=$3 n=$4 s=$5 policy=${6:-resync}
+    dir=$1 meta=$2 lvl=$3 n=$4 s=$5 policy=${6:-resync} grow=${7:-16M}
     rm -rf "$dir"; mkdir -p "$dir"
     M="" i=0
     while [ $i -lt "$n" ]; do truncate -s 16M "$dir/m$i.img"; M="$M $dir/m$i.img"; i=$((i + 1)); done
@@ -45,7 +49,7 @@ make_array() {
     SZ=$(size_of $M)
     # shellcheck disable=SC2086
     "$PATTERN" -s "$s" -n "$SZ" | $URAID write $M || t_fail "write pattern $s in $dir"
-    for f in $M; do head -c 16M /dev/urandom >>"$f"; done
+    for f in $M; do head -c "$grow" /dev/urandom >>"$f"; done
 }
 
 # ---- a. uraid grows; md assembles -----------------------------------------------------------
@@ -172,5 +176,42 @@ for name in "1.0 RAID-5" "0.90 RAID-5" "1.0 RAID-1"; do
     [ "$out" = "mismatch_cnt 0" ] && t_ok "$name: uraid check of md's grown array: mismatch_cnt 0" ||
         t_fail "$name: uraid check of md's grown array" "$out"
     i=$((i + 1))
+done
+
+# ---- d. uraid killed in the new region's resync: md assembles and finishes it ------------------
+make_array "$t_tmp/k" 1.0 5 4 41 resync 48M
+# shellcheck disable=SC2086
+$URAID grow $M --size max >/dev/null 2>&1 &
+pid=$!
+n=0
+while [ $n -lt 400 ]; do
+    mdadm --examine "$t_tmp/k/m0.img" 2>/dev/null | grep -q "State : active" && break
+    sleep 0.01; n=$((n + 1))
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+x=$(mdadm --examine "$t_tmp/k/m0.img" 2>&1)
+if echo "$x" | grep -q "State : active" && echo "$x" | grep -q "Super Offset : 131056 sectors"; then
+    t_ok "d: uraid killed in the new region's resync: the new place and size recorded, State active"
+else
+    t_fail "d: uraid killed in the new region's resync" "$(echo "$x" | grep -i 'state :\|offset\|array size')"
+fi
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 580 $(disks $M) -- - >"$t_tmp/d.log" 2>&1 <<GUEST
+exec 2>&1
+wait_idle() { i=0; while [ "\$(cat /sys/block/\$1/md/sync_action)" != idle ] && [ \$i -lt 300 ]; do sleep 1; i=\$((i + 1)); done; }
+mdadm --assemble /dev/md0 /dev/vd[a-d] && {
+    sleep 1; wait_idle md0
+    echo "md0 size=\$(blockdev --getsize64 /dev/md0)"
+    mdpattern -s 41 -n $SZ -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+    echo check > /sys/block/md0/md/sync_action; sleep 1; wait_idle md0
+    echo "md0 mismatch_cnt=\$(cat /sys/block/md0/md/mismatch_cnt)"
+    mdadm --stop /dev/md0 >/dev/null 2>&1 && echo "md0 stopped"
+}
+GUEST
+# 64 MiB members: md's room (131056 - 8 - 8 = 131040) in whole 128-sector chunks (130944), 3 data members
+for w in "md0 size=$((130944 * 512 * 3))" "md0 pattern OK" "md0 mismatch_cnt=0" "md0 stopped"; do
+    grep -q "^$w\$" "$t_tmp/d.log" && t_ok "d: md assembles the killed grow, resyncs from the checkpoint: $w" ||
+        t_fail "d: md after the killed grow: $w" "$(grep '^md0' "$t_tmp/d.log" | tr '\n' ' ') $(tail -n 3 "$t_tmp/d.log")"
 done
 t_finish
