@@ -179,7 +179,7 @@ for name in "1.0 RAID-5" "0.90 RAID-5" "1.0 RAID-1"; do
 done
 
 # ---- d. uraid killed in the new region's resync: md assembles and finishes it ------------------
-make_array "$t_tmp/k" 1.0 5 4 41 resync 48M
+make_array "$t_tmp/k" 1.0 5 4 41 resync 112M
 # shellcheck disable=SC2086
 $URAID grow $M --size max >/dev/null 2>&1 &
 pid=$!
@@ -191,7 +191,7 @@ done
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 x=$(mdadm --examine "$t_tmp/k/m0.img" 2>&1)
-if echo "$x" | grep -q "State : active" && echo "$x" | grep -q "Super Offset : 131056 sectors"; then
+if echo "$x" | grep -q "State : active" && echo "$x" | grep -q "Super Offset : 262128 sectors"; then
     t_ok "d: uraid killed in the new region's resync: the new place and size recorded, State active"
 else
     t_fail "d: uraid killed in the new region's resync" "$(echo "$x" | grep -i 'state :\|offset\|array size')"
@@ -209,8 +209,8 @@ mdadm --assemble /dev/md0 /dev/vd[a-d] && {
     mdadm --stop /dev/md0 >/dev/null 2>&1 && echo "md0 stopped"
 }
 GUEST
-# 64 MiB members: md's room (131056 - 8 - 8 = 131040) in whole 128-sector chunks (130944), 3 data members
-for w in "md0 size=$((130944 * 512 * 3))" "md0 pattern OK" "md0 mismatch_cnt=0" "md0 stopped"; do
+# 128 MiB members: md's room (262128 - 8 - 8 = 262112) in whole 128-sector chunks (262016), 3 data members
+for w in "md0 size=$((262016 * 512 * 3))" "md0 pattern OK" "md0 mismatch_cnt=0" "md0 stopped"; do
     grep -q "^$w\$" "$t_tmp/d.log" && t_ok "d: md assembles the killed grow, resyncs from the checkpoint: $w" ||
         t_fail "d: md after the killed grow: $w" "$(grep '^md0' "$t_tmp/d.log" | tr '\n' ' ') $(tail -n 3 "$t_tmp/d.log")"
 done
