@@ -16,7 +16,8 @@
 #   c. md grows its own 1.0 and 0.90 RAID-5 and a 1.0 RAID-1 (created with
 #      --size smaller than the disks, then mdadm --grow --size max): uraid
 #      opens them at md's size and reads every byte as md does (sha256 of
-#      the whole array), and uraid check finds mismatch_cnt 0;
+#      the whole array), and uraid check finds mismatch_cnt 0; md's 1.0
+#      superblock lands where uraid puts it (Super Offset, Avail Dev Size);
 #   d. uraid killed (-9) in the new region's resync of a 1.0 RAID-5: md
 #      assembles the members (superblocks at the new place, the new size,
 #      resync_offset the old size), finishes the resync, reads the pattern
@@ -164,6 +165,12 @@ for name in "1.0 RAID-5" "0.90 RAID-5" "1.0 RAID-1"; do
         i=$((i + 1)); continue
     fi
     t_ok "$name: md grows its own array: $old -> $mdsize bytes"
+    case "$name" in 1.0*)
+        x=$(mdadm --examine "${M%% *}" 2>&1)
+        echo "$x" | grep -q "Super Offset : 65520 sectors" && echo "$x" | grep -q "Avail Dev Size : 65504 sectors" &&
+            t_ok "$name: md's own grow puts the superblock where uraid's does: Super Offset 65520, Avail Dev Size 65504" ||
+            t_fail "$name: md's own grow: Super Offset 65520, Avail Dev Size 65504" "$(echo "$x" | grep -i 'offset\|avail')" ;;
+    esac
     # shellcheck disable=SC2086
     [ "$(size_of $M)" = "$mdsize" ] && t_ok "$name: uraid opens md's grown array at md's size" ||
         t_fail "$name: uraid opens md's grown array at md's size" "$(size_of $M), md $mdsize"
