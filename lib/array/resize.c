@@ -19,7 +19,14 @@
  * A kill during 2 leaves the old size with a bitmap whose chunk md and
  * uraid both read (they count the bits from the array's size); a kill
  * during 4 leaves md's record of a resync from the old size, and the new
- * region's bits set: the next resync (uraid's or md's) covers it. */
+ * region's bits set: the next resync (uraid's or md's) covers it.
+ *
+ * uraid_grow_size_online does 2 and 3 on a served array (1.1/1.2) with no
+ * request in flight, switches its size, and runs 4's resync as its job
+ * while requests go on; resync_offset is the old size only when nothing
+ * was written since the open (a written array's superblocks say 0, md's
+ * active array, and keep saying it), and the first write after the grow
+ * says 0 again (array.c's dirty_partial). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
