@@ -7,7 +7,8 @@
  *     on one that was stopped or killed (by uraid or md).
  * An array being served (its control socket answers) is refused: the server
  * keeps its own copy of the superblocks. With --control PATH the serving
- * array grows itself (uraid_grow_online over the control socket). */
+ * array grows itself (uraid_grow_online over the control socket); --size
+ * goes to the server by itself when the array's default socket answers. */
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
@@ -25,8 +26,9 @@
 #include "uraid_ctl.h"
 #include "uraid_grow.h"
 
-/* 1 when a uraid server answers on the array's default control socket. */
-static int being_served(const char *member)
+/* 1 when a uraid server answers on the array's default control socket
+ * (its path in path, which may be NULL). */
+static int served_at(const char *member, char *path, size_t len)
 {
     struct uraid_examine e;
     char why[320];
@@ -42,7 +44,14 @@ static int being_served(const char *member)
         return 0;
     int up = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
     close(fd);
+    if (up && path)
+        snprintf(path, len, "%s", sa.sun_path);
     return up;
+}
+
+static int being_served(const char *member)
+{
+    return served_at(member, NULL, 0);
 }
 
 static volatile int grow_stop;
@@ -363,7 +372,32 @@ static int run_online(const struct grow_args *g)
     return 0;
 }
 
-/* --size max|SIZE: the members' room used (mdadm's KiB when no suffix). */
+/* The request "grow-size max|SECTORS" to the server at path: mdadm --grow
+ * --size on a running array. */
+static int size_online(const char *path, uint64_t sectors)
+{
+    char req[64], resp[1024];
+    if (sectors)
+        snprintf(req, sizeof req, "grow-size %llu", (unsigned long long)sectors);
+    else
+        snprintf(req, sizeof req, "grow-size max");
+    int rc = uraid_ctl_request(path, req, resp, sizeof resp);
+    if (rc) {
+        cli_error("grow", "%s: %s", path,
+                  rc == -ENOENT || rc == -ECONNREFUSED ? "no server is listening there" : uraid_strerror(rc));
+        return 1;
+    }
+    if (strncmp(resp, "ok", 2)) {
+        resp[strcspn(resp, "\n")] = 0;
+        cli_error("grow", "%s", !strncmp(resp, "error: ", 7) ? resp + 7 : resp);
+        return 1;
+    }
+    printf("uraid: %s", resp[2] == '\n' && resp[3] ? resp + 3 : "the size changed\n");
+    return 0;
+}
+
+/* --size max|SIZE: the members' room used (mdadm's KiB when no suffix); on
+ * a served array (--control, or its default socket answers) by its server. */
 static int run_size(const struct grow_args *g)
 {
     uint64_t sectors = 0, v = 0;
@@ -375,15 +409,17 @@ static int run_size(const struct grow_args *g)
         }
         sectors = *last >= '0' && *last <= '9' ? v * 2 : v / 512;
     }
-    if (g->raid_devices || g->nadd || g->resume || g->control || g->policy || g->chunk || g->layout || g->level) {
-        cli_error("grow", "change the size alone (--size with the array's members only)");
+    if (g->raid_devices || g->nadd || g->resume || g->policy || g->chunk || g->layout || g->level ||
+        g->array_size || (g->control && g->n)) {
+        cli_error("grow", g->control ? "with --control give --size alone: the server has the members"
+                                     : "change the size alone (--size with the array's members only)");
         return 2;
     }
-    if (being_served(g->members[0])) {
-        cli_error("grow", "the array of %s is being served (its control socket answers): stop it first ('uraid stop')",
-                  g->members[0]);
-        return 1;
-    }
+    if (g->control)
+        return size_online(g->control, sectors);
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    if (served_at(g->members[0], path, sizeof path)) /* as mdadm grows a running array */
+        return size_online(path, sectors);
     if (cli_setup_parity("grow"))
         return 1;
     struct uraid_grow_result res;
@@ -432,6 +468,7 @@ int cmd_grow(int argc, char **argv)
                    "       uraid grow --continue MEMBER...\n"
                    "       uraid grow --control PATH [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
                    "       uraid grow MEMBER... --size max|SIZE\n"
+                   "       uraid grow --control PATH --size max|SIZE\n"
                    "  (without --control the array must not be running and every member is needed; with it the\n"
                    "   serving array restripes while it serves: follow it with 'uraid status'; mdadm --grow)\n");
             return 0;
@@ -442,6 +479,8 @@ int cmd_grow(int argc, char **argv)
             g.members[g.n++] = a;
         }
     }
+    if (g.control && g.size)
+        return run_size(&g);
     if (g.control)
         return run_online(&g);
     if (g.size && g.n)

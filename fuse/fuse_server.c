@@ -35,7 +35,6 @@ enum { INO_ROOT = 1, INO_ARRAY = 2, INO_STATUS = 3 };
 
 struct fuse_server {
     struct uraid_array *a;
-    uint64_t size;
     /* Misaligned writes read-modify-write their edge sectors; they take this
      * exclusively so two of them sharing a sector (or an aligned write to
      * it) cannot interleave and lose bytes. Aligned writes share it. */
@@ -76,6 +75,9 @@ static int status_text(struct uraid_array *a, char *buf, size_t len)
 }
 
 #define STATUS_MAX 65536
+/* How long the kernel may keep the array file's attributes: short, since a
+ * served array may grow (uraid grow --size) and stat must then say so. */
+#define ARRAY_ATTR_SECS 1.0
 
 static int fill_attr(struct fuse_server *m, fuse_ino_t ino, struct stat *st)
 {
@@ -90,8 +92,9 @@ static int fill_attr(struct fuse_server *m, fuse_ino_t ino, struct stat *st)
     } else if (ino == INO_ARRAY) {
         st->st_mode = S_IFREG | 0600;
         st->st_nlink = 1;
-        st->st_size = (off_t)m->size;
-        st->st_blocks = (blkcnt_t)(m->size / 512);
+        uint64_t size = uraid_size(m->a); /* not kept: a served array may grow (grow --size) */
+        st->st_size = (off_t)size;
+        st->st_blocks = (blkcnt_t)(size / 512);
         st->st_blksize = 4096;
     } else if (ino == INO_STATUS) {
         /* the real length, so tools that trust st_size read it all */
@@ -130,7 +133,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         return;
     }
     /* the array's attributes never change; the status length does */
-    e.attr_timeout = e.ino == INO_ARRAY ? 3600.0 : 0.0;
+    e.attr_timeout = e.ino == INO_ARRAY ? ARRAY_ATTR_SECS : 0.0;
     e.entry_timeout = 3600.0;
     fuse_reply_entry(req, &e);
 }
@@ -142,7 +145,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     if (rc)
         fuse_reply_err(req, -rc);
     else
-        fuse_reply_attr(req, &st, ino == INO_STATUS ? 0.0 : 3600.0);
+        fuse_reply_attr(req, &st, ino == INO_STATUS ? 0.0 : ARRAY_ATTR_SECS);
 }
 
 /* The array is a fixed-size file: truncating it to its own size (what an
@@ -155,13 +158,13 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         fuse_reply_err(req, EPERM);
         return;
     }
-    if ((to_set & FUSE_SET_ATTR_SIZE) && (uint64_t)attr->st_size != m->size) {
+    if ((to_set & FUSE_SET_ATTR_SIZE) && (uint64_t)attr->st_size != uraid_size(m->a)) {
         fuse_reply_err(req, EPERM);
         return;
     }
     struct stat st;
     fill_attr(m, ino, &st);
-    fuse_reply_attr(req, &st, 3600.0);
+    fuse_reply_attr(req, &st, ARRAY_ATTR_SECS);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
@@ -236,13 +239,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
         fuse_reply_buf(req, t + o, len - o < size ? len - o : size);
         return;
     }
-    uint64_t uoff = (uint64_t)off;
-    if (uoff >= m->size) {
+    uint64_t uoff = (uint64_t)off, asize = uraid_size(m->a); /* read once: the array may grow meanwhile */
+    if (uoff >= asize) {
         fuse_reply_buf(req, NULL, 0);
         return;
     }
-    if (size > m->size - uoff)
-        size = (size_t)(m->size - uoff);
+    if (size > asize - uoff)
+        size = (size_t)(asize - uoff);
     /* With direct_io the kernel passes the caller's offset and length
      * through unchanged (cat, head -c ...), so read the covering sectors and
      * reply from inside them. */
@@ -272,12 +275,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t si
         fuse_reply_write(req, 0);
         return;
     }
-    if (uoff >= m->size) {
+    uint64_t asize = uraid_size(m->a); /* read once: the array may grow meanwhile */
+    if (uoff >= asize) {
         fuse_reply_err(req, ENOSPC);
         return;
     }
-    if (size > m->size - uoff)
-        size = (size_t)(m->size - uoff); /* short write at the end, like a block device */
+    if (size > asize - uoff)
+        size = (size_t)(asize - uoff); /* short write at the end, like a block device */
     uint64_t a0 = uoff & ~(uint64_t)(SECTOR - 1), a1 = (uoff + size + SECTOR - 1) & ~(uint64_t)(SECTOR - 1);
     int misaligned = a0 != uoff || a1 != uoff + size;
     uint8_t *b = thread_buf(m);
@@ -322,7 +326,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
         fuse_reply_err(req, EOPNOTSUPP);
         return;
     }
-    if (uoff > m->size || len > m->size - uoff) {
+    uint64_t asize = uraid_size(m->a);
+    if (uoff > asize || len > asize - uoff) {
         fuse_reply_err(req, zeroing ? EINVAL : EFBIG); /* the array's size is fixed */
         return;
     }
@@ -402,7 +407,6 @@ int fuse_server_mount(struct uraid_array *a, const char *dir, struct fuse_server
         return -ENOMEM;
     }
     m->a = a;
-    m->size = uraid_size(a);
     clock_gettime(CLOCK_REALTIME, &m->mounted_at);
     pthread_rwlock_init(&m->rmw_lock, NULL);
     pthread_key_create(&m->buf_key, free);

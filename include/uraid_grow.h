@@ -106,8 +106,13 @@ URAID_API int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, 
                                        uint64_t array_sectors, char *why, size_t whylen);
 
 /* mdadm --grow --size for an array that is not running: every member of
- * a RAID-1/4/5/6 (metadata 1.1/1.2) given; size_sectors per member, 0 for
- * max (the smallest member's room past its data offset, in whole chunks).
+ * a RAID-1/4/5/6 given; size_sectors per member, 0 for max (the smallest
+ * member's room past its data offset, in whole chunks for RAID-4/5/6).
+ * Metadata 0.90 and 1.0 (superblock at the end) first get each member's
+ * superblock written where md looks on the member as it is now (found at
+ * the end, or below it on a member that grew in place), as md's
+ * rdev_size_change does; a write-intent bitmap there is refused, as md
+ * refuses it.
  * The new size and md's resync checkpoint (resync_offset = the old size)
  * go to every superblock, then the new region is resynced (parity or
  * mirrors from its data) and the array closed clean. 0; -EALREADY when the
@@ -117,6 +122,20 @@ URAID_API int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, 
  * start_position the old size per member. */
 URAID_API int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors,
                               struct uraid_grow_result *res, char *why, size_t whylen);
+
+/* mdadm --grow --size on a running array: the open (served) array uses
+ * its members' room while requests go on. The same checks and refusals as
+ * uraid_grow_size (nothing written on a refusal), plus read-only (-EROFS)
+ * and a job running (-EBUSY); then, with no request in flight, the bitmap
+ * resized, every superblock with the new size (metadata 1.1/1.2 only:
+ * 0.90/1.0 must be grown stopped; resync_offset = the old size
+ * when nothing was written since the open, else 0 as md's active array),
+ * the array switched to the new size (uraid_size), and the new region's
+ * resync started as a job (URAID_JOB_RESYNC in uraid_job_status). A kill
+ * leaves md's record: the next open resyncs from it. from_sectors (may be
+ * NULL): the array sectors before. */
+URAID_API int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_t *from_sectors, char *why,
+                                     size_t whylen);
 
 #ifdef __cplusplus
 }

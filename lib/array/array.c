@@ -155,7 +155,8 @@ static int dirty_pending(struct uraid_array *a)
     int absent = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
         absent |= !__atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
-    return !__atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE) || (!__atomic_load_n(&a->sb_written, __ATOMIC_ACQUIRE) && absent);
+    return !__atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE) || __atomic_load_n(&a->dirty_partial, __ATOMIC_ACQUIRE) ||
+           (!__atomic_load_n(&a->sb_written, __ATOMIC_ACQUIRE) && absent);
 }
 
 int array_mark_dirty(struct uraid_array *a)
@@ -177,8 +178,10 @@ int array_mark_dirty(struct uraid_array *a)
         a->sb.resync_offset = 0;
         pthread_mutex_unlock(&a->meta_lock);
         rc = array_write_superblocks(a);
-        if (rc == 0)
+        if (rc == 0) {
             __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
+            __atomic_store_n(&a->dirty_partial, 0, __ATOMIC_RELEASE);
+        }
     }
     pthread_mutex_unlock(&a->dirty_lock);
     return rc;

@@ -100,6 +100,8 @@ struct uraid_array {
     uint64_t size_sectors;     /* array */
     int readonly;
     int dirty;                 /* resync_offset = 0 is on disk */
+    int dirty_partial;         /* dirty, but the superblocks say "in sync below resync_from" (a grown
+                                * size's record, resize.c): the first write still says 0 */
     int opened_dirty;          /* found dirty at open: stays dirty until resynced */
     uint64_t resync_from;      /* opened dirty: the resync_offset found (md's checkpoint: in sync below it) */
     int sb_written;            /* superblocks written since open (roles are current) */

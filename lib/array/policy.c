@@ -276,7 +276,10 @@ int array_ppl_start(struct uraid_array *a, int missing, const char *gone, int fo
     }
     uraid_log(URAID_LOG_INFO, "replayed %d partial parity log entries%s", recovered,
               mismatch ? "; some were damaged, so the array stays dirty" : "");
-    if (mismatch)
+    /* md's ppl_init_log records the array clean only when it was dirty from
+     * the start (recovery_cp 0): a checkpoint (a grown size's old end) keeps
+     * its resync, since the log covers only the writes in flight */
+    if (mismatch || a->resync_from)
         return 0;
     if ((rc = ppl_clear_all(a)) != 0) {
         uraid_why(why, whylen, "cannot empty the partial parity log after its replay: %s", uraid_strerror(rc));

@@ -2,10 +2,10 @@
  * running, after its members were replaced by bigger ones (or grew).
  *
  * What is written when (md's raid5_resize / raid1_resize and super_1_sync):
- *   1. every check first (uraid_open's, then: RAID-1/4/5/6, metadata 1.1 or
- *      1.2, whose data area ends at the member's end, every slot in sync, a
- *      clean shutdown, no reshape, a size larger than now); a refusal
- *      writes nothing;
+ *   1. every check first (uraid_open's, then: RAID-1/4/5/6, every slot in
+ *      sync, a clean shutdown, no reshape, a size larger than now; 0.90 and
+ *      1.0: no bitmap, and their superblocks placed at the members' ends
+ *      first, resize_place.c); a refusal writes nothing;
  *   2. with a write-intent bitmap, every member's whole bitmap resized as
  *      md_bitmap_resize does (wib_resize: the chunk doubled while the bits
  *      would not fit its sectors, the new region's bits set);
@@ -19,12 +19,20 @@
  * A kill during 2 leaves the old size with a bitmap whose chunk md and
  * uraid both read (they count the bits from the array's size); a kill
  * during 4 leaves md's record of a resync from the old size, and the new
- * region's bits set: the next resync (uraid's or md's) covers it. */
+ * region's bits set: the next resync (uraid's or md's) covers it.
+ *
+ * uraid_grow_size_online does 2 and 3 on a served array (1.1/1.2) with no
+ * request in flight, switches its size, and runs 4's resync as its job
+ * while requests go on; resync_offset is the old size only when nothing
+ * was written since the open (a written array's superblocks say 0, md's
+ * active array, and keep saying it), and the first write after the grow
+ * says 0 again (array.c's dirty_partial). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "array/array.h"
+#include "array/resize.h"
 #include "array/wibitmap.h"
 #include "log.h"
 #include "uraid_grow.h"
@@ -32,21 +40,30 @@
 static int room_of(const struct array_slot *sl, uint64_t *room)
 {
     uint64_t dev = sl->dev->size / SECTOR;
+    if (sl->sb.format == MD_FMT_1_0 || sl->sb.format == MD_FMT_0_90) /* placed by resize_place.c */
+        return (*room = resize_md_room(sl->sb.format, dev)) > 0 ? 0 : -ENOSPC;
     if (dev <= sl->sb.data_offset)
         return -ENOSPC;
     *room = dev - sl->sb.data_offset;
     return 0;
 }
 
-static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, size_t whylen)
+static int check(struct uraid_array *a, uint64_t want, int online, uint64_t *to, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
     if (a->geom.level != 1 && (a->geom.level < 4 || a->geom.level > 6))
         return uraid_why(why, whylen, "--size on %s is not supported yet: RAID-1/4/5/6 can use bigger members",
                          a->geom.level == 0 ? "RAID-0 (md takes its size from the members)" : "this level"), -EOPNOTSUPP;
-    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
-        return uraid_why(why, whylen, "metadata %s keeps its superblock at the member's end: growing the size "
-                         "would need it moved; not supported yet", md_format_name(R->format)), -EOPNOTSUPP;
+    int at_end = R->format == MD_FMT_1_0 || R->format == MD_FMT_0_90;
+    if (at_end && online)
+        return uraid_why(why, whylen, "metadata %s keeps its superblock at the member's end, which moves when the "
+                         "size grows: stop the array and run 'uraid grow MEMBERS... --size' (md also rewrites each "
+                         "member's superblock at its new end first)", md_format_name(R->format)), -EOPNOTSUPP;
+    if (at_end && (R->feature_map & MD_FEATURE_BITMAP_OFFSET))
+        return uraid_why(why, whylen, "metadata %s with a write-intent bitmap: md cannot move a bitmap kept beside "
+                         "the superblock at the member's end; remove it ('uraid update --update=no-bitmap MEMBERS'), "
+                         "grow, then add it again ('uraid grow --consistency-policy=bitmap MEMBERS')",
+                         md_format_name(R->format)), -EOPNOTSUPP;
     if (a->rs || (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
         return uraid_why(why, whylen, "a reshape is in progress: finish it first"), -EBUSY;
     if (a->opened_dirty)
@@ -61,7 +78,8 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
         if (r < room)
             room = r;
     }
-    uint64_t unit = a->geom.level == 1 ? 128 : a->geom.chunk_sectors; /* mdadm's rounding (FORMAT.md 1a) */
+    /* md's raid5_resize keeps whole chunks; raid1_resize takes the room as it is (0.90 counts KiB) */
+    uint64_t unit = a->geom.level != 1 ? a->geom.chunk_sectors : R->format == MD_FMT_0_90 ? 2 : 1;
     uint64_t max = room / unit * unit;
     if (want && want > max)
         return uraid_why(why, whylen, "--size %llu KiB is more than the smallest member holds (%llu KiB past its data "
@@ -77,48 +95,78 @@ static int check(struct uraid_array *a, uint64_t want, uint64_t *to, char *why, 
     return 0;
 }
 
-/* Step 2: the new size and md's resync checkpoint in every superblock;
- * then the open array takes the size, dirty from the old size on, as it
- * would be found at the next open. */
-static int record(struct uraid_array *a, uint64_t to, char *why, size_t whylen)
+struct resize {
+    uint64_t want, to, from;
+    int online;
+    char *why;
+    size_t whylen;
+};
+
+/* Steps 2 and 3 of the top comment, then the array switched to the new
+ * size; under job_lock with no job running (array_job_exclusive), and
+ * with geom_lock held for writing, so no request is in flight while the
+ * bitmap, the superblocks and the size change (a served array's requests
+ * wait for it, as reshape_online.c's switch does). */
+static int switch_size(struct uraid_array *a, void *ctx)
 {
-    uint64_t nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
+    struct resize *r = ctx;
+    int rc = check(a, r->want, r->online, &r->to, r->why, r->whylen);
+    if (rc)
+        return rc;
+    uint64_t to = r->to, nstripes = a->geom.level == 1 ? 0 : to / a->geom.chunk_sectors;
     uint64_t *dw = NULL;
     if (nstripes && !(dw = calloc((size_t)(nstripes / 64 + 1), sizeof *dw)))
-        return uraid_why(why, whylen, "out of memory"), -ENOMEM;
-    int rc = wib_resize(a, to, why, whylen);
-    if (rc) {
-        free(dw);
-        return rc;
-    }
+        return uraid_why(r->why, r->whylen, "out of memory"), -ENOMEM;
+    pthread_rwlock_wrlock(&a->geom_lock);
+    if ((rc = wib_resize(a, to, r->why, r->whylen)) != 0)
+        goto out;
     pthread_mutex_lock(&a->meta_lock);
-    uint64_t from = a->member_sectors;
+    struct md_sb saved = a->sb;
+    uint64_t saved_size[URAID_MAX_MEMBERS];
+    /* a written array's superblocks say 0 already (md's active array): the
+     * old region may hold writes in flight at a kill, so they keep saying it */
+    int was_dirty = __atomic_load_n(&a->dirty, __ATOMIC_ACQUIRE);
+    r->from = a->member_sectors;
     a->sb.size = to;
     for (int s = 0; s < a->geom.raid_disks; s++) {
-        uint64_t r = 0;
-        if (room_of(&a->slot[s], &r) == 0)
-            a->slot[s].sb.data_size = r;
+        uint64_t room = 0;
+        saved_size[s] = a->slot[s].sb.data_size;
+        if (room_of(&a->slot[s], &room) == 0)
+            a->slot[s].sb.data_size = room;
     }
-    a->sb.resync_offset = from;
+    a->sb.resync_offset = was_dirty ? 0 : r->from;
     pthread_mutex_unlock(&a->meta_lock);
-    rc = array_write_superblocks(a);
-    if (rc) {
-        free(dw);
-        return uraid_why(why, whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc)), rc;
+    if ((rc = array_write_superblocks(a)) != 0) {
+        pthread_mutex_lock(&a->meta_lock);
+        a->sb = saved;
+        for (int s = 0; s < a->geom.raid_disks; s++)
+            a->slot[s].sb.data_size = saved_size[s];
+        pthread_mutex_unlock(&a->meta_lock);
+        uraid_why(r->why, r->whylen, "cannot write the new size to the superblocks: %s", uraid_strerror(rc));
+        goto out;
     }
     pthread_mutex_lock(&a->meta_lock);
     a->member_sectors = to;
-    a->size_sectors = a->geom.level == 1 ? to : nstripes * a->geom.chunk_sectors * (uint64_t)a->k;
-    if (dw) {
+    __atomic_store_n(&a->size_sectors, a->geom.level == 1 ? to : nstripes * a->geom.chunk_sectors * (uint64_t)a->k,
+                     __ATOMIC_RELEASE);
+    if (dw) { /* the stripes written degraded so far keep their bits */
+        if (a->degraded_written)
+            memcpy(dw, a->degraded_written, (size_t)(a->nstripes / 64 + 1) * sizeof *dw);
         free(a->degraded_written);
         a->degraded_written = dw;
         a->nstripes = nstripes;
+        dw = NULL;
     }
-    a->dirty = a->opened_dirty = 1;
-    a->resync_from = from;
+    a->opened_dirty = 1;
+    __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&a->dirty_partial, !was_dirty, __ATOMIC_RELEASE); /* the next write says 0 (array.c) */
+    a->resync_from = r->from;
     a->sb.resync_offset = 0; /* what an open of a dirty array keeps in memory (array.c) */
     pthread_mutex_unlock(&a->meta_lock);
-    return 0;
+out:
+    pthread_rwlock_unlock(&a->geom_lock);
+    free(dw);
+    return rc;
 }
 
 int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, struct uraid_grow_result *res,
@@ -126,13 +174,15 @@ int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, st
 {
     struct uraid_array *a = NULL;
     uraid_why(why, whylen, "%s", "");
-    int rc = uraid_open(members, n, NULL, &a, why, whylen);
+    int rc = resize_place_superblocks(members, n, size_sectors, why, whylen); /* 0.90/1.0: md's new place */
+    if (rc < 0)
+        return rc;
+    rc = uraid_open(members, n, NULL, &a, why, whylen);
     if (rc)
         return rc;
-    uint64_t to = 0, from = a->member_sectors, old_bytes = uraid_size(a);
-    rc = check(a, size_sectors, &to, why, whylen);
-    if (rc == 0)
-        rc = record(a, to, why, whylen);
+    uint64_t from = a->member_sectors, old_bytes = uraid_size(a);
+    struct resize r = {.want = size_sectors, .why = why, .whylen = whylen};
+    rc = array_job_exclusive(a, switch_size, &r, why, whylen);
     if (rc == 0) {
         struct uraid_job_status st;
         rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, whylen);
@@ -149,4 +199,39 @@ int uraid_grow_size(const char *const *members, int n, uint64_t size_sectors, st
     }
     int crc = uraid_close(a);
     return rc ? rc : crc;
+}
+
+int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_t *from_sectors, char *why,
+                           size_t whylen)
+{
+    uraid_why(why, whylen, "%s", "");
+    if (!a)
+        return uraid_why(why, whylen, "no array"), -EINVAL;
+    if (a->readonly)
+        return uraid_why(why, whylen, "the array is open read-only"), -EROFS;
+    struct resize r = {.want = size_sectors, .online = 1, .why = why, .whylen = whylen};
+    uint64_t old_bytes = uraid_size(a);
+    /* the refusals about the array first (a reshape's among them), then
+     * again under job_lock, where a job running refuses too */
+    struct uraid_job_status js;
+    if (!a->rs && uraid_job_status(a, &js) == 0 && js.running) /* md: -EBUSY while its sync thread runs */
+        return uraid_why(why, whylen, "a %s is running: wait for its end (uraid status) or stop it ('uraid idle'), "
+                         "then grow", uraid_job_name(js.kind)), -EBUSY;
+    int rc = check(a, size_sectors, 1, &r.to, why, whylen);
+    if (rc == 0)
+        rc = array_job_exclusive(a, switch_size, &r, why, whylen);
+    if (rc)
+        return rc;
+    if (from_sectors)
+        *from_sectors = old_bytes / SECTOR;
+    uraid_log(URAID_LOG_INFO, "size %llu -> %llu KiB per member: the new region is resynced from sector %llu",
+              (unsigned long long)(r.from / 2), (unsigned long long)(r.to / 2), (unsigned long long)r.from);
+    char jwhy[256];
+    rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, jwhy, sizeof jwhy);
+    if (rc == -EBUSY)
+        rc = 0; /* the monitor started it first (an array opened dirty is resynced) */
+    if (rc)
+        uraid_why(why, whylen, "the new size is recorded but its resync did not start: %s (the server starts it "
+                  "when restarted, from the old size)", jwhy);
+    return rc;
 }

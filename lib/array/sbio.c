@@ -103,10 +103,13 @@ int array_read_superblock_as(struct member *m, int want, struct md_sb *sb, char 
                   (unsigned long long)m->size);
         rc = -EINVAL;
     } else {
-        uraid_why(why, whylen, "member %s: no md superblock (no md magic where metadata %s keeps it)", m->path,
+        int at_end = want == MD_FMT_ANY || want == MD_FMT_ANY1 || want == MD_FMT_1_0 || want == MD_FMT_0_90;
+        uraid_why(why, whylen, "member %s: no md superblock (no md magic where metadata %s keeps it)%s", m->path,
                   want == MD_FMT_ANY    ? "0.90, 1.0, 1.1 or 1.2"
                   : want == MD_FMT_ANY1 ? "1.0, 1.1 or 1.2"
-                                        : md_format_name(want));
+                                        : md_format_name(want),
+                  at_end ? "; a 0.90 or 1.0 member that grew keeps it below its new end, where md does not look "
+                           "either: 'uraid grow MEMBERS... --size max' finds it and writes it at the end" : "");
         rc = -EINVAL;
     }
     free(found);

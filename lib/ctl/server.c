@@ -136,6 +136,7 @@ static int read_request(int fd, char *req)
 
 /* Background work: check, repair, idle, frozen (md's sync_action) and findings. */
 static void answer_grow(struct uraid_ctl *c, char *arg, char *out);
+static void answer_grow_size(struct uraid_ctl *c, const char *arg, char *out);
 
 static void answer_job(struct uraid_ctl *c, const char *verb, char *out)
 {
@@ -244,9 +245,13 @@ static int answer(struct uraid_ctl *c, char *req, int len)
         answer_rmw_level(c, arg, out);
         return 0;
     }
+    if (!strcmp(verb, "grow-size")) {
+        answer_grow_size(c, arg, out);
+        return 0;
+    }
     if (!takes_arg) {
         /* the verb is at most MAX_REQUEST bytes: quote a bounded part */
-        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, grow, stop, check, repair, idle, frozen, findings, rmw-level)\n", verb,
+        snprintf(out, RESPONSE_BYTES, "error: unknown request '%.64s%s' (status, fail, remove, add, grow, grow-size, stop, check, repair, idle, frozen, findings, rmw-level)\n", verb,
                  strlen(verb) > 64 ? "..." : "");
         return 0;
     }
@@ -325,6 +330,30 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
                  "'uraid status'\n", n);
     else
         snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members started; follow it with 'uraid status'\n", n);
+}
+
+/* "grow-size max|SECTORS": mdadm --grow --size on the serving array
+ * (uraid_grow_size_online, SECTORS per member); the new region's resync
+ * runs as its job. */
+static void answer_grow_size(struct uraid_ctl *c, const char *arg, char *out)
+{
+    char *end = NULL;
+    unsigned long long want = strcmp(arg, "max") ? strtoull(arg, &end, 10) : 0;
+    if (!*arg || (end && (*end || !want))) {
+        snprintf(out, RESPONSE_BYTES, "error: 'grow-size' needs max or the size per member in sectors\n");
+        return;
+    }
+    char why[512] = "";
+    uint64_t from = 0;
+    int rc = uraid_grow_size_online(c->a, want, &from, why, sizeof why);
+    if (rc == -EALREADY)
+        snprintf(out, RESPONSE_BYTES, "ok\n%s\n", why);
+    else if (rc)
+        snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
+    else
+        snprintf(out, RESPONSE_BYTES, "ok\narray size %llu KiB (was %llu KiB); the new region's resync started: follow "
+                 "it with 'uraid status'\n", (unsigned long long)(uraid_size(c->a) / 1024),
+                 (unsigned long long)(from / 2));
 }
 
 /* Only root or the socket's owner (this process's user) may act. */

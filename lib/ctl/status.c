@@ -120,8 +120,12 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
     if (ip->level != 1)
         put(&o, "  Chunk Size : %uK\n      Layout : %s\n", ip->chunk_bytes / 1024,
             layout_name(ip->level, ip->layout) ? layout_name(ip->level, ip->layout) : "-");
+    struct uraid_job_status js;
+    /* md's word while the resync runs (after a grown size too: the new region is synced) */
+    int resyncing = dirty_open && uraid_job_status(a, &js) == 0 && js.running && js.kind == URAID_JOB_RESYNC;
     put(&o, "       State : %s%s%s%s\n", ip->clean ? "clean" : "active", ip->degraded ? ", degraded" : "",
-        dirty_open ? ", not shut down cleanly (parity may be stale)" : "", a->readonly ? ", read-only" : "");
+        resyncing ? ", resyncing" : dirty_open ? ", not shut down cleanly (parity may be stale)" : "",
+        a->readonly ? ", read-only" : "");
     put(&o, "      Events : %llu\n", (unsigned long long)ip->events);
     put(&o, "Raid Devices : %d\n Active Devices : %d\nFailed Devices : %d\n Spare Devices : %d\n", n, active,
         faulty, spare);
@@ -161,7 +165,6 @@ int uraid_status_text(struct uraid_array *a, char *buf, size_t buflen)
             put(&o, " (%.0f MB/s)", mbps);
     }
     put(&o, "\nio engine: %s\n", uraid_io_engine(a));
-    struct uraid_job_status js;
     uraid_job_status(a, &js);
     char line[256];
     uraid_job_progress_line(&js, line, sizeof line);
