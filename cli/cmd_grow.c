@@ -308,13 +308,16 @@ static int run_reshape(struct grow_args *g)
  * while it serves (the new members named as the server will open them). */
 static int run_online(const struct grow_args *g)
 {
-    int geo = g->chunk || g->layout;
-    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
+    int geo = g->chunk || g->layout || g->level;
+    if (g->n || g->resume || g->nlayer || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
         cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), fewer with "
-                  "--array-size, --chunk or --layout only: the server has the others (a reshape it was serving is "
-                  "carried on by itself; --level needs the array stopped)");
+                  "--array-size, --chunk, --layout or --level only: the server has the others (a reshape it was "
+                  "serving is carried on by itself)");
         return 2;
     }
+    int level = g->level ? level_number(g->level) : -1;
+    if (g->level && level < 0)
+        return 2;
     uint64_t keep = 0;
     if (g->array_size && array_size_sectors(g->array_size, &keep))
         return 2;
@@ -333,6 +336,8 @@ static int run_online(const struct grow_args *g)
         o += snprintf(req + o, sizeof req - (size_t)o, " layout=%s", g->layout);
     if (keep)
         o += snprintf(req + o, sizeof req - (size_t)o, " size=%llu", (unsigned long long)keep);
+    if (level >= 0)
+        o += snprintf(req + o, sizeof req - (size_t)o, " level=%d", level);
     for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
         char abs[4096];
         const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;
@@ -431,6 +436,7 @@ int cmd_grow(int argc, char **argv)
                    "       uraid grow MEMBER... --raid-devices N --array-size SIZE   (N smaller: a shrink)\n"
                    "       uraid grow --continue MEMBER...\n"
                    "       uraid grow --control PATH [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
+                   "                  [--level L]\n"
                    "       uraid grow MEMBER... --size max|SIZE\n"
                    "  (without --control the array must not be running and every member is needed; with it the\n"
                    "   serving array restripes while it serves: follow it with 'uraid status'; mdadm --grow)\n");
