@@ -15,6 +15,7 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "array/reshape.h"
 #include "array/reshape_io.h"
 #include "array/readahead.h"
 #include "stripe/ppl.h"
@@ -221,6 +222,19 @@ static const char *level_name(int level)
     case LAYOUT_LEVEL_LINEAR: return "linear";
     default: return "this level";
     }
+}
+
+/* 1 when the slot being recovered is a -6 layout's last, which holds Q
+ * alone (RAID-5 -> 6's new member; during a reshape in the old layout):
+ * md's raid5_run counts it in dirty_parity_disks, no reason to refuse a
+ * dirty start, since no data is rebuilt from it. */
+static int q_recovering(const struct uraid_array *a)
+{
+    const struct md_sb *R = &a->sb;
+    int old = (int)R->raid_disks - (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE ? R->delta_disks : 0);
+    if (R->level != 6 || layout_from_6((int)R->layout) < 0 || old < 1 || old > URAID_MAX_MEMBERS)
+        return 0;
+    return a->slot[old - 1].dev && a->slot[old - 1].state == URAID_MEMBER_REBUILDING;
 }
 
 /* Features this engine can honour. Others (a backwards reshape, journal,
@@ -676,7 +690,7 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
     }
     /* with a PPL the log decides (ppl_start): md starts such an array */
     int ppl_covers = md_sb_has_ppl(&a->sb) && !a->readonly;
-    if (a->dirty && o->missing && a->nparity && !o->p->force && !ppl_covers) {
+    if (a->dirty && o->missing > q_recovering(a) && a->nparity && !o->p->force && !ppl_covers) {
         uraid_why(o->why, o->whylen,
                   "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
                   "be rebuilt wrong; use --force to open it anyway",

@@ -286,7 +286,9 @@ static int switch_over(struct uraid_array *a, void *ctx)
     struct md_sb tmpl;
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    pthread_mutex_lock(&a->meta_lock); /* a writer's dirty mark rewrites the superblocks meanwhile */
     int rc = plan(a, o, &tmpl);
+    pthread_mutex_unlock(&a->meta_lock);
     if (rc == 0 && (rc = array_reshape_new(a, &o->g, o->old_off, reshape_begin(&o->g), &o->rs)) != 0)
         no(o, rc, "out of memory");
     uint64_t nstripes = a->member_sectors / o->chunk;
@@ -322,6 +324,8 @@ static int switch_over(struct uraid_array *a, void *ctx)
     uint64_t new_off = reshape_new_off(&o->g, o->old_off);
     pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
     pthread_mutex_lock(&a->meta_lock);
+    tmpl.events = a->sb.events; /* what was written since the plan (a dirty mark) stays */
+    tmpl.resync_offset = a->sb.resync_offset;
     a->sb = tmpl;
     /* a shrink's leaving slots stay at the old offset: only the old geometry reads them */
     for (int s = 0; s < o->nold && s < o->N; s++)
@@ -392,14 +396,19 @@ static int take_over(struct uraid_array *a, void *ctx)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
     int rc = 0;
     if (o->nadd) {
-        if ((rc = new_member_sb(a, o, 0)) != 0)
+        struct md_sb sb;
+        pthread_mutex_lock(&a->meta_lock); /* a writer's dirty mark rewrites the superblocks meanwhile */
+        if ((rc = new_member_sb(a, o, 0)) == 0) {
+            sb = o->sb[0];
+            memcpy(sb.dev_roles, a->sb.dev_roles, sizeof sb.dev_roles);
+            sb.events = a->sb.events;
+            sb.resync_offset = a->sb.resync_offset;
+        }
+        pthread_mutex_unlock(&a->meta_lock);
+        if (rc)
             return rc;
-        struct md_sb sb = o->sb[0];
         sb.feature_map &= ~(uint32_t)(MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_RECOVERY_OFFSET);
-        memcpy(sb.dev_roles, a->sb.dev_roles, sizeof sb.dev_roles);
         sb.dev_roles[sb.dev_number] = MD_ROLE_SPARE;
-        sb.events = a->sb.events;
-        sb.resync_offset = a->sb.resync_offset;
         if ((rc = array_write_new_member(o->dev[0], &sb)) == 0)
             rc = member_flush(o->dev[0]);
         if (rc)

@@ -12,7 +12,13 @@
  * 3. RAID-4 -> RAID-5 parity-last (takeover) -> RAID-4 (takeover);
  *    RAID-4 -> RAID-5 left-symmetric (restripe); RAID-5 left-symmetric ->
  *    RAID-4 (restripe, then the takeover).
- * 4. Refusals: the wrong number of new members, a level md changes only
+ * 4. A kill -9 (a child process) in the middle of an online RAID-5 -> 6
+ *    restripe with writers in flight: the array, dirty with its Q member
+ *    recovering (md's raid5_run starts that: the member holds Q alone),
+ *    opens; every acknowledged byte reads back (of a write in flight,
+ *    whatever landed is taken as the model), the reshape job finishes it,
+ *    a resync, a clean check.
+ * 5. Refusals: the wrong number of new members, a level md changes only
  *    on a stopped array, a reshape asked twice, a level change while a
  *    check runs: each an error, every member file byte for byte as before.
  * After each change: every byte as the model says, the level, layout and
@@ -22,7 +28,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -122,6 +131,7 @@ struct writer {
     uint64_t lo, hi, seed;
     int *stop;
     int failures, rounds;
+    uint64_t *inflight; /* [2]: the byte range being written and put in the model (shared with a parent) */
 };
 
 static void *writer_main(void *arg)
@@ -134,11 +144,18 @@ static void *writer_main(void *arg)
         uint64_t len = (1 + rng_below(&r, 32)) * BLK;
         uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
         rng_fill(&r, buf, len);
+        if (w->inflight) {
+            __atomic_store_n(&w->inflight[1], 0, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&w->inflight[0], off, __ATOMIC_SEQ_CST);
+            __atomic_store_n(&w->inflight[1], off + len, __ATOMIC_SEQ_CST);
+        }
         if (uraid_write(w->a, buf, len, off) != 0) {
             w->failures++;
             continue;
         }
         memcpy(w->s->model + off, buf, len);
+        if (w->inflight)
+            __atomic_store_n(&w->inflight[1], 0, __ATOMIC_SEQ_CST);
         if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
             w->failures++;
         w->rounds++;
@@ -407,6 +424,95 @@ static void busy_job(struct rng *r)
     harness_end();
 }
 
+/* The child: writers on, the restripe started, killed a third in. */
+static void killed_child(struct setup *s, uint64_t seed, uint64_t *inflight)
+{
+    enum { NW = 3 };
+    char why[400];
+    struct uraid_open_params op = {.sync_speed_max_kib = 20000, .sync_speed_min_kib = 20000};
+    struct uraid_array *a = NULL;
+    if (uraid_open(s->paths, 4, &op, &a, why, sizeof why))
+        _exit(2);
+    struct writer w[NW];
+    pthread_t t[NW];
+    int stop = 0;
+    uint64_t part = s->bytes / NW / BLK * BLK;
+    for (int i = 0; i < NW; i++) {
+        w[i] = (struct writer){.a = a, .s = s, .lo = part * (uint64_t)i, .hi = part * (uint64_t)(i + 1),
+                               .seed = seed + 70 + (uint64_t)i, .stop = &stop, .inflight = inflight + 2 * i};
+        pthread_create(&t[i], NULL, writer_main, &w[i]);
+    }
+    usleep(20000);
+    if (uraid_grow_online_level(a, 6, 5, 0, NULL, s->paths + 4, 1, why, sizeof why))
+        _exit(3);
+    struct uraid_job_status st;
+    for (int i = 0; i < 20000; i++) {
+        uraid_job_status(a, &st);
+        if (!st.running || st.done_sectors * 3 >= st.total_sectors)
+            break;
+        usleep(1000);
+    }
+    raise(SIGKILL);
+    _exit(4);
+}
+
+static void five_six_killed(struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = 5, .n = 4, .nall = 5};
+    harness_begin("RAID-5 -> RAID-6 restripe killed with -9 in the middle, writers in flight: opened dirty, "
+                  "carried on, every acknowledged byte");
+    int rc = make_setup(&s, r, LAYOUT_LEFT_SYMMETRIC);
+    uint8_t *shared = rc ? MAP_FAILED : mmap(NULL, s.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    uint64_t *inflight = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared != MAP_FAILED && inflight != MAP_FAILED, "mmap");
+    if (shared != MAP_FAILED && inflight != MAP_FAILED) {
+        memcpy(shared, s.model, s.bytes);
+        free(s.model);
+        s.model = shared;
+        memset(inflight, 0, 4096);
+        pid_t child = fork();
+        if (child == 0)
+            killed_child(&s, seed, inflight);
+        int wst = 0;
+        waitpid(child, &wst, 0);
+        CHECK(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL, "the child was not killed in mid-reshape (status %d)", wst);
+        char why[400];
+        struct uraid_array *a = NULL;
+        rc = uraid_open(s.paths, 5, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open after the kill: %s", why);
+        if (rc == 0) {
+            struct uraid_array_info info;
+            uraid_get_info(a, &info);
+            CHECK(info.level == 6 && info.reshape_total_sectors > 0 && info.member[4].state == URAID_MEMBER_REBUILDING
+                  && !info.clean, "after the kill: RAID-%d, reshape total %llu, Q state %d, clean %d", info.level,
+                  (unsigned long long)info.reshape_total_sectors, info.member[4].state, info.clean);
+            for (int i = 0; i < 3; i++) /* a write in flight: whatever of it landed */
+                if (inflight[2 * i + 1] > inflight[2 * i])
+                    CHECK(uraid_read(a, s.model + inflight[2 * i], inflight[2 * i + 1] - inflight[2 * i],
+                                     inflight[2 * i]) == 0, "read the range in flight");
+            compare(a, &s, "after the kill");
+            struct uraid_job_status st;
+            rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why);
+            CHECK(rc == 0, "carry the reshape on: %s", why);
+            uraid_job_wait(a, &st);
+            CHECK(st.result == 0, "the reshape carried on: %d %s", st.result, st.why);
+            rc = uraid_job_start(a, URAID_JOB_RESYNC, NULL, why, sizeof why);
+            CHECK(rc == 0, "resync: %s", why);
+            uraid_job_wait(a, &st);
+            CHECK(st.result == 0, "the resync: %d %s", st.result, st.why);
+            a = settled(a, &s, 6, LAYOUT_LEFT_SYMMETRIC, 5, 5, "after the kill, carried on");
+            if (a)
+                uraid_close(a);
+        }
+        munmap(shared, s.bytes);
+        s.model = NULL;
+    }
+    if (inflight != MAP_FAILED)
+        munmap(inflight, 4096);
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_level_online");
@@ -416,6 +522,7 @@ int main(int argc, char **argv)
     five_six_takeover(&r, seed);
     five_six_restripe(&r, seed);
     four_five(&r, seed);
+    five_six_killed(&r, seed);
     refusals(&r);
     busy_job(&r);
     return harness_finish();
