@@ -15,16 +15,18 @@
 #      dropped: the fifth member a spare), writes going on;
 #   3. RAID-5 -> RAID-6 --layout preserve (the takeover; Q recovered by the
 #      recovery job, `uraid status` showing md's recovery line), writes going
-#      on; then RAID-6 (-6 layout) -> RAID-5 (the takeover);
+#      on, the server killed with -9 during the recovery and restarted (it
+#      carries the recovery on); then RAID-6 (-6 layout) -> RAID-5 (the
+#      takeover);
 #   4. RAID-4 -> RAID-5 (parity-last: the takeover), RAID-5 -> RAID-4
 #      (takeover), RAID-4 -> RAID-5 left-symmetric (restripe), RAID-5
 #      left-symmetric -> RAID-4 (restripe, then the takeover), writes going on;
 #   5. kill -9 of the server in the middle of an online RAID-5 -> 6 restripe
 #      (a write in flight): mdadm --examine shows the recorded position and
 #      level 6, the restarted server carries the reshape on by itself;
-#   6. the real md (../shared/tools/md-oracle): it assembles the result of
-#      1 and a copy of 5 taken right after the kill (md carries that reshape
-#      on), reads every byte as uraid served it, its check finds
+#   6. the real md (../shared/tools/md-oracle): it assembles the results of
+#      1 and 3 and a copy of 5 taken right after the kill (md carries that
+#      reshape on), reads every byte as uraid served it, its check finds
 #      mismatch_cnt 0, and its sysfs says raid6, left-symmetric, 5 disks.
 # After every change: the export is the data and every write made
 # meanwhile, `uraid check` finds mismatch_cnt 0, mdadm --examine shows the
@@ -233,15 +235,35 @@ settled "2: RAID-6 -> RAID-5" 5 left-symmetric 4 $M
 mdadm --examine "$d/m4.img" 2>&1 | grep -q "Device Role : spare" && t_ok "2: the Q member is a spare" ||
     t_fail "2: the Q member is a spare" "$(mdadm --examine "$d/m4.img" 2>&1 | grep -i role)"
 
-# ---- 3. RAID-5 -> RAID-6 preserve (takeover, Q recovered), and back --------------------------------
+# ---- 3. RAID-5 -> RAID-6 preserve (takeover, Q recovered; killed once), and back --------------------
 d=$t_tmp/p
 new_array "$d" 5
 start_server --speed-limit 1M || t_fail "3: serve" "$(tail -n 3 "$t_tmp/server.err")"
-change "3: RAID-5 -> RAID-6 preserve" recovery "recovery finished" --level 6 --layout preserve --add "$d/m4.img"
-stop_server || t_fail "3: the server stops cleanly"
+out=$(timeout 20 $URAID grow --control "$ctl" --level 6 --layout preserve --add "$d/m4.img" 2>&1)
+case "$out" in *"level change RAID-5 -> RAID-6 started (5 members now)"*) t_ok "3: $out" ;;
+    *) t_fail "3: uraid grow --control --level 6 --layout preserve --add NEW" "$out" ;; esac
+line=""
+wait_for "finish=" 20 && line=$(bg_line)
+echo "$line" | grep -Eq 'recovery = [0-9]+\.[0-9]% \([0-9]+/[0-9]+\) finish=[0-9.]+min speed=[0-9]+K/sec' &&
+    t_ok "3: uraid status: $line" || t_fail "3: uraid status shows md's recovery line" "$(bg_line)"
+writes "3: RAID-5 -> RAID-6 preserve" 300 recovery
+kill_server
 M="$M $d/m4.img"
+x=$(mdadm --examine "$d/m4.img" 2>&1)
+echo "$x" | grep -q "Recovery Offset" && echo "$x" | grep -q "Raid Level : raid6" &&
+    t_ok "3: killed during Q's recovery: mdadm --examine: raid6, $(echo "$x" | grep 'Recovery Offset' | tr -s ' ')" ||
+    t_fail "3: killed during Q's recovery" "$(echo "$x" | grep -i 'level\|recovery\|state' | tr '\n' ' ')"
+start_server || t_fail "3: serve after the kill" "$(tail -n 3 "$t_tmp/server.err")"
+wait_for "recovery finished" 120 && t_ok "3: restarted, the recovery carried on: $(bg_line)" ||
+    t_fail "3: the restarted server carries the recovery on" "$(bg_line)"
+export_matches "3: RAID-5 -> RAID-6 preserve, killed and carried on"
+stop_server || t_fail "3: the server stops cleanly"
 # shellcheck disable=SC2086
 settled "3: RAID-5 -> RAID-6 preserve" 6 left-symmetric-6 5 $M
+ORP=$t_tmp/ora3
+mkdir -p "$ORP"
+for f in $M; do cp "$f" "$ORP/"; done
+cp "$d/model" "$ORP/model"
 start_server --speed-limit 1M || t_fail "3: serve again" "$(tail -n 3 "$t_tmp/server.err")"
 change "3: RAID-6 (-6 layout) -> RAID-5" "" "" --level 5
 one_write 3000 && t_ok "3: a write after the takeover, read back" || t_fail "3: a write after the takeover"
@@ -317,8 +339,9 @@ if ! oracle_ready; then
     exit 1
 fi
 want1=$(sha256sum <"$ORA/model" | cut -d' ' -f1) want5=$(sha256sum <"$ORK/model" | cut -d' ' -f1)
+want3=$(sha256sum <"$ORP/model" | cut -d' ' -f1)
 disks=""
-for f in "$ORA"/m?.img "$ORK"/m?.img; do disks="$disks --disk $f"; done
+for f in "$ORA"/m?.img "$ORK"/m?.img "$ORP"/m?.img; do disks="$disks --disk $f"; done
 # shellcheck disable=SC2086
 "$ORACLE" --timeout 900 $disks -- - >"$t_tmp/md.log" 2>&1 <<GUEST
 exec 2>&1
@@ -333,9 +356,11 @@ verify() {
 mdadm --assemble /dev/md0 /dev/vd[a-e] || echo "md0 not assembled"
 mdadm --assemble --run /dev/md1 /dev/vd[f-j] || echo "md1 not assembled"
 grep -q reshape /proc/mdstat && echo "md1 reshaping"
+mdadm --assemble /dev/md2 /dev/vd[k-o] || echo "md2 not assembled"
 wait_idle md1
 verify md0
 verify md1
+verify md2
 GUEST
 l=$t_tmp/md.log
 grep -q "^md0 sha $want1\$" "$l" && t_ok "6: md reads every byte of the online RAID-5 -> RAID-6" ||
@@ -349,4 +374,9 @@ grep -q "^md1 sha $want5\$" "$l" && t_ok "6: md reads every acknowledged byte of
 grep -q "^md1 mismatch_cnt=0\$" "$l" && t_ok "6: md's check of it: mismatch_cnt 0" || t_fail "6: md's check of md1" "$(grep md1 "$l")"
 grep -q "^md1 level=raid6 layout=2 raid_disks=5 degraded=0\$" "$l" && t_ok "6: md: raid6, left-symmetric, 5 disks" ||
     t_fail "6: md: raid6, left-symmetric, 5 disks (md1)" "$(grep '^md1 level' "$l")"
+grep -q "^md2 sha $want3\$" "$l" && t_ok "6: md reads every byte of the online takeover (left-symmetric-6)" ||
+    t_fail "6: md reads every byte of the online takeover" "$(grep '^md2' "$l" | tr '\n' ' ')"
+grep -q "^md2 mismatch_cnt=0\$" "$l" && t_ok "6: md's check of it: mismatch_cnt 0" || t_fail "6: md's check of md2" "$(grep md2 "$l")"
+grep -q "^md2 level=raid6 layout=18 raid_disks=5 degraded=0\$" "$l" && t_ok "6: md: raid6, left-symmetric-6, 5 disks" ||
+    t_fail "6: md: raid6, left-symmetric-6, 5 disks (md2)" "$(grep '^md2 level' "$l")"
 t_finish
