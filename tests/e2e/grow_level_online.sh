@@ -23,7 +23,8 @@
 #      left-symmetric -> RAID-4 (restripe, then the takeover), writes going on;
 #   5. kill -9 of the server in the middle of an online RAID-5 -> 6 restripe
 #      (a write in flight): mdadm --examine shows the recorded position and
-#      level 6, the restarted server carries the reshape on by itself;
+#      level 6, the restarted server carries the reshape on by itself, and
+#      on a copy of the killed state so does the offline uraid grow --continue;
 #   6. the real md (../shared/tools/md-oracle): it assembles the results of
 #      1 and 3 and a copy of 5 taken right after the kill (md carries that
 #      reshape on), reads every byte as uraid served it, its check finds
@@ -314,9 +315,9 @@ pos=$(echo "$x" | sed -n "s/^ *Reshape pos'n : //p")
 [ -n "$pos" ] && echo "$x" | grep -q "Raid Level : raid6" && t_ok "5: mdadm --examine: raid6, the reshape at $pos" ||
     t_fail "5: mdadm --examine shows the reshape" "$(echo "$x" | grep -i 'level\|reshape' | tr '\n' ' ')"
 M="$M $d/m4.img"
-ORK=$t_tmp/ora5
-mkdir -p "$ORK"
-for f in $M; do cp "$f" "$ORK/"; done
+ORK=$t_tmp/ora5 CONT=$t_tmp/cont5
+mkdir -p "$ORK" "$CONT"
+for f in $M; do cp "$f" "$ORK/"; cp "$f" "$CONT/"; done
 start_server || { t_fail "5: serve again" "$(tail -n 3 "$t_tmp/server.err")"; }
 wait_for "resync finished" 120 && t_ok "5: restarted, the reshape carried on, then the resync: $(bg_line)" ||
     t_fail "5: the restarted server carries the reshape on" "$(bg_line)"
@@ -331,6 +332,17 @@ stop_server || t_fail "5: the server stops cleanly"
 # shellcheck disable=SC2086
 settled "5: killed RAID-5 -> RAID-6, carried on" 6 left-symmetric 5 $M
 cp "$d/model" "$ORK/model"
+# the same killed state carried on offline
+MC=$(for f in $M; do printf ' %s/%s' "$CONT" "$(basename "$f")"; done)
+# shellcheck disable=SC2086
+out=$($URAID grow --continue $MC 2>&1)
+case "$out" in *"carried on and complete: 5 members"*) t_ok "5: offline, uraid grow --continue finishes the killed one" ;;
+    *) t_fail "5: uraid grow --continue finishes the killed one" "$out" ;; esac
+# shellcheck disable=SC2086
+got=$($URAID cat $MC | sha256sum | cut -d' ' -f1) want=$(sha256sum <"$d/model" | cut -d' ' -f1)
+[ "$got" = "$want" ] && t_ok "5: offline: every acknowledged byte" || t_fail "5: offline: every acknowledged byte" "$got"
+# shellcheck disable=SC2086
+settled "5: killed, carried on offline" 6 left-symmetric 5 $MC
 
 # ---- 6. the real md reads the results ------------------------------------------------------------------
 if ! oracle_ready; then
