@@ -464,6 +464,22 @@ static int stale_faulty(const struct open_ctx *o, int i)
     return 0;
 }
 
+/* Two members one event apart (size_step) whose levels differ as a
+ * takeover of RAID-4/5/6 leaves them when its one superblock write was cut
+ * off (reshape_level_online.c, reshape_level.c): the same chunk and size,
+ * no reshape recorded, one member more or less (RAID-5 <-> 6). Nothing
+ * moved, so the newest's level counts, as in md (mdadm assembles members
+ * one event behind; the kernel takes the array's fields from the newest).
+ * A new RAID-6 member that missed the write is a spare with its recovery
+ * at 0 in its own superblock (take_over writes it so first): recovered. */
+static int takeover_step(const struct md_sb *x, const struct md_sb *y)
+{
+    int dn = (int)x->raid_disks - (int)y->raid_disks;
+    return x->level >= 4 && x->level <= 6 && y->level >= 4 && y->level <= 6 && x->level != y->level &&
+           x->chunksize == y->chunksize && x->size == y->size && dn >= -1 && dn <= 1 &&
+           !((x->feature_map | y->feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
+}
+
 static int pick_reference(struct open_ctx *o)
 {
     const struct md_sb *sb = o->sb;
@@ -492,7 +508,7 @@ static int pick_reference(struct open_ctx *o)
         resized.size = sb[base].size;
         int size_step = sb[i].events + 1 == sb[base].events || sb[base].events + 1 == sb[i].events;
         if (!same_geometry(&sb[i], &sb[base]) && !(size_step && same_geometry(&resized, &sb[base])) &&
-            !stale_faulty(o, i)) {
+            !(size_step && takeover_step(&sb[i], &sb[base])) && !stale_faulty(o, i)) {
             int reshape = size_step && ((sb[i].feature_map | sb[base].feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
             uraid_why(o->why, o->whylen,
                       "member %s disagrees with %s about the array's level, layout, chunk, size or members%s",

@@ -407,7 +407,9 @@ static int take_over(struct uraid_array *a, void *ctx)
         pthread_mutex_unlock(&a->meta_lock);
         if (rc)
             return rc;
-        sb.feature_map &= ~(uint32_t)(MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_RECOVERY_OFFSET);
+        /* recovery at 0 kept: an open that takes the newer members' role for it (a kill between the
+         * writes) recovers it rather than reading it as in sync (array.c's takeover_step) */
+        sb.feature_map &= ~(uint32_t)MD_FEATURE_BITMAP_OFFSET;
         sb.dev_roles[sb.dev_number] = MD_ROLE_SPARE;
         if ((rc = array_write_new_member(o->dev[0], &sb)) == 0)
             rc = member_flush(o->dev[0]);

@@ -18,7 +18,13 @@
  *    opens; every acknowledged byte reads back (of a write in flight,
  *    whatever landed is taken as the model), the reshape job finishes it,
  *    a resync, a clean check.
- * 5. Refusals: the wrong number of new members, a level md changes only
+ * 5. A takeover's one superblock write cut off (a kill of a child right
+ *    after it, then one member's superblock put back as it was before):
+ *    the members are one event apart with two levels, and the array opens
+ *    as the newest say (md's event margin), RAID-6 -> 5 with an old data
+ *    member or an old Q member, RAID-5 -> 6 with an old data member: every
+ *    byte, the geometry, a clean check after the recovery.
+ * 6. Refusals: the wrong number of new members, a level md changes only
  *    on a stopped array, a reshape asked twice, a level change while a
  *    check runs: each an error, every member file byte for byte as before.
  * After each change: every byte as the model says, the level, layout and
@@ -513,6 +519,83 @@ static void five_six_killed(struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* ---- a takeover's superblock write cut off ----------------------------------------- */
+
+#define SB_AT 4096 /* metadata 1.2: the superblock 4 KiB into the member */
+
+static int sb_block(const char *path, uint8_t *buf, int put)
+{
+    int fd = open(path, put ? O_WRONLY : O_RDONLY);
+    ssize_t n = fd < 0 ? -1 : put ? pwrite(fd, buf, 4096, SB_AT) : pread(fd, buf, 4096, SB_AT);
+    if (fd >= 0) {
+        if (put)
+            fsync(fd);
+        close(fd);
+    }
+    return n == 4096 ? 0 : -1;
+}
+
+/* The child: the level change and a kill right after it. */
+static void takeover_child(struct setup *s, int n, int level, const char *layout)
+{
+    char why[400];
+    struct uraid_open_params op = {.sync_speed_max_kib = 1000, .sync_speed_min_kib = 1000};
+    struct uraid_array *a = NULL;
+    if (uraid_open(s->paths, n, &op, &a, why, sizeof why))
+        _exit(2);
+    if (uraid_grow_online_level(a, level, 0, 0, layout, level == 6 ? s->paths + 4 : NULL, level == 6, why, sizeof why))
+        _exit(3);
+    raise(SIGKILL);
+    _exit(4);
+}
+
+/* level 6 -> 5 or 5 -> 6 cut off after its write, member `old` put back as it was. */
+static void takeover_cut(struct rng *r, int from, int old)
+{
+    struct setup s = {.level = from, .n = from == 6 ? 5 : 4, .nall = 5};
+    harness_beginf("RAID-%d -> RAID-%d takeover cut off: member %d one event behind with the old level; opens as the "
+                   "newest say", from, 11 - from, old);
+    int rc = make_setup(&s, r, from == 6 ? LAYOUT_LEFT_SYMMETRIC_6 : LAYOUT_LEFT_SYMMETRIC);
+    uint8_t before[4096];
+    rc = rc ? rc : sb_block(s.path[old], before, 0);
+    pid_t child = rc ? -1 : fork();
+    if (child == 0)
+        takeover_child(&s, s.n, 11 - from, from == 5 ? "preserve" : NULL);
+    int wst = 0;
+    if (child > 0)
+        waitpid(child, &wst, 0);
+    CHECK(rc == 0 && WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL, "the child did not make the change (status %d)",
+          wst);
+    char why[400];
+    struct uraid_array *a = NULL;
+    if (rc == 0 && WIFSIGNALED(wst)) {
+        CHECK(sb_block(s.path[old], before, 1) == 0, "put member %d's superblock back", old);
+        rc = uraid_open(s.paths, 5, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open with member %d one event behind: %s", old, why);
+    }
+    if (a) {
+        compare(a, &s, "opened");
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        int q = from == 5 ? (int)info.member[4].state : -1;
+        CHECK(info.level == 11 - from && info.raid_devices == (from == 6 ? 4 : 5) &&
+                  (from == 6 || q == URAID_MEMBER_REBUILDING),
+              "opened: RAID-%d, %d members, Q state %d", info.level, info.raid_devices, q);
+        if (from == 5) {
+            struct uraid_job_status st;
+            CHECK(uraid_job_start(a, URAID_JOB_RECOVER, NULL, why, sizeof why) == 0, "recover Q: %s", why);
+            uraid_job_wait(a, &st);
+            CHECK(st.result == 0, "the recovery of Q: %d %s", st.result, st.why);
+        }
+        a = settled(a, &s, 11 - from, from == 6 ? LAYOUT_LEFT_SYMMETRIC : LAYOUT_LEFT_SYMMETRIC_6,
+                    from == 6 ? 4 : 5, 5, "after the cut-off takeover");
+        if (a)
+            uraid_close(a);
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_level_online");
@@ -523,6 +606,9 @@ int main(int argc, char **argv)
     five_six_restripe(&r, seed);
     four_five(&r, seed);
     five_six_killed(&r, seed);
+    takeover_cut(&r, 6, 0);
+    takeover_cut(&r, 6, 4);
+    takeover_cut(&r, 5, 1);
     refusals(&r);
     busy_job(&r);
     return harness_finish();
