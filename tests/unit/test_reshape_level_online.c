@@ -9,6 +9,8 @@
  *    restripe as one reshape; stopped once (a close), opened again and
  *    carried on by the reshape job; then RAID-6 (left-symmetric) ->
  *    RAID-5: the restripe to the -6 layout, then the takeover.
+ *    The same 6 -> 5 stopped in its restripe and reopened: carried on, it
+ *    ends at RAID-6 in the -6 layout; the same --level then takes it over.
  * 3. RAID-4 -> RAID-5 parity-last (takeover) -> RAID-4 (takeover);
  *    RAID-4 -> RAID-5 left-symmetric (restripe); RAID-5 left-symmetric ->
  *    RAID-4 (restripe, then the takeover).
@@ -314,6 +316,38 @@ static void five_six_restripe(struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* RAID-6 (left-symmetric) -> 5 stopped in its restripe: the takeover is
+ * not recorded (as mdadm's), so the restripe carried on after the reopen
+ * ends at RAID-6 in the -6 layout, and the same --level then takes it over. */
+static void six_five_interrupted(struct rng *r, uint64_t seed)
+{
+    struct setup s = {.level = 6, .n = 4, .nall = 4};
+    harness_begin("RAID-6 -> RAID-5 stopped in its restripe: carried on as RAID-6 -6, then the same --level takes "
+                  "it over");
+    int rc = make_setup(&s, r, LAYOUT_LEFT_SYMMETRIC);
+    struct uraid_array *a = rc ? NULL : reopen(NULL, &s, 4, "open");
+    if (a) {
+        struct change c = {.level = 5, .stop_at_third = 1};
+        change_with_writers(a, &s, seed + 80, &c, "6 -> 5, the restripe's first part");
+        a = reopen(a, &s, 4, "6 -> 5, reopened in the middle");
+    }
+    if (a) {
+        char why[300];
+        CHECK(uraid_job_start(a, URAID_JOB_RESHAPE, NULL, why, sizeof why) == 0, "carry on: %s", why);
+        change_with_writers(a, &s, seed + 90, NULL, "6 -> 5, the restripe's rest");
+        a = settled(a, &s, 6, LAYOUT_LEFT_SYMMETRIC_6, 4, 4, "the restripe carried on");
+    }
+    if (a) {
+        struct change c = {.level = 5};
+        change_with_writers(a, &s, seed + 100, &c, "6 -> 5 again: the takeover");
+        a = settled(a, &s, 5, LAYOUT_LEFT_SYMMETRIC, 3, 4, "after the takeover");
+    }
+    if (a)
+        uraid_close(a);
+    drop_setup(&s);
+    harness_end();
+}
+
 static void four_five(struct rng *r, uint64_t seed)
 {
     struct setup s = {.level = 4, .n = 4, .nall = 4};
@@ -604,6 +638,7 @@ int main(int argc, char **argv)
     rng_seed(&r, seed);
     five_six_takeover(&r, seed);
     five_six_restripe(&r, seed);
+    six_five_interrupted(&r, seed);
     four_five(&r, seed);
     five_six_killed(&r, seed);
     takeover_cut(&r, 6, 0);
