@@ -7,7 +7,8 @@
  *     on one that was stopped or killed (by uraid or md).
  * An array being served (its control socket answers) is refused: the server
  * keeps its own copy of the superblocks. With --control PATH the serving
- * array grows itself (uraid_grow_online over the control socket). */
+ * array grows itself (uraid_grow_online over the control socket; with
+ * --level, uraid_grow_online_level). */
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
