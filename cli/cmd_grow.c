@@ -7,8 +7,9 @@
  *     on one that was stopped or killed (by uraid or md).
  * An array being served (its control socket answers) is refused: the server
  * keeps its own copy of the superblocks. With --control PATH the serving
- * array grows itself (uraid_grow_online over the control socket); --size
- * goes to the server by itself when the array's default socket answers. */
+ * array grows itself (uraid_grow_online over the control socket; with
+ * --level, uraid_grow_online_level); --size goes to the server by itself
+ * when the array's default socket answers. */
 #include <errno.h>
 #include <stddef.h>
 #include <signal.h>
@@ -317,13 +318,16 @@ static int run_reshape(struct grow_args *g)
  * while it serves (the new members named as the server will open them). */
 static int run_online(const struct grow_args *g)
 {
-    int geo = g->chunk || g->layout;
-    if (g->n || g->resume || g->nlayer || g->level || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
+    int geo = g->chunk || g->layout || g->level;
+    if (g->n || g->resume || g->nlayer || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
         cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), fewer with "
-                  "--array-size, --chunk or --layout only: the server has the others (a reshape it was serving is "
-                  "carried on by itself; --level needs the array stopped)");
+                  "--array-size, --chunk, --layout or --level only: the server has the others (a reshape it was "
+                  "serving is carried on by itself)");
         return 2;
     }
+    int level = g->level ? level_number(g->level) : -1;
+    if (g->level && level < 0)
+        return 2;
     uint64_t keep = 0;
     if (g->array_size && array_size_sectors(g->array_size, &keep))
         return 2;
@@ -342,6 +346,8 @@ static int run_online(const struct grow_args *g)
         o += snprintf(req + o, sizeof req - (size_t)o, " layout=%s", g->layout);
     if (keep)
         o += snprintf(req + o, sizeof req - (size_t)o, " size=%llu", (unsigned long long)keep);
+    if (level >= 0)
+        o += snprintf(req + o, sizeof req - (size_t)o, " level=%d", level);
     for (int i = 0; i < g->nadd && o > 0 && (size_t)o < sizeof req; i++) {
         char abs[4096];
         const char *name = strstr(g->added[i], "://") || !realpath(g->added[i], abs) ? g->added[i] : abs;
@@ -467,6 +473,7 @@ int cmd_grow(int argc, char **argv)
                    "       uraid grow MEMBER... --raid-devices N --array-size SIZE   (N smaller: a shrink)\n"
                    "       uraid grow --continue MEMBER...\n"
                    "       uraid grow --control PATH [--raid-devices N --add NEW...] [--chunk SIZE] [--layout NAME]\n"
+                   "                  [--level L]\n"
                    "       uraid grow MEMBER... --size max|SIZE\n"
                    "       uraid grow --control PATH --size max|SIZE\n"
                    "  (without --control the array must not be running and every member is needed; with it the\n"

@@ -105,6 +105,21 @@ URAID_API int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, 
                                        const char *layout, const char *const *added, int nadded,
                                        uint64_t array_sectors, char *why, size_t whylen);
 
+/* mdadm --grow --level L on a running array (raid_devices 0: md's count
+ * for the change; chunk_sectors 0 and layout NULL: keep, or mdadm's
+ * default): RAID-5 -> 6 with one new member (layout "preserve" or a -6
+ * layout: the takeover, Q recovered as the recovery job; else the takeover
+ * and the restripe to the layout as the reshape job), RAID-6 -> 5 (the Q
+ * member a spare; a restripe to the -6 layout first where needed),
+ * RAID-4 <-> 5 (parity-last: the takeover; else a restripe). The level
+ * changes with no request in flight. A level change md makes only on a
+ * stopped array (0 <-> 4/5, 1 <-> 5), a wrong member count, a job or
+ * reshape running, a PPL or degraded array: refused, nothing written.
+ * The same level: uraid_grow_online_shrink. */
+URAID_API int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, uint32_t chunk_sectors,
+                                      const char *layout, const char *const *added, int nadded, char *why,
+                                      size_t whylen);
+
 /* mdadm --grow --size for an array that is not running: every member of
  * a RAID-1/4/5/6 given; size_sectors per member, 0 for max (the smallest
  * member's room past its data offset, in whole chunks for RAID-4/5/6).

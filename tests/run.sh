@@ -26,7 +26,7 @@ mkdir -p "$logdir" "$resdir"
 
 # e2e tests that take a minute or more, slowest first (seconds measured on
 # an otherwise idle 2-CPU machine): started before everything else.
-SLOW="readd_loop bench_seeds md_raid10 md_formats nbd ublk raid10 md_oracle grow grow_md md_raid0 ppl bitmap install nbd_members"
+SLOW="readd_loop bench_seeds md_raid10 md_formats nbd ublk raid10 md_oracle grow grow_md grow_level_online md_raid0 ppl bitmap install nbd_members"
 
 # run_one NAME COMMAND...: runs one test into its log; writes "pass fail
 # secs" to the results directory and prints its result line.

@@ -15,6 +15,7 @@
 
 #include "array/array.h"
 #include "log.h"
+#include "array/reshape.h"
 #include "array/reshape_io.h"
 #include "array/readahead.h"
 #include "stripe/ppl.h"
@@ -224,6 +225,19 @@ static const char *level_name(int level)
     case LAYOUT_LEVEL_LINEAR: return "linear";
     default: return "this level";
     }
+}
+
+/* 1 when the slot being recovered is a -6 layout's last, which holds Q
+ * alone (RAID-5 -> 6's new member; during a reshape in the old layout):
+ * md's raid5_run counts it in dirty_parity_disks, no reason to refuse a
+ * dirty start, since no data is rebuilt from it. */
+static int q_recovering(const struct uraid_array *a)
+{
+    const struct md_sb *R = &a->sb;
+    int old = (int)R->raid_disks - (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE ? R->delta_disks : 0);
+    if (R->level != 6 || layout_from_6((int)R->layout) < 0 || old < 1 || old > URAID_MAX_MEMBERS)
+        return 0;
+    return a->slot[old - 1].dev && a->slot[old - 1].state == URAID_MEMBER_REBUILDING;
 }
 
 /* Features this engine can honour. Others (a backwards reshape, journal,
@@ -453,6 +467,22 @@ static int stale_faulty(const struct open_ctx *o, int i)
     return 0;
 }
 
+/* Two members one event apart (size_step) whose levels differ as a
+ * takeover of RAID-4/5/6 leaves them when its one superblock write was cut
+ * off (reshape_level_online.c, reshape_level.c): the same chunk and size,
+ * no reshape recorded, one member more or less (RAID-5 <-> 6). Nothing
+ * moved, so the newest's level counts, as in md (mdadm assembles members
+ * one event behind; the kernel takes the array's fields from the newest).
+ * A new RAID-6 member that missed the write is a spare with its recovery
+ * at 0 in its own superblock (take_over writes it so first): recovered. */
+static int takeover_step(const struct md_sb *x, const struct md_sb *y)
+{
+    int dn = (int)x->raid_disks - (int)y->raid_disks;
+    return x->level >= 4 && x->level <= 6 && y->level >= 4 && y->level <= 6 && x->level != y->level &&
+           x->chunksize == y->chunksize && x->size == y->size && dn >= -1 && dn <= 1 &&
+           !((x->feature_map | y->feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
+}
+
 static int pick_reference(struct open_ctx *o)
 {
     const struct md_sb *sb = o->sb;
@@ -481,7 +511,7 @@ static int pick_reference(struct open_ctx *o)
         resized.size = sb[base].size;
         int size_step = sb[i].events + 1 == sb[base].events || sb[base].events + 1 == sb[i].events;
         if (!same_geometry(&sb[i], &sb[base]) && !(size_step && same_geometry(&resized, &sb[base])) &&
-            !stale_faulty(o, i)) {
+            !(size_step && takeover_step(&sb[i], &sb[base])) && !stale_faulty(o, i)) {
             int reshape = size_step && ((sb[i].feature_map | sb[base].feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
             uraid_why(o->why, o->whylen,
                       "member %s disagrees with %s about the array's level, layout, chunk, size or members%s",
@@ -686,7 +716,7 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
     }
     /* with a PPL the log decides (ppl_start): md starts such an array */
     int ppl_covers = md_sb_has_ppl(&a->sb) && !a->readonly;
-    if (a->dirty && o->missing && a->nparity && !o->p->force && !ppl_covers) {
+    if (a->dirty && o->missing > q_recovering(a) && a->nparity && !o->p->force && !ppl_covers) {
         uraid_why(o->why, o->whylen,
                   "the array was not shut down cleanly and is degraded (%s): parity may be stale, so data could "
                   "be rebuilt wrong; use --force to open it anyway",

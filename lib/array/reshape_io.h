@@ -38,6 +38,9 @@ struct array_reshape {
     int want_ckpt;             /* a request waits for safe to move */
     int q_recovering;          /* RAID-5 -> 6 restripe: the new Q member's slot, in sync below the position
                                 * (md's recovery_offset follows it), unused by the old geometry; else -1 */
+    int then_level;            /* a level change's restripe: at its end the array is taken over as this
+                                * level (RAID-6 in a -6 layout -> 5, parity-last -> 4); 0: none. Memory
+                                * only, as mdadm's: a restart ends the restripe at the level it has */
     struct rs_req *inflight;   /* old-geometry requests running, under mu */
 };
 
@@ -80,6 +83,30 @@ int array_reshape_wanted(struct uraid_array *a);
 
 /* Member m of the new geometry failed: the old geometry stops using it too. */
 void array_reshape_member_failed(struct uraid_array *a, int m);
+
+/* A level change on a served array (reshape_level_online.c decides it,
+ * reshape_online.c makes it): the takeover that comes first (from: the
+ * array as md's takeover leaves it, moving no data), then either nothing
+ * more (takeover) or the restripe within from.level to the new chunk and
+ * layout, and at its end the takeover to then_level (0: none). */
+struct online_level {
+    struct layout_geom from;
+    int takeover;
+    int q_new;                 /* the one added member is from's Q, recovered (RAID-5 -> 6) */
+    int then_level;
+};
+
+/* uraid_grow_online_shrink with the layout as a number, and lv (NULL:
+ * within the level). N counts from's members; keep is --array-size. */
+int array_grow_online(struct uraid_array *a, int N, uint32_t chunk, int layout, const char *const *added, int nadd,
+                      uint64_t keep, const struct online_level *lv, char *why, size_t whylen);
+
+/* The served array taken over as geometry `to` (same chunk and data
+ * members): the superblock template, the geometry, the parity count; the
+ * slots past to->raid_disks (RAID-6's Q) become spares. Caller holds
+ * geom_lock for writing (no request in flight) and meta_lock, and writes
+ * the superblocks after. (reshape_level_online.c) */
+void array_takeover_locked(struct uraid_array *a, const struct layout_geom *to);
 
 /* Headroom before data_offset a member's metadata leaves (reshape.c):
  * the superblock's 36 KiB, the bad-block log and the write-intent bitmap

@@ -173,6 +173,14 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
         memset(sl, 0, sizeof *sl);
         sl->state = URAID_MEMBER_MISSING;
     }
+    int then = a->rs->then_level;
+    if (then) { /* a level change's last step, md's takeover after the restripe (mdadm's order): one write */
+        struct layout_geom t = a->geom;
+        t.level = then;
+        t.raid_disks -= then == 5; /* RAID-6 in a -6 layout: Q, the last member, becomes a spare */
+        t.layout = then == 5 ? layout_from_6(t.layout) : 0;
+        array_takeover_locked(a, &t);
+    }
     pthread_mutex_unlock(&a->meta_lock);
     int rc = array_write_superblocks(a);
     struct array_reshape *rs = a->rs;
@@ -183,6 +191,9 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     if (rc)
         uraid_why(gr->why, gr->whylen, "the reshape is complete but its end could not be recorded: %s",
                   uraid_strerror(rc));
+    else if (then)
+        uraid_log(URAID_LOG_INFO, "reshape complete, then taken over as RAID-%d (%d members)", then,
+                  a->geom.raid_disks);
     else
         uraid_log(URAID_LOG_INFO, "reshape complete: %d members, array size %llu KiB (was %llu KiB); clients see the "
                   "new size when they connect again", gr->g.to.raid_disks,

@@ -38,6 +38,7 @@ struct online {
     struct reshape_geom g;
     uint64_t old_off;
     struct array_reshape *rs;
+    const struct online_level *lv; /* a level change (reshape_io.h), or NULL */
     char *why;
     size_t whylen;
 };
@@ -53,6 +54,8 @@ static int no(struct online *o, int rc, const char *fmt, ...)
     uraid_why(o->why, o->whylen, "%s", line);
     return rc;
 }
+
+static int check_members(struct uraid_array *a, struct online *o);
 
 static int check_array(struct uraid_array *a, struct online *o)
 {
@@ -83,6 +86,8 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EUCLEAN, "the array was not shut down cleanly and its resync has not finished: grow it after "
                   "the resync");
     int geo = o->chunk != a->geom.chunk_sectors || (o->layout != a->geom.layout && a->geom.level != 4);
+    if (o->lv) /* reshape_level_online.c checked the counts */
+        return check_members(a, o);
     if (o->N < a->geom.raid_disks && o->nadd)
         return no(o, -EINVAL, "a shrink to %d members takes no new members", o->N);
     if (o->N < a->geom.raid_disks && !o->keep)
@@ -97,6 +102,12 @@ static int check_array(struct uraid_array *a, struct online *o)
     if (o->N > URAID_MAX_MEMBERS || (o->N >= a->geom.raid_disks && o->nadd != o->N - a->geom.raid_disks))
         return no(o, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", o->N,
                   o->N - a->geom.raid_disks, o->N - a->geom.raid_disks == 1 ? "" : "s", o->nadd);
+    return check_members(a, o);
+}
+
+/* The members as they are: where the data starts, which slot is out. */
+static int check_members(struct uraid_array *a, struct online *o)
+{
     o->nold = a->geom.raid_disks;
     /* md reshapes a degraded array (raid5_start_reshape: not failed): a missing or faulty slot stays out */
     o->first = 0;
@@ -105,6 +116,9 @@ static int check_array(struct uraid_array *a, struct online *o)
     o->old_off = a->slot[o->first].data_offset;
     for (int s = 0; s < o->nold; s++) {
         const struct array_slot *sl = &a->slot[s];
+        if (!slot_ok(a, s) && o->lv) /* md's takeovers want every member (raid5.c's raid6_takeover ...) */
+            return no(o, -EOPNOTSUPP, "slot %d is not in sync: the level changes only on a whole array; recover it "
+                      "first (uraid add SPARE, then wait for the recovery in uraid status)", s);
         if (!slot_ok(a, s)) {
             o->degraded = 1;
             continue;
@@ -192,6 +206,8 @@ static int plan_shrink_shift(struct uraid_array *a, struct online *o, uint32_t u
     return 0;
 }
 
+static int new_member_sb(struct uraid_array *a, struct online *o, int i);
+
 static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
 {
     uint64_t room = UINT64_MAX, bm = wib_area_bytes(a);
@@ -210,17 +226,19 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
                   "before data_offset %llu, %u needed (one chunk): %llu sectors missing", (unsigned long long)room,
                   (unsigned long long)o->old_off, (unsigned)reshape_min_shift(unit),
                   (unsigned long long)(reshape_min_shift(unit) - room));
-    struct layout_geom to = a->geom;
+    struct layout_geom from = o->lv ? o->lv->from : a->geom, to = from;
     to.raid_disks = o->N;
     to.chunk_sectors = o->chunk;
     to.layout = o->layout;
     char gwhy[200];
-    if (reshape_geom_init_dir(&o->g, &a->geom, &to, a->member_sectors, shift, back, gwhy, sizeof gwhy))
+    if (reshape_geom_init_dir(&o->g, &from, &to, a->member_sectors, shift, back, gwhy, sizeof gwhy))
         return no(o, -EINVAL, "%s", gwhy);
     *tmpl = a->sb;
+    tmpl->level = from.level; /* a level change: the takeover's, recorded with the restripe (as mdadm) */
+    tmpl->layout = (uint32_t)from.layout;
     tmpl->raid_disks = (uint32_t)o->N;
-    tmpl->delta_disks = o->N - o->nold;
-    tmpl->new_level = (uint32_t)a->geom.level;
+    tmpl->delta_disks = o->N - from.raid_disks;
+    tmpl->new_level = (uint32_t)to.level;
     tmpl->new_layout = (uint32_t)to.layout;
     tmpl->new_chunk = to.chunk_sectors;
     tmpl->new_offset = back ? (int32_t)shift : -(int32_t)shift;
@@ -230,22 +248,34 @@ static int plan(struct uraid_array *a, struct online *o, struct md_sb *tmpl)
         if (tmpl->dev_roles[dn] < o->nold && !slot_ok(a, tmpl->dev_roles[dn]))
             tmpl->dev_roles[dn] = MD_ROLE_FAULTY;
     for (int i = 0; i < o->nadd; i++) {
-        struct md_sb *sb = &o->sb[i];
-        uint32_t dn = 0;
-        int rc = free_dev_number(a, o, i, &dn);
+        int rc = new_member_sb(a, o, i);
         if (rc)
             return rc;
-        *sb = a->slot[o->first].sb;
-        sb->dev_number = dn;
-        sb->feature_map &= ~(uint32_t)(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
-        sb->recovery_offset = 0;
-        sb->cnt_corrected_read = 0;
-        sb->devflags = 0;
-        sb->data_size = o->dev[i]->size / SECTOR - o->old_off;
-        if ((rc = array_random_bytes(sb->device_uuid, 16)) != 0)
-            return no(o, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
-        tmpl->dev_roles[dn] = (uint16_t)(o->nold + i);
+        tmpl->dev_roles[o->sb[i].dev_number] = (uint16_t)(o->nold + i);
     }
+    return 0;
+}
+
+/* New member i's superblock (o->sb[i]): the first member's, its own device
+ * number and UUID; recovering from sector 0 when it is a level change's Q. */
+static int new_member_sb(struct uraid_array *a, struct online *o, int i)
+{
+    struct md_sb *sb = &o->sb[i];
+    uint32_t dn = 0;
+    int rc = free_dev_number(a, o, i, &dn);
+    if (rc)
+        return rc;
+    *sb = a->slot[o->first].sb;
+    sb->dev_number = dn;
+    sb->feature_map &= ~(uint32_t)(MD_FEATURE_BAD_BLOCKS | MD_FEATURE_RECOVERY_OFFSET | MD_FEATURE_REPLACEMENT);
+    sb->recovery_offset = 0;
+    sb->cnt_corrected_read = 0;
+    sb->devflags = 0;
+    sb->data_size = o->dev[i]->size / SECTOR - o->old_off;
+    if ((rc = array_random_bytes(sb->device_uuid, 16)) != 0)
+        return no(o, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
+    if (o->lv && o->lv->q_new)
+        sb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
     return 0;
 }
 
@@ -256,7 +286,9 @@ static int switch_over(struct uraid_array *a, void *ctx)
     struct md_sb tmpl;
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    pthread_mutex_lock(&a->meta_lock); /* a writer's dirty mark rewrites the superblocks meanwhile */
     int rc = plan(a, o, &tmpl);
+    pthread_mutex_unlock(&a->meta_lock);
     if (rc == 0 && (rc = array_reshape_new(a, &o->g, o->old_off, reshape_begin(&o->g), &o->rs)) != 0)
         no(o, rc, "out of memory");
     uint64_t nstripes = a->member_sectors / o->chunk;
@@ -267,6 +299,8 @@ static int switch_over(struct uraid_array *a, void *ctx)
         struct md_sb sb = o->sb[i];
         sb.feature_map = (sb.feature_map & ~(uint32_t)MD_FEATURE_BITMAP_OFFSET) | (tmpl.feature_map & (MD_FEATURE_RESHAPE_ACTIVE | MD_FEATURE_NEW_OFFSET));
         sb.raid_disks = tmpl.raid_disks;
+        sb.level = tmpl.level;
+        sb.layout = tmpl.layout;
         sb.delta_disks = tmpl.delta_disks;
         sb.new_level = tmpl.new_level;
         sb.new_layout = tmpl.new_layout;
@@ -290,6 +324,8 @@ static int switch_over(struct uraid_array *a, void *ctx)
     uint64_t new_off = reshape_new_off(&o->g, o->old_off);
     pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
     pthread_mutex_lock(&a->meta_lock);
+    tmpl.events = a->sb.events; /* what was written since the plan (a dirty mark) stays */
+    tmpl.resync_offset = a->sb.resync_offset;
     a->sb = tmpl;
     /* a shrink's leaving slots stay at the old offset: only the old geometry reads them */
     for (int s = 0; s < o->nold && s < o->N; s++)
@@ -300,12 +336,19 @@ static int switch_over(struct uraid_array *a, void *ctx)
         sl->sb = o->sb[i];
         sl->data_offset = new_off;
         sl->dev = o->dev[i];
-        sl->state = URAID_MEMBER_IN_SYNC;
+        /* a RAID-5 -> 6 restripe's Q: in sync below the new rows written (reshape_job.c's checkpoints) */
+        sl->state = o->lv && o->lv->q_new ? URAID_MEMBER_REBUILDING : URAID_MEMBER_IN_SYNC;
         o->dev[i] = NULL;
     }
-    a->geom.raid_disks = o->N;
-    a->geom.chunk_sectors = o->chunk; /* the new geometry (reshape_io.h): its stripes are the new ones */
-    a->geom.layout = o->layout;
+    if (o->lv && o->lv->q_new) { /* the old geometry (the -6 layout) reads and writes without it */
+        o->rs->q_recovering = o->nold;
+        o->rs->old->slot[o->nold].dev = NULL;
+        o->rs->old->slot[o->nold].state = URAID_MEMBER_MISSING;
+        memset(o->rs->old->degraded_written, 0xff, (size_t)(o->rs->old->nstripes / 64 + 1) * sizeof *dw);
+    }
+    o->rs->then_level = o->lv ? o->lv->then_level : 0;
+    a->geom = o->g.to; /* the new geometry (reshape_io.h): its stripes are the new ones */
+    a->nparity = layout_parity_count(&a->geom);
     /* what the array wrote degraded so far: its stripes are the old geometry's (no request in flight) */
     if (a->degraded_written && a->nstripes == o->rs->old->nstripes)
         memcpy(o->rs->old->degraded_written, a->degraded_written, (size_t)(a->nstripes / 64 + 1) * sizeof *dw);
@@ -341,37 +384,103 @@ int uraid_grow_online_geom(struct uraid_array *a, int raid_devices, uint32_t chu
     return uraid_grow_online_shrink(a, raid_devices, chunk_sectors, layout, added, nadded, 0, why, whylen);
 }
 
-int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors, const char *layout,
-                             const char *const *added, int nadded, uint64_t array_sectors, char *why, size_t whylen)
+/* A takeover (o->lv->takeover): the superblocks alone say the new level,
+ * with no request in flight; RAID-5 -> 6's new member then recovers Q as
+ * the array's recovery job (md's raid6_takeover, then the spare's
+ * recovery). That member is written first as a spare of the array as it
+ * is: a kill before the others' writes leaves that array and a spare. */
+static int take_over(struct uraid_array *a, void *ctx)
 {
-    struct online o = {.N = raid_devices, .nadd = nadded, .added = added, .keep = array_sectors, .why = why,
-                       .whylen = whylen};
-    uraid_why(why, whylen, "%s", "");
-    if (!a || nadded < 0 || nadded > URAID_MAX_MEMBERS || (nadded && !added))
-        return no(&o, -EINVAL, "give the new member count and the new members");
-    o.chunk = chunk_sectors ? chunk_sectors : a->geom.chunk_sectors;
-    o.layout = a->geom.layout;
-    if (layout && (o.layout = layout_from_name(a->geom.level, layout)) < 0)
-        return no(&o, -EINVAL, "RAID-%d has no layout '%s'", a->geom.level, layout);
-    if (!o.N)
-        o.N = a->geom.raid_disks;
-    if (a->geom.level == 1 && !chunk_sectors && !layout && !array_sectors)
-        return array_grow_mirrors_online(a, o.N, added, nadded, why, whylen); /* grow_mirrors.c */
+    struct online *o = ctx;
+    if (a->rs)
+        return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    int rc = 0;
+    if (o->nadd) {
+        struct md_sb sb;
+        pthread_mutex_lock(&a->meta_lock); /* a writer's dirty mark rewrites the superblocks meanwhile */
+        if ((rc = new_member_sb(a, o, 0)) == 0) {
+            sb = o->sb[0];
+            memcpy(sb.dev_roles, a->sb.dev_roles, sizeof sb.dev_roles);
+            sb.events = a->sb.events;
+            sb.resync_offset = a->sb.resync_offset;
+        }
+        pthread_mutex_unlock(&a->meta_lock);
+        if (rc)
+            return rc;
+        /* recovery at 0 kept: an open that takes the newer members' role for it (a kill between the
+         * writes) recovers it rather than reading it as in sync (array.c's takeover_step) */
+        sb.feature_map &= ~(uint32_t)MD_FEATURE_BITMAP_OFFSET;
+        sb.dev_roles[sb.dev_number] = MD_ROLE_SPARE;
+        if ((rc = array_write_new_member(o->dev[0], &sb)) == 0)
+            rc = member_flush(o->dev[0]);
+        if (rc)
+            return no(o, rc, "new member %s: cannot write its superblock: %s (nothing else was changed)",
+                      o->added[0], uraid_strerror(rc));
+    }
+    pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    pthread_mutex_lock(&a->meta_lock);
+    if (o->nadd) {
+        struct array_slot *sl = &a->slot[o->nold];
+        memset(sl, 0, sizeof *sl);
+        sl->sb = o->sb[0];
+        sl->data_offset = o->old_off;
+        sl->dev = o->dev[0];
+        sl->state = URAID_MEMBER_REBUILDING; /* from sector 0 */
+        a->sb.dev_roles[sl->sb.dev_number] = (uint16_t)o->nold;
+        o->dev[0] = NULL;
+    }
+    int from = a->geom.level;
+    array_takeover_locked(a, &o->lv->from);
+    pthread_mutex_unlock(&a->meta_lock);
+    rc = array_write_superblocks(a);
+    pthread_rwlock_unlock(&a->geom_lock);
+    if (rc)
+        return no(o, rc, "the level changed, but the superblocks could not be written to every member: %s",
+                  uraid_strerror(rc));
+    uraid_log(URAID_LOG_INFO, "RAID-%d taken over as RAID-%d (%s, %d members)%s", from, o->lv->from.level,
+              layout_name(o->lv->from.level, o->lv->from.layout), o->lv->from.raid_disks,
+              o->nadd ? ": Q is recovered onto the new member" : "");
+    return 0;
+}
+
+int array_grow_online(struct uraid_array *a, int N, uint32_t chunk, int layout, const char *const *added, int nadd,
+                      uint64_t keep, const struct online_level *lv, char *why, size_t whylen)
+{
+    struct online o = {.N = N, .nadd = nadd, .added = added, .keep = keep, .chunk = chunk, .layout = layout,
+                       .lv = lv, .why = why, .whylen = whylen};
     int rc = check_array(a, &o);
     if (rc == 0)
         rc = open_added(a, &o);
     if (rc == 0)
-        rc = array_job_exclusive(a, switch_over, &o, why, whylen);
-    for (int i = 0; i < nadded; i++)
+        rc = array_job_exclusive(a, lv && lv->takeover ? take_over : switch_over, &o, why, whylen);
+    for (int i = 0; i < nadd; i++)
         member_close(o.dev[i]);
-    if (rc)
+    if (rc || (lv && lv->takeover && !lv->q_new))
         return rc;
     char jwhy[256];
-    rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, jwhy, sizeof jwhy);
+    int kind = lv && lv->takeover ? URAID_JOB_RECOVER : URAID_JOB_RESHAPE;
+    rc = uraid_job_start(a, kind, NULL, jwhy, sizeof jwhy);
     if (rc == -EBUSY)
         rc = 0; /* the monitor started it first */
     if (rc)
-        uraid_why(why, whylen, "the reshape is recorded but its job did not start: %s (it starts at the next open)",
-                  jwhy);
+        uraid_why(why, whylen, "the %s is recorded but its job did not start: %s (it starts at the next open)",
+                  kind == URAID_JOB_RECOVER ? "recovery of Q" : "reshape", jwhy);
     return rc;
+}
+
+int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t chunk_sectors, const char *layout,
+                             const char *const *added, int nadded, uint64_t array_sectors, char *why, size_t whylen)
+{
+    uraid_why(why, whylen, "%s", "");
+    if (!a || nadded < 0 || nadded > URAID_MAX_MEMBERS || (nadded && !added))
+        return uraid_why(why, whylen, "give the new member count and the new members"), -EINVAL;
+    if (a->geom.level == 1 && !chunk_sectors && !layout && !array_sectors)
+        return array_grow_mirrors_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
+                                         whylen); /* grow_mirrors.c */
+    int l = a->geom.layout;
+    if (layout && (l = layout_from_name(a->geom.level, layout)) < 0)
+        return uraid_why(why, whylen, "RAID-%d has no layout '%s'", a->geom.level, layout), -EINVAL;
+    return array_grow_online(a, raid_devices ? raid_devices : a->geom.raid_disks,
+                             chunk_sectors ? chunk_sectors : a->geom.chunk_sectors, l, added, nadded, array_sectors,
+                             NULL, why, whylen);
 }

@@ -272,11 +272,12 @@ static int answer(struct uraid_ctl *c, char *req, int len)
     return 0;
 }
 
-/* "grow N [chunk=SECTORS] [layout=NAME] [size=SECTORS] NEW...": mdadm
- * --grow --raid-devices N [--chunk] [--layout] --add NEW... on the serving
- * array (uraid_grow_online_shrink; N 0 keeps the count; size= is
- * --array-size, what a shrink keeps); the reshape runs as its job. Member
- * names are separated by blanks. */
+/* "grow N [chunk=SECTORS] [layout=NAME] [size=SECTORS] [level=L] NEW...":
+ * mdadm --grow --raid-devices N [--chunk] [--layout] [--level] --add
+ * NEW... on the serving array (uraid_grow_online_shrink, with level=
+ * uraid_grow_online_level; N 0 keeps the count, or md's for the level;
+ * size= is --array-size, what a shrink keeps); the reshape runs as its
+ * job. Member names are separated by blanks. */
 static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
 {
     char *save = NULL, *tok = strtok_r(arg, " \t", &save), *end = NULL;
@@ -289,7 +290,7 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
     const char *added[URAID_MAX_MEMBERS], *layout = NULL;
     unsigned long chunk = 0;
     unsigned long long keep = 0;
-    int nadd = 0;
+    int nadd = 0, level = -1;
     while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
         if (!strncmp(tok, "size=", 5)) {
             keep = strtoull(tok + 5, &end, 10);
@@ -307,6 +308,14 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
             }
             continue;
         }
+        if (!strncmp(tok, "level=", 6)) {
+            level = (int)strtol(tok + 6, &end, 10);
+            if (*end || tok[6] == 0 || level < 0 || level > 10) {
+                snprintf(out, RESPONSE_BYTES, "error: 'grow': bad level '%.32s'\n", tok + 6);
+                return;
+            }
+            continue;
+        }
         if (!strncmp(tok, "layout=", 7)) {
             layout = tok + 7;
             continue;
@@ -318,9 +327,19 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         added[nadd++] = tok;
     }
     char why[512] = "";
-    int rc = uraid_grow_online_shrink(c->a, (int)n, (uint32_t)chunk, layout, added, nadd, keep, why, sizeof why);
+    int was = c->a->geom.level, rc = level >= 0 && keep ? -EINVAL : 0;
+    if (rc)
+        snprintf(why, sizeof why, "change the level and shrink in two runs");
+    else if (level >= 0)
+        rc = uraid_grow_online_level(c->a, level, (int)n, (uint32_t)chunk, layout, added, nadd, why, sizeof why);
+    else
+        rc = uraid_grow_online_shrink(c->a, (int)n, (uint32_t)chunk, layout, added, nadd, keep, why, sizeof why);
     if (rc)
         snprintf(out, RESPONSE_BYTES, "error: %s\n", why[0] ? why : uraid_strerror(rc));
+    else if (level >= 0 && level != was)
+        snprintf(out, RESPONSE_BYTES, "ok\nlevel change RAID-%d -> RAID-%d started (%d members now%s); follow it "
+                 "with 'uraid status'\n", was, level, c->a->geom.raid_disks,
+                 __atomic_load_n(&c->a->rs, __ATOMIC_ACQUIRE) ? ", restriping" : "");
     else if (chunk || layout)
         snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members%s%lu sectors%s%s started; follow it with "
                  "'uraid status'\n", n ? n : (long)c->a->geom.raid_disks, ", chunk ",
