@@ -10,7 +10,10 @@
  *     land below old row reshape_old_safe_row(safe) (reshape_geom.h), and
  *     reads old rows only after every old-geometry request overlapping the
  *     window ended (array_reshape_window), and no new one can start there
- *     (progress moved first);
+ *     (progress moved first); the old stripes its edges cut are held too
+ *     until the window is written (hold_lo/hold_hi): a degraded copy
+ *     rebuilds a lost chunk from a whole old stripe, whose parity a write
+ *     beyond the window would change under it;
  *   - a write in the old geometry after a window was read but before its
  *     checkpoint cannot happen: the window's sectors lie below progress.
  *   - a kill at any moment: a write below safe is in the new geometry, which
@@ -75,6 +78,10 @@ int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf
             if (back ? s < rs->progress : s >= rs->progress) {
                 t = rs->old;
                 n = (back && e > rs->progress ? rs->progress : e) - s;
+                if (s < rs->hold_hi && rs->hold_lo < s + n) {
+                    pthread_cond_wait(&rs->cv, &rs->mu); /* an old stripe the job's window reads */
+                    continue;
+                }
                 me = (struct rs_req){.s = s, .e = s + n, .next = rs->inflight};
                 rs->inflight = &me;
                 break;
@@ -112,11 +119,25 @@ static int overlaps(const struct array_reshape *rs, uint64_t s, uint64_t e)
 void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end)
 {
     struct array_reshape *rs = a->rs;
+    /* the old rows the copy reads are whole old stripes (reshape_copy.c's window_rows) */
+    uint64_t osd = (uint64_t)rs->g.from_k * rs->g.unit;
+    uint64_t lo = pos / osd * osd, hi = (end + osd - 1) / osd * osd;
     pthread_mutex_lock(&rs->mu);
     if (rs->g.backwards ? pos < rs->progress : end > rs->progress)
         rs->progress = rs->g.backwards ? pos : end;
-    while (overlaps(rs, pos, end))
+    rs->hold_lo = lo; /* no new old-geometry request there from now on */
+    rs->hold_hi = hi;
+    while (overlaps(rs, lo, hi))
         pthread_cond_wait(&rs->cv, &rs->mu);
+    pthread_mutex_unlock(&rs->mu);
+}
+
+void array_reshape_window_end(struct uraid_array *a)
+{
+    struct array_reshape *rs = a->rs;
+    pthread_mutex_lock(&rs->mu);
+    rs->hold_lo = rs->hold_hi = 0;
+    pthread_cond_broadcast(&rs->cv);
     pthread_mutex_unlock(&rs->mu);
 }
 

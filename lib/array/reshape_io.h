@@ -42,6 +42,12 @@ struct array_reshape {
                                 * level (RAID-6 in a -6 layout -> 5, parity-last -> 4); 0: none. Memory
                                 * only, as mdadm's: a restart ends the restripe at the level it has */
     struct rs_req *inflight;   /* old-geometry requests running, under mu */
+    /* Under mu: the array sectors of the old stripes the job's window reads
+     * beyond the window (an old stripe straddling its edge): old-geometry
+     * requests there wait while the window is copied, since a degraded copy
+     * rebuilds a lost chunk from the whole old stripe (P, Q and its other
+     * data); empty when hold_lo == hold_hi. */
+    uint64_t hold_lo, hold_hi;
 };
 
 /* Passed as the write buffer of array_reshape_request: write zeroes. */
@@ -69,8 +75,10 @@ int array_reshape_new(struct uraid_array *a, const struct reshape_geom *g, uint6
 void array_reshape_free(struct array_reshape *rs);
 
 /* The job's side of the window lock: progress moves to end and the call
- * returns once no old-geometry request overlaps [pos, end). */
+ * returns once no old-geometry request overlaps [pos, end) or the old
+ * stripes that straddle its edges (held until array_reshape_window_end). */
 void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end);
+void array_reshape_window_end(struct uraid_array *a);
 /* A checkpoint is on disk at pos: requests below it go to the new geometry. */
 void array_reshape_safe(struct uraid_array *a, uint64_t pos);
 /* The job ended without recording where it got to (a checkpoint failed):

@@ -119,6 +119,7 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
         array_reshape_window(a, lo, lo + w * sd);
         rs_sync_gone(a, gr); /* the window's requests ended: a member they failed is out of it */
         rc = grow_copy_window(gr, &st->b, lo, w);
+        array_reshape_window_end(a);
         if (rc == 0)
             gr->pos = back ? lo : gr->pos + w * sd;
         if (rc == 0 && array_reshape_wanted(a))
