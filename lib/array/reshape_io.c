@@ -78,8 +78,9 @@ int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf
             if (back ? s < rs->progress : s >= rs->progress) {
                 t = rs->old;
                 n = (back && e > rs->progress ? rs->progress : e) - s;
-                if (s < rs->hold_hi && rs->hold_lo < s + n) {
-                    pthread_cond_wait(&rs->cv, &rs->mu); /* an old stripe the job's window reads */
+                /* a write to an old stripe the job's window reads waits for it (a read changes nothing) */
+                if (!rbuf && s < rs->hold_hi && rs->hold_lo < s + n) {
+                    pthread_cond_wait(&rs->cv, &rs->mu);
                     continue;
                 }
                 me = (struct rs_req){.s = s, .e = s + n, .next = rs->inflight};
