@@ -305,11 +305,8 @@ static int plan_resume(struct grow *gr, int N)
     gr->to_raid4 = p->level_set && p->level == 4 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST;
     gr->to_raid0 = p->level_set && p->level == 0 && R->new_level == 5 && R->new_layout == LAYOUT_PARITY_LAST &&
                    (!N || N == (int)R->raid_disks - 1);
-    /* a RAID-0's grow (reshape_raid0.c): a RAID-4 missing its last slot, asked for with the RAID-0's count */
-    int lost[URAID_MAX_MEMBERS];
-    grow_lost_slots(R, nall, lost);
-    if (R->level == 4 && R->new_level == 4 && lost[R->raid_disks - 1] &&
-        (p->level_set ? p->level == 0 : N == (int)R->raid_disks - 1))
+    /* a RAID-0's grow (reshape_raid0.c): a RAID-4 missing its parity, asked for with the RAID-0's count */
+    if (R->new_level == 4 && grow_raid4_parity_lost(R) && (p->level_set ? p->level == 0 : N == (int)R->raid_disks - 1))
         gr->to_raid0 = 1;
     if (gr->to_raid0)
         N = 0;
@@ -559,12 +556,8 @@ static int target(struct grow *gr, int N, struct layout_geom *to, int *geo)
 static int raid0_takeover_due(struct grow *gr, int nmembers)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
-    int N = gr->p->raid_devices, lost[URAID_MAX_MEMBERS];
-    if (R->level != 4 || gr->p->level_set || N != (int)R->raid_disks - 1 || gr->n <= nmembers ||
-        (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE))
-        return 0;
-    grow_lost_slots(R, (int)R->raid_disks, lost);
-    return lost[N];
+    return !gr->p->level_set && gr->p->raid_devices == (int)R->raid_disks - 1 && gr->n > nmembers &&
+           !(R->feature_map & MD_FEATURE_RESHAPE_ACTIVE) && grow_raid4_parity_lost(R);
 }
 
 /* A new grow: the checks, then the start's superblocks. */

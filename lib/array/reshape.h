@@ -100,6 +100,10 @@ int grow_to_raid0(struct grow *gr);
  * (md takes only a RAID-0 of equal members over), or a refusal. */
 int grow_plan_raid0(struct grow *gr, int nold, int N);
 int grow_raid0_zone(struct grow *gr, int nold, uint64_t *size);
+/* A RAID-4 (R) whose parity slot, the last, no device holds: where a RAID-0's grow leads. */
+int grow_raid4_parity_lost(const struct md_sb *R);
+/* Every added member (gr->name[nold..]) holds data_offset + size sectors, or a refusal. */
+int grow_added_fit(struct grow *gr, int nold, uint64_t size);
 /* md's layout of the same data with Q on the last member, and back; -1: none. */
 int layout_to_6(int layout5);
 int layout_from_6(int layout6);

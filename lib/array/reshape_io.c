@@ -272,9 +272,6 @@ static int reshape_supported(const struct uraid_array *a, char *why, size_t whyl
     return 0;
 }
 
-/* Slot s being recovered is a RAID-5 -> 6 restripe's new member: the Q
- * of an old -6 layout (always its last member), in sync exactly below the
- * new rows the position has reached (what grow_checkpoint records). */
 /* Slot s recovers with the reshape: md's reshape_request moves its
  * recovery_offset with the position (reshape_q_recovered). RAID-5 -> 6's
  * restripe: the new Q member, the -6 layout's last slot; a RAID-0's grow

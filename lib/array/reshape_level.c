@@ -359,11 +359,8 @@ static int raid0_to_parity(struct grow *gr, int nold, int N, int level)
     int rc = grow_raid0_zone(gr, nold, &size);
     if (rc)
         return rc;
-    if (gr->dev[nold]->size / SECTOR < R->data_offset + size)
-        return grow_say(gr, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset "
-                        "%llu + %llu per member)", gr->name[nold], (unsigned long long)(gr->dev[nold]->size / SECTOR),
-                        (unsigned long long)(R->data_offset + size), (unsigned long long)R->data_offset,
-                        (unsigned long long)size);
+    if ((rc = grow_added_fit(gr, nold, size)) != 0)
+        return rc;
     takeover(gr, level, level == 4 ? 0 : LAYOUT_PARITY_LAST, R->chunksize);
     gr->tmpl.size = size;
     gr->tmpl.raid_disks = (uint32_t)N;

@@ -41,6 +41,27 @@ int grow_raid0_zone(struct grow *gr, int nold, uint64_t *size)
     return 0;
 }
 
+int grow_raid4_parity_lost(const struct md_sb *R)
+{
+    int lost[URAID_MAX_MEMBERS];
+    if (R->level != 4 || R->raid_disks < 2 || R->raid_disks > URAID_MAX_MEMBERS)
+        return 0;
+    grow_lost_slots(R, (int)R->raid_disks, lost);
+    return lost[R->raid_disks - 1];
+}
+
+int grow_added_fit(struct grow *gr, int nold, uint64_t size)
+{
+    uint64_t need = gr->sb[gr->ref].data_offset + size;
+    for (int i = nold; i < gr->n; i++)
+        if (gr->dev[i]->size / SECTOR < need)
+            return grow_say(gr, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset "
+                            "%llu + %llu per member)", gr->name[i], (unsigned long long)(gr->dev[i]->size / SECTOR),
+                            (unsigned long long)need, (unsigned long long)gr->sb[gr->ref].data_offset,
+                            (unsigned long long)size);
+    return 0;
+}
+
 int grow_plan_raid0(struct grow *gr, int nold, int N)
 {
     struct md_sb *R = &gr->sb[gr->ref];
@@ -52,12 +73,8 @@ int grow_plan_raid0(struct grow *gr, int nold, int N)
     int rc = grow_raid0_zone(gr, nold, &size);
     if (rc)
         return rc;
-    for (int i = nold; i < gr->n; i++)
-        if (gr->dev[i]->size / SECTOR < R->data_offset + size)
-            return grow_say(gr, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset "
-                            "%llu + %llu per member)", gr->name[i], (unsigned long long)(gr->dev[i]->size / SECTOR),
-                            (unsigned long long)(R->data_offset + size), (unsigned long long)R->data_offset,
-                            (unsigned long long)size);
+    if ((rc = grow_added_fit(gr, nold, size)) != 0)
+        return rc;
     /* the RAID-4 md's takeover makes: every member's size the zone's (a RAID-0 records none) */
     for (int i = 0; i < nold; i++)
         gr->sb[i].size = size;
