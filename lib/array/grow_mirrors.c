@@ -71,19 +71,15 @@ int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *a
                          N - n == 1 ? "" : "s", nadded), -EINVAL;
     if (N > URAID_MAX_MEMBERS || N > (int)a->sb.max_dev)
         return uraid_why(why, whylen, "RAID-1 of %d mirrors: at most %d", N, URAID_MAX_MEMBERS), -EINVAL;
-    struct uraid_job_status js;
-    if (uraid_job_status(a, &js) == 0 && js.running)
-        return uraid_why(why, whylen, "the array is performing a %s and cannot be reshaped, as mdadm refuses it: wait "
-                         "for its end (or 'uraid idle'), then grow", uraid_job_name(js.kind)), -EBUSY;
-    for (int i = 0; i < nadded; i++) {
-        if (spare_named(a, added[i]))
-            continue; /* added before a kill, or by hand */
-        int rc = uraid_add_spare(a, added[i], why, whylen);
-        if (rc < 0)
-            return rc;
+    int rc = array_job_refuse_running(a, why, whylen);
+    for (int i = 0; rc == 0 && i < nadded; i++) {
+        if (!spare_named(a, added[i])) /* (added before a kill, or by hand) */
+            rc = uraid_add_spare(a, added[i], why, whylen);
+        rc = rc < 0 ? rc : 0;
     }
     struct mirrors m = {.N = N};
-    int rc = array_job_exclusive(a, widen, &m, why, whylen);
+    if (rc == 0)
+        rc = array_job_exclusive(a, widen, &m, why, whylen);
     if (rc)
         return rc;
     char jwhy[256];

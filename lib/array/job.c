@@ -434,6 +434,17 @@ int uraid_job_start(struct uraid_array *a, enum uraid_job_kind kind, const struc
     return rc;
 }
 
+int array_job_refuse_running(struct uraid_array *a, char *why, size_t whylen)
+{
+    struct uraid_job_status js;
+    if (uraid_job_status(a, &js) || !js.running)
+        return 0;
+    const char *name = uraid_job_name(js.kind);
+    return uraid_why(why, whylen, "the array is performing a %s and cannot be reshaped, as mdadm refuses it (a %s is "
+                     "running): wait for its end (uraid status) or stop it ('uraid idle'), then grow", name, name),
+           -EBUSY;
+}
+
 int array_job_exclusive(struct uraid_array *a, int (*fn)(struct uraid_array *a, void *ctx), void *ctx, char *why,
                         size_t whylen)
 {

@@ -111,6 +111,11 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
 int array_job_exclusive(struct uraid_array *a, int (*fn)(struct uraid_array *a, void *ctx), void *ctx, char *why,
                         size_t whylen);
 
+/* A grow asked while a job runs: -EBUSY with mdadm's refusal in why
+ * (md's sync thread running), else 0. Callers ask again under job_lock
+ * (array_job_exclusive). */
+int array_job_refuse_running(struct uraid_array *a, char *why, size_t whylen);
+
 void array_job_init(struct uraid_array *a);
 /* Cancels a running job (its checkpoint is kept) and frees the job. */
 void array_job_fini(struct uraid_array *a);

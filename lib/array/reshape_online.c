@@ -64,10 +64,9 @@ static int check_array(struct uraid_array *a, struct online *o)
         return no(o, -EROFS, "the array is open read-only");
     if (a->rs)
         return no(o, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
-    struct uraid_job_status js;
-    if (uraid_job_status(a, &js) == 0 && js.running) /* switch_over checks again under job_lock */
-        return no(o, -EBUSY, "the array is performing a %s and cannot be reshaped, as mdadm refuses it: wait for its "
-                  "end (uraid status) or stop it ('uraid idle'), then grow", uraid_job_name(js.kind));
+    int rc = array_job_refuse_running(a, o->why, o->whylen); /* switch_over checks again under job_lock */
+    if (rc)
+        return rc;
     for (int s = 0; s < a->geom.raid_disks; s++)
         if (a->slot[s].dev && a->slot[s].state == URAID_MEMBER_REBUILDING)
             return no(o, -EBUSY, "member %s is being recovered (its recovery stopped partway): the array cannot be "

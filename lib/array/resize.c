@@ -213,11 +213,9 @@ int uraid_grow_size_online(struct uraid_array *a, uint64_t size_sectors, uint64_
     uint64_t old_bytes = uraid_size(a);
     /* the refusals about the array first (a reshape's among them), then
      * again under job_lock, where a job running refuses too */
-    struct uraid_job_status js;
-    if (!a->rs && uraid_job_status(a, &js) == 0 && js.running) /* md: -EBUSY while its sync thread runs */
-        return uraid_why(why, whylen, "a %s is running: wait for its end (uraid status) or stop it ('uraid idle'), "
-                         "then grow", uraid_job_name(js.kind)), -EBUSY;
-    int rc = check(a, size_sectors, 1, &r.to, why, whylen);
+    int rc = a->rs ? 0 : array_job_refuse_running(a, why, whylen); /* md: -EBUSY while its sync thread runs */
+    if (rc == 0)
+        rc = check(a, size_sectors, 1, &r.to, why, whylen);
     if (rc == 0)
         rc = array_job_exclusive(a, switch_size, &r, why, whylen);
     if (rc)
