@@ -90,8 +90,8 @@ int cli_parse_members(const char *verb, int argc, char **argv, struct cli_member
                    "                  the config file (--config FILE, default " URAID_CONF_DEFAULT ")\n"
                    "  --member-layer simulates disks and faults: throttle=60M[,latency=100us],\n"
                    "                 disk=hdd-7200|hdd-5400|sata-ssd|nvme[,seek=MSEC][,rpm=N][,qd=N], latency=2ms,\n"
-                   "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN, badmap=MAPFILE,\n"
-                   "                 vanish (';' joins)\n"
+                   "                 read-eio=OFF+LEN, write-eio=OFF+LEN, drop-writes=OFF+LEN,\n"
+                   "                 stall-writes=OFF+LEN, badmap=MAPFILE, vanish (';' joins)\n"
                    "  --rmw-level    md's rmw_level for partial-stripe writes: 0 reconstruct-write only,\n"
                    "                 1 fewest reads (default), 2 read-modify-write on a tie\n",
                    verb, extra ? extra->usage : "", verb, verb);

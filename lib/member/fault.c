@@ -1,11 +1,13 @@
 /* Fault injection: a layer that stacks on any member and makes chosen byte
  * ranges fail (medium errors), silently drops writes (a disk that lies about
- * its cache), makes the member vanish (a pulled cable) or slows every request.
+ * its cache), holds writes until told (a request stuck in a disk), makes the
+ * member vanish (a pulled cable) or slows every request.
  *
  * Rules can change while other threads do I/O through the layer, so the rule
  * list sits behind a mutex. The lock is held only to decide a request's fate,
- * never across the inner I/O or the latency sleep, so the layer keeps the
- * member's own concurrency. The decision is taken once, at the start of a
+ * never across the inner I/O or the latency sleep (a stalled write waits on
+ * a condition, which lets it go), so the layer keeps the member's own
+ * concurrency. The decision is taken once, at the start of a
  * request: a rule added while a request is in flight affects later requests. */
 #include <errno.h>
 #include <pthread.h>
@@ -19,6 +21,7 @@
 struct fault_priv {
     struct member *inner;
     pthread_mutex_t lock;
+    pthread_cond_t cleared;   /* the rules were cleared: stalled writes go on */
     struct fault_rule *rules; /* under lock */
     size_t nrules, cap;       /* under lock */
     atomic_int vanished;
@@ -159,6 +162,20 @@ static void heal(struct fault_priv *f, uint64_t off, size_t len)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* Under f->lock: waits while a stall rule overlaps the write. */
+static void stall(struct fault_priv *f, uint64_t off, size_t len)
+{
+    int counted = 0;
+    for (size_t i = 0; i < f->nrules; i++) {
+        if (!(f->rules[i].what & FAULT_STALL_WRITE) || !overlaps(&f->rules[i], off, len))
+            continue;
+        if (!counted++)
+            atomic_fetch_add(&f->hits, 1);
+        pthread_cond_wait(&f->cleared, &f->lock);
+        i = (size_t)-1; /* the rules changed: look again from the first */
+    }
+}
+
 /* A write, durable when it returns with fua (the inner member's FUA
  * write; around dropped parts, the pieces written and then flushed). */
 static int put(struct member *m, const void *buf, size_t len, uint64_t off, int fua)
@@ -172,6 +189,7 @@ static int put(struct member *m, const void *buf, size_t len, uint64_t off, int 
     struct fault_rule small[8], *drop = small;
     size_t ndrop = 0;
     pthread_mutex_lock(&f->lock);
+    stall(f, off, len);
     for (size_t i = 0; i < f->nrules && !rc; i++)
         if ((f->rules[i].what & FAULT_WRITE) && overlaps(&f->rules[i], off, len))
             rc = f->rules[i].err;
@@ -270,6 +288,7 @@ static void fault_close(struct member *m)
     struct fault_priv *f = m->priv;
     member_close(f->inner);
     pthread_mutex_destroy(&f->lock);
+    pthread_cond_destroy(&f->cleared);
     free(f->rules);
     free(f);
 }
@@ -299,6 +318,7 @@ int member_fault_wrap(struct member *inner, struct member **out)
         return -ENOMEM;
     }
     pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->cleared, NULL);
     f->inner = inner;
     m->ops = &fault_ops;
     m->path = name;
@@ -313,7 +333,8 @@ int member_fault_wrap(struct member *inner, struct member **out)
 int member_fault_add(struct member *m, const struct fault_rule *r)
 {
     struct fault_priv *f = fault_of(m);
-    if (!f || !r || !r->what || (r->what & ~(unsigned)(FAULT_READ | FAULT_WRITE | FAULT_DROP_WRITE | FAULT_HEAL)) ||
+    if (!f || !r || !r->what ||
+        (r->what & ~(unsigned)(FAULT_READ | FAULT_WRITE | FAULT_DROP_WRITE | FAULT_HEAL | FAULT_STALL_WRITE)) ||
         !r->len || r->err > 0 || (r->what & FAULT_HEAL && !(r->what & FAULT_READ)))
         return -EINVAL;
     struct fault_rule rule = *r;
@@ -346,6 +367,7 @@ int member_fault_clear(struct member *m)
         return -EINVAL;
     pthread_mutex_lock(&f->lock);
     f->nrules = 0;
+    pthread_cond_broadcast(&f->cleared);
     pthread_mutex_unlock(&f->lock);
     atomic_store(&f->latency_usec, 0);
     atomic_store(&f->vanished, 0);

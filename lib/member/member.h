@@ -171,7 +171,10 @@ static inline int member_direct_fd(struct member *m, const void *buf, size_t len
  * dropped (reported as success, data not written). */
 /* FAULT_HEAL (with FAULT_READ): the part of the range a successful write
  * covers reads again, as a disk remaps a pending sector when written. */
-enum fault_what { FAULT_READ = 1, FAULT_WRITE = 2, FAULT_DROP_WRITE = 4, FAULT_HEAL = 8 };
+/* FAULT_STALL_WRITE: writes there wait until the rules are cleared
+ * (member_fault_clear), as a request a disk holds: a test stops one write
+ * of a request in flight while the rest of the array goes on. */
+enum fault_what { FAULT_READ = 1, FAULT_WRITE = 2, FAULT_DROP_WRITE = 4, FAULT_HEAL = 8, FAULT_STALL_WRITE = 16 };
 
 struct fault_rule {
     unsigned what;          /* FAULT_* bits */
@@ -185,7 +188,7 @@ int member_fault_add(struct member *m, const struct fault_rule *r);
 int member_fault_clear(struct member *m);
 int member_fault_vanish(struct member *m);            /* every later call fails -ENXIO */
 int member_fault_latency(struct member *m, uint32_t usec); /* added to every request */
-/* Counts of requests the layer failed or dropped (for tests). */
+/* Counts of requests the layer failed, dropped or stalled (for tests). */
 uint64_t member_fault_hits(struct member *m);
 
 /* Throttling (lib/member/throttle.c): a simulated disk. Each request costs

@@ -11,7 +11,9 @@
  *     request, requests still run concurrently, like a slow link),
  *     read-eio=OFF+LEN (reads fail, for good), pending=OFF+LEN (reads fail
  *     until the range is written: a disk's pending sector, remapped on
- *     write), write-eio=OFF+LEN, drop-writes=OFF+LEN, vanish,
+ *     write), write-eio=OFF+LEN, drop-writes=OFF+LEN, stall-writes=OFF+LEN
+ *     (writes there wait until the rules are cleared: a test's hold on one
+ *     write in flight), vanish,
  *     badmap=PATH (a GNU ddrescue mapfile of this member's image: reads of
  *     every byte it does not list as rescued fail with EIO; PATH may not
  *     contain ',' or ';').
@@ -498,7 +500,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         if (!val || !*val)
             return fail(why, whylen, it,
                         "expected KEY=VALUE (disk, throttle, latency, seek, rpm, qd, read-eio, pending, write-eio, "
-                        "drop-writes, badmap, vanish)");
+                        "drop-writes, stall-writes, badmap, vanish)");
         if (KEY("throttle")) {
             if (L.has_rate)
                 return fail(why, whylen, it, "throttle given twice in one spec");
@@ -514,7 +516,8 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         } else if (KEY("disk") || KEY("seek") || KEY("rpm") || KEY("qd")) {
             if (disk_item(&L, it, klen, val, why, whylen))
                 return -EINVAL;
-        } else if (KEY("read-eio") || KEY("pending") || KEY("write-eio") || KEY("drop-writes")) {
+        } else if (KEY("read-eio") || KEY("pending") || KEY("write-eio") || KEY("drop-writes") ||
+                   KEY("stall-writes")) {
             struct fault_rule r = {0};
             if (L.throttle)
                 return fail(why, whylen, it, "fault rules cannot share a spec with throttle; separate them with ';'");
@@ -526,7 +529,8 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
             r.what = KEY("read-eio")    ? FAULT_READ
                      : KEY("pending")   ? FAULT_READ | FAULT_HEAL
                      : KEY("write-eio") ? FAULT_WRITE
-                                        : FAULT_DROP_WRITE;
+                     : KEY("drop-writes") ? FAULT_DROP_WRITE
+                                          : FAULT_STALL_WRITE;
             r.err = -EIO;
             if (apply) {
                 int rc = 0;
@@ -554,7 +558,7 @@ static int do_spec(struct member **m, char *spec, int apply, char *why, size_t w
         } else {
             return fail(why, whylen, it,
                         "unknown key (use disk, throttle, latency, seek, rpm, qd, read-eio, pending, write-eio, "
-                        "drop-writes, badmap, vanish; "
+                        "drop-writes, stall-writes, badmap, vanish; "
                         "or a spec of its own starting with powercut)");
         }
 #undef KEY

@@ -448,6 +448,7 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
         w->departed = ppl_flush_todo(L, m, d->need);
         d->todo |= w->departed;
         m->unflushed = 0;
+        ppl_left_composed(m);
     }
     pthread_mutex_unlock(&m->list_mu);
     ppl_free_swept(L, s, gone);
@@ -460,7 +461,10 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
     free(h);
     if (rc) {
         pthread_mutex_lock(&m->list_mu);
-        m->unflushed |= w->buf ? w->departed : 0;
+        if (w->buf) {
+            m->unflushed |= w->departed;
+            ppl_left_written(m, 0);
+        }
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         free(w->buf);
@@ -486,6 +490,7 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
     } else {
         m->unflushed |= w->departed;
     }
+    ppl_left_written(m, rc == 0);
     pthread_mutex_unlock(&m->list_mu);
     pthread_mutex_unlock(&m->mu);
     free(w->buf);
@@ -771,6 +776,7 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
                     break;
                 }
                 *pp_ = part->next;
+                ppl_left_part(m, part);
                 m->unflushed |= part->written;
                 for (int j = 0; j < PPL_MAX_SLOTS; j++)
                     if (part->written >> j & 1)

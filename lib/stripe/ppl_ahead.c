@@ -10,7 +10,12 @@
  * flushes cover their writes too (ppl_flush.c), as if its own unit had
  * written them. A pinned part never leaves the list: the area's restart
  * waits for its pins, and a part with partial parity of one of its
- * stripes gets its writes flushed before that part's header (ppl_sweep). */
+ * stripes gets its writes flushed before that part's header (ppl_sweep).
+ * A stripe is not covered while a part with partial parity of it is in
+ * the list, nor while the newest header on disk may still list one that
+ * left (ppl_member's left_* spans): replay, which walks a header's entries
+ * in order, could apply that stale partial parity after the whole entry
+ * and undo what the covered write made of the stripe's parity. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -22,12 +27,26 @@ int ppl_ahead_count(int taken)
     return n < 8 ? 8 : n > PPL_AHEAD_MAX ? PPL_AHEAD_MAX : n;
 }
 
+static void span_add(struct ppl_span *sp, uint64_t lo, uint64_t hi)
+{
+    if (!sp->end || lo < sp->lo)
+        sp->lo = lo;
+    if (hi + 1 > sp->end)
+        sp->end = hi + 1;
+}
+
+static int span_meets(const struct ppl_span *sp, uint64_t lo, uint64_t hi)
+{
+    return sp->end && lo < sp->end && sp->lo <= hi;
+}
+
 /* A part of m's list on disk listing p's stripes whole, or NULL. Under
  * m->list_mu. */
 static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p)
 {
     struct ppl_part *found = NULL;
-    if (m->wrapping)
+    if (m->wrapping || span_meets(&m->left_new, p->s_lo, p->s_hi) || span_meets(&m->left_writing, p->s_lo, p->s_hi) ||
+        span_meets(&m->left_disk, p->s_lo, p->s_hi))
         return NULL;
     for (struct ppl_part *c = m->inflight; c; c = c->next) {
         /* a part with partial parity of these stripes must leave first
@@ -39,6 +58,27 @@ static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part
             found = c;
     }
     return found;
+}
+
+void ppl_left_part(struct ppl_member *m, const struct ppl_part *p)
+{
+    if (p->pp_bytes)
+        span_add(&m->left_new, p->la_lo, p->la_hi);
+}
+
+void ppl_left_composed(struct ppl_member *m)
+{
+    m->left_writing = m->left_new;
+    m->left_new = (struct ppl_span){0};
+}
+
+void ppl_left_written(struct ppl_member *m, int written)
+{
+    if (written)
+        m->left_disk = (struct ppl_span){0};
+    else if (m->left_writing.end)
+        span_add(&m->left_disk, m->left_writing.lo, m->left_writing.end - 1);
+    m->left_writing = (struct ppl_span){0};
 }
 
 static void unpin(struct ppl_log *L, struct ppl_unit *u, int add)

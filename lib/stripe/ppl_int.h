@@ -40,6 +40,11 @@ struct ppl_part {
     struct ppl_entry e[];
 };
 
+/* Stripes [lo, end); end 0: none. */
+struct ppl_span {
+    uint64_t lo, end;
+};
+
 struct ppl_member {
     pthread_mutex_t mu;         /* log writes one at a time, in order; next_off */
     pthread_mutex_t list_mu;    /* the list, link_seq, unflushed; written_seq (changed under both) */
@@ -52,6 +57,18 @@ struct ppl_member {
     uint64_t need[PPL_MAX_SLOTS]; /* per slot: the flush (ppl_flush's number) that covers them */
     uint32_t lingering;         /* entries of lingering parts in the list */
     int wrapping;               /* writers waiting for the area to start over (claim_log) */
+    /* Stripes of parts with partial parity that left the list while the
+     * newest header on disk may still list them: replay would apply that
+     * partial parity after the entries before it, so no write of those
+     * stripes goes out without a log write (ppl_ahead.c's lister) until a
+     * header composed after they left is on disk. Under list_mu:
+     *   left_new      left since the last header was composed (ppl_end);
+     *   left_writing  left before the header being written was composed
+     *                 (moved there by prepare_header);
+     *   left_disk     listed by the newest header on disk: emptied when a
+     *                 header is written (finish_header), left_writing
+     *                 added to it when that write fails. */
+    struct ppl_span left_new, left_writing, left_disk;
     uint32_t entries;           /* atomic: entries reserved by units in flight */
     uint64_t pp_bytes;          /* atomic: partial parity reserved */
     uint64_t start;             /* the area: member sector and length */
@@ -137,6 +154,13 @@ void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
  * many, at most PPL_AHEAD_MAX. */
 int ppl_ahead_count(int taken);
 #define PPL_AHEAD_MAX 96
+
+/* The left_* spans (ppl_member), under list_mu: part p leaves the list
+ * (its unit ended); a header was composed (the parts that left are not in
+ * it); the header composed last was written, or not. */
+void ppl_left_part(struct ppl_member *m, const struct ppl_part *p);
+void ppl_left_composed(struct ppl_member *m);
+void ppl_left_written(struct ppl_member *m, int written);
 
 /* RAID-6 logs (which md never reads: bit 31 makes it refuse the array)
  * carry in bits 8..31 of each entry's parity_disk a tag of the unit that

@@ -1,0 +1,149 @@
+/* A partial write's partial parity left behind in the newest header on
+ * disk must not be replayed over a later write of its stripe.
+ *
+ * The case (found by test_crash, raid5/healthy/ppl/powercut): a 4 KiB write
+ * A of stripe X is in flight when a stream of whole stripes B writes its
+ * header on X's parity log, listing the stripes after it whole (ahead,
+ * ppl_ahead.c), X among them, and A's entry, still in flight. A ends and
+ * leaves the list, but that header, the newest on disk, still lists A's
+ * partial parity. A whole-stripe write C of X then found X listed ahead
+ * and wrote with no log write of its own. After a crash, replay applied
+ * B's whole entry, then A's partial parity, computed from X's data before
+ * C: the parity no longer matched C's data (mismatch 8 after a healthy
+ * array's power cut; on a degraded one, a missing chunk rebuilt wrong).
+ *
+ * The order is forced: A's data write is held in its member's fault layer
+ * (stall-writes) once A's header is on disk; B runs to its end meanwhile;
+ * A is let go; C runs. Then the members vanish (a crash with every write
+ * on disk), the array is reopened (the PPL replayed), checked and read. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "array_fixture.h"
+#include "harness.h"
+#include "meta/ppl.h"
+#include "meta/superblock.h"
+
+#define MEMBER_BYTES (3u << 20)
+#define CHUNK (16u << 10)
+
+static struct rng rng;
+
+struct writer {
+    struct fx *f;
+    struct uraid_array *a;
+    uint64_t off, len;
+    int rc;
+};
+
+static void *write_main(void *arg)
+{
+    struct writer *w = arg;
+    w->rc = fx_write(w->f, w->a, w->f->model + w->off, w->len, w->off);
+    return NULL;
+}
+
+/* New data for [off, off+len) in the model (fx_write writes it from there). */
+static void new_data(struct fx *f, uint64_t off, uint64_t len)
+{
+    rng_fill(&rng, f->model + off, len);
+}
+
+/* Slot s's log area holds a header (any, sound) listing an entry at array
+ * sector `sector`. */
+static int logged(struct fx *f, int s, uint64_t sector)
+{
+    struct md_sb sb;
+    if (fx_read_sb(f, s, &sb) || !md_sb_has_ppl(&sb))
+        return 0;
+    uint64_t bytes = (uint64_t)md_sb_ppl_size(&sb) * 512;
+    uint8_t *area = malloc(bytes);
+    struct ppl_header *h = malloc(sizeof *h);
+    FILE *fp = fopen(f->path[s], "rb");
+    int found = 0;
+    if (area && h && fp && fseek(fp, (long)md_sb_ppl_sector(&sb) * 512, SEEK_SET) == 0 &&
+        fread(area, 1, bytes, fp) == bytes)
+        for (uint64_t at = 0; at + PPL_HEADER_BYTES <= bytes && !found; at += 512)
+            if (ppl_header_decode(area + at, h, NULL, 0) == 0)
+                for (uint32_t e = 0; e < h->entries_count; e++)
+                    found |= h->entry[e].data_sector == sector;
+    if (fp)
+        fclose(fp);
+    free(area);
+    free(h);
+    return found;
+}
+
+static void test_stale(int level, int n, uint64_t x)
+{
+    harness_beginf("RAID-%d ppl: a whole-stripe write after a partial one of stripe %llu, the newest header still "
+                   "listing the partial one: a crash, replay, check clean and every byte read back",
+                   level, (unsigned long long)x);
+    struct fx f;
+    fx_policy = URAID_POLICY_PPL;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, level, n, CHUNK, MEMBER_BYTES, &rng, 0, NULL))
+        goto out;
+    struct uraid_open_params op = {0};
+    if (fx_open_with(&f, 0, "", NULL, 0, &op, &a))
+        goto out;
+    /* A: 4 KiB in the middle of X's second chunk, its data write held; B: the stripe before X */
+    struct writer wa = {.f = &f, .a = a, .off = fx_at(&f, x, 1, 8192), .len = 4096};
+    struct writer wb = {.f = &f, .a = a, .off = (x - 1) * f.stripe_bytes, .len = f.stripe_bytes};
+    int a_slot, p_slot, q_slot;
+    uint64_t a_member_off;
+    fx_locate(&f, wa.off, &a_slot, &a_member_off);
+    fx_parity_of(&f, x, &p_slot, &q_slot);
+    if (fx_inject(&f, a, a_slot, "stall-writes", a_member_off, wa.len))
+        goto out;
+    new_data(&f, wa.off, wa.len);
+    new_data(&f, wb.off, wb.len);
+    pthread_t ta;
+    pthread_create(&ta, NULL, write_main, &wa);
+    int waited = 0;
+    while (!logged(&f, p_slot, wa.off / 512) && waited++ < 10000)
+        usleep(1000);
+    CHECK(waited < 10000, "A's header never reached slot %d's log", p_slot);
+    write_main(&wb);
+    CHECK(uraid_inject(a, a_slot, "clear") == 0);
+    pthread_join(ta, NULL);
+    CHECK(wa.rc == 0 && wb.rc == 0, "writes A %d, B %d", wa.rc, wb.rc);
+    /* C: all of X */
+    uint64_t c_off = x * f.stripe_bytes;
+    new_data(&f, c_off, f.stripe_bytes);
+    CHECK(fx_write(&f, a, f.model + c_off, f.stripe_bytes, c_off) == 0, "write C");
+    for (int s = 0; s < n; s++)
+        CHECK(uraid_inject(a, s, "vanish") == 0);
+    uraid_close(a); /* fails: the members are gone; it only frees memory */
+    a = NULL;
+    if (fx_open_with(&f, 0, NULL, NULL, 0, NULL, &a))
+        goto out;
+    struct uraid_job_params jp = {.slot = -1};
+    struct uraid_job_status st;
+    if (fx_job(&f, a, URAID_JOB_CHECK, &jp, &st) == 0)
+        CHECK(st.mismatch_sectors == 0, "after the replay, a check finds %llu sectors mismatched",
+              (unsigned long long)st.mismatch_sectors);
+    fx_verify_all(&f, a, "after the replay");
+    CHECK(uraid_close(a) == 0);
+    a = NULL;
+out:
+    if (a)
+        uraid_close(a);
+    fx_destroy(&f);
+    fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
+int main(int argc, char **argv)
+{
+    harness_init(argc, argv, "test_ppl_stale");
+    rng_seed(&rng, harness_seed());
+    fx_log_from_env();
+    test_stale(5, 4, 14);
+    test_stale(5, 4, 21);
+    test_stale(6, 5, 14);
+    return harness_finish();
+}
