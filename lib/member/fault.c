@@ -325,6 +325,8 @@ int member_fault_wrap(struct member *inner, struct member **out)
     m->size = inner->size;
     m->readonly = inner->readonly;
     m->seeks = inner->seeks;
+    m->write_through = inner->write_through;
+    m->power_sim = inner->power_sim;
     m->priv = f;
     *out = m;
     return 0;

@@ -78,6 +78,15 @@ struct member {
                           * disk, a file on one, the disk model with a head):
                           * the array reads streams ahead only from such members
                           * (readahead.c); elsewhere that would add a copy */
+    int write_through;   /* no volatile write cache: a completed write is on the
+                          * medium (the disk model). The PPL then never flushes
+                          * it, as md flushes only members whose queue says
+                          * "write back" (raid5-ppl.c's wb_cache_on). 0, the
+                          * safe default, for files (the page cache) and every
+                          * layer that keeps writes in memory (power cut) */
+    int power_sim;       /* a power-cut layer is this one or below it: its cut
+                          * keeps only what flushes covered, so nothing above
+                          * it may claim write_through */
     void *priv;          /* the backend's state */
 };
 

@@ -498,6 +498,7 @@ int member_powercut_wrap(struct member *inner, struct powercut_domain *d, struct
     m->size = inner->size;
     m->readonly = inner->readonly;
     m->seeks = inner->seeks;
+    m->power_sim = 1; /* write_through stays 0: the cut drops what no flush covered */
     m->priv = pm;
     *out = m;
     return 0;

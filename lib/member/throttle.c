@@ -354,6 +354,10 @@ int member_disk_wrap(struct member *inner, const struct disk_model *d, struct me
     m->size = inner->size;
     m->readonly = inner->readonly;
     m->seeks = d->seek_usec || d->rpm || inner->seeks;
+    /* the model keeps no volatile cache (throttle_write_fua), unless a
+     * simulated power cut below decides what survives by flushes */
+    m->write_through = !inner->power_sim;
+    m->power_sim = inner->power_sim;
     m->priv = t;
     *out = m;
     return 0;

@@ -21,8 +21,20 @@
 #include "log.h"
 #include "stripe/ppl_int.h"
 
+/* Memory-backed members have nothing to flush, and a member without a
+ * volatile write cache keeps every completed write: md flushes only the
+ * members whose queue says "write back". */
+static int needs_flush(const struct member *dev)
+{
+    return !dev->inline_io && !dev->write_through;
+}
+
 uint64_t ppl_flush_mark(const struct ppl_log *L, int s)
 {
+    /* 0: every flush count covers it (nothing to flush on that member) */
+    const struct member *dev = __atomic_load_n(&L->a->slot[s].dev, __ATOMIC_ACQUIRE);
+    if (dev && !needs_flush(dev))
+        return 0;
     return __atomic_load_n(&L->flush_started[s], __ATOMIC_ACQUIRE) + 1;
 }
 
@@ -57,7 +69,7 @@ int ppl_flush(struct uraid_array *a, uint64_t mask, int *res)
         if (res)
             res[s] = 0;
         struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
-        if (!dev || !slot_ok(a, s) || dev->inline_io)
+        if (!dev || !slot_ok(a, s) || !needs_flush(dev))
             continue;
         num[n] = __atomic_add_fetch(&L->flush_started[s], 1, __ATOMIC_ACQ_REL);
         slot[n] = s;
@@ -147,10 +159,9 @@ static void *flusher_main(void *arg)
 void ppl_flush_kick(struct uraid_array *a, uint64_t mask)
 {
     struct ppl_log *L = a->ppl;
-    /* memory-backed members have nothing to flush */
     for (int s = 0; s < PPL_MAX_SLOTS && mask >> s; s++) {
         struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
-        if ((mask >> s & 1) && (!dev || dev->inline_io))
+        if ((mask >> s & 1) && (!dev || !needs_flush(dev)))
             mask &= ~(1ull << s);
     }
     if (!mask)

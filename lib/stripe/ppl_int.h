@@ -111,7 +111,8 @@ struct ppl_log {
  * is not NULL. 0 or the first failure. */
 int ppl_flush(struct uraid_array *a, uint64_t mask, int *res);
 /* The number a flush of slot s must reach to cover the writes completed
- * so far (under the caller's list_mu: ppl_end records it in need[s]). */
+ * so far (under the caller's list_mu: ppl_end records it in need[s]); 0
+ * for a member that needs no flush (memory-backed, or write-through). */
 uint64_t ppl_flush_mark(const struct ppl_log *L, int s);
 /* The slots of m->unflushed whose writes no flush has covered yet; each
  * one's m->need raised into need[] (the flush number that covers it). */

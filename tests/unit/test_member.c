@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "member/member.h"
+#include "member/powercut.h"
 
 static struct rng rng;
 static int quick;
@@ -707,6 +708,74 @@ static void test_spec(void)
     }
 }
 
+/* Which members the PPL may leave unflushed: the disk model keeps no
+ * volatile cache (write_through), through any fault layer over it, unless a
+ * simulated power cut lies below it or over it (its cut keeps only what
+ * flushes covered); a file keeps writes in the page cache. */
+static void test_spec_write_through(void)
+{
+    static const struct {
+        const char *spec;
+        int write_through, power_sim;
+    } cases[] = {
+        {"disk=nvme", 1, 0},
+        {"disk=nvme;latency=1ms", 1, 0},
+        {"latency=1ms", 0, 0},
+        {"powercut=wt-below,seed=1;disk=nvme", 0, 1},
+        {"disk=nvme;powercut=wt-above,seed=1", 0, 1},
+        {"powercut=wt-fault,seed=1;latency=1ms", 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct member *m = spec_member(cases[i].spec, 0, NULL);
+        CHECK(m->write_through == cases[i].write_through && m->power_sim == cases[i].power_sim,
+              "'%s': write_through %d, power_sim %d (want %d, %d)", cases[i].spec, m->write_through, m->power_sim,
+              cases[i].write_through, cases[i].power_sim);
+        drop_spec_member(m);
+    }
+    powercut_domain_forget("wt-below");
+    powercut_domain_forget("wt-above");
+    powercut_domain_forget("wt-fault");
+}
+
+struct stalled {
+    struct member *m;
+    uint64_t off;
+    int rc, done;
+};
+
+static void *stalled_write(void *arg)
+{
+    struct stalled *w = arg;
+    uint8_t buf[4096];
+    memset(buf, 0x5a, sizeof buf);
+    w->rc = member_write(w->m, buf, sizeof buf, w->off);
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* stall-writes holds the writes it covers (and only those) until the rules
+ * are cleared, counting each held request once. */
+static void test_spec_stall(void)
+{
+    struct member *m = spec_member("stall-writes=64K+4K", 0, NULL);
+    uint8_t buf[4096];
+    memset(buf, 1, sizeof buf);
+    CHECK(member_write(m, buf, sizeof buf, 0) == 0 && member_write(m, buf, sizeof buf, 68 * 1024) == 0,
+          "writes beside the range go through");
+    struct stalled w = {.m = m, .off = 62 * 1024};
+    pthread_t t;
+    pthread_create(&t, NULL, stalled_write, &w);
+    usleep(100 * 1000);
+    CHECK(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), "a write overlapping the range waits");
+    CHECK(member_fault_hits(m) == 1, "the held write counted once: %llu", (unsigned long long)member_fault_hits(m));
+    CHECK(member_read(m, buf, sizeof buf, 64 * 1024) == 0, "reads are not held");
+    CHECK(member_fault_clear(m) == 0);
+    pthread_join(t, NULL);
+    CHECK(w.rc == 0, "the held write completes after the clear: %d", w.rc);
+    CHECK(member_read(m, buf, 4, 64 * 1024) == 0 && buf[0] == 0x5a, "and its data landed");
+    drop_spec_member(m);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_member");
@@ -742,6 +811,12 @@ int main(int argc, char **argv)
     harness_end();
     harness_begin("layer specs: good and bad");
     test_spec();
+    harness_end();
+    harness_begin("layer specs: the disk model is write-through, unless a power cut is simulated with it");
+    test_spec_write_through();
+    harness_end();
+    harness_begin("layer specs: stall-writes holds the writes it covers until the rules are cleared");
+    test_spec_stall();
     harness_end();
 
     rmdir(tmpdir_disk);
