@@ -54,7 +54,7 @@ static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part
          * would take the data these writes overwrite as current */
         if (c->pp_bytes && c->la_lo <= p->s_hi && p->s_lo <= c->la_hi)
             return NULL;
-        if (!found && c->ahead && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
+        if (!found && c->ahead && c->out && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
             found = c;
     }
     return found;

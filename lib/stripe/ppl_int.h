@@ -26,6 +26,8 @@ struct ppl_part {
     struct ppl_part *unit_next;  /* the unit's other parts */
     int slot;
     int lingering;               /* its unit has finished; mark[] says which flushes cover it */
+    int out;                     /* its unit's logs are all written, so its member writes may be
+                                  * out (under list_mu): the area's restart waits only for these */
     uint64_t seq;                /* its place in the member's list */
     uint32_t nentries;
     uint64_t pp_bytes;
@@ -105,6 +107,12 @@ struct ppl_log {
     struct uraid_array *a;
     struct ppl_member m[PPL_MAX_SLOTS];
 };
+
+/* The unit's parts linked into their logs and every log that does not
+ * list them yet written (ppl_log.c), before any member write of the unit;
+ * then its writes may go out. 0 or a negative errno (the logs it could
+ * not write are let go; ppl_end takes its parts out). */
+int ppl_write_logs(struct uraid_array *a, struct ppl_unit *u);
 
 /* Flushes of the slots in mask, at once (ppl_flush.c); memory-backed
  * members have nothing to flush. res[s] gets each slot's result when res
