@@ -40,6 +40,21 @@ static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signa
     return best;
 }
 
+/* No sound header at the area's start, but one further on: the area was
+ * starting over when the array stopped, and the header written at its
+ * start tore. The chain restarts only once no part in a header has writes
+ * out (ppl_log.c), and the units the torn header lists wait for it: no
+ * write was out, nothing to replay. (md counts it as a mismatch.) */
+static int restart_torn(const uint8_t *area, uint64_t bytes, uint32_t signature)
+{
+    struct ppl_header *h = malloc(sizeof *h);
+    int found = 0;
+    for (uint64_t off = SECTOR; h && !found && off + PPL_HEADER_BYTES <= bytes; off += SECTOR)
+        found = ppl_header_decode(area + off, h, NULL, 0) == 0 && h->signature == signature;
+    free(h);
+    return found;
+}
+
 /* Entry i of the newest header h, whose partial parity did not land whole
  * (a kill or a power cut in that log write): a unit in flight is listed
  * again by every header written on its member while its writes are out,
@@ -160,6 +175,7 @@ struct loaded {
     int64_t *chain;
     int nchain;
     int64_t at;                 /* the newest header's offset, -1: none valid */
+    int restarting;             /* none valid because the area's restart tore (restart_torn) */
     const uint8_t **pp;         /* per entry */
 };
 
@@ -190,6 +206,7 @@ static int load_member(struct uraid_array *a, int s, struct loaded *ld)
         return rc;
     }
     ld->at = newest_header(ld->area, ld->bytes, L->signature, ld->h, ld->chain, &ld->nchain);
+    ld->restarting = ld->at < 0 && restart_torn(ld->area, ld->bytes, L->signature);
     uint64_t pp = (uint64_t)ld->at + PPL_HEADER_BYTES;
     for (uint32_t i = 0; ld->at >= 0 && i < ld->h->entries_count; i++) {
         const struct ppl_entry *e = &ld->h->entry[i];
@@ -215,6 +232,8 @@ static int other_log_has(struct uraid_array *a, const struct loaded *all, int s,
     if (a->geom.level != 6 || layout_stripe(&a->geom, stripe, &map))
         return 1;
     int t = map.p_disk == s ? map.q_disk : map.p_disk;
+    if (t >= 0 && all[t].restarting)
+        return 0; /* no write was out on that log's units (restart_torn) */
     if (t < 0 || !all[t].area || all[t].at < 0)
         return 1; /* that parity is missing: this log alone says what the stripe holds */
     const struct ppl_header *o = all[t].h;
@@ -236,6 +255,12 @@ static int replay_member(struct uraid_array *a, const struct loaded *all, int s,
     const struct loaded *ld = &all[s];
     struct member *dev = a->slot[s].dev;
     const struct ppl_header *h = ld->h;
+    if (ld->at < 0 && ld->restarting) {
+        uraid_log(URAID_LOG_INFO, "member %s: the PPL at sector %llu was starting over when the array stopped "
+                  "(the header at its start is torn, the ones after it older): no write was out, nothing to replay",
+                  dev->path, (unsigned long long)a->ppl->m[s].start);
+        return 0;
+    }
     if (ld->at < 0) {
         uraid_log(URAID_LOG_WARN, "member %s: no valid PPL header at sector %llu", dev->path,
                   (unsigned long long)a->ppl->m[s].start);
