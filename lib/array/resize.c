@@ -21,8 +21,10 @@
  * during 4 leaves md's record of a resync from the old size, and the new
  * region's bits set: the next resync (uraid's or md's) covers it.
  *
- * uraid_grow_size_online does 2 and 3 on a served array (1.1/1.2) with no
- * request in flight, switches its size, and runs 4's resync as its job
+ * uraid_grow_size_online does 2 and 3 on a served array with no request in
+ * flight (0.90/1.0: when every member's superblock is already where md
+ * looks on it, as on members replaced by bigger ones; a member grown in
+ * place needs the offline grow, which moves it), switches its size, and runs 4's resync as its job
  * while requests go on; resync_offset is the old size only when nothing
  * was written since the open (a written array's superblocks say 0, md's
  * active array, and keep saying it), and the first write after the grow
@@ -48,17 +50,49 @@ static int room_of(const struct array_slot *sl, uint64_t *room)
     return 0;
 }
 
+/* Online, metadata 0.90/1.0: every member's superblock where md looks on
+ * the member as it is now (a member replaced by a bigger one carries it at
+ * its own end), so that the new size is written in place. A member grown
+ * in place keeps it below its end: moving it is the offline grow's
+ * (resize_place.c), with nothing served. Spares get the new size too, so
+ * each must hold it. */
+static int placed_at_ends(const struct uraid_array *a, char *why, size_t whylen)
+{
+    for (int s = 0; s < a->geom.raid_disks; s++) {
+        const struct array_slot *sl = &a->slot[s];
+        uint64_t at = sl->dev ? md_format_sb_sector(sl->sb.format, sl->dev->size / SECTOR) : sl->sb.super_offset;
+        if (sl->dev && at != sl->sb.super_offset)
+            return uraid_why(why, whylen, "member %s grew in place: its metadata %s superblock at sector %llu is "
+                             "not where md looks now (sector %llu): stop the array and run 'uraid grow MEMBERS... "
+                             "--size', which moves it as md does", sl->dev->path, md_format_name(sl->sb.format),
+                             (unsigned long long)sl->sb.super_offset, (unsigned long long)at), -EOPNOTSUPP;
+    }
+    return 0;
+}
+
+static int spares_hold(const struct uraid_array *a, uint64_t to, char *why, size_t whylen)
+{
+    for (int e = 0; e < a->nextra; e++) {
+        const struct array_slot *sl = &a->extra[e];
+        uint64_t room = 0;
+        if (sl->dev && sl->state == URAID_MEMBER_SPARE && (room_of(sl, &room) || room < to))
+            return uraid_why(why, whylen, "spare %s holds %llu KiB past its data offset, less than the new %llu KiB "
+                             "per member: remove it first", sl->dev->path, (unsigned long long)(room / 2),
+                             (unsigned long long)(to / 2)), -ENOSPC;
+    }
+    return 0;
+}
+
 static int check(struct uraid_array *a, uint64_t want, int online, uint64_t *to, char *why, size_t whylen)
 {
     const struct md_sb *R = &a->sb;
+    int rc;
     if (a->geom.level != 1 && (a->geom.level < 4 || a->geom.level > 6))
         return uraid_why(why, whylen, "--size on %s is not supported yet: RAID-1/4/5/6 can use bigger members",
                          a->geom.level == 0 ? "RAID-0 (md takes its size from the members)" : "this level"), -EOPNOTSUPP;
     int at_end = R->format == MD_FMT_1_0 || R->format == MD_FMT_0_90;
-    if (at_end && online)
-        return uraid_why(why, whylen, "metadata %s keeps its superblock at the member's end, which moves when the "
-                         "size grows: stop the array and run 'uraid grow MEMBERS... --size' (md also rewrites each "
-                         "member's superblock at its new end first)", md_format_name(R->format)), -EOPNOTSUPP;
+    if (at_end && online && (rc = placed_at_ends(a, why, whylen)) != 0)
+        return rc;
     if (at_end && (R->feature_map & MD_FEATURE_BITMAP_OFFSET))
         return uraid_why(why, whylen, "metadata %s with a write-intent bitmap: md cannot move a bitmap kept beside "
                          "the superblock at the member's end; remove it ('uraid update --update=no-bitmap MEMBERS'), "
@@ -92,7 +126,7 @@ static int check(struct uraid_array *a, uint64_t want, int online, uint64_t *to,
     if (*to == a->member_sectors)
         return uraid_why(why, whylen, "the array already uses %llu KiB per member, all %s: nothing to do",
                          (unsigned long long)(*to / 2), want ? "that was asked" : "the members hold"), -EALREADY;
-    return 0;
+    return spares_hold(a, *to, why, whylen);
 }
 
 struct resize {
