@@ -217,10 +217,10 @@ int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t 
 void array_note_corrected_read(struct uraid_array *a, int m);
 
 /* Writes every present member's superblock after `update` changed the
- * template; bumps events. (array.c) */
+ * template; bumps events. (sbupdate.c) */
 int array_write_superblocks(struct uraid_array *a);
 
-/* uraid_get_info for a caller that holds meta_lock. (array.c) */
+/* uraid_get_info for a caller that holds meta_lock. (info.c) */
 void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);
 
 /* A new member's superblock and an empty bad-block log (create, add). (sbio.c) */
@@ -233,12 +233,16 @@ int array_write_new_member(struct member *m, const struct md_sb *sb);
  * unless force. (policy.c) */
 int array_ppl_start(struct uraid_array *a, int missing, const char *gone, int force, char *why, size_t whylen);
 
-/* Marks the array dirty on disk before its first write. (array.c) */
+/* Marks the array dirty on disk before its first write. (sbupdate.c) */
 int array_mark_dirty(struct uraid_array *a);
 
 /* 1 if two member names are one file or device (the same name, inode or
  * device number). (array.c) */
 int array_same_file(const char *x, const char *y);
+/* Finds `name` (a path as given at open, or a raid slot number) among the
+ * present members: *slot >= 0 for a raid slot, else *extra >= 0; 0 or
+ * -ENODEV (manage.c). Caller holds meta_lock. */
+int array_find_member(const struct uraid_array *a, const char *name, int *slot, int *extra);
 
 /* Reads one member's superblock in any md format; `why` names the member
  * on failure. _as looks only where `want` (enum md_format, MD_FMT_ANY or
@@ -265,7 +269,7 @@ int array_parse_metadata(const char *text, int *format, char *why, size_t whylen
 
 /* Data sectors per member the array uses: sb->size, except RAID-0 where
  * mdadm writes 0 and the smallest member's data area (in whole chunks)
- * counts. (array.c) */
+ * counts. (sbupdate.c) */
 uint64_t array_member_sectors(const struct md_sb *sb, uint64_t smallest_member_sectors);
 
 /* The slots holding members: raid_disks, or during a shrink (md's backwards

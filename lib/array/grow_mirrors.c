@@ -27,12 +27,14 @@ struct mirrors {
     int N;
 };
 
-static int spare_named(const struct uraid_array *a, const char *path)
+static int spare_named(struct uraid_array *a, const char *path)
 {
-    for (int e = 0; e < a->nextra; e++)
-        if (a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE && !strcmp(a->extra[e].dev->path, path))
-            return 1;
-    return 0;
+    int slot, extra;
+    pthread_mutex_lock(&a->meta_lock);
+    int found = array_find_member(a, path, &slot, &extra) == 0 && extra >= 0 &&
+                a->extra[extra].state == URAID_MEMBER_SPARE;
+    pthread_mutex_unlock(&a->meta_lock);
+    return found;
 }
 
 /* Step 3: under job_lock with no job running. */

@@ -39,10 +39,7 @@
 /* A slot whose member was removed keeps its struct member (see above). */
 static int slot_present(const struct array_slot *sl) { return sl->dev && sl->state != URAID_MEMBER_MISSING; }
 
-/* Finds `name` (a path as given at open, or a raid slot number) among the
- * present members: *slot >= 0 for a raid slot, else *extra >= 0. Caller
- * holds meta_lock. */
-static int find_member(struct uraid_array *a, const char *name, int *slot, int *extra)
+int array_find_member(const struct uraid_array *a, const char *name, int *slot, int *extra)
 {
     *slot = *extra = -1;
     char *end;
@@ -87,7 +84,7 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
     }
     int slot, extra;
     pthread_mutex_lock(&a->meta_lock);
-    int rc = find_member(a, name, &slot, &extra);
+    int rc = array_find_member(a, name, &slot, &extra);
     int missing = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
         missing += !slot_ok(a, s);
@@ -131,7 +128,7 @@ int array_manage_remove(struct uraid_array *a, const char *name, char *why, size
     }
     int slot, extra;
     pthread_mutex_lock(&a->meta_lock);
-    if (find_member(a, name, &slot, &extra)) {
+    if (array_find_member(a, name, &slot, &extra)) {
         pthread_mutex_unlock(&a->meta_lock);
         uraid_why(why, whylen, "%s is not a member of this array", name);
         return -ENODEV;
@@ -294,7 +291,7 @@ static int open_new_member(struct uraid_array *a, const char *path, struct membe
 {
     int slot, extra;
     pthread_mutex_lock(&a->meta_lock);
-    int known = find_member(a, path, &slot, &extra) == 0;
+    int known = array_find_member(a, path, &slot, &extra) == 0;
     pthread_mutex_unlock(&a->meta_lock);
     if (known) {
         uraid_why(why, whylen, "%s is already a member of this array", path);
