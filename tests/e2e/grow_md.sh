@@ -48,7 +48,12 @@
 #      (uraid grow --control ... --raid-devices 3 --add NEW) while nbdcopy
 #      writes through NBD: the new mirror recovered while it serves, the
 #      export the data written; md assembles the 3 mirrors (none degraded),
-#      reads every byte and its check finds mismatch_cnt 0.
+#      reads every byte and its check finds mismatch_cnt 0;
+#   j. a served linear array of 2 grown to 4 through its control socket
+#      (uraid grow --control ... --raid-devices 4 --add NEW NEW) while
+#      nbdcopy writes through NBD: md assembles the 4 members, its size is
+#      the old one plus the new data areas, it reads every byte written
+#      and the new members' zeros.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -642,5 +647,38 @@ verify md0 91 $SZI $SZI
 GUEST
 for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0"; do
     grep -q "^$w\$" "$t_tmp/i.log" && t_ok "i: md: $w" || t_fail "i: md: $w" "$(tail -4 "$t_tmp/i.log")"
+done
+# ---- j. a served linear array gains 2 members ------------------------------------------------
+d=$t_tmp/j
+mkdir -p "$d"
+truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m3.img"
+truncate -s 8M "$d/m2.img"
+$URAID create --level linear --raid-devices 2 --name oracle "$d/m0.img" "$d/m1.img" >/dev/null 2>&1 ||
+    t_fail "j: create linear of 2"
+SZJ=$(size_of "$d/m0.img" "$d/m1.img")
+"$PATTERN" -s 101 -n "$SZJ" >"$d/data"
+$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+spid=$!
+uri="nbd+unix:///?socket=$d/nbd.sock"
+n=0; while ! timeout 5 nbdinfo --size "$uri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+timeout 60 nbdcopy "$d/data" "$uri" &
+cp=$!
+out=$($URAID grow --control "$d/ctl.sock" --raid-devices 4 --add "$d/m2.img" "$d/m3.img" 2>&1) &&
+    t_ok "j: uraid grow --control appends 2 members while nbdcopy writes ($out)" ||
+    t_fail "j: uraid grow --control appends 2 members" "$out"
+wait $cp && t_ok "j: nbdcopy wrote the data across the grow" || t_fail "j: nbdcopy wrote the data across the grow"
+NEWJ=$(timeout 10 nbdinfo --size "$uri")
+kill -TERM $spid; wait $spid || t_fail "j: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 300 $(disks "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/m3.img") -- - >"$t_tmp/j.log" 2>&1 <<GUEST
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks) size=\$(blockdev --getsize64 /dev/md0)"
+mdpattern -s 101 -n $SZJ -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+z=\$(dd if=/dev/md0 bs=4096 skip=$((SZJ / 4096)) 2>/dev/null | tr -d "\000" | wc -c)
+[ "\$z" = 0 ] && echo "md0 zeros OK"
+GUEST
+for w in "md0 level=linear raid_disks=4 size=$NEWJ" "md0 pattern OK" "md0 zeros OK"; do
+    grep -q "^$w\$" "$t_tmp/j.log" && t_ok "j: md: $w" || t_fail "j: md: $w" "$(tail -4 "$t_tmp/j.log")"
 done
 t_finish
