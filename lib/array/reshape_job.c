@@ -174,7 +174,9 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
         memset(sl, 0, sizeof *sl);
         sl->state = URAID_MEMBER_MISSING;
     }
-    int then = a->rs->then_level;
+    int then = a->rs->then_level, to0 = a->rs->then_raid0, zrc = 0;
+    if (to0) /* a RAID-0's grow: md's raid0_takeover_raid45 in the same write */
+        zrc = array_raid0_back_locked(a, gr->why, gr->whylen);
     if (then) { /* a level change's last step, md's takeover after the restripe (mdadm's order): one write */
         struct layout_geom t = a->geom;
         t.level = then;
@@ -183,17 +185,18 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
         array_takeover_locked(a, &t);
     }
     pthread_mutex_unlock(&a->meta_lock);
-    int rc = array_write_superblocks(a);
+    int rc = zrc ? zrc : array_write_superblocks(a);
     struct array_reshape *rs = a->rs;
     __atomic_store_n(&a->rs, NULL, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
-    __atomic_store_n(&a->size_sectors, reshape_to_sectors(&gr->g), __ATOMIC_RELEASE);
+    if (!to0) /* (a RAID-0's size is its zones', array_open_zones) */
+        __atomic_store_n(&a->size_sectors, reshape_to_sectors(&gr->g), __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&a->geom_lock);
     array_reshape_free(rs);
     if (rc)
         uraid_why(gr->why, gr->whylen, "the reshape is complete but its end could not be recorded: %s",
                   uraid_strerror(rc));
-    else if (then)
-        uraid_log(URAID_LOG_INFO, "reshape complete, then taken over as RAID-%d (%d members)", then,
+    else if (then || to0)
+        uraid_log(URAID_LOG_INFO, "reshape complete, then taken over as RAID-%d (%d members)", to0 ? 0 : then,
                   a->geom.raid_disks);
     else
         uraid_log(URAID_LOG_INFO, "reshape complete: %d members, array size %llu KiB (was %llu KiB); clients see the "

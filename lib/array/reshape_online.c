@@ -476,6 +476,9 @@ int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t c
     if (a->geom.level == 1 && !chunk_sectors && !layout && !array_sectors)
         return array_grow_mirrors_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
                                          whylen); /* grow_mirrors.c */
+    if (a->geom.level == 0 && !chunk_sectors && !layout && !array_sectors)
+        return array_grow_raid0_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
+                                       whylen); /* grow_raid0_online.c */
     if (a->geom.level == LAYOUT_LEVEL_LINEAR && !chunk_sectors && !layout && !array_sectors)
         return array_grow_linear_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
                                         whylen); /* grow_linear.c */

@@ -1,0 +1,234 @@
+/* A served RAID-0 gaining members (mdadm --grow --raid-devices N --add
+ * NEW... on a running RAID-0: uraid_grow_online and the control socket's
+ * grow come here for RAID-0), as mdadm does it on a running array: the
+ * RAID-0 taken over as a RAID-4 missing its parity (md's
+ * raid45_takeover_raid0), that reshaped while requests go on, then taken
+ * back to RAID-0 (raid0_takeover_raid45). The record is the offline grow's
+ * (reshape_raid0.c, whose planner this reuses), so md, the offline grow and
+ * the next `uraid serve` carry on each other's:
+ *   1. every check first (the offline grow's: one zone, metadata 1.2/1.1,
+ *      the new members big enough; no job running); a refusal writes
+ *      nothing;
+ *   2. with no request in flight (geom_lock held for writing) and no job
+ *      running (job_lock): the new members' superblocks, flushed, then the
+ *      old members' (a RAID-4 of N + 1 reshaping from n + 1 at position 0,
+ *      the first new member in the old parity slot recovering with the
+ *      position, the new parity slot empty; events + 1; resync_offset
+ *      clean: a RAID-4 without parity has nothing to resync, and md starts
+ *      a degraded array only when clean). The array is then that RAID-4 in
+ *      memory as an open of those members makes it (array_reshape_open);
+ *   3. the reshape job (reshape_job.c) moves the stripes while requests go
+ *      on (reshape_io.c); its end takes the array back to a RAID-0 of N in
+ *      the same superblock write that ends the reshape.
+ * A kill -9 leaves md's record of step 2 at the last checkpoint: md
+ * assembles it and carries the reshape on (ending, as md does without
+ * mdadm's process, at the RAID-4; mdadm --grow --level=0 takes it back);
+ * the next `uraid serve` carries it on and takes it back to RAID-0
+ * (array_reshape_open sets then_raid0); the offline `uraid grow` with the
+ * same arguments finishes it too, a cut-off end included. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/job.h"
+#include "array/reshape.h"
+#include "array/reshape_io.h"
+#include "log.h"
+#include "uraid_grow.h"
+
+struct r0grow {
+    struct grow gr;
+    struct uraid_grow_params p;
+    int nold, N;
+};
+
+static int known_member(const struct uraid_array *a, const char *path)
+{
+    for (int s = 0; s < a->geom.raid_disks; s++)
+        if (a->slot[s].dev && array_same_file(a->slot[s].dev->path, path))
+            return 1;
+    for (int e = 0; e < a->nextra; e++)
+        if (a->extra[e].dev && array_same_file(a->extra[e].dev->path, path))
+            return 1;
+    return 0;
+}
+
+/* The grow's new members, opened, after the served ones. */
+static int gather(struct uraid_array *a, struct r0grow *x, const char *const *added, int nadded)
+{
+    struct grow *gr = &x->gr;
+    gr->n = x->nold; /* (their superblocks: old_sbs, under the locks) */
+    for (int i = 0; i < nadded; i++) {
+        char mwhy[300];
+        if (known_member(a, added[i]))
+            return grow_say(gr, -EEXIST, "new member %s is already a member of this array", added[i]);
+        for (int j = 0; j < i; j++)
+            if (array_same_file(added[i], added[j]))
+                return grow_say(gr, -EINVAL, "%s and %s are the same member: give each once", added[j], added[i]);
+        int k = gr->n++, rc = member_open_why(added[i], 0, &gr->dev[k], mwhy, sizeof mwhy);
+        gr->name[k] = added[i];
+        gr->is_added[k] = 1;
+        if (rc)
+            return grow_say(gr, rc, "new member %s: cannot open: %s", added[i], mwhy);
+    }
+    return 0;
+}
+
+static int check(struct uraid_array *a, struct r0grow *x, int nadded)
+{
+    struct grow *gr = &x->gr;
+    if (a->readonly)
+        return grow_say(gr, -EROFS, "the array is open read-only");
+    if (x->N <= x->nold)
+        return grow_say(gr, -EINVAL, "RAID-0 has %d members: --raid-devices %d adds none (md cannot take members "
+                        "out of a RAID-0)", x->nold, x->N);
+    if (nadded != x->N - x->nold || x->N + 1 > URAID_MAX_MEMBERS)
+        return grow_say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given%s", x->N,
+                        x->N - x->nold, x->N - x->nold == 1 ? "" : "s", nadded,
+                        x->N + 1 > URAID_MAX_MEMBERS ? " (at most 31 members: the RAID-4 on the way has one more)" : "");
+    for (int s = 0; s < x->nold; s++)
+        if (!a->slot[s].dev || a->slot[s].state != URAID_MEMBER_IN_SYNC)
+            return grow_say(gr, -EINVAL, "slot %d has no member in sync: a RAID-0 cannot run without it", s);
+    return array_job_refuse_running(a, gr->why, gr->whylen);
+}
+
+/* The served members' superblocks as the array would write them now;
+ * caller holds geom_lock for writing (no dirty mark moves events). */
+static void old_sbs(struct uraid_array *a, struct r0grow *x)
+{
+    struct grow *gr = &x->gr;
+    pthread_mutex_lock(&a->meta_lock);
+    for (int s = 0; s < x->nold; s++) {
+        gr->name[s] = a->slot[s].dev->path;
+        gr->dev[s] = a->slot[s].dev;
+        gr->sb[s] = a->slot[s].sb;
+        gr->sb[s].events = a->sb.events;
+        gr->sb[s].resync_offset = MD_RESYNC_CLEAN; /* RAID-0 has nothing to resync (md keeps it clean) */
+        memcpy(gr->sb[s].dev_roles, a->sb.dev_roles, sizeof gr->sb[s].dev_roles);
+        gr->sb_ok[s] = 1;
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+}
+
+/* Step 2's memory: the array as an open of the members just written makes it. */
+static int become_raid4(struct uraid_array *a, struct r0grow *x)
+{
+    struct grow *gr = &x->gr;
+    const struct md_sb *T = &gr->tmpl;
+    int nslots = (int)T->raid_disks;
+    uint64_t nstripes = T->size / T->chunksize;
+    uint64_t *dw = malloc((size_t)(nstripes / 64 + 1) * sizeof *dw);
+    if (!dw)
+        return grow_say(gr, -ENOMEM, "out of memory");
+    memset(dw, 0xff, (size_t)(nstripes / 64 + 1) * sizeof *dw); /* the new parity slot: never written */
+    pthread_mutex_lock(&a->meta_lock);
+    a->sb = gr->sb[gr->at[0]];
+    for (int s = 0; s < nslots; s++) {
+        struct array_slot *sl = &a->slot[s];
+        if (s >= x->nold) {
+            memset(sl, 0, sizeof *sl);
+            sl->state = URAID_MEMBER_MISSING;
+        }
+        if (gr->gone[s])
+            continue;
+        sl->sb = gr->sb[gr->at[s]];
+        sl->dev = gr->dev[gr->at[s]];
+        sl->data_offset = gr->old_off;
+        sl->state = gr->recovering[gr->at[s]] ? URAID_MEMBER_REBUILDING : URAID_MEMBER_IN_SYNC;
+        sl->recovered = 0;
+    }
+    for (int i = x->nold; i < gr->n; i++)
+        gr->dev[i] = NULL; /* the array holds them */
+    a->geom = (struct layout_geom){4, (int)T->new_layout, nslots, T->new_chunk};
+    a->nparity = 1;
+    a->k = nslots - 1;
+    a->member_sectors = T->size;
+    a->dirty = 1; /* the superblocks say clean: no dirty mark while it is a RAID-4 without parity */
+    __atomic_store_n(&a->sb_written, 1, __ATOMIC_RELEASE); /* (the empty slot's role is gone from them) */
+    a->dirty_partial = 0;
+    a->opened_dirty = 0;
+    free(a->degraded_written);
+    a->degraded_written = dw;
+    a->nstripes = nstripes;
+    free(a->r0);
+    a->r0 = NULL;
+    pthread_mutex_unlock(&a->meta_lock);
+    char rwhy[256];
+    int rc = array_reshape_open(a, 1, rwhy, sizeof rwhy);
+    if (rc == 0 && (!a->rs || !a->rs->then_raid0))
+        rc = -EINVAL; /* cannot happen: the record just written is a RAID-0's grow */
+    if (rc)
+        grow_say(gr, rc, "the grow is recorded on the members but the array cannot serve it: %s (stop the server "
+                 "and run the same 'uraid grow' with the members, which carries it on)", rwhy);
+    return rc;
+}
+
+/* Steps 1 (the checks that read the members) and 2; under job_lock with no job running. */
+static int start(struct uraid_array *a, void *ctx)
+{
+    struct r0grow *x = ctx;
+    struct grow *gr = &x->gr;
+    if (a->rs)
+        return grow_say(gr, -EBUSY, "a reshape to %d members is already in progress", a->geom.raid_disks);
+    pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    old_sbs(a, x);
+    int rc = grow_check_old(gr, x->nold);
+    if (rc == 0)
+        rc = grow_plan_raid0(gr, x->nold, x->N);
+    if (rc == 0)
+        rc = grow_write_all(gr);
+    if (rc == 0)
+        rc = become_raid4(a, x);
+    pthread_rwlock_unlock(&a->geom_lock);
+    if (rc == 0)
+        uraid_log(URAID_LOG_INFO, "RAID-0 of %d taken over as a RAID-4 of %d missing its parity, reshaping to %d "
+                  "members (data offset %llu -> %llu); it becomes a RAID-0 of %d at the end", x->nold, x->nold + 1,
+                  x->N + 1, (unsigned long long)gr->old_off,
+                  (unsigned long long)reshape_new_off(&gr->g, gr->old_off), x->N);
+    return rc;
+}
+
+int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
+                            size_t whylen)
+{
+    struct r0grow *x = calloc(1, sizeof *x);
+    if (!x)
+        return uraid_why(why, whylen, "out of memory"), -ENOMEM;
+    x->nold = a->geom.raid_disks;
+    x->N = N;
+    x->p.raid_devices = N;
+    x->gr.p = &x->p;
+    x->gr.why = why;
+    x->gr.whylen = whylen;
+    int rc = check(a, x, nadded);
+    if (rc == 0)
+        rc = gather(a, x, added, nadded);
+    if (rc == 0)
+        rc = array_job_exclusive(a, start, x, why, whylen);
+    for (int i = x->nold; i < x->gr.n; i++)
+        member_close(x->gr.dev[i]);
+    free(x);
+    if (rc)
+        return rc;
+    char jwhy[256];
+    rc = uraid_job_start(a, URAID_JOB_RESHAPE, NULL, jwhy, sizeof jwhy);
+    if (rc == -EBUSY)
+        rc = 0; /* the monitor started it first */
+    if (rc)
+        uraid_why(why, whylen, "the grow is recorded but its reshape did not start: %s (it starts at the next open)",
+                  jwhy);
+    return rc;
+}
+
+int array_raid0_back_locked(struct uraid_array *a, char *why, size_t whylen)
+{
+    struct layout_geom t = a->geom;
+    t.level = 0;
+    t.layout = 0;
+    t.raid_disks--; /* the parity slot, empty */
+    array_takeover_locked(a, &t);
+    a->sb.feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
+    free(a->r0);
+    a->r0 = NULL;
+    return array_open_zones(a, a->slot[0].dev ? a->slot[0].dev->path : "(slot 0)", why, whylen);
+}
