@@ -11,6 +11,16 @@
 #      --examine says 4 devices on every member; kill -9 of the server and
 #      a restart with the 4 members: the same bytes. A linear array with
 #      metadata 1.0 is refused as the offline grow refuses it.
+#   2. a RAID-0 of 3 served over NBD gains 2 members the same way (mdadm's
+#      way on a running RAID-0: a RAID-4 missing its parity reshaped, then
+#      taken back) while qemu-io writes patterns at random offsets, each
+#      read back: refusals first (one line, nothing written); `uraid
+#      status` shows md's reshape line; at the end the export reads the data
+#      and every write (zeros in the new space), mdadm --examine says
+#      raid0 with 5 devices. Then kill -9 of the server in mid-reshape after
+#      acknowledged writes: mdadm --examine shows a RAID-4 reshaping, the
+#      restarted server carries it on by itself and takes it back to RAID-0,
+#      every byte as written.
 # Seeded (printed).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -119,5 +129,117 @@ if start_server "$d/m0.img" "$d/m1.img"; then
     stop_server || t_fail "1: the 1.0 server stops cleanly"
 else
     t_fail "serve the 1.0 linear array" "$(tail -n 3 "$t_tmp/server.err")"
+fi
+
+# ---- 2. RAID-0 3 -> 5 while qemu-io writes ------------------------------------------------------
+bg_line() { timeout 10 $URAID status --control "$ctl" 2>&1 | tail -n 1; }
+wait_for() { # PATTERN SECONDS: the status's last line matches
+    n=0
+    while [ $n -lt $(($2 * 4)) ]; do
+        case "$(bg_line)" in *$1*) return 0 ;; esac
+        sleep 0.25; n=$((n + 1))
+    done
+    return 1
+}
+# one_write N: a pattern byte at a random 4 KiB-aligned range of the first $SZ bytes, in the model too,
+# then read back through NBD with qemu-io's pattern check
+one_write() {
+    r=$(awk -v s="$seed" -v n="$1" -v sz="$SZ" 'BEGIN { srand(s * 1000 + n);
+        len = (1 + int(rand() * 64)) * 4096; off = int(rand() * (sz - len) / 4096) * 4096;
+        printf "%d %d %d\n", off, len, 1 + int(rand() * 254) }')
+    off=${r%% *}; rest=${r#* }; len=${rest%% *}; pat=${rest#* }
+    qemu-io -f raw -c "write -P $pat $off $len" "$uri" >"$t_tmp/qio.out" 2>&1 || return 1
+    head -c "$len" /dev/zero | tr '\000' "\\$(printf '%03o' "$pat")" |
+        dd of="$d/model" bs=4096 seek=$((off / 4096)) conv=notrunc status=none
+    qemu-io -f raw -c "read -P $pat $off $len" "$uri" >"$t_tmp/qio.out" 2>&1 || return 1
+    ! grep -q "Pattern verification failed" "$t_tmp/qio.out"
+}
+# r0_array DIR: RAID-0 of 3 (16 MiB members, 64K chunk), m3 and m4 to add, random data written
+r0_array() {
+    d=$1
+    mkdir -p "$d"
+    truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/m3.img" "$d/m4.img"
+    M="$d/m0.img $d/m1.img $d/m2.img"
+    # shellcheck disable=SC2086
+    $URAID create --level 0 --raid-devices 3 --chunk 64K $M >/dev/null 2>&1 || t_fail "create RAID-0 in $d"
+    # shellcheck disable=SC2086
+    SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+    head -c "$SZ" /dev/urandom >"$d/model"
+    # shellcheck disable=SC2086
+    $URAID write $M <"$d/model" || t_fail "write the data in $d"
+    GROWN=$((SZ / 3 * 5))
+}
+# r0_matches NAME: the export's first GROWN bytes are the model, then zeros (past them md's raid0
+# reads what the moved data offset added to each member: not compared)
+r0_matches() {
+    timeout 60 nbdcopy "$uri" "$t_tmp/out" || { t_fail "$1: nbdcopy the export"; return; }
+    got=$(head -c "$GROWN" "$t_tmp/out" | sha256sum | cut -d' ' -f1)
+    want=$({ cat "$d/model"; head -c $((GROWN - SZ)) /dev/zero; } | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$want" ] && t_ok "$1: the export's reshaped $GROWN bytes are the data and every write" ||
+        t_fail "$1: the export is the data and every write" "sha $got, want $want"
+    rm -f "$t_tmp/out"
+}
+r0_examined() { # NAME: every member says raid0 of 5, no reshape
+    n5=0
+    for m in m0 m1 m2 m3 m4; do
+        x=$(mdadm --examine "$d/$m.img" 2>/dev/null)
+        echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 5\$" &&
+            ! echo "$x" | grep -q "Reshape" && n5=$((n5 + 1))
+    done
+    [ $n5 -eq 5 ] && t_ok "$1: mdadm --examine: raid0, 5 devices, no reshape, on every member" ||
+        t_fail "$1: mdadm --examine: raid0 of 5 on every member" "$n5 of 5"
+}
+r0_array "$t_tmp/r0"
+# shellcheck disable=SC2086
+if start_server $M --speed-limit 2M; then t_ok "2: serve the RAID-0"; else
+    t_fail "2: serve the RAID-0" "$(tail -n 3 "$t_tmp/server.err")"; t_finish; exit 1; fi
+t_refused "2: --raid-devices 5 with one new member" "needs 2 new members" \
+    $URAID grow --control "$ctl" --raid-devices 5 --add "$d/m3.img"
+t_refused "2: an old member named as new" "already a member" \
+    $URAID grow --control "$ctl" --raid-devices 4 --add "$d/m0.img"
+out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 5 --add "$d/m3.img" "$d/m4.img" 2>&1)
+case "$out" in *"reshape to 5 members started"*) t_ok "2: uraid grow --control starts the RAID-0's reshape" ;;
+    *) t_fail "2: uraid grow --control starts the RAID-0's reshape" "$out" ;; esac
+line=""
+wait_for "finish=" 20 && line=$(bg_line)
+echo "$line" | grep -Eq 'reshape = [0-9]+\.[0-9]% \([0-9]+/[0-9]+\) finish=[0-9.]+min speed=[0-9]+K/sec' &&
+    t_ok "2: uraid status: $line" || t_fail "2: uraid status shows md's reshape line" "$(bg_line)"
+bad=0 i=0 during=0
+while [ $i -lt 12 ]; do
+    case "$(bg_line)" in *"reshape ="*) during=$((during + 1)) ;; esac
+    one_write "$i" || bad=$((bad + 1))
+    i=$((i + 1))
+done
+[ $bad -eq 0 ] && t_ok "2: 12 writes through NBD, each read back" ||
+    t_fail "2: writes during the reshape" "$bad of 12 failed: $(cat "$t_tmp/qio.out")"
+[ $during -ge 8 ] && t_ok "2: $during of them while the reshape ran" ||
+    t_fail "2: at least 8 writes while the reshape ran" "$during: $(bg_line)"
+wait_for "reshape finished" 90 && t_ok "2: the reshape finishes: $(bg_line)" || t_fail "2: the reshape finishes" "$(bg_line)"
+r0_matches "2: grown"
+stop_server && t_ok "2: the server stops cleanly" || t_fail "2: the server stops cleanly" "$(tail -n 3 "$t_tmp/server.err")"
+r0_examined "2: grown"
+# kill -9 in mid-reshape, after acknowledged writes
+r0_array "$t_tmp/r0k"
+# shellcheck disable=SC2086
+start_server $M --speed-limit 1M || t_fail "2: serve the second RAID-0" "$(tail -n 3 "$t_tmp/server.err")"
+out=$(timeout 20 $URAID grow --control "$ctl" --raid-devices 5 --add "$d/m3.img" "$d/m4.img" 2>&1)
+case "$out" in *started*) ;; *) t_fail "2: grow --control the second RAID-0" "$out" ;; esac
+i=0
+while [ $i -lt 4 ]; do one_write "$((100 + i))" || t_fail "2: write $i before the kill"; i=$((i + 1)); done
+wait_for "reshape = " 10
+kill -KILL "$server_pid"; wait "$server_pid" 2>/dev/null; server_pid=""
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "2: killed in mid-reshape: mdadm --examine shows a RAID-4 reshaping at $(echo "$x" | sed -n "s/^ *Reshape pos'n : //p")" ||
+    t_fail "2: killed in mid-reshape: a RAID-4 reshaping" "$(echo "$x" | grep -E 'Level|Reshape|State')"
+# shellcheck disable=SC2086
+if start_server $M "$d/m3.img" "$d/m4.img"; then
+    wait_for "reshape finished" 90 && t_ok "2: restarted, the reshape carried on: $(bg_line)" ||
+        t_fail "2: the restarted server carries the reshape on" "$(bg_line)"
+    r0_matches "2: after kill -9"
+    stop_server || t_fail "2: the restarted server stops cleanly" "$(tail -n 3 "$t_tmp/server.err")"
+    r0_examined "2: after kill -9"
+else
+    t_fail "2: serve the 5 members after kill -9" "$(tail -n 3 "$t_tmp/server.err")"
 fi
 t_finish
