@@ -53,7 +53,13 @@
 #      (uraid grow --control ... --raid-devices 4 --add NEW NEW) while
 #      nbdcopy writes through NBD: md assembles the 4 members, its size is
 #      the old one plus the new data areas, it reads every byte written
-#      and the new members' zeros.
+#      and the new members' zeros;
+#   k. a served RAID-0 of 3 grown to 5 through its control socket while
+#      nbdcopy writes (a RAID-4 missing its parity reshaped, then taken
+#      back): md assembles the 5 members as a RAID-0 and reads every byte;
+#      and one whose server was killed with -9 in mid-reshape: md assembles
+#      the RAID-4 missing its parity, carries the reshape on, reads every
+#      byte, and mdadm --grow --level=0 takes it back to a RAID-0 of 5.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -681,4 +687,66 @@ GUEST
 for w in "md0 level=linear raid_disks=4 size=$NEWJ" "md0 pattern OK" "md0 zeros OK"; do
     grep -q "^$w\$" "$t_tmp/j.log" && t_ok "j: md: $w" || t_fail "j: md: $w" "$(tail -4 "$t_tmp/j.log")"
 done
+# ---- k. a served RAID-0 gains 2 members -----------------------------------------------------
+# k_serve DIR SEED SPEED: RAID-0 of 3 with pattern SEED served (sync speed SPEED), grown to 5 through the
+# control socket while nbdcopy writes the pattern again; sets KM (the 5 members), KSZ, spid, kuri, kctl
+k_serve() {
+    r0_array "$1" "$2"
+    KM="$M $1/m3.img $1/m4.img" KSZ=$SZ kctl=$1/ctl.sock kuri="nbd+unix:///?socket=$1/nbd.sock"
+    "$PATTERN" -s "$(($2 + 1000))" -n "$SZ" >"$1/data" # (another pattern: md must read what went through NBD)
+    # shellcheck disable=SC2086
+    $URAID serve $M --socket "$1/nbd.sock" --control "$kctl" --speed-limit "$3" 2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$kuri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    timeout 60 nbdcopy "$1/data" "$kuri" &
+    cp=$!
+    out=$($URAID grow --control "$kctl" --raid-devices 5 --add "$1/m3.img" "$1/m4.img" 2>&1) &&
+        t_ok "k: uraid grow --control starts a RAID-0's reshape while nbdcopy writes ($out)" ||
+        t_fail "k: uraid grow --control starts a RAID-0's reshape" "$out"
+    wait $cp && t_ok "k: nbdcopy wrote the data across the grow" || t_fail "k: nbdcopy wrote the data across the grow"
+}
+d=$t_tmp/k
+k_serve "$d" 111 4M
+KD="$KM" OLDK=$KSZ
+n=0; while [ $n -lt 240 ]; do
+    st=$(timeout 10 $URAID status --control "$kctl" 2>&1)
+    echo "$st" | grep -q "reshape finished" && break
+    sleep 0.25; n=$((n + 1))
+done
+echo "$st" | grep -q "reshape finished" && t_ok "k: the served reshape finished" || t_fail "k: the served reshape finished" "$st"
+kill -TERM $spid; wait $spid || t_fail "k: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+mdadm --examine "$d/m0.img" 2>&1 | grep -q "Raid Level : raid0" && t_ok "k: the served grow ends a RAID-0" ||
+    t_fail "k: the served grow ends a RAID-0" "$(mdadm --examine "$d/m0.img" 2>&1 | grep -E 'Level|Devices|Reshape')"
+d=$t_tmp/kk
+k_serve "$d" 112 1M
+KK="$KM" OLDKK=$KSZ
+sleep 1
+kill -KILL $spid; wait $spid 2>/dev/null
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "k: the server killed in mid-reshape (a RAID-4 reshaping, as md records it)" ||
+    t_fail "k: the server killed in mid-reshape" "$(echo "$x" | grep -E 'Level|Reshape|Array State')"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $KD $KK) -- - >"$t_tmp/k.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks)"
+mdpattern -s 1111 -n $OLDK -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble --run /dev/md1 /dev/vd[f-j] || exit 1
+grep -A2 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"
+wait_idle md1
+echo "md1 after level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
+mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
+mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
+GUEST
+for w in "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
+    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/k.log" && t_ok "k: md: $w" || t_fail "k: md: $w" "$(tail -4 "$t_tmp/k.log")"
+done
+# shellcheck disable=SC2086
+r0_reads "k: the served RAID-0 grow" 1111 "$OLDK" $KD
+# shellcheck disable=SC2086
+r0_reads "k: the killed served grow finished by md, taken back by mdadm" 1112 "$OLDKK" $KK
 t_finish
