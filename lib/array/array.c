@@ -367,7 +367,7 @@ static void describe_missing(const struct uraid_array *a, char *out, size_t len)
 /* RAID-0 stripes over zones when its members differ in size (raid0.h): the
  * size is theirs summed, not the smallest times n. Every slot is present
  * (RAID-0 runs only whole). */
-int array_open_zones(struct uraid_array *a, const char *ref, char *why, size_t whylen)
+static int open_zones(struct uraid_array *a, const char *ref, char *why, size_t whylen)
 {
     uint64_t sizes[URAID_MAX_MEMBERS];
     for (int s = 0; s < a->geom.raid_disks; s++)
@@ -385,7 +385,7 @@ int array_open_zones(struct uraid_array *a, const char *ref, char *why, size_t w
         uraid_why(why, whylen, "member %s: %s", ref, zwhy);
         return rc;
     }
-    __atomic_store_n(&a->size_sectors, a->r0->array_sectors, __ATOMIC_RELEASE); /* (a served grow's end too) */
+    a->size_sectors = a->r0->array_sectors;
     a->member_sectors = 0;
     for (int s = 0; s < a->geom.raid_disks; s++)
         if (a->r0->slot_sectors[s] > a->member_sectors)
@@ -689,7 +689,7 @@ static int check_startable(struct uraid_array *a, struct open_ctx *o)
                   level_name(a->geom.level), o->missing, a->geom.raid_disks, o->gone, a->nparity);
         return -ENODEV;
     }
-    int rc = a->geom.level == 0 ? array_open_zones(a, o->paths[o->ref], o->why, o->whylen)
+    int rc = a->geom.level == 0 ? open_zones(a, o->paths[o->ref], o->why, o->whylen)
              : a->geom.level == LAYOUT_LEVEL_LINEAR ? array_open_linear(a, o->paths[o->ref], o->why, o->whylen)
                                                     : 0;
     if (rc)

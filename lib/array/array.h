@@ -325,9 +325,6 @@ static inline uint64_t slot_writes_end(const struct uraid_array *a, int s, uint6
  * placed. ref names the member in messages. */
 int array_open_raid10(struct uraid_array *a, uint64_t sb_size, const char *ref, char *why, size_t whylen);
 int array_open_linear(struct uraid_array *a, const char *ref, char *why, size_t whylen);
-/* RAID-0's zones from the slots' data sizes (md's raid0 at assembly): a->r0,
- * the size, the member size; at open and at a served grow's end. (array.c) */
-int array_open_zones(struct uraid_array *a, const char *ref, char *why, size_t whylen);
 
 /* 1 when the array keeps all its data with the slots not in sync and
  * slot `also` (-1: none) gone: at most nparity of them, and for RAID-10

@@ -222,13 +222,31 @@ int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *add
 
 int array_raid0_back_locked(struct uraid_array *a, char *why, size_t whylen)
 {
+    int n = a->geom.raid_disks - 1; /* the parity slot, the last, is empty */
+    uint64_t sizes[URAID_MAX_MEMBERS];
+    for (int s = 0; s < n; s++)
+        sizes[s] = a->sb.size; /* md's raid0_takeover_raid45: rdev->sectors = dev_sectors, one zone */
+    struct raid0_zones *z = malloc(sizeof *z);
+    char zwhy[300];
+    int rc = z ? raid0_zones_build(z, n, sizes, a->geom.chunk_sectors, RAID0_LAYOUT_UNSET, zwhy, sizeof zwhy)
+               : -ENOMEM;
+    if (rc) {
+        free(z);
+        return uraid_why(why, whylen, "the RAID-4 cannot be taken back to RAID-0: %s (the superblocks say RAID-4 "
+                         "missing its parity; 'uraid grow --level 0' with the members takes it back)",
+                         rc == -ENOMEM ? "out of memory" : zwhy), rc;
+    }
     struct layout_geom t = a->geom;
     t.level = 0;
     t.layout = 0;
-    t.raid_disks--; /* the parity slot, empty */
+    t.raid_disks = n;
     array_takeover_locked(a, &t);
     a->sb.feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
+    for (int s = 0; s < n; s++)
+        a->slot[s].sb.data_size = a->sb.size;
     free(a->r0);
-    a->r0 = NULL;
-    return array_open_zones(a, a->slot[0].dev ? a->slot[0].dev->path : "(slot 0)", why, whylen);
+    a->r0 = z;
+    a->member_sectors = z->slot_sectors[0];
+    __atomic_store_n(&a->size_sectors, z->array_sectors, __ATOMIC_RELEASE);
+    return 0;
 }
