@@ -18,8 +18,12 @@
  *      a degraded array only when clean). The array is then that RAID-4 in
  *      memory as an open of those members makes it (array_reshape_open);
  *   3. the reshape job (reshape_job.c) moves the stripes while requests go
- *      on (reshape_io.c); its end takes the array back to a RAID-0 of N in
- *      the same superblock write that ends the reshape.
+ *      on (reshape_io.c); after the superblock write that ends the reshape
+ *      another takes the array back to a RAID-0 of N (md's
+ *      raid0_takeover_raid45: clean, each data_size the RAID-4's member
+ *      size), as the offline grow does; a served RAID-4 missing its parity
+ *      left between the two is taken back by the same grow again
+ *      (array_grow_raid0_due).
  * A kill -9 leaves md's record of step 2 at the last checkpoint: md
  * assembles it and carries the reshape on (ending, as md does without
  * mdadm's process, at the RAID-4; mdadm --grow --level=0 takes it back);
@@ -220,6 +224,52 @@ int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *add
     return rc;
 }
 
+struct why {
+    char *text;
+    size_t len;
+};
+
+static int back_now(struct uraid_array *a, void *ctx)
+{
+    struct why *w = ctx;
+    pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    pthread_mutex_lock(&a->meta_lock);
+    int rc = array_raid0_back_locked(a, w->text, w->len);
+    pthread_mutex_unlock(&a->meta_lock);
+    if (rc == 0 && (rc = array_write_superblocks(a)) != 0)
+        uraid_why(w->text, w->len, "the takeover back to RAID-0 could not be recorded: %s", uraid_strerror(rc));
+    pthread_rwlock_unlock(&a->geom_lock);
+    return rc;
+}
+
+int array_grow_raid0_due(const struct uraid_array *a, int N, const char *const *added, int nadded)
+{
+    int n = a->geom.raid_disks;
+    if (a->geom.level != 4 || a->rs || N != n - 1 || nadded < 1 || a->slot[n - 1].dev)
+        return 0;
+    for (int s = 0; s < n - 1; s++)
+        if (!a->slot[s].dev || a->slot[s].state != URAID_MEMBER_IN_SYNC)
+            return 0;
+    for (int i = 0; i < nadded; i++)
+        if (!known_member(a, added[i]))
+            return 0;
+    return 1;
+}
+
+int array_grow_raid0_back_online(struct uraid_array *a, char *why, size_t whylen)
+{
+    if (a->readonly)
+        return uraid_why(why, whylen, "the array is open read-only"), -EROFS;
+    struct why w = {why, whylen};
+    int rc = array_job_refuse_running(a, why, whylen);
+    if (rc == 0)
+        rc = array_job_exclusive(a, back_now, &w, why, whylen);
+    if (rc == 0)
+        uraid_log(URAID_LOG_INFO, "the RAID-4 missing its parity (a RAID-0 grow's end) taken back to RAID-0 of %d",
+                  a->geom.raid_disks);
+    return rc;
+}
+
 int array_raid0_back_locked(struct uraid_array *a, char *why, size_t whylen)
 {
     int n = a->geom.raid_disks - 1; /* the parity slot, the last, is empty */
@@ -242,6 +292,9 @@ int array_raid0_back_locked(struct uraid_array *a, char *why, size_t whylen)
     t.raid_disks = n;
     array_takeover_locked(a, &t);
     a->sb.feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
+    a->sb.resync_offset = MD_RESYNC_CLEAN; /* md: "make sure it will be not marked as dirty" */
+    __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE); /* (and no dirty mark after: RAID-0 has no resync) */
+    a->opened_dirty = 0;
     for (int s = 0; s < n; s++)
         a->slot[s].sb.data_size = a->sb.size;
     free(a->r0);

@@ -124,6 +124,13 @@ void array_takeover_locked(struct uraid_array *a, const struct layout_geom *to);
  * or a refusal (nothing written) with why set. */
 int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
                             size_t whylen);
+/* The same RAID-0 grow asked again of a served RAID-4 missing its parity
+ * (N its data members, every new member named a member: a grow whose end
+ * was written but not its takeover back): 1 when it is that case; then
+ * _back_online takes it back to RAID-0 (one superblock write, no request in
+ * flight), as the offline grow does. */
+int array_grow_raid0_due(const struct uraid_array *a, int N, const char *const *added, int nadded);
+int array_grow_raid0_back_online(struct uraid_array *a, char *why, size_t whylen);
 /* The end of a served RAID-0 grow: the RAID-4 without parity taken back to
  * a RAID-0 of its data members, its zones built. Caller holds geom_lock for
  * writing and meta_lock, and writes the superblocks after. */

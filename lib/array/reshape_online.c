@@ -480,6 +480,8 @@ int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t c
     if (a->geom.level == 1 && !chunk_sectors && !layout && !array_sectors)
         return array_grow_mirrors_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
                                          whylen); /* grow_mirrors.c */
+    if (!chunk_sectors && !layout && !array_sectors && array_grow_raid0_due(a, raid_devices, added, nadded))
+        return array_grow_raid0_back_online(a, why, whylen); /* a RAID-0 grow's cut-off takeover back */
     if (a->geom.level == 0 && !chunk_sectors && !layout && !array_sectors)
         return array_grow_raid0_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
                                        whylen); /* grow_raid0_online.c */

@@ -388,6 +388,47 @@ static void killed(int offline, struct rng *r)
     harness_end();
 }
 
+/* A served RAID-4 missing its parity (what a RAID-0 grow leaves when its
+ * end was written but not its takeover back): the same grow asked again
+ * (the RAID-0's count, its new members named) takes it back to RAID-0 in
+ * one write; every byte, and a reopen finds the RAID-0, clean. */
+static void back_case(struct rng *r)
+{
+    harness_begin("a served RAID-4 missing its parity: the same RAID-0 grow again takes it back");
+    struct setup s = {.n = 3, .nadd = 1};
+    char why[400];
+    int rc = make_setup(&s, 0, r); /* (for its files: m0..m2 become the RAID-4's data members) */
+    const char *paths[4] = {s.paths[0], s.paths[1], s.paths[2], "missing"};
+    struct uraid_create_params cp = {.level = 4, .raid_devices = 4, .layout = -1, .chunk_bytes = 64u << 10,
+                                     .assume_clean = 1, .consistency_policy = URAID_POLICY_RESYNC};
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_create(paths, 4, &cp, 1, why, sizeof why)) == 0 &&
+        (rc = uraid_open(s.paths, 3, NULL, &a, why, sizeof why)) == 0) {
+        s.bytes = uraid_size(a);
+        rng_fill(r, s.model, s.bytes);
+        CHECK(uraid_write(a, s.model, s.bytes, 0) == 0, "write");
+        refuse(a, 3, NULL, 0, -EINVAL, "give --array-size"); /* a shrink without its size, as before */
+        rc = uraid_grow_online(a, 3, s.paths + 1, 2, why, sizeof why);
+        CHECK(rc == 0, "the same grow again: %s", why);
+        s.grown = s.bytes;
+        s.n = 3;
+        s.nadd = 0;
+        verify(a, &s, "taken back");
+        CHECK(uraid_close(a) == 0);
+        if ((rc = uraid_open(s.paths, 3, NULL, &a, why, sizeof why)) == 0) {
+            struct uraid_array_info info;
+            uraid_get_info(a, &info);
+            CHECK(info.clean, "the RAID-0 is recorded dirty");
+            verify(a, &s, "reopened");
+            uraid_close(a);
+        }
+        s.nadd = 1;
+    }
+    CHECK(rc == 0, "%s", why);
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "grow_raid0_online");
@@ -400,5 +441,6 @@ int main(int argc, char **argv)
     unequal(&r);
     killed(0, &r);
     killed(1, &r);
+    back_case(&r);
     return harness_finish();
 }
