@@ -114,18 +114,48 @@ static void old_sbs(struct uraid_array *a, struct r0grow *x)
     pthread_mutex_unlock(&a->meta_lock);
 }
 
-/* Step 2's memory: the array as an open of the members just written makes it. */
-static int become_raid4(struct uraid_array *a, struct r0grow *x)
+/* The RAID-0 in memory, kept until the RAID-4 serves. A failure puts it
+ * back read-only: with the reshape at position 0 on disk the RAID-0 still
+ * reads every stripe where the record says it is, and no superblock of
+ * its old record may go over the new one. */
+struct r0saved {
+    struct array_slot slot[URAID_MAX_MEMBERS];
+    struct md_sb sb;
+    struct layout_geom geom;
+    int k, nparity;
+    uint64_t member_sectors, nstripes, *dw;
+    struct raid0_zones *r0;
+};
+
+static void put_back(struct uraid_array *a, struct r0saved *sv)
+{
+    struct array_reshape *rs = a->rs;
+    __atomic_store_n(&a->rs, NULL, __ATOMIC_RELEASE);
+    array_reshape_free(rs);
+    pthread_mutex_lock(&a->meta_lock);
+    free(a->degraded_written);
+    memcpy(a->slot, sv->slot, sizeof a->slot);
+    a->sb = sv->sb;
+    a->geom = sv->geom;
+    a->k = sv->k;
+    a->nparity = sv->nparity;
+    a->member_sectors = sv->member_sectors;
+    a->nstripes = sv->nstripes;
+    a->degraded_written = sv->dw;
+    a->r0 = sv->r0;
+    __atomic_store_n(&a->size_sectors, sv->r0->array_sectors, __ATOMIC_RELEASE);
+    __atomic_store_n(&a->dirty, 0, __ATOMIC_RELEASE); /* (read-only: never dirty) */
+    __atomic_store_n(&a->readonly, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&a->meta_lock);
+}
+
+/* Step 2's memory: the slots, template and geometry of the members just
+ * written; caller holds meta_lock. */
+static void switch_slots(struct uraid_array *a, struct r0grow *x, uint64_t *dw, uint64_t nstripes)
 {
     struct grow *gr = &x->gr;
     const struct md_sb *T = &gr->tmpl;
     int nslots = (int)T->raid_disks;
-    uint64_t nstripes = T->size / T->chunksize;
-    uint64_t *dw = malloc((size_t)(nstripes / 64 + 1) * sizeof *dw);
-    if (!dw)
-        return grow_say(gr, -ENOMEM, "out of memory");
-    memset(dw, 0xff, (size_t)(nstripes / 64 + 1) * sizeof *dw); /* the new parity slot: never written */
-    pthread_mutex_lock(&a->meta_lock);
     a->sb = gr->sb[gr->at[0]];
     for (int s = 0; s < nslots; s++) {
         struct array_slot *sl = &a->slot[s];
@@ -141,29 +171,59 @@ static int become_raid4(struct uraid_array *a, struct r0grow *x)
         sl->state = gr->recovering[gr->at[s]] ? URAID_MEMBER_REBUILDING : URAID_MEMBER_IN_SYNC;
         sl->recovered = 0;
     }
-    for (int i = x->nold; i < gr->n; i++)
-        gr->dev[i] = NULL; /* the array holds them */
     a->geom = (struct layout_geom){4, (int)T->new_layout, nslots, T->new_chunk};
     a->nparity = 1;
     a->k = nslots - 1;
     a->member_sectors = T->size;
-    a->dirty = 1; /* the superblocks say clean: no dirty mark while it is a RAID-4 without parity */
+    /* the superblocks say clean: no dirty mark while it is a RAID-4 without parity */
+    __atomic_store_n(&a->dirty, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&a->dirty_partial, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&a->sb_written, 1, __ATOMIC_RELEASE); /* (the empty slot's role is gone from them) */
-    a->dirty_partial = 0;
     a->opened_dirty = 0;
-    free(a->degraded_written);
     a->degraded_written = dw;
     a->nstripes = nstripes;
-    free(a->r0);
     a->r0 = NULL;
+}
+
+/* Step 2's memory: the array as an open of the members just written makes it. */
+static int become_raid4(struct uraid_array *a, struct r0grow *x)
+{
+    struct grow *gr = &x->gr;
+    uint64_t nstripes = gr->tmpl.size / gr->tmpl.chunksize;
+    uint64_t *dw = malloc((size_t)(nstripes / 64 + 1) * sizeof *dw);
+    struct r0saved *sv = malloc(sizeof *sv);
+    if (!dw || !sv) {
+        free(dw);
+        free(sv);
+        __atomic_store_n(&a->readonly, 1, __ATOMIC_RELEASE); /* (put_back's reason) */
+        return grow_say(gr, -ENOMEM, "the grow is recorded on the members but the array is out of memory to serve "
+                        "it (it is served read-only now): stop the server and serve every member, the new ones too, "
+                        "which carries the reshape on");
+    }
+    memset(dw, 0xff, (size_t)(nstripes / 64 + 1) * sizeof *dw); /* the new parity slot: never written */
+    pthread_mutex_lock(&a->meta_lock);
+    *sv = (struct r0saved){.sb = a->sb, .geom = a->geom, .k = a->k, .nparity = a->nparity,
+                           .member_sectors = a->member_sectors, .nstripes = a->nstripes, .dw = a->degraded_written,
+                           .r0 = a->r0};
+    memcpy(sv->slot, a->slot, sizeof sv->slot);
+    switch_slots(a, x, dw, nstripes);
     pthread_mutex_unlock(&a->meta_lock);
-    char rwhy[256];
+    char rwhy[256] = "";
     int rc = array_reshape_open(a, 1, rwhy, sizeof rwhy);
-    if (rc == 0 && (!a->rs || !a->rs->then_raid0))
+    if (rc == 0 && !a->rs->then_raid0)
         rc = -EINVAL; /* cannot happen: the record just written is a RAID-0's grow */
-    if (rc)
-        grow_say(gr, rc, "the grow is recorded on the members but the array cannot serve it: %s (stop the server "
-                 "and run the same 'uraid grow' with the members, which carries it on)", rwhy);
+    if (rc) {
+        put_back(a, sv);
+        grow_say(gr, rc, "the grow is recorded on the members but the array cannot serve it: %s (it is served "
+                 "read-only now; stop the server and serve every member, the new ones too, which carries the "
+                 "reshape on)", rwhy);
+    } else {
+        for (int i = x->nold; i < gr->n; i++)
+            gr->dev[i] = NULL; /* the array holds them */
+        free(sv->dw);
+        free(sv->r0);
+    }
+    free(sv);
     return rc;
 }
 
