@@ -25,14 +25,8 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
 
-PLUGIN=build/nbdkit-uraid-plugin.so
 server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null
-    rm -rf "$t_tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+t_at_exit '[ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null'
 for tool in nbdinfo nbdcopy qemu-io mdadm; do
     command -v "$tool" >/dev/null 2>&1 || { t_fail "$tool installed (run scripts/deps.sh)"; t_finish; exit 1; }
 done
