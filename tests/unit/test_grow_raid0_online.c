@@ -312,8 +312,9 @@ static void unequal(struct rng *r)
 }
 
 /* The child: open, acknowledged writes, the grow, more writes, then
- * SIGKILL once the reshape is past a quarter and before its end. */
-static void child_run(struct setup *s)
+ * SIGKILL once the reshape is past pct percent (from the seed) and before
+ * its end. */
+static void child_run(struct setup *s, int pct)
 {
     char why[400];
     struct uraid_open_params op = {.sync_speed_max_kib = 3000, .sync_speed_min_kib = 3000};
@@ -324,7 +325,7 @@ static void child_run(struct setup *s)
     if (uraid_open(s->paths, s->n, &op, &a, why, sizeof why) ||
         uraid_grow_online(a, s->n + s->nadd, s->paths + s->n, s->nadd, why, sizeof why))
         _exit(3);
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < 2000; i++) {
         uint64_t off = rng_below(&r, (s->bytes - sizeof buf) / BLK) * BLK;
         rng_fill(&r, buf, sizeof buf);
         if (uraid_write(a, buf, sizeof buf, off))
@@ -334,7 +335,7 @@ static void child_run(struct setup *s)
         uraid_job_status(a, &st);
         if (!st.running)
             _exit(5); /* ended before the kill: too fast */
-        if (i >= 20 && st.done_sectors * 4 > st.total_sectors)
+        if (i >= 10 && st.done_sectors * 100 > st.total_sectors * (uint64_t)pct)
             break;
         usleep(2000);
     }
@@ -348,13 +349,14 @@ static void killed(int offline, struct rng *r)
                    "an open carries it on and takes it back to RAID-0");
     int rc = make_setup(&s, 0, r);
     char why[400];
+    int pct = 5 + (int)rng_below(r, 70); /* where the kill falls */
     pid_t child = rc == 0 ? fork() : -1;
     if (child == 0)
-        child_run(&s);
+        child_run(&s, pct);
     if (child > 0) {
         int wst = 0;
         waitpid(child, &wst, 0);
-        CHECK(WIFSIGNALED(wst), "the child was not killed (status %d)", WEXITSTATUS(wst));
+        CHECK(WIFSIGNALED(wst), "the child was not killed past %d%% (status %d)", pct, WEXITSTATUS(wst));
         struct uraid_array *a = NULL;
         if (offline) {
             struct uraid_grow_params gp = {.raid_devices = 5};
