@@ -210,6 +210,11 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
  * started. 0 or a refusal (nothing written) with why set. */
 int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
                               size_t whylen);
+/* A served linear array gaining members (grow_linear.c): each appended as
+ * md's linear_add does (no data moved), with no request in flight. 0 or a
+ * refusal (nothing written) with why set. */
+int array_grow_linear_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
+                             size_t whylen);
 int array_manage_remove(struct uraid_array *a, const char *name, char *why, size_t whylen);
 int array_manage_add(struct uraid_array *a, const char *path, char *why, size_t whylen);
 

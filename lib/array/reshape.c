@@ -478,6 +478,8 @@ static int heal_takeover(struct grow *gr, int *healed)
             (sb->level == R->level && sb->raid_disks == R->raid_disks && sb->layout == R->layout &&
              sb->chunksize == R->chunksize))
             continue;
+        if (R->level == 0 && sb->level != 0 && R->size) /* as grow_to_raid0 wrote the others */
+            gr->sb[i].data_size = R->size;
         int rc = grow_write_one(gr, i);
         if (rc)
             return rc;

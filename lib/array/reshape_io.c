@@ -343,20 +343,25 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
             return uraid_why(why, whylen, "member %s is not at the reshape's point (data offset %llu, the others' "
                              "%llu): carry the reshape on with 'uraid grow --continue' first", a->slot[s].dev->path,
                              (unsigned long long)a->slot[s].sb.data_offset, (unsigned long long)old_off), -EINVAL;
-    if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &a->rs)) != 0)
+    struct array_reshape *rs = NULL;
+    if ((rc = array_reshape_new(a, &g, old_off, R->reshape_position, &rs)) != 0)
         return uraid_why(why, whylen, "out of memory"), rc;
     if (q_slot >= 0) { /* the old geometry reads and writes without it (its P is current) */
-        a->rs->q_recovering = q_slot;
-        a->rs->old->slot[q_slot].dev = NULL;
-        a->rs->old->slot[q_slot].state = URAID_MEMBER_MISSING;
+        rs->q_recovering = q_slot;
+        rs->old->slot[q_slot].dev = NULL;
+        rs->old->slot[q_slot].state = URAID_MEMBER_MISSING;
         missing++;
+        /* a RAID-0's grow (its first new member in the old parity slot, the new parity slot empty): taken
+         * back to RAID-0 at the end, as mdadm's grow of a running RAID-0 does (grow_raid0_online.c) */
+        rs->then_raid0 = g.from.level == 4 && !a->slot[g.to.raid_disks - 1].dev;
     }
     if (missing) /* as open does for the new geometry: the members left out missed writes */
-        memset(a->rs->old->degraded_written, 0xff, (size_t)(a->rs->old->nstripes / 64 + 1) * sizeof(uint64_t));
+        memset(rs->old->degraded_written, 0xff, (size_t)(rs->old->nstripes / 64 + 1) * sizeof(uint64_t));
+    __atomic_store_n(&a->rs, rs, __ATOMIC_RELEASE); /* (a served grow: job.c and the monitor read it) */
     for (int s = 0; s < a->geom.raid_disks; s++)
         a->slot[s].data_offset = reshape_new_off(&g, old_off);
     /* md's raid5_size with the smaller stripe: a grow's array grows at its end, a shrink's was cut first */
-    a->size_sectors = back ? reshape_to_sectors(&g) : reshape_from_sectors(&g);
+    __atomic_store_n(&a->size_sectors, back ? reshape_to_sectors(&g) : reshape_from_sectors(&g), __ATOMIC_RELEASE);
     uraid_log(URAID_LOG_INFO, "a reshape from %d to %d members (chunk %u to %u sectors) is in progress at array "
               "sector %llu: requests %s it use the new geometry, the others the old", g.from.raid_disks,
               g.to.raid_disks, g.from.chunk_sectors, g.to.chunk_sectors,

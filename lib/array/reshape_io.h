@@ -41,6 +41,9 @@ struct array_reshape {
     int then_level;            /* a level change's restripe: at its end the array is taken over as this
                                 * level (RAID-6 in a -6 layout -> 5, parity-last -> 4); 0: none. Memory
                                 * only, as mdadm's: a restart ends the restripe at the level it has */
+    int then_raid0;            /* a RAID-0's grow (a RAID-4 missing its parity, its first new member in the
+                                * old parity slot): at its end the array is taken back to RAID-0 of the data
+                                * members (md's raid0_takeover_raid45, as mdadm's grow ends it) */
     struct rs_req *inflight;   /* old-geometry requests running, under mu */
     /* Under mu: the array sectors of the old stripes the job's window reads
      * beyond the window (an old stripe straddling its edge): old-geometry
@@ -115,6 +118,23 @@ int array_grow_online(struct uraid_array *a, int N, uint32_t chunk, int layout, 
  * geom_lock for writing (no request in flight) and meta_lock, and writes
  * the superblocks after. (reshape_level_online.c) */
 void array_takeover_locked(struct uraid_array *a, const struct layout_geom *to);
+
+/* A served RAID-0 gaining members (grow_raid0_online.c): taken over as a
+ * RAID-4 missing its parity, the reshape recorded and its job started. 0
+ * or a refusal (nothing written) with why set. */
+int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
+                            size_t whylen);
+/* The same RAID-0 grow asked again of a served RAID-4 missing its parity
+ * (N its data members, every new member named a member: a grow whose end
+ * was written but not its takeover back): 1 when it is that case; then
+ * _back_online takes it back to RAID-0 (one superblock write, no request in
+ * flight), as the offline grow does. */
+int array_grow_raid0_due(const struct uraid_array *a, int N, const char *const *added, int nadded);
+int array_grow_raid0_back_online(struct uraid_array *a, char *why, size_t whylen);
+/* The end of a served RAID-0 grow: the RAID-4 without parity taken back to
+ * a RAID-0 of its data members, its zones built. Caller holds geom_lock for
+ * writing and meta_lock, and writes the superblocks after. */
+int array_raid0_back_locked(struct uraid_array *a, char *why, size_t whylen);
 
 /* Headroom before data_offset a member's metadata leaves (reshape.c):
  * the superblock's 36 KiB, the bad-block log and the write-intent bitmap

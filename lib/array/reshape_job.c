@@ -136,6 +136,21 @@ static int rs_periodic(struct uraid_array *a, struct array_job *j)
     return st->gr.pos != st->gr.ckpt ? rs_checkpoint(a, st) : 0;
 }
 
+/* A RAID-0's grow (rs->then_raid0), its reshape's end written: the RAID-4
+ * missing its parity taken back to RAID-0 in a write of its own, as the
+ * offline grow does (a kill between the two leaves what it takes back).
+ * Caller holds geom_lock for writing. */
+static int raid0_back(struct uraid_array *a, struct grow *gr)
+{
+    pthread_mutex_lock(&a->meta_lock);
+    int rc = array_raid0_back_locked(a, gr->why, gr->whylen);
+    pthread_mutex_unlock(&a->meta_lock);
+    if (rc == 0 && (rc = array_write_superblocks(a)) != 0)
+        uraid_why(gr->why, gr->whylen, "the reshape is complete but the takeover back to RAID-0 could not be "
+                  "recorded: %s ('uraid grow --level 0' with the members takes it back)", uraid_strerror(rc));
+    return rc;
+}
+
 /* md's end of a reshape: every member's superblock with the new data
  * offset and no reshape; then the array has its new size. */
 static int rs_end(struct uraid_array *a, struct rs_job *st)
@@ -174,7 +189,7 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
         memset(sl, 0, sizeof *sl);
         sl->state = URAID_MEMBER_MISSING;
     }
-    int then = a->rs->then_level;
+    int then = a->rs->then_level, to0 = a->rs->then_raid0;
     if (then) { /* a level change's last step, md's takeover after the restripe (mdadm's order): one write */
         struct layout_geom t = a->geom;
         t.level = then;
@@ -184,18 +199,20 @@ static int rs_end(struct uraid_array *a, struct rs_job *st)
     }
     pthread_mutex_unlock(&a->meta_lock);
     int rc = array_write_superblocks(a);
-    struct array_reshape *rs = a->rs;
-    __atomic_store_n(&a->rs, NULL, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
-    __atomic_store_n(&a->size_sectors, reshape_to_sectors(&gr->g), __ATOMIC_RELEASE);
-    pthread_rwlock_unlock(&a->geom_lock);
-    array_reshape_free(rs);
     if (rc)
         uraid_why(gr->why, gr->whylen, "the reshape is complete but its end could not be recorded: %s",
                   uraid_strerror(rc));
-    else if (then)
-        uraid_log(URAID_LOG_INFO, "reshape complete, then taken over as RAID-%d (%d members)", then,
+    struct array_reshape *rs = a->rs;
+    __atomic_store_n(&a->rs, NULL, __ATOMIC_RELEASE); /* job.c and the monitor read it without geom_lock */
+    __atomic_store_n(&a->size_sectors, reshape_to_sectors(&gr->g), __ATOMIC_RELEASE);
+    if (rc == 0 && to0) /* a RAID-0's grow: md's raid0_takeover_raid45 after the end, as the offline grow */
+        rc = raid0_back(a, gr);
+    pthread_rwlock_unlock(&a->geom_lock);
+    array_reshape_free(rs);
+    if (rc == 0 && (then || to0))
+        uraid_log(URAID_LOG_INFO, "reshape complete, then taken over as RAID-%d (%d members)", to0 ? 0 : then,
                   a->geom.raid_disks);
-    else
+    else if (rc == 0)
         uraid_log(URAID_LOG_INFO, "reshape complete: %d members, array size %llu KiB (was %llu KiB); clients see the "
                   "new size when they connect again", gr->g.to.raid_disks,
                   (unsigned long long)(reshape_to_sectors(&gr->g) / 2),

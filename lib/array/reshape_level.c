@@ -277,6 +277,9 @@ int grow_to_raid0(struct grow *gr)
     T->new_layout = 0;
     T->raid_disks = (uint32_t)last;
     T->feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
+    for (int s = 0; s < last; s++) /* md's raid0_takeover_raid45: rdev->sectors = dev_sectors, its data_size */
+        if (!gr->gone[s] && T->size)
+            gr->sb[gr->at[s]].data_size = T->size; /* (one zone, whatever the members' sizes) */
     if (!gr->gone[last]) /* a parity member that failed stays faulty */
         T->dev_roles[gr->sb[p].dev_number] = MD_ROLE_SPARE;
     rc = grow_write_all(gr); /* the data members first, as grow_drop_q */

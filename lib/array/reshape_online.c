@@ -2,6 +2,8 @@
  * chunk or layout (mdadm --grow --raid-devices N --add NEW..., --chunk,
  * --layout on a running array), the reshape then runs
  * as a background job (reshape_job.c) while requests go on (reshape_io.c).
+ * RAID-1 (grow_mirrors.c), linear (grow_linear.c) and RAID-0
+ * (grow_raid0_online.c) gain members through it too.
  *
  * A shrink (fewer members, array_sectors given) is md's backwards reshape
  * (reshape.c's plan_shrink) into the room past the data; the array is the
@@ -73,8 +75,10 @@ static int check_array(struct uraid_array *a, struct online *o)
                       "reshaped until it is in sync; carry the recovery on first (uraid rebuild), then grow",
                       a->slot[s].dev->path);
     if (a->geom.level < 4 || a->geom.level > 6)
-        return no(o, -EOPNOTSUPP, "growing RAID-%d is not supported yet: RAID-4, RAID-5 and RAID-6 can gain members",
-                  a->geom.level);
+        return no(o, -EOPNOTSUPP, "%s: this grow is not supported while it serves (RAID-4/5/6 gain members and "
+                  "change chunk or layout; RAID-0, RAID-1 and linear only gain members: --raid-devices N --add "
+                  "NEW...)", a->geom.level == LAYOUT_LEVEL_LINEAR ? "linear" : a->geom.level == 10 ? "RAID-10" :
+                  a->geom.level == 0 ? "RAID-0" : a->geom.level == 1 ? "RAID-1" : "this level");
     if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
         return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 and 1.1 "
                   "arrays can gain members", md_format_name(R->format));
@@ -476,6 +480,14 @@ int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t c
     if (a->geom.level == 1 && !chunk_sectors && !layout && !array_sectors)
         return array_grow_mirrors_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
                                          whylen); /* grow_mirrors.c */
+    if (!chunk_sectors && !layout && !array_sectors && array_grow_raid0_due(a, raid_devices, added, nadded))
+        return array_grow_raid0_back_online(a, why, whylen); /* a RAID-0 grow's cut-off takeover back */
+    if (a->geom.level == 0 && !chunk_sectors && !layout && !array_sectors)
+        return array_grow_raid0_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
+                                       whylen); /* grow_raid0_online.c */
+    if (a->geom.level == LAYOUT_LEVEL_LINEAR && !chunk_sectors && !layout && !array_sectors)
+        return array_grow_linear_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
+                                        whylen); /* grow_linear.c */
     int l = a->geom.layout;
     if (layout && (l = layout_from_name(a->geom.level, layout)) < 0)
         return uraid_why(why, whylen, "RAID-%d has no layout '%s'", a->geom.level, layout), -EINVAL;

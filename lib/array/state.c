@@ -238,7 +238,9 @@ void array_check_invariants(const struct uraid_array *a)
     for (int s = 0; s < a->geom.raid_disks; s++) {
         const struct array_slot *sl = &a->slot[s];
         enum uraid_member_state st = __atomic_load_n(&sl->state, __ATOMIC_ACQUIRE);
-        not_in_sync += st != URAID_MEMBER_IN_SYNC;
+        /* (a member written as a reshape goes, in sync below its position: a RAID-0 grow's first new
+         * member in the RAID-4's old parity slot, RAID-5 -> 6's Q) */
+        not_in_sync += st != URAID_MEMBER_IN_SYNC && !(a->rs && a->rs->q_recovering == s);
         if ((st == URAID_MEMBER_IN_SYNC || st == URAID_MEMBER_REBUILDING) && !sl->dev)
             invariant_broken(a, "a working slot without a member", s);
         if (st == URAID_MEMBER_SPARE || st == URAID_MEMBER_STALE)

@@ -344,6 +344,13 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members%s%lu sectors%s%s started; follow it with "
                  "'uraid status'\n", n ? n : (long)c->a->geom.raid_disks, ", chunk ",
                  (unsigned long)c->a->geom.chunk_sectors, layout ? ", layout " : "", layout ? layout : "");
+    else if (was == 0) /* grow_raid0_online.c: mdadm's way */
+        snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members started (the RAID-0 as a RAID-4 missing its parity, "
+                 "a RAID-0 again at the end); follow it with 'uraid status'\n", n);
+    else if (c->a->geom.level == LAYOUT_LEVEL_LINEAR) /* appended: nothing moves, nothing runs after */
+        snprintf(out, RESPONSE_BYTES, "ok\nlinear of %d members: appended, no data moved; array size %llu KiB "
+                 "(clients see it when they connect again)\n", c->a->geom.raid_disks,
+                 (unsigned long long)(uraid_size(c->a) / 1024));
     else if (c->a->geom.level == 1) /* mirrors: nothing moves, the new ones are recovered */
         snprintf(out, RESPONSE_BYTES, "ok\nRAID-1 of %ld mirrors: the new ones are being recovered; follow it with "
                  "'uraid status'\n", n);

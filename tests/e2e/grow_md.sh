@@ -48,7 +48,18 @@
 #      (uraid grow --control ... --raid-devices 3 --add NEW) while nbdcopy
 #      writes through NBD: the new mirror recovered while it serves, the
 #      export the data written; md assembles the 3 mirrors (none degraded),
-#      reads every byte and its check finds mismatch_cnt 0.
+#      reads every byte and its check finds mismatch_cnt 0;
+#   j. a served linear array of 2 grown to 4 through its control socket
+#      (uraid grow --control ... --raid-devices 4 --add NEW NEW) while
+#      nbdcopy writes through NBD: md assembles the 4 members, its size is
+#      the old one plus the new data areas, it reads every byte written
+#      and the new members' zeros;
+#   k. a served RAID-0 of 3 grown to 5 through its control socket while
+#      nbdcopy writes (a RAID-4 missing its parity reshaped, then taken
+#      back): md assembles the 5 members as a RAID-0 and reads every byte;
+#      and one whose server was killed with -9 in mid-reshape: md assembles
+#      the RAID-4 missing its parity, carries the reshape on, reads every
+#      byte, and mdadm --grow --level=0 takes it back to a RAID-0 of 5.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -643,4 +654,99 @@ GUEST
 for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0"; do
     grep -q "^$w\$" "$t_tmp/i.log" && t_ok "i: md: $w" || t_fail "i: md: $w" "$(tail -4 "$t_tmp/i.log")"
 done
+# ---- j. a served linear array gains 2 members ------------------------------------------------
+d=$t_tmp/j
+mkdir -p "$d"
+truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m3.img"
+truncate -s 8M "$d/m2.img"
+$URAID create --level linear --raid-devices 2 --name oracle "$d/m0.img" "$d/m1.img" >/dev/null 2>&1 ||
+    t_fail "j: create linear of 2"
+SZJ=$(size_of "$d/m0.img" "$d/m1.img")
+"$PATTERN" -s 101 -n "$SZJ" >"$d/data"
+$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+spid=$!
+uri="nbd+unix:///?socket=$d/nbd.sock"
+n=0; while ! timeout 5 nbdinfo --size "$uri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+timeout 60 nbdcopy "$d/data" "$uri" &
+cp=$!
+out=$($URAID grow --control "$d/ctl.sock" --raid-devices 4 --add "$d/m2.img" "$d/m3.img" 2>&1) &&
+    t_ok "j: uraid grow --control appends 2 members while nbdcopy writes ($out)" ||
+    t_fail "j: uraid grow --control appends 2 members" "$out"
+wait $cp && t_ok "j: nbdcopy wrote the data across the grow" || t_fail "j: nbdcopy wrote the data across the grow"
+NEWJ=$(timeout 10 nbdinfo --size "$uri")
+kill -TERM $spid; wait $spid || t_fail "j: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 300 $(disks "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/m3.img") -- - >"$t_tmp/j.log" 2>&1 <<GUEST
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks) size=\$(blockdev --getsize64 /dev/md0)"
+mdpattern -s 101 -n $SZJ -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+z=\$(dd if=/dev/md0 bs=4096 skip=$((SZJ / 4096)) 2>/dev/null | tr -d "\000" | wc -c)
+[ "\$z" = 0 ] && echo "md0 zeros OK"
+GUEST
+for w in "md0 level=linear raid_disks=4 size=$NEWJ" "md0 pattern OK" "md0 zeros OK"; do
+    grep -q "^$w\$" "$t_tmp/j.log" && t_ok "j: md: $w" || t_fail "j: md: $w" "$(tail -4 "$t_tmp/j.log")"
+done
+# ---- k. a served RAID-0 gains 2 members -----------------------------------------------------
+# k_serve DIR SEED SPEED: RAID-0 of 3 with pattern SEED served (sync speed SPEED), grown to 5 through the
+# control socket while nbdcopy writes the pattern again; sets KM (the 5 members), KSZ, spid, kuri, kctl
+k_serve() {
+    r0_array "$1" "$2"
+    KM="$M $1/m3.img $1/m4.img" KSZ=$SZ kctl=$1/ctl.sock kuri="nbd+unix:///?socket=$1/nbd.sock"
+    "$PATTERN" -s "$(($2 + 1000))" -n "$SZ" >"$1/data" # (another pattern: md must read what went through NBD)
+    # shellcheck disable=SC2086
+    $URAID serve $M --socket "$1/nbd.sock" --control "$kctl" --speed-limit "$3" 2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$kuri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    timeout 60 nbdcopy "$1/data" "$kuri" &
+    cp=$!
+    out=$($URAID grow --control "$kctl" --raid-devices 5 --add "$1/m3.img" "$1/m4.img" 2>&1) &&
+        t_ok "k: uraid grow --control starts a RAID-0's reshape while nbdcopy writes ($out)" ||
+        t_fail "k: uraid grow --control starts a RAID-0's reshape" "$out"
+    wait $cp && t_ok "k: nbdcopy wrote the data across the grow" || t_fail "k: nbdcopy wrote the data across the grow"
+}
+d=$t_tmp/k
+k_serve "$d" 111 4M
+KD="$KM" OLDK=$KSZ
+n=0; while [ $n -lt 240 ]; do
+    st=$(timeout 10 $URAID status --control "$kctl" 2>&1)
+    echo "$st" | grep -q "reshape finished" && break
+    sleep 0.25; n=$((n + 1))
+done
+echo "$st" | grep -q "reshape finished" && t_ok "k: the served reshape finished" || t_fail "k: the served reshape finished" "$st"
+kill -TERM $spid; wait $spid || t_fail "k: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+mdadm --examine "$d/m0.img" 2>&1 | grep -q "Raid Level : raid0" && t_ok "k: the served grow ends a RAID-0" ||
+    t_fail "k: the served grow ends a RAID-0" "$(mdadm --examine "$d/m0.img" 2>&1 | grep -E 'Level|Devices|Reshape')"
+d=$t_tmp/kk
+k_serve "$d" 112 1M
+KK="$KM" OLDKK=$KSZ
+sleep 1
+kill -KILL $spid; wait $spid 2>/dev/null
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
+    t_ok "k: the server killed in mid-reshape (a RAID-4 reshaping, as md records it)" ||
+    t_fail "k: the server killed in mid-reshape" "$(echo "$x" | grep -E 'Level|Reshape|Array State')"
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 500 $(disks $KD $KK) -- - >"$t_tmp/k.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks)"
+mdpattern -s 1111 -n $OLDK -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble --run /dev/md1 /dev/vd[f-j] || exit 1
+grep -A2 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"
+wait_idle md1
+echo "md1 after level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
+mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
+mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
+GUEST
+for w in "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
+    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/k.log" && t_ok "k: md: $w" || t_fail "k: md: $w" "$(tail -4 "$t_tmp/k.log")"
+done
+# shellcheck disable=SC2086
+r0_reads "k: the served RAID-0 grow" 1111 "$OLDK" $KD
+# shellcheck disable=SC2086
+r0_reads "k: the killed served grow finished by md, taken back by mdadm" 1112 "$OLDKK" $KK
 t_finish

@@ -190,8 +190,8 @@ static void verify(struct setup *s, const char *what)
           "%s: the old bytes differ", what);
     CHECK(!s->shrink_to || info.size_bytes >= s->keep * 512, "%s: %llu bytes, less than --array-size", what,
           (unsigned long long)info.size_bytes);
-    /* a grown RAID-0 takes its size from the members' data_size (md's raid0): past the reshaped
-     * stripes (the old per-member size on every member) its end holds what was there */
+    /* a grown RAID-0 is the reshaped size (md's raid0_takeover_raid45 records the RAID-4's
+     * member size as every data_size); an array taken over from RAID-5 is its data members' */
     uint64_t moved = info.level == 0 ? s->old_bytes / (uint64_t)s->nold * (uint64_t)n : info.size_bytes;
     int zeros = 1;
     for (uint64_t i = s->old_bytes; i < moved && zeros; i++)

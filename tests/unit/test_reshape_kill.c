@@ -187,8 +187,8 @@ static void verify(const struct setup *s, struct tally *t)
     uint8_t *buf = malloc(info.size_bytes);
     uint64_t kept = info.size_bytes < s->old_bytes ? info.size_bytes : s->old_bytes;
     int same = uraid_read(a, buf, info.size_bytes, 0) == 0 && !memcmp(buf, s->data, kept);
-    /* a grown RAID-0 takes its size from the members' data_size (md's raid0): past the reshaped
-     * stripes (the old per-member size on every member) its end holds what was there */
+    /* a grown RAID-0 is the reshaped size (md's raid0_takeover_raid45 records the RAID-4's
+     * member size as every data_size); an array taken over from RAID-5 is its data members' */
     uint64_t moved = info.level == 0 ? s->old_bytes / (uint64_t)s->k->nold * (uint64_t)s->k->nend : info.size_bytes;
     for (uint64_t i = s->old_bytes; same && i < moved; i++)
         same = buf[i] == 0;
