@@ -210,6 +210,12 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
  * started. 0 or a refusal (nothing written) with why set. */
 int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
                               size_t whylen);
+/* A served RAID-1 of 2 taken over as a RAID-5 of 2 (level 5) or back
+ * (level 1), as md's raid5_takeover_raid1 / raid1_takeover
+ * (grow_takeover_online.c): no data moved, the new level's superblocks
+ * written with no request in flight. 0 or a refusal (nothing written). */
+int array_takeover_mirror_parity_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                        int nadded, char *why, size_t whylen);
 /* A served linear array gaining members (grow_linear.c): each appended as
  * md's linear_add does (no data moved), with no request in flight. 0 or a
  * refusal (nothing written) with why set. */
