@@ -6,7 +6,8 @@
 #   1. refusals first, each one line and every member byte for byte as
 #      before (sha256): --level 6 on an array with a partial parity log
 #      (md reshapes none), --level 6 without a new member, with --raid-devices
-#      6, --level 1 and --level 0 (md's takeovers uraid makes only offline);
+#      6, --level 1 on 4 members (md takes only a RAID-5 of 2 over as
+#      RAID-1) and --level 0 (a takeover uraid makes only offline);
 #      then RAID-5 4 -> RAID-6 5 in mdadm's default form (the takeover and
 #      the restripe to left-symmetric as one reshape, Q following it), a
 #      second request refused while it runs, `uraid status` showing md's
@@ -25,6 +26,12 @@
 #      (a write in flight): mdadm --examine shows the recorded position and
 #      level 6, the restarted server carries the reshape on by itself, and
 #      on a copy of the killed state so does the offline uraid grow --continue;
+#   5b. a RAID-1 of 2 taken over as a RAID-5 of 2 and back (md's
+#      raid5_takeover_raid1, raid1_takeover: no data moves), refusals
+#      first, writes at each level, the server killed with -9 right after
+#      a switch with a write in flight and restarted (its resync runs); the
+#      members' data areas equal, then the offline grow takes it back to
+#      RAID-1 (grow_md.sh l has md assemble such arrays);
 #   6. the real md (../shared/tools/md-oracle): it assembles the results of
 #      1 and 3 and a copy of 5 taken right after the kill (md carries that
 #      reshape on), reads every byte as uraid served it, its check finds
@@ -199,7 +206,7 @@ start_server --speed-limit 1M || { t_fail "serve" "$(cat "$t_tmp/server.err")"; 
 refused "--level 6 without a new member" --level 6
 refused "--level 6 --raid-devices 6 with one new member" --level 6 --raid-devices 6 --add "$d/m4.img"
 refused "--level 6 with two new members" --level 6 --add "$d/m4.img" "$d/m5.img"
-refused "--level 1 (md's takeover of a 2-member RAID-5, offline only)" --level 1
+refused "--level 1 on a RAID-5 of 4 (md takes only a RAID-5 of 2 over as RAID-1)" --level 1
 refused "--level 0 (offline only)" --level 0
 refused "--level 6 --layout bogus" --level 6 --layout bogus --add "$d/m4.img"
 out=$(timeout 20 $URAID grow --control "$ctl" --level 6 --raid-devices 5 --add "$d/m4.img" 2>&1)
@@ -343,6 +350,72 @@ got=$($URAID cat $MC | sha256sum | cut -d' ' -f1) want=$(sha256sum <"$d/model" |
 [ "$got" = "$want" ] && t_ok "5: offline: every acknowledged byte" || t_fail "5: offline: every acknowledged byte" "$got"
 # shellcheck disable=SC2086
 settled "5: killed, carried on offline" 6 left-symmetric 5 $MC
+
+# ---- 5b. RAID-1 of 2 <-> RAID-5 of 2 (md's raid5_takeover_raid1, raid1_takeover) -----------------------
+d=$t_tmp/m
+rm -rf "$d"; mkdir -p "$d"
+truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/m3.img" "$d/m4.img" "$d/m5.img"
+M="$d/m0.img $d/m1.img"
+# shellcheck disable=SC2086
+$URAID create --level 1 --raid-devices 2 --assume-clean $M >/dev/null 2>&1 || t_fail "5b: create RAID-1 of 2"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5b: write the data"
+start_server || t_fail "5b: serve" "$(tail -n 3 "$t_tmp/server.err")"
+refused "5b: --level 5 --raid-devices 3" --level 5 --raid-devices 3
+refused "5b: --level 5 with a new member" --level 5 --add "$d/m2.img"
+refused "5b: --level 5 --layout right-asymmetric (md's takeover is left-symmetric)" --level 5 --layout right-asymmetric
+refused "5b: --level 5 --chunk 8M (does not divide the size)" --level 5 --chunk 8M
+refused "5b: --level 0" --level 0
+change "5b: RAID-1 -> RAID-5" "" "" --level 5
+x=$(bg_line; timeout 10 $URAID status --control "$ctl" 2>&1)
+case "$x" in *raid5*) t_ok "5b: the server's status says raid5" ;; *) t_fail "5b: the server's status says raid5" "$x" ;; esac
+i=0; while [ $i -lt "$rounds" ]; do one_write "$((7000 + i))" || t_fail "5b: write $i as RAID-5"; i=$((i + 1)); done
+export_matches "5b: writes as RAID-5"
+refused "5b: --level 1 --layout left-symmetric" --level 1 --layout left-symmetric
+change "5b: RAID-5 -> RAID-1" "" "" --level 1
+i=0; while [ $i -lt "$rounds" ]; do one_write "$((7100 + i))" || t_fail "5b: write $i as RAID-1"; i=$((i + 1)); done
+export_matches "5b: writes as RAID-1"
+change "5b: RAID-1 -> RAID-5 again" "" "" --level 5
+# a kill -9 right after the switch, a write in flight: the restarted server serves the RAID-5
+qemu-io -f raw -c "write -P 9 0 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+kill_server
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\011' | dd of="$d/model" conv=notrunc status=none
+    t_ok "5b: the write in flight was acknowledged before the kill"
+else
+    t_ok "5b: the write in flight was cut off by the kill"
+fi
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && echo "$x" | grep -q "Raid Devices : 2" && echo "$x" | grep -q "Layout : left-symmetric" &&
+    t_ok "5b: mdadm --examine after the kill: raid5, left-symmetric, 2 devices" ||
+    t_fail "5b: mdadm --examine after the kill" "$(echo "$x" | grep -i 'level\|layout\|devices\|chunk' | tr '\n' ' ')"
+start_server || t_fail "5b: serve after the kill" "$(tail -n 3 "$t_tmp/server.err")"
+wait_for "resync finished" 60 && t_ok "5b: restarted after the kill, resynced: $(bg_line)" ||
+    t_fail "5b: restarted after the kill, resynced" "$(bg_line)"
+# a cut-off write may have landed in part: its range is what the array says, the rest the model
+timeout 30 nbdcopy "$uri" "$t_tmp/now"
+dd if="$t_tmp/now" of="$d/model" bs=1M count=4 conv=notrunc status=none
+rm -f "$t_tmp/now"
+export_matches "5b: after the kill"
+stop_server || t_fail "5b: the server stops cleanly"
+# shellcheck disable=SC2086
+settled "5b: RAID-1 -> 5 -> 1 -> 5 online, killed" 5 left-symmetric 2 $M
+doff=$(mdadm --examine "$d/m0.img" 2>&1 | sed -n 's/^ *Data Offset : \([0-9]*\) sectors.*/\1/p')
+[ -n "$doff" ] && cmp -s -n "$SZ" -i "$((doff * 512))" "$d/m0.img" "$d/m1.img" &&
+    t_ok "5b: the two members' data areas hold the same bytes (a 2-member RAID-5's parity is its data)" ||
+    t_fail "5b: the two members' data areas hold the same bytes" "data offset '$doff'"
+# the offline grow takes the array back to RAID-1
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 1 2>&1) && t_ok "5b: offline uraid grow --level 1 after ($out)" || t_fail "5b: offline --level 1" "$out"
+# shellcheck disable=SC2086
+got=$($URAID cat $M | sha256sum | cut -d' ' -f1)
+[ "$got" = "$(sha256sum <"$d/model" | cut -d' ' -f1)" ] && t_ok "5b: the offline RAID-1 reads every byte" ||
+    t_fail "5b: the offline RAID-1 reads every byte" "$got"
 
 # ---- 6. the real md reads the results ------------------------------------------------------------------
 if ! oracle_ready; then
