@@ -59,7 +59,14 @@
 #      back): md assembles the 5 members as a RAID-0 and reads every byte;
 #      and one whose server was killed with -9 in mid-reshape: md assembles
 #      the RAID-4 missing its parity, carries the reshape on, reads every
-#      byte, and mdadm --grow --level=0 takes it back to a RAID-0 of 5.
+#      byte, and mdadm --grow --level=0 takes it back to a RAID-0 of 5;
+#   l. a served RAID-1 of 2 taken over as a RAID-5 of 2 and back through
+#      its control socket (uraid grow --control ... --level 5 / --level 1)
+#      while nbdcopy writes the data again and again: md assembles the
+#      result of 1 -> 5 -> 1 -> 5 (raid5, left-symmetric, md's 64K chunk)
+#      and of 1 -> 5 -> 1 (raid1), and one whose server was killed with -9
+#      right after the takeover, nbdcopy writing: each reads every byte and
+#      md's check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -749,4 +756,76 @@ done
 r0_reads "k: the served RAID-0 grow" 1111 "$OLDK" $KD
 # shellcheck disable=SC2086
 r0_reads "k: the killed served grow finished by md, taken back by mdadm" 1112 "$OLDKK" $KK
+# ---- l. a served RAID-1 of 2 taken over as a RAID-5 of 2, and back ------------------------------------
+# l_serve DIR SEED: a RAID-1 of 2 with pattern SEED written, served; nbdcopy writes the same pattern again and
+# again while the level changes (whatever a kill cuts off, the bytes stay the pattern's); sets LSZ, lctl, spid, cp
+l_serve() {
+    mkdir -p "$1"
+    truncate -s 16M "$1/m0.img" "$1/m1.img"
+    $URAID create --level 1 --raid-devices 2 --assume-clean --name oracle "$1/m0.img" "$1/m1.img" >/dev/null 2>&1 ||
+        t_fail "l: create RAID-1 of 2 in $1"
+    LSZ=$(size_of "$1/m0.img" "$1/m1.img")
+    "$PATTERN" -s "$2" -n "$LSZ" >"$1/data"
+    $URAID write "$1/m0.img" "$1/m1.img" <"$1/data" || t_fail "l: write pattern $2 in $1"
+    lctl=$1/ctl.sock
+    luri="nbd+unix:///?socket=$1/nbd.sock"
+    $URAID serve "$1/m0.img" "$1/m1.img" --socket "$1/nbd.sock" --control "$lctl" 2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$luri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    (i=0; while [ $i -lt 15 ]; do timeout 60 nbdcopy "$1/data" "$luri" || exit 1; i=$((i + 1)); done) &
+    cp=$!
+}
+l_level() { # NAME LEVEL: the takeover through the control socket while nbdcopy writes
+    out=$($URAID grow --control "$lctl" --level "$2" 2>&1) && t_ok "l: $1 while nbdcopy writes ($out)" ||
+        t_fail "l: $1 while nbdcopy writes" "$out"
+    sleep 0.2
+}
+l_stop() { # NAME
+    wait $cp && t_ok "l: $1: nbdcopy wrote the data again and again across the switches" ||
+        t_fail "l: $1: nbdcopy wrote the data across the switches"
+    got=$(timeout 60 nbdcopy "$luri" - | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$(sha256sum <"$d/data" | cut -d' ' -f1)" ] && t_ok "l: $1: the export reads the data" ||
+        t_fail "l: $1: the export reads the data" "$got"
+    kill -TERM $spid; wait $spid || t_fail "l: $1: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+}
+d=$t_tmp/l5
+l_serve "$d" 121
+L5=$d LSZ5=$LSZ
+l_level "RAID-1 -> RAID-5" 5
+l_level "RAID-5 -> RAID-1" 1
+l_level "RAID-1 -> RAID-5 again" 5
+l_stop "ends a RAID-5"
+d=$t_tmp/l1
+l_serve "$d" 122
+L1=$d LSZ1=$LSZ
+l_level "RAID-1 -> RAID-5" 5
+l_level "RAID-5 -> RAID-1" 1
+l_stop "ends a RAID-1"
+d=$t_tmp/lk
+l_serve "$d" 123
+LK=$d LSZK=$LSZ
+l_level "RAID-1 -> RAID-5 (then kill -9)" 5
+kill -KILL $spid; wait $spid 2>/dev/null
+wait $cp 2>/dev/null
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && t_ok "l: the server killed after the takeover, nbdcopy writing: raid5 recorded" ||
+    t_fail "l: the server killed after the takeover: raid5 recorded" "$(echo "$x" | grep -E 'Level|State')"
+got=$($URAID cat "$d/m0.img" "$d/m1.img" | sha256sum | cut -d' ' -f1)
+[ "$got" = "$(sha256sum <"$d/data" | cut -d' ' -f1)" ] && t_ok "l: uraid reads every byte of the killed one" ||
+    t_fail "l: uraid reads every byte of the killed one" "$got"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 300 $(disks "$L5/m0.img" "$L5/m1.img" "$L1/m0.img" "$L1/m1.img" "$LK/m0.img" "$LK/m1.img") -- - \
+    >"$t_tmp/l.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+geom() { echo "\$1 level=\$(cat /sys/block/\$1/md/level) raid_disks=\$(cat /sys/block/\$1/md/raid_disks) degraded=\$(cat /sys/block/\$1/md/degraded) layout=\$(cat /sys/block/\$1/md/layout 2>/dev/null) chunk=\$(cat /sys/block/\$1/md/chunk_size 2>/dev/null)"; }
+mdadm --assemble /dev/md0 /dev/vd[ab] && geom md0 && verify md0 121 $LSZ5 $LSZ5
+mdadm --assemble /dev/md1 /dev/vd[cd] && geom md1 && verify md1 122 $LSZ1 $LSZ1
+mdadm --assemble --run /dev/md2 /dev/vd[ef] && wait_idle md2 && geom md2 && verify md2 123 $LSZK $LSZK
+GUEST
+for w in "md0 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md0 pattern OK" "md0 mismatch_cnt=0" \
+    "md1 level=raid1 raid_disks=2 degraded=0 layout=0 chunk=0" "md1 pattern OK" "md1 mismatch_cnt=0" \
+    "md2 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md2 pattern OK" "md2 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/l.log" && t_ok "l: md: $w" || t_fail "l: md: $w" "$(tail -4 "$t_tmp/l.log")"
+done
 t_finish
