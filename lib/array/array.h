@@ -216,6 +216,12 @@ int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *a
  * written with no request in flight. 0 or a refusal (nothing written). */
 int array_takeover_mirror_parity_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
                                         int nadded, char *why, size_t whylen);
+/* A served RAID-4, or RAID-5 parity-last, whole or missing only its
+ * parity member, taken over as a RAID-0 of the data members (md's
+ * raid0_takeover_raid45; grow_takeover_online.c). 0 or a refusal
+ * (nothing written). */
+int array_takeover_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *layout, int nadded,
+                                char *why, size_t whylen);
 /* A served linear array gaining members (grow_linear.c): each appended as
  * md's linear_add does (no data moved), with no request in flight. 0 or a
  * refusal (nothing written) with why set. */
@@ -230,6 +236,11 @@ void array_note_corrected_read(struct uraid_array *a, int m);
 /* Writes every present member's superblock after `update` changed the
  * template; bumps events. (sbupdate.c) */
 int array_write_superblocks(struct uraid_array *a);
+
+/* One member outside the slots (a spare) gets the template's array-wide
+ * fields at the events the last write gave, written and flushed alone
+ * (sbupdate.c). 0 or a negative errno. */
+int array_write_extra_superblock(struct uraid_array *a, struct array_slot *sl);
 
 /* uraid_get_info for a caller that holds meta_lock. (info.c) */
 void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);

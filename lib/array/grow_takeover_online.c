@@ -23,6 +23,7 @@
  * next open (uraid's and md's) takes at the newer's level (the older is
  * one event behind: in sync). Nothing else runs after the switch. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "array/array.h"
 #include "array/job.h"
 #include "array/readahead.h"
+#include "array/reshape_io.h"
 #include "log.h"
 #include "uraid_grow.h"
 
@@ -189,4 +191,126 @@ int array_takeover_mirror_parity_online(struct uraid_array *a, int level, int N,
         rc = array_job_exclusive(a, switch_level, &x, why, whylen);
     free(x.dw);
     return rc;
+}
+
+/* ---- RAID-4/5 of n -> RAID-0 of n - 1 (md's raid0_takeover_raid45) ---------------------------------------
+ * md takes over a RAID-4, or a RAID-5 in the parity-last layout, whose
+ * only missing member is the parity one (the last slot); mdadm fails and
+ * removes that member of a whole array first (Grow.c). The parity-last
+ * data members are a RAID-0 of one zone. Recorded as the offline grow
+ * records it (reshape_level.c's grow_to_raid0, grow_raid0_online.c's
+ * array_raid0_back_locked): level 0, raid_disks n - 1, resync_offset
+ * clean, each data member's data_size the RAID-4/5 member size; the
+ * parity member, when present and in sync, a spare. With no request in
+ * flight the data members' superblocks are written first (events + 1),
+ * then the parity member's alone at those events: a kill between leaves
+ * it one event behind with its old record, a spare of the newer array
+ * (array.c's takeover_step opens it; md leaves it out). */
+
+struct to_raid0 {
+    int parity_member; /* the parity slot held a member in sync */
+    char *why;
+    size_t whylen;
+};
+
+static int say0(const struct to_raid0 *x, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int say0(const struct to_raid0 *x, int rc, const char *fmt, ...)
+{
+    char line[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    uraid_why(x->why, x->whylen, "%s", line);
+    return rc;
+}
+
+static int check_raid0(struct uraid_array *a, int N, uint32_t chunk, const char *layout, int nadded,
+                       struct to_raid0 *x)
+{
+    int n = a->geom.raid_disks, lv = a->geom.level;
+    if (a->readonly)
+        return say0(x, -EROFS, "the array is open read-only");
+    if ((N && N != n - 1) || nadded)
+        return say0(x, -EINVAL, "md turns a RAID-%d of %d members into a RAID-0 of %d (the parity member becomes a "
+                    "spare): give --raid-devices %d (or none) and no new member", lv, n, n - 1, n - 1);
+    if (chunk || layout)
+        return say0(x, -EOPNOTSUPP, "change the level and the chunk or layout in two runs");
+    if (lv == 5 && a->geom.layout != LAYOUT_PARITY_LAST)
+        return say0(x, -EOPNOTSUPP, "md takes only a parity-last RAID-5 over as RAID-0 (raid0_takeover_raid45): "
+                    "restripe it first (uraid grow --control PATH --layout parity-last), then --level 0");
+    if (a->bitmap || (a->sb.feature_map & MD_FEATURE_BITMAP_OFFSET))
+        return say0(x, -EOPNOTSUPP, "the array keeps a write-intent bitmap, which md cannot take over as RAID-0: "
+                    "remove it first (uraid grow --control PATH --consistency-policy=resync)");
+    if (md_sb_has_ppl(&a->sb) || (a->sb.feature_map & MD_FEATURE_JOURNAL))
+        return say0(x, -EOPNOTSUPP, "the array keeps a %s, which RAID-0 has none of: switch to resync first "
+                    "(uraid grow --control PATH --consistency-policy=resync)",
+                    md_sb_has_ppl(&a->sb) ? "partial parity log (ppl)" : "write journal");
+    for (int s = 0; s < n - 1; s++)
+        if (!slot_ok(a, s))
+            return say0(x, -EOPNOTSUPP, "slot %d (a data member) is not in sync: RAID-0 cannot run without it; "
+                        "recover it first (uraid add SPARE, then wait for the recovery in uraid status)", s);
+    const struct array_slot *p = &a->slot[n - 1];
+    if (p->dev && p->state == URAID_MEMBER_REBUILDING)
+        return say0(x, -EBUSY, "the parity member %s is being recovered: let the recovery finish (uraid status), "
+                    "then change the level", p->dev->path);
+    x->parity_member = slot_ok(a, n - 1);
+    return array_job_refuse_running(a, x->why, x->whylen);
+}
+
+/* The parity slot's failed member, still open, kept as faulty (offline: "stays faulty"); meta_lock held. */
+static void keep_faulty(struct uraid_array *a)
+{
+    int last = a->geom.raid_disks - 1;
+    struct array_slot *sl = &a->slot[last];
+    if (!sl->dev || slot_ok(a, last))
+        return;
+    if (a->nextra < URAID_MAX_MEMBERS) {
+        sl->state = URAID_MEMBER_FAULTY;
+        a->extra[a->nextra++] = *sl;
+    }
+    memset(sl, 0, sizeof *sl);
+    sl->state = URAID_MEMBER_MISSING;
+}
+
+/* Under job_lock with no job running. */
+static int switch_raid0(struct uraid_array *a, void *ctx)
+{
+    struct to_raid0 *x = ctx;
+    if (a->rs)
+        return say0(x, -EBUSY, "a reshape is in progress: change the level after its end (uraid status)");
+    int from = a->geom.level, n = a->geom.raid_disks, spare = -1;
+    pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    pthread_mutex_lock(&a->meta_lock);
+    keep_faulty(a);
+    int rc = array_raid0_back_locked(a, x->why, x->whylen);
+    if (rc == 0 && x->parity_member && a->nextra > 0) {
+        spare = a->nextra - 1; /* (array_takeover_locked put it last) */
+        a->extra[spare].state = URAID_MEMBER_STALE; /* not in the first write */
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+    if (rc == 0 && (rc = array_write_superblocks(a)) != 0)
+        say0(x, rc, "the takeover to RAID-0 could not be recorded on the data members: %s (check them; the array "
+             "serves as RAID-0 until it stops)", uraid_strerror(rc));
+    if (spare >= 0) {
+        pthread_mutex_lock(&a->meta_lock);
+        a->extra[spare].state = URAID_MEMBER_SPARE;
+        pthread_mutex_unlock(&a->meta_lock);
+        if (rc == 0 && array_write_extra_superblock(a, &a->extra[spare]) != 0)
+            uraid_log(URAID_LOG_WARN, "member %s: its superblock as a spare could not be written: it keeps its old "
+                      "record, one event behind (md and uraid leave it out)", a->extra[spare].dev->path);
+    }
+    pthread_rwlock_unlock(&a->geom_lock);
+    if (rc == 0)
+        uraid_log(URAID_LOG_INFO, "RAID-%d of %d taken over as RAID-0 of %d (no data moved)%s", from, n, n - 1,
+                  spare >= 0 ? "; the parity member is a spare" : "");
+    return rc;
+}
+
+int array_takeover_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *layout, int nadded,
+                                char *why, size_t whylen)
+{
+    struct to_raid0 x = {.why = why, .whylen = whylen};
+    int rc = check_raid0(a, N, chunk, layout, nadded, &x);
+    return rc ? rc : array_job_exclusive(a, switch_raid0, &x, why, whylen);
 }

@@ -24,10 +24,9 @@
  *     new_layout the target).
  *   RAID-5 -> RAID-4: parity-last the takeover; another layout a restripe
  *     to parity-last whose end is the takeover.
- *   RAID-1 of 2 <-> RAID-5 of 2: the superblocks alone
- *     (grow_takeover_online.c).
- * RAID-0 is not served by the stripe engine's reshape: its level changes
- * (md's 0 <-> 4/5) are refused with the offline command to run. Every
+ *   RAID-1 of 2 <-> RAID-5 of 2, RAID-4 / RAID-5 parity-last -> RAID-0:
+ *     the superblocks alone (grow_takeover_online.c).
+ * RAID-0 -> RAID-4/5 is refused with the offline command to run. Every
  * refusal comes before anything is written. */
 #include <errno.h>
 #include <stdarg.h>
@@ -185,7 +184,7 @@ static int plan_4_5(const struct uraid_array *a, const struct req *q, struct onl
 
 static int md_takeover_offline(int from, int to)
 {
-    return (from == 0 && (to == 4 || to == 5)) || ((from == 4 || from == 5) && to == 0);
+    return from == 0 && (to == 4 || to == 5);
 }
 
 int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, uint32_t chunk_sectors,
@@ -211,6 +210,9 @@ int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, 
         rc = plan_to_5(a, &q, &lv, &N, chunk, &l);
     else if ((cur == 4 && level == 5) || (cur == 5 && level == 4))
         rc = plan_4_5(a, &q, &lv, chunk, &l);
+    else if ((cur == 4 || cur == 5) && level == 0)
+        return array_takeover_raid0_online(a, raid_devices, chunk_sectors, layout, nadded, why,
+                                           whylen); /* grow_takeover_online.c */
     else if ((cur == 1 && level == 5) || (cur == 5 && level == 1))
         return array_takeover_mirror_parity_online(a, level, raid_devices, chunk_sectors, layout, nadded, why,
                                                    whylen); /* grow_takeover_online.c */
