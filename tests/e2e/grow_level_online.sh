@@ -32,6 +32,10 @@
 #      a switch with a write in flight and restarted (its resync runs); the
 #      members' data areas equal, then the offline grow takes it back to
 #      RAID-1 (grow_md.sh l has md assemble such arrays);
+#   5c. a RAID-5 parity-last of 4 taken over as a RAID-0 of 3 (md's
+#      raid0_takeover_raid45: the parity member a spare), refusals first,
+#      writes, kill -9 with a write in flight, served again with every
+#      member; and a RAID-4 missing its parity member taken over;
 #   6. the real md (../shared/tools/md-oracle): it assembles the results of
 #      1 and 3 and a copy of 5 taken right after the kill (md carries that
 #      reshape on), reads every byte as uraid served it, its check finds
@@ -207,7 +211,7 @@ refused "--level 6 without a new member" --level 6
 refused "--level 6 --raid-devices 6 with one new member" --level 6 --raid-devices 6 --add "$d/m4.img"
 refused "--level 6 with two new members" --level 6 --add "$d/m4.img" "$d/m5.img"
 refused "--level 1 on a RAID-5 of 4 (md takes only a RAID-5 of 2 over as RAID-1)" --level 1
-refused "--level 0 (offline only)" --level 0
+refused "--level 0 on a left-symmetric RAID-5 (md takes only parity-last over)" --level 0
 refused "--level 6 --layout bogus" --level 6 --layout bogus --add "$d/m4.img"
 out=$(timeout 20 $URAID grow --control "$ctl" --level 6 --raid-devices 5 --add "$d/m4.img" 2>&1)
 case "$out" in *"level change RAID-5 -> RAID-6 started (5 members now, restriping)"*) t_ok "1: $out" ;;
@@ -416,6 +420,57 @@ out=$($URAID grow $M --level 1 2>&1) && t_ok "5b: offline uraid grow --level 1 a
 got=$($URAID cat $M | sha256sum | cut -d' ' -f1)
 [ "$got" = "$(sha256sum <"$d/model" | cut -d' ' -f1)" ] && t_ok "5b: the offline RAID-1 reads every byte" ||
     t_fail "5b: the offline RAID-1 reads every byte" "$got"
+
+# ---- 5c. RAID-4 / RAID-5 parity-last -> RAID-0 (md's raid0_takeover_raid45) -----------------------------
+d=$t_tmp/z
+new_array "$d" 5 parity-last
+start_server || t_fail "5c: serve" "$(tail -n 3 "$t_tmp/server.err")"
+refused "5c: --level 0 --raid-devices 4" --level 0 --raid-devices 4
+refused "5c: --level 0 with a new member" --level 0 --add "$d/m4.img"
+refused "5c: --level 0 --chunk 128K" --level 0 --chunk 128K
+change "5c: RAID-5 parity-last of 4 -> RAID-0 of 3" "" "" --level 0
+i=0; while [ $i -lt "$rounds" ]; do one_write "$((7200 + i))" || t_fail "5c: write $i as RAID-0"; i=$((i + 1)); done
+export_matches "5c: writes as RAID-0"
+qemu-io -f raw -c "write -P 11 0 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+kill_server
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\013' | dd of="$d/model" conv=notrunc status=none
+    t_ok "5c: the write in flight was acknowledged before the kill"
+else
+    t_ok "5c: the write in flight was cut off by the kill"
+fi
+x=$(mdadm --examine "$d/m0.img" 2>&1) y=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 3" && echo "$y" | grep -q "Device Role : spare" &&
+    t_ok "5c: mdadm --examine: raid0 of 3, the parity member a spare" ||
+    t_fail "5c: mdadm --examine: raid0 of 3, the parity member a spare" "$(echo "$x$y" | grep -i 'level\|devices\|role' | tr '\n' ' ')"
+start_server || t_fail "5c: serve after the kill" "$(tail -n 3 "$t_tmp/server.err")"
+timeout 30 nbdcopy "$uri" "$t_tmp/now"
+dd if="$t_tmp/now" of="$d/model" bs=1M count=4 conv=notrunc status=none
+rm -f "$t_tmp/now"
+export_matches "5c: after the kill, served with every member"
+stop_server || t_fail "5c: the server stops cleanly"
+d=$t_tmp/z4
+rm -rf "$d"; mkdir -p "$d"
+for i in 0 1 2 3 4 5; do truncate -s 16M "$d/m$i.img"; done
+M="$d/m0.img $d/m1.img $d/m2.img"
+# shellcheck disable=SC2086
+$URAID create --level 4 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync $M missing >/dev/null 2>&1 ||
+    t_fail "5c: create RAID-4 missing its parity"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5c: write the data"
+start_server || t_fail "5c: serve the RAID-4" "$(tail -n 3 "$t_tmp/server.err")"
+change "5c: RAID-4 missing its parity -> RAID-0 of 3" "" "" --level 0
+one_write 7300 && t_ok "5c: a write to the RAID-0, read back" || t_fail "5c: a write to the RAID-0"
+export_matches "5c: the RAID-0"
+stop_server || t_fail "5c: the server stops cleanly"
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 3" &&
+    t_ok "5c: mdadm --examine: raid0 of 3" || t_fail "5c: mdadm --examine: raid0 of 3" "$(echo "$x" | grep -i 'level\|devices')"
 
 # ---- 6. the real md reads the results ------------------------------------------------------------------
 if ! oracle_ready; then
