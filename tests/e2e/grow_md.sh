@@ -66,7 +66,12 @@
 #      result of 1 -> 5 -> 1 -> 5 (raid5, left-symmetric, md's 64K chunk)
 #      and of 1 -> 5 -> 1 (raid1), and one whose server was killed with -9
 #      right after the takeover, nbdcopy writing: each reads every byte and
-#      md's check finds mismatch_cnt 0.
+#      md's check finds mismatch_cnt 0;
+#   m. a served RAID-5 parity-last of 4 and a served RAID-4 of 4 taken over
+#      as RAID-0 of 3 through the control socket (--level 0) while nbdcopy
+#      writes the data again and again, the second server killed with -9
+#      right after: md assembles the data members of each as a RAID-0 of 3
+#      of the same size and reads every byte.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -827,5 +832,56 @@ for w in "md0 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md0 pat
     "md1 level=raid1 raid_disks=2 degraded=0 layout=0 chunk=0" "md1 pattern OK" "md1 mismatch_cnt=0" \
     "md2 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md2 pattern OK" "md2 mismatch_cnt=0"; do
     grep -q "^$w\$" "$t_tmp/l.log" && t_ok "l: md: $w" || t_fail "l: md: $w" "$(tail -4 "$t_tmp/l.log")"
+done
+# ---- m. a served RAID-5 parity-last of 4 taken over as a RAID-0 of 3 ----------------------------------
+# m_serve DIR SEED LEVEL: a RAID-LEVEL (parity-last) of 4 with pattern SEED written, served, nbdcopy writing the
+# same pattern again and again, --level 0 through the control socket; sets MSZ, spid, cp
+m_serve() {
+    mkdir -p "$1"
+    for i in 0 1 2 3; do truncate -s 16M "$1/m$i.img"; done
+    lay=""
+    [ "$3" = 5 ] && lay="--layout parity-last"
+    # shellcheck disable=SC2086
+    $URAID create --level "$3" --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync $lay \
+        --name oracle "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" >/dev/null 2>&1 || t_fail "m: create RAID-$3 in $1"
+    MSZ=$(size_of "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img")
+    "$PATTERN" -s "$2" -n "$MSZ" >"$1/data"
+    $URAID write "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" <"$1/data" || t_fail "m: write pattern $2 in $1"
+    muri="nbd+unix:///?socket=$1/nbd.sock"
+    $URAID serve "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" --socket "$1/nbd.sock" --control "$1/ctl.sock" \
+        2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$muri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    (i=0; while [ $i -lt 6 ]; do timeout 60 nbdcopy "$1/data" "$muri" || exit 1; i=$((i + 1)); done) &
+    cp=$!
+    sleep 0.2
+    out=$($URAID grow --control "$1/ctl.sock" --level 0 2>&1) && t_ok "m: RAID-$3 of 4 -> RAID-0 of 3 while nbdcopy writes ($out)" ||
+        t_fail "m: RAID-$3 of 4 -> RAID-0 of 3 while nbdcopy writes" "$out"
+}
+d=$t_tmp/m5
+m_serve "$d" 131 5
+M5=$d MSZ5=$MSZ
+wait $cp && t_ok "m: nbdcopy wrote the data again and again across the takeover" || t_fail "m: nbdcopy across the takeover"
+kill -TERM $spid; wait $spid || t_fail "m: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+d=$t_tmp/mk
+m_serve "$d" 132 4
+MK=$d MSZK=$MSZ
+kill -KILL $spid; wait $spid 2>/dev/null
+wait $cp 2>/dev/null
+mdadm --examine "$d/m0.img" 2>&1 | grep -q "Raid Level : raid0" && t_ok "m: the server killed after the takeover: raid0 recorded" ||
+    t_fail "m: the server killed after the takeover: raid0 recorded" "$(mdadm --examine "$d/m0.img" 2>&1 | grep Level)"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 300 $(disks "$M5/m0.img" "$M5/m1.img" "$M5/m2.img" "$MK/m0.img" "$MK/m1.img" "$MK/m2.img") -- - \
+    >"$t_tmp/m.log" 2>&1 <<GUEST
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[abc] &&
+    echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks) size=\$(blockdev --getsize64 /dev/md0)"
+mdpattern -s 131 -n $MSZ5 -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble /dev/md1 /dev/vd[def] &&
+    echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) size=\$(blockdev --getsize64 /dev/md1)"
+mdpattern -s 132 -n $MSZK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+GUEST
+for w in "md0 level=raid0 raid_disks=3 size=$MSZ5" "md0 pattern OK" "md1 level=raid0 raid_disks=3 size=$MSZK" "md1 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/m.log" && t_ok "m: md: $w" || t_fail "m: md: $w" "$(tail -4 "$t_tmp/m.log")"
 done
 t_finish
