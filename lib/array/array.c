@@ -67,7 +67,13 @@ static int q_recovering(const struct uraid_array *a)
 {
     const struct md_sb *R = &a->sb;
     int old = (int)R->raid_disks - (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE ? R->delta_disks : 0);
-    if (R->level != 6 || layout_from_6((int)R->layout) < 0 || old < 1 || old > URAID_MAX_MEMBERS)
+    /* RAID-4 and RAID-5 parity-last outside a reshape: the last member holds only parity too (md's
+     * only_parity; a RAID-0 taken over, grow_takeover_raid0.c, recovering its parity member) */
+    int parity_last = (R->level == 4 || (R->level == 5 && R->layout == LAYOUT_PARITY_LAST)) &&
+                      !(R->feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+    if (!parity_last && (R->level != 6 || layout_from_6((int)R->layout) < 0))
+        return 0;
+    if (old < 1 || old > URAID_MAX_MEMBERS)
         return 0;
     return a->slot[old - 1].dev && a->slot[old - 1].state == URAID_MEMBER_REBUILDING;
 }

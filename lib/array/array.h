@@ -222,6 +222,12 @@ int array_takeover_mirror_parity_online(struct uraid_array *a, int level, int N,
  * (nothing written). */
 int array_takeover_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *layout, int nadded,
                                 char *why, size_t whylen);
+/* A served RAID-0 of one zone taken over as a RAID-4 / RAID-5 parity-last
+ * of N + 1, the parity slot missing; a new member given is added as a
+ * spare and recovered into it (md's raid45_takeover_raid0, then mdadm's
+ * add; grow_takeover_raid0.c). 0 or a refusal (nothing written). */
+int array_takeover_from_raid0_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                     const char *const *added, int nadded, char *why, size_t whylen);
 /* A served linear array gaining members (grow_linear.c): each appended as
  * md's linear_add does (no data moved), with no request in flight. 0 or a
  * refusal (nothing written) with why set. */
