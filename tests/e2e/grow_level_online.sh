@@ -36,6 +36,11 @@
 #      raid0_takeover_raid45: the parity member a spare), refusals first,
 #      writes, kill -9 with a write in flight, served again with every
 #      member; and a RAID-4 missing its parity member taken over;
+#   5d. a RAID-0 of 3 taken over as a RAID-5 parity-last of 4, a new member
+#      recovered into the parity slot while writes go on, the server
+#      killed with -9 in that recovery and restarted without --force (it
+#      carries the recovery on); and a RAID-0 taken over as a RAID-4 of 4
+#      missing its parity;
 #   6. the real md (../shared/tools/md-oracle): it assembles the results of
 #      1 and 3 and a copy of 5 taken right after the kill (md carries that
 #      reshape on), reads every byte as uraid served it, its check finds
@@ -471,6 +476,78 @@ stop_server || t_fail "5c: the server stops cleanly"
 x=$(mdadm --examine "$d/m0.img" 2>&1)
 echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 3" &&
     t_ok "5c: mdadm --examine: raid0 of 3" || t_fail "5c: mdadm --examine: raid0 of 3" "$(echo "$x" | grep -i 'level\|devices')"
+
+# ---- 5d. RAID-0 -> RAID-5 parity-last / RAID-4 (md's raid45_takeover_raid0) -----------------------------
+d=$t_tmp/r0
+rm -rf "$d"; mkdir -p "$d"
+for i in 0 1 2 3 4 5; do truncate -s 16M "$d/m$i.img"; done
+truncate -s 1M "$d/small.img"
+M="$d/m0.img $d/m1.img $d/m2.img"
+# shellcheck disable=SC2086
+$URAID create --level 0 --raid-devices 3 --chunk 64K $M >/dev/null 2>&1 || t_fail "5d: create RAID-0 of 3"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5d: write the data"
+start_server --speed-limit 1M || t_fail "5d: serve" "$(tail -n 3 "$t_tmp/server.err")"
+refused "5d: --level 5 --raid-devices 5" --level 5 --raid-devices 5
+refused "5d: --level 5 with two new members" --level 5 --add "$d/m3.img" "$d/m4.img"
+refused "5d: --level 5 --layout left-symmetric (md's takeover is parity-last)" --level 5 --layout left-symmetric
+refused "5d: --level 5 with a new member too small" --level 5 --add "$d/small.img"
+change "5d: RAID-0 of 3 -> RAID-5 of 4, a new member recovered as the parity" recovery "" --level 5 --add "$d/m3.img"
+# kill -9 during the parity's recovery, a write in flight: the restarted server carries the recovery on
+qemu-io -f raw -c "write -P 13 0 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+kill_server
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\015' | dd of="$d/model" conv=notrunc status=none
+    t_ok "5d: the write in flight was acknowledged before the kill"
+else
+    t_ok "5d: the write in flight was cut off by the kill"
+fi
+x=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && echo "$x" | grep -q "Recovery Offset" &&
+    t_ok "5d: killed in the recovery: mdadm --examine shows raid5 and the new member's recovery offset" ||
+    t_fail "5d: killed in the recovery: mdadm --examine" "$(echo "$x" | grep -i 'level\|recovery\|role' | tr '\n' ' ')"
+M="$M $d/m3.img"
+start_server || t_fail "5d: serve after the kill (no --force)" "$(tail -n 3 "$t_tmp/server.err")"
+# the recovery carried on, then the resync the kill left owed (or the other way round)
+wait_for "finished" 120 && sleep 1 && wait_for "finished" 120 && t_ok "5d: restarted, its jobs ran: $(bg_line)" ||
+    t_fail "5d: the restarted server carries the recovery on" "$(bg_line)"
+timeout 30 nbdcopy "$uri" "$t_tmp/now"
+dd if="$t_tmp/now" of="$d/model" bs=1M count=4 conv=notrunc status=none
+rm -f "$t_tmp/now"
+export_matches "5d: after the kill"
+stop_server || t_fail "5d: the server stops cleanly"
+# shellcheck disable=SC2086
+settled "5d: RAID-0 -> RAID-5 online, killed in the recovery" 5 parity-last 4 $M
+x=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Device Role : Active device 3" && ! echo "$x" | grep -q "Recovery Offset" &&
+    t_ok "5d: the new member is the parity slot, recovered" ||
+    t_fail "5d: the new member is the parity slot, recovered" "$(echo "$x" | grep -i 'role\|recovery' | tr '\n' ' ')"
+# RAID-0 -> RAID-4 with no new member: the parity slot stays missing
+d=$t_tmp/r04
+rm -rf "$d"; mkdir -p "$d"
+for i in 0 1 2 3 4 5; do truncate -s 16M "$d/m$i.img"; done
+M="$d/m0.img $d/m1.img $d/m2.img"
+# shellcheck disable=SC2086
+$URAID create --level 0 --raid-devices 3 --chunk 64K $M >/dev/null 2>&1 || t_fail "5d: create RAID-0 of 3"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5d: write the data"
+start_server || t_fail "5d: serve" "$(tail -n 3 "$t_tmp/server.err")"
+change "5d: RAID-0 of 3 -> RAID-4 of 4 missing its parity" "" "" --level 4
+one_write 7400 && t_ok "5d: a write to the RAID-4, read back" || t_fail "5d: a write to the RAID-4"
+export_matches "5d: the RAID-4 missing its parity"
+stop_server || t_fail "5d: the server stops cleanly"
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Raid Devices : 4" && echo "$x" | grep -q "Array State : AAA\." &&
+    t_ok "5d: mdadm --examine: raid4 of 4, the parity slot missing" ||
+    t_fail "5d: mdadm --examine: raid4 of 4, the parity slot missing" "$(echo "$x" | grep -i 'level\|devices\|state' | tr '\n' ' ')"
 
 # ---- 6. the real md reads the results ------------------------------------------------------------------
 if ! oracle_ready; then
