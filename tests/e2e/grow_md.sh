@@ -71,7 +71,12 @@
 #      as RAID-0 of 3 through the control socket (--level 0) while nbdcopy
 #      writes the data again and again, the second server killed with -9
 #      right after: md assembles the data members of each as a RAID-0 of 3
-#      of the same size and reads every byte.
+#      of the same size and reads every byte;
+#   n. a served RAID-0 of 3 taken over as a RAID-5 parity-last of 4 with a
+#      new member recovered into the parity slot (--level 5 --add NEW)
+#      while nbdcopy writes, and one whose server was killed with -9 in
+#      that recovery: md assembles each (carrying the recovery on), reads
+#      every byte, and its check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -883,5 +888,63 @@ mdpattern -s 132 -n $MSZK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
 GUEST
 for w in "md0 level=raid0 raid_disks=3 size=$MSZ5" "md0 pattern OK" "md1 level=raid0 raid_disks=3 size=$MSZK" "md1 pattern OK"; do
     grep -q "^$w\$" "$t_tmp/m.log" && t_ok "m: md: $w" || t_fail "m: md: $w" "$(tail -4 "$t_tmp/m.log")"
+done
+# ---- n. a served RAID-0 of 3 taken over as a RAID-5 parity-last of 4 ----------------------------------
+# n_serve DIR SEED SPEED: a RAID-0 of 3 with pattern SEED written, served (recovery speed SPEED), nbdcopy writing
+# the same pattern again and again; --level 5 --add m3 through the control socket; sets NSZ, spid, cp, nctl
+n_serve() {
+    mkdir -p "$1"
+    for i in 0 1 2 3; do truncate -s 16M "$1/m$i.img"; done
+    $URAID create --level 0 --raid-devices 3 --chunk 64K --name oracle "$1/m0.img" "$1/m1.img" "$1/m2.img" \
+        >/dev/null 2>&1 || t_fail "n: create RAID-0 of 3 in $1"
+    NSZ=$(size_of "$1/m0.img" "$1/m1.img" "$1/m2.img")
+    "$PATTERN" -s "$2" -n "$NSZ" >"$1/data"
+    $URAID write "$1/m0.img" "$1/m1.img" "$1/m2.img" <"$1/data" || t_fail "n: write pattern $2 in $1"
+    nuri="nbd+unix:///?socket=$1/nbd.sock" nctl=$1/ctl.sock
+    $URAID serve "$1/m0.img" "$1/m1.img" "$1/m2.img" --socket "$1/nbd.sock" --control "$nctl" --speed-limit "$3" \
+        2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$nuri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    (i=0; while [ $i -lt 4 ]; do timeout 60 nbdcopy "$1/data" "$nuri" || exit 1; i=$((i + 1)); done) &
+    cp=$!
+    sleep 0.2
+    out=$($URAID grow --control "$nctl" --level 5 --add "$1/m3.img" 2>&1) &&
+        t_ok "n: RAID-0 of 3 -> RAID-5 of 4 with a new member while nbdcopy writes ($out)" ||
+        t_fail "n: RAID-0 of 3 -> RAID-5 of 4 while nbdcopy writes" "$out"
+}
+d=$t_tmp/n5
+n_serve "$d" 141 8M
+N5=$d NSZ5=$NSZ
+wait $cp && t_ok "n: nbdcopy wrote the data across the takeover and the recovery" || t_fail "n: nbdcopy across the takeover"
+n=0; while [ $n -lt 240 ]; do
+    st=$(timeout 10 $URAID status --control "$nctl" 2>&1)
+    echo "$st" | grep -q "recovery finished" && break
+    sleep 0.25; n=$((n + 1))
+done
+echo "$st" | grep -q "recovery finished" && t_ok "n: the parity member recovered while served" ||
+    t_fail "n: the parity member recovered while served" "$st"
+kill -TERM $spid; wait $spid || t_fail "n: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+d=$t_tmp/nk
+n_serve "$d" 142 1M
+NK=$d NSZK=$NSZ
+sleep 1
+kill -KILL $spid; wait $spid 2>/dev/null
+wait $cp 2>/dev/null
+x=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && echo "$x" | grep -q "Recovery Offset" &&
+    t_ok "n: the server killed in the parity's recovery (raid5, the new member's recovery offset recorded)" ||
+    t_fail "n: the server killed in the parity's recovery" "$(echo "$x" | grep -E 'Level|Recovery|Role')"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 400 $(disks "$N5/m0.img" "$N5/m1.img" "$N5/m2.img" "$N5/m3.img" "$NK/m0.img" "$NK/m1.img" \
+    "$NK/m2.img" "$NK/m3.img") -- - >"$t_tmp/n.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+geom() { echo "\$1 level=\$(cat /sys/block/\$1/md/level) layout=\$(cat /sys/block/\$1/md/layout) raid_disks=\$(cat /sys/block/\$1/md/raid_disks) degraded=\$(cat /sys/block/\$1/md/degraded)"; }
+mdadm --assemble /dev/md0 /dev/vd[a-d] && geom md0 && verify md0 141 $NSZ5 $NSZ5
+mdadm --assemble /dev/md1 /dev/vd[e-h] && sleep 1 && wait_idle md1 && geom md1 && verify md1 142 $NSZK $NSZK
+GUEST
+for w in "md0 level=raid5 layout=5 raid_disks=4 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
+    "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/n.log" && t_ok "n: md: $w" || t_fail "n: md: $w" "$(tail -4 "$t_tmp/n.log")"
 done
 t_finish
