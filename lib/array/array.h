@@ -222,6 +222,11 @@ int array_takeover_mirror_parity_online(struct uraid_array *a, int level, int N,
  * (nothing written). */
 int array_takeover_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *layout, int nadded,
                                 char *why, size_t whylen);
+/* Before a takeover changes the level: the partial stripes kept in memory
+ * (stripe/gather.c) written at the level they were acknowledged at;
+ * caller holds geom_lock for writing. 0 or the error with why set
+ * (grow_takeover_online.c). */
+int array_flush_kept(struct uraid_array *a, char *why, size_t whylen);
 /* A served RAID-0 of one zone taken over as a RAID-4 / RAID-5 parity-last
  * of N + 1, the parity slot missing; a new member given is added as a
  * spare and recovered into it (md's raid45_takeover_raid0, then mdadm's

@@ -33,6 +33,7 @@
 #include "array/readahead.h"
 #include "array/reshape_io.h"
 #include "log.h"
+#include "stripe/gather.h"
 #include "uraid_grow.h"
 
 struct switch_to {
@@ -151,6 +152,20 @@ static void put_back(struct uraid_array *a, struct switch_to *x, struct before *
     b->dw = NULL;
 }
 
+/* The partial stripes kept in memory (stripe/gather.c) written at the
+ * level they were acknowledged at, before it changes: another level's
+ * writes would not settle them, and a kept stripe written after one of
+ * them would go over it. Caller holds geom_lock for writing (the table's
+ * thread then writes none meanwhile). */
+int array_flush_kept(struct uraid_array *a, char *why, size_t whylen)
+{
+    int rc = gather_flush(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE));
+    if (rc)
+        uraid_why(why, whylen, "a write kept in memory could not be written: %s (the level is unchanged; check the "
+                  "members)", uraid_strerror(rc));
+    return rc;
+}
+
 /* Step 2: under job_lock with no job running. */
 static int switch_level(struct uraid_array *a, void *ctx)
 {
@@ -160,10 +175,15 @@ static int switch_level(struct uraid_array *a, void *ctx)
     struct before b;
     int from = a->geom.level;
     pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    int rc = array_flush_kept(a, x->why, x->whylen);
+    if (rc) {
+        pthread_rwlock_unlock(&a->geom_lock);
+        return rc;
+    }
     pthread_mutex_lock(&a->meta_lock);
     set_level(a, x, &b);
     pthread_mutex_unlock(&a->meta_lock);
-    int rc = array_write_superblocks(a);
+    rc = array_write_superblocks(a);
     if (rc) {
         pthread_mutex_lock(&a->meta_lock);
         put_back(a, x, &b);
@@ -281,9 +301,14 @@ static int switch_raid0(struct uraid_array *a, void *ctx)
         return say0(x, -EBUSY, "a reshape is in progress: change the level after its end (uraid status)");
     int from = a->geom.level, n = a->geom.raid_disks, spare = -1;
     pthread_rwlock_wrlock(&a->geom_lock); /* the requests in flight end first */
+    int rc = array_flush_kept(a, x->why, x->whylen);
+    if (rc) {
+        pthread_rwlock_unlock(&a->geom_lock);
+        return rc;
+    }
     pthread_mutex_lock(&a->meta_lock);
     keep_faulty(a);
-    int rc = array_raid0_back_locked(a, x->why, x->whylen);
+    rc = array_raid0_back_locked(a, x->why, x->whylen);
     if (rc == 0 && x->parity_member && a->nextra > 0) {
         spare = a->nextra - 1; /* (array_takeover_locked put it last) */
         a->extra[spare].state = URAID_MEMBER_STALE; /* not in the first write */

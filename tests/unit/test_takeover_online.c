@@ -7,7 +7,9 @@
  * chunk (64 KiB halved until it divides the size) and left-symmetric
  * layout, every byte the model's, both members' data areas equal byte for
  * byte (a 2-member RAID-5's parity is its data), every member at one
- * event count; the same after a reopen. Refusals (a new member, another
+ * event count; the same after a reopen. A stream's partial stripes kept
+ * in memory at the switch to RAID-1 are written first, not over the
+ * RAID-1 writes after it. Refusals (a new member, another
  * count, another layout, a chunk that does not divide the size, a layout
  * for RAID-1, read-only, three mirrors, a degraded mirror, a partial
  * parity log, a job running) write nothing: every member byte for byte. A
@@ -29,7 +31,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array/array.h" /* (a->gather: how many stripes were kept) */
 #include "harness.h"
+#include "stripe/gather.h"
 #include "uraid.h"
 #include "uraid_grow.h"
 
@@ -463,13 +467,10 @@ static void *kill_writer(void *arg)
         uint64_t len = (1 + rng_below(&r, 16)) * BLK;
         uint64_t off = rng_below(&r, (k->s->bytes - len) / BLK + 1) * BLK;
         struct pending *p = k->s->pend;
-        p->len = 0;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->len, 0, __ATOMIC_SEQ_CST); /* (a kill may fall between any two stores) */
         rng_fill(&r, p->buf, len);
-        p->off = off;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        p->len = len;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->off, off, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->len, len, __ATOMIC_SEQ_CST);
         if (uraid_write(k->a, p->buf, len, off))
             _exit(4);
         memcpy(k->s->model + off, p->buf, len);
@@ -558,6 +559,47 @@ static void killed(struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* A stream's partial stripes kept in memory (stripe/gather.c) when the
+ * RAID-5 becomes RAID-1: written at the switch, so the RAID-1 writes that
+ * follow are not overwritten by them when their time would have run out. */
+static void kept_case(struct rng *r)
+{
+    harness_begin("RAID-5 of 2 -> RAID-1 with a stream's partial stripes kept: written first, not over later writes");
+    struct setup s = {0};
+    char why[400];
+    setenv("URAID_GATHER_US", "1500000", 1);
+    int rc = make_setup(&s, 2, 5, NULL, URAID_POLICY_RESYNC, r);
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        enum { PIECE = 16 << 10, PIECES = 11 }; /* 16 KiB pieces of a 64 KiB chunk: the last stripes partial */
+        uint8_t old[PIECE * PIECES], later[PIECE * PIECES];
+        rng_fill(r, old, sizeof old);
+        rng_fill(r, later, sizeof later);
+        for (int i = 0; i < PIECES && rc == 0; i++)
+            rc = uraid_write(a, old + i * PIECE, PIECE, (uint64_t)i * PIECE);
+        struct gather_stats gs = {0};
+        gather_stats(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE), &gs);
+        CHECK(rc == 0 && gs.open > 0, "the stream's write %d, %llu stripes kept open", rc,
+              (unsigned long long)gs.open);
+        rc = takeover(a, 1, why, sizeof why);
+        CHECK(rc == 0, "--level 1: %s", why);
+        CHECK(uraid_write(a, later, sizeof later, 0) == 0, "the RAID-1 write");
+        memcpy(s.model, later, sizeof later);
+        usleep(2000000); /* past the kept stripes' time */
+        check_bytes(a, &s, "after the kept stripes' time");
+        CHECK(uraid_close(a) == 0);
+        if ((rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) == 0) {
+            check_bytes(a, &s, "reopened");
+            uraid_close(a);
+        }
+    }
+    unsetenv("URAID_GATHER_US");
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "takeover_online");
@@ -565,6 +607,7 @@ int main(int argc, char **argv)
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
     switch_case(&r, seed);
+    kept_case(&r);
     refusals(&r);
     degraded(&r);
     cut_off(5, &r);

@@ -418,13 +418,10 @@ static void *kill_writer(void *arg)
         uint64_t len = (1 + rng_below(&r, 16)) * BLK;
         uint64_t off = rng_below(&r, (k->s->bytes - len) / BLK + 1) * BLK;
         struct pending *p = k->s->pend;
-        p->len = 0;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->len, 0, __ATOMIC_SEQ_CST); /* (a kill may fall between any two stores) */
         rng_fill(&r, p->buf, len);
-        p->off = off;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        p->len = len;
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->off, off, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->len, len, __ATOMIC_SEQ_CST);
         if (uraid_write(k->a, p->buf, len, off))
             _exit(4);
         memcpy(k->s->model + off, p->buf, len);
