@@ -11,7 +11,8 @@
  *      the size; the layout left-symmetric, md's); a refusal writes
  *      nothing;
  *   2. with no request in flight (geom_lock held for writing) and no job
- *      running (job_lock): the array in memory at the new level as an open
+ *      running (job_lock): the partial stripes kept in memory written at
+ *      the old level (array_flush_kept); the array in memory at the new level as an open
  *      of the new record makes it (geometry, chunk, the degraded-write map
  *      of RAID-5's stripes), then every member's superblock in one batch
  *      (md_update_sb: level, layout, chunk and their new_ copies, events +
