@@ -50,9 +50,11 @@ static int make_setup(struct setup *s, uint64_t last_size, uint64_t new_size, st
     snprintf(s->dir, sizeof s->dir, "%s/uraid-test-from0.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
     if (!mkdtemp(s->dir))
         return -errno;
+    char dir[sizeof s->dir]; /* (not s->dir itself: the compiler cannot tell path[i] from it) */
+    memcpy(dir, s->dir, sizeof dir);
     for (int i = 0; i < NF; i++) {
         s->size[i] = i == N0 - 1 && last_size ? last_size : i == N0 && new_size ? new_size : MEMBER_BYTES;
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
+        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", dir, i);
         s->paths[i] = s->path[i];
         int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
         if (fd < 0 || ftruncate(fd, (off_t)s->size[i]))

@@ -55,8 +55,10 @@ static int make_setup(struct setup *s, int level, int layout, int policy, const 
     snprintf(s->dir, sizeof s->dir, "%s/uraid-test-tk0.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
     if (!mkdtemp(s->dir))
         return -errno;
+    char dir[sizeof s->dir]; /* (not s->dir itself: the compiler cannot tell path[i] from it) */
+    memcpy(dir, s->dir, sizeof dir);
     for (int i = 0; i <= NM; i++) {
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
+        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", dir, i);
         s->paths[i] = s->path[i];
         int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
         if (fd < 0 || ftruncate(fd, MEMBER_BYTES))
