@@ -13,9 +13,11 @@
  * switch, the parity member's old superblock put back): the open takes
  * the RAID-0 with it a spare, every byte. A kill -9 at a seeded moment
  * around the switch under a writer: the next open serves RAID-5 or RAID-0,
- * every acknowledged byte (the write in flight old or new), and the
- * offline grow --level 0 takes a RAID-5 left over. Seeded (printed by
- * the harness). */
+ * every acknowledged byte (the write in flight old or new). And a kill -9
+ * at a seeded moment while the level goes 5 -> 0 -> 5 -> 0 ... (RAID-0
+ * back to a RAID-5 missing its parity, grow_takeover_raid0.c) under a
+ * writer: the open takes whichever level the newest superblock says,
+ * every acknowledged byte. Seeded (printed by the harness). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -485,6 +488,71 @@ static void killed(struct rng *r, uint64_t seed)
     harness_end();
 }
 
+/* The child: a writer, the level switched 5 -> 0 -> 5 -> 0 ... (the RAID-5
+ * missing its parity after the first round) until SIGKILL after delay_us. */
+static void toggle_run(struct setup *s, uint64_t seed, unsigned delay_us)
+{
+    char why[400];
+    struct uraid_array *a = NULL;
+    if (uraid_open(s->paths, NM, NULL, &a, why, sizeof why))
+        _exit(3);
+    struct killer k = {a, s, seed};
+    pthread_t t;
+    pthread_create(&t, NULL, kill_writer, &k);
+    while (__atomic_load_n(&s->pend->writes, __ATOMIC_ACQUIRE) < 20)
+        usleep(100);
+    struct rng r;
+    rng_seed(&r, seed);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 1000000; i++) {
+        if (uraid_grow_online_level(a, i % 2 ? 5 : 0, 0, 0, NULL, NULL, 0, why, sizeof why))
+            _exit(5);
+        usleep((unsigned)rng_below(&r, 400)); /* the writer gets in between */
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000u >= delay_us)
+            raise(SIGKILL);
+    }
+    _exit(6);
+}
+
+static void killed_toggling(struct rng *r, uint64_t seed)
+{
+    unsigned delay_us = 2000 + (unsigned)rng_below(r, 60000);
+    harness_beginf("kill -9 %u us into switching RAID-5 parity-last <-> RAID-0 under a writer: the open", delay_us);
+    struct setup s = {0};
+    char why[400];
+    int rc = make_setup(&s, 5, PARITY_LAST, URAID_POLICY_RESYNC, NULL, r);
+    pid_t child = rc == 0 ? fork() : -1;
+    if (child == 0)
+        toggle_run(&s, seed, delay_us);
+    if (child > 0) {
+        int wst = 0;
+        waitpid(child, &wst, 0);
+        CHECK(WIFSIGNALED(wst), "the child was not killed (status %d)", WEXITSTATUS(wst));
+        struct uraid_array *a = NULL;
+        struct uraid_open_params op = {.force = 1}; /* (a dirty RAID-5 missing its parity: md wants it forced too) */
+        rc = uraid_open(s.paths, NM, &op, &a, why, sizeof why);
+        CHECK(rc == 0, "open after the kill: %s", why);
+        if (rc == 0) {
+            struct uraid_array_info info;
+            uraid_get_info(a, &info);
+            int data = 0;
+            for (int i = 0; i < info.nmembers; i++)
+                data += info.member[i].slot >= 0 && info.member[i].slot < NM - 1 &&
+                        info.member[i].state == URAID_MEMBER_IN_SYNC;
+            CHECK((info.level == 0 && info.raid_devices == NM - 1) || (info.level == 5 && info.raid_devices == NM),
+                  "after the kill: RAID-%d of %d", info.level, info.raid_devices);
+            CHECK(data == NM - 1 && info.size_bytes == s.bytes, "after the kill: %d data members in sync, %llu bytes",
+                  data, (unsigned long long)info.size_bytes);
+            check_bytes(a, &s, "opened after the kill");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "takeover_raid0_online");
@@ -499,5 +567,7 @@ int main(int argc, char **argv)
     cut_off(&r);
     killed(&r, seed);
     killed(&r, seed + 1);
+    killed_toggling(&r, seed);
+    killed_toggling(&r, seed + 1);
     return harness_finish();
 }
