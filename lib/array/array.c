@@ -67,7 +67,13 @@ static int q_recovering(const struct uraid_array *a)
 {
     const struct md_sb *R = &a->sb;
     int old = (int)R->raid_disks - (R->feature_map & MD_FEATURE_RESHAPE_ACTIVE ? R->delta_disks : 0);
-    if (R->level != 6 || layout_from_6((int)R->layout) < 0 || old < 1 || old > URAID_MAX_MEMBERS)
+    /* RAID-4 and RAID-5 parity-last outside a reshape: the last member holds only parity too (md's
+     * only_parity; a RAID-0 taken over, grow_takeover_raid0.c, recovering its parity member) */
+    int parity_last = (R->level == 4 || (R->level == 5 && R->layout == LAYOUT_PARITY_LAST)) &&
+                      !(R->feature_map & MD_FEATURE_RESHAPE_ACTIVE);
+    if (!parity_last && (R->level != 6 || layout_from_6((int)R->layout) < 0))
+        return 0;
+    if (old < 1 || old > URAID_MAX_MEMBERS)
         return 0;
     return a->slot[old - 1].dev && a->slot[old - 1].state == URAID_MEMBER_REBUILDING;
 }
@@ -302,7 +308,9 @@ static int stale_faulty(const struct open_ctx *o, int i)
 /* Two members one event apart (size_step) whose levels differ as a
  * takeover of RAID-4/5/6 leaves them when its one superblock write was cut
  * off (reshape_level_online.c, reshape_level.c): the same chunk and size,
- * no reshape recorded, one member more or less (RAID-5 <-> 6). Nothing
+ * no reshape recorded, one member more or less (RAID-5 <-> 6, RAID-4/5 <->
+ * RAID-0: the parity member dropped); or RAID-1 and RAID-5 of two members
+ * of one size (grow_takeover_online.c). Nothing
  * moved, so the newest's level counts, as in md (mdadm assembles members
  * one event behind; the kernel takes the array's fields from the newest).
  * A new RAID-6 member that missed the write is a spare with its recovery
@@ -310,9 +318,19 @@ static int stale_faulty(const struct open_ctx *o, int i)
 static int takeover_step(const struct md_sb *x, const struct md_sb *y)
 {
     int dn = (int)x->raid_disks - (int)y->raid_disks;
+    if ((x->feature_map | y->feature_map) & MD_FEATURE_RESHAPE_ACTIVE)
+        return 0;
+    /* RAID-4/5 of n <-> RAID-0 of n - 1 (the parity member dropped, grow_takeover_online.c) */
+    if ((x->level == 0) != (y->level == 0)) {
+        const struct md_sb *z = x->level == 0 ? x : y, *p = x->level == 0 ? y : x;
+        return (p->level == 4 || p->level == 5) && p->raid_disks == z->raid_disks + 1 &&
+               p->chunksize == z->chunksize && p->size == z->size;
+    }
+    /* RAID-1 of 2 <-> RAID-5 of 2 (grow_takeover_online.c): only the chunk and layout differ */
+    if (x->level + y->level == 6 && (x->level == 1 || y->level == 1))
+        return x->raid_disks == 2 && y->raid_disks == 2 && x->size == y->size;
     return x->level >= 4 && x->level <= 6 && y->level >= 4 && y->level <= 6 && x->level != y->level &&
-           x->chunksize == y->chunksize && x->size == y->size && dn >= -1 && dn <= 1 &&
-           !((x->feature_map | y->feature_map) & MD_FEATURE_RESHAPE_ACTIVE);
+           x->chunksize == y->chunksize && x->size == y->size && dn >= -1 && dn <= 1;
 }
 
 static int pick_reference(struct open_ctx *o)

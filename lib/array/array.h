@@ -210,6 +210,29 @@ int array_manage_fail(struct uraid_array *a, const char *name, char *why, size_t
  * started. 0 or a refusal (nothing written) with why set. */
 int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
                               size_t whylen);
+/* A served RAID-1 of 2 taken over as a RAID-5 of 2 (level 5) or back
+ * (level 1), as md's raid5_takeover_raid1 / raid1_takeover
+ * (grow_takeover_online.c): no data moved, the new level's superblocks
+ * written with no request in flight. 0 or a refusal (nothing written). */
+int array_takeover_mirror_parity_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                        int nadded, char *why, size_t whylen);
+/* A served RAID-4, or RAID-5 parity-last, whole or missing only its
+ * parity member, taken over as a RAID-0 of the data members (md's
+ * raid0_takeover_raid45; grow_takeover_online.c). 0 or a refusal
+ * (nothing written). */
+int array_takeover_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *layout, int nadded,
+                                char *why, size_t whylen);
+/* Before a takeover changes the level: the partial stripes kept in memory
+ * (stripe/gather.c) written at the level they were acknowledged at;
+ * caller holds geom_lock for writing. 0 or the error with why set
+ * (grow_takeover_online.c). */
+int array_flush_kept(struct uraid_array *a, char *why, size_t whylen);
+/* A served RAID-0 of one zone taken over as a RAID-4 / RAID-5 parity-last
+ * of N + 1, the parity slot missing; a new member given is added as a
+ * spare and recovered into it (md's raid45_takeover_raid0, then mdadm's
+ * add; grow_takeover_raid0.c). 0 or a refusal (nothing written). */
+int array_takeover_from_raid0_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                     const char *const *added, int nadded, char *why, size_t whylen);
 /* A served linear array gaining members (grow_linear.c): each appended as
  * md's linear_add does (no data moved), with no request in flight. 0 or a
  * refusal (nothing written) with why set. */
@@ -224,6 +247,11 @@ void array_note_corrected_read(struct uraid_array *a, int m);
 /* Writes every present member's superblock after `update` changed the
  * template; bumps events. (sbupdate.c) */
 int array_write_superblocks(struct uraid_array *a);
+
+/* One member outside the slots (a spare) gets the template's array-wide
+ * fields at the events the last write gave, written and flushed alone
+ * (sbupdate.c). 0 or a negative errno. */
+int array_write_extra_superblock(struct uraid_array *a, struct array_slot *sl);
 
 /* uraid_get_info for a caller that holds meta_lock. (info.c) */
 void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);

@@ -684,6 +684,17 @@ void ra_set_budget(struct array_ra *ra, size_t bytes)
     pthread_mutex_unlock(&ra->mu);
 }
 
+void ra_forget(struct array_ra *ra)
+{
+    if (!ra)
+        return;
+    pthread_mutex_lock(&ra->mu);
+    kill_all(ra);
+    memset(ra->st, 0, sizeof ra->st);
+    ra->sig = 0;
+    pthread_mutex_unlock(&ra->mu);
+}
+
 void ra_set_min_streams(struct array_ra *ra, int n)
 {
     pthread_mutex_lock(&ra->mu);

@@ -37,6 +37,9 @@ void ra_set_budget(struct array_ra *ra, size_t bytes);
  * given); 0: only when a member seeks (struct member's seeks, the default). */
 void ra_set_any_member(struct array_ra *ra, int on);
 void ra_get_stats(struct array_ra *ra, struct ra_stats *st);
+/* Every cached window dropped (a level change with no request in flight:
+ * another level's writes do not count as this one's stripes). */
+void ra_forget(struct array_ra *ra);
 /* Streams active at once before any is read ahead: 2 (a lone stream has no
  * seeks to amortise); tests set 1. */
 void ra_set_min_streams(struct array_ra *ra, int n);

@@ -615,6 +615,10 @@ static int start(struct grow *gr, int nmembers)
         return rc ? rc : write_all(gr);
     }
     struct layout_geom to;
+    if (gr->p->level_set && gr->p->level == R->level && N == (int)R->raid_disks && gr->n == nmembers &&
+        !gr->p->chunk_sectors && !gr->p->layout && !gr->p->array_sectors)
+        /* --level alone, the level the array has (a takeover cut off and healed above, or done before) */
+        return say(gr, -EALREADY, "the array is %s of %d members already: nothing to do", grow_level_text(R->level), N);
     if (done && !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set)
         /* the same grow again after it ended (a kill after its last write) */
         return say(gr, -EALREADY, "the array already has %d members, the new ones among them: nothing to do", N);

@@ -24,9 +24,11 @@
  *     new_layout the target).
  *   RAID-5 -> RAID-4: parity-last the takeover; another layout a restripe
  *     to parity-last whose end is the takeover.
- * RAID-0 and RAID-1 are not served by the stripe engine's reshape: their
- * level changes (md's 0 <-> 4/5, 1 <-> 5) are refused with the offline
- * command to run. Every refusal comes before anything is written. */
+ *   RAID-1 of 2 <-> RAID-5 of 2, RAID-4 / RAID-5 parity-last -> RAID-0:
+ *     the superblocks alone (grow_takeover_online.c).
+ *   RAID-0 -> RAID-4 / RAID-5 parity-last of N + 1, the parity slot
+ *     missing, a new member recovered into it (grow_takeover_raid0.c). Every
+ * refusal comes before anything is written. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -181,12 +183,6 @@ static int plan_4_5(const struct uraid_array *a, const struct req *q, struct onl
     return 0;
 }
 
-static int md_takeover_offline(int from, int to)
-{
-    return (from == 0 && (to == 4 || to == 5)) || ((from == 4 || from == 5) && to == 0) ||
-           (from == 1 && to == 5) || (from == 5 && to == 1);
-}
-
 int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, uint32_t chunk_sectors,
                             const char *layout, const char *const *added, int nadded, char *why, size_t whylen)
 {
@@ -210,9 +206,15 @@ int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, 
         rc = plan_to_5(a, &q, &lv, &N, chunk, &l);
     else if ((cur == 4 && level == 5) || (cur == 5 && level == 4))
         rc = plan_4_5(a, &q, &lv, chunk, &l);
-    else if (md_takeover_offline(cur, level))
-        return say(&q, -EOPNOTSUPP, "RAID-%d -> RAID-%d is changed only while the array is not running: stop it "
-                   "(uraid stop) and run 'uraid grow MEMBER... --level %d' with its members", cur, level, level);
+    else if ((cur == 4 || cur == 5) && level == 0)
+        return array_takeover_raid0_online(a, raid_devices, chunk_sectors, layout, nadded, why,
+                                           whylen); /* grow_takeover_online.c */
+    else if ((cur == 1 && level == 5) || (cur == 5 && level == 1))
+        return array_takeover_mirror_parity_online(a, level, raid_devices, chunk_sectors, layout, nadded, why,
+                                                   whylen); /* grow_takeover_online.c */
+    else if (cur == 0 && (level == 4 || level == 5))
+        return array_takeover_from_raid0_online(a, level, raid_devices, chunk_sectors, layout, added, nadded, why,
+                                                whylen); /* grow_takeover_raid0.c */
     else
         return say(&q, -EOPNOTSUPP, "changing RAID-%d to RAID-%d is not supported (md's level changes: 5 <-> 6, "
                    "4 <-> 5, 1 <-> 5 with 2 members, 0 <-> 4 or 5)", cur, level);

@@ -139,6 +139,16 @@ int array_write_superblocks(struct uraid_array *a)
     return written ? 0 : (rc ? rc : -EIO);
 }
 
+int array_write_extra_superblock(struct uraid_array *a, struct array_slot *sl)
+{
+    pthread_mutex_lock(&a->meta_lock);
+    merge_array_fields(&sl->sb, &a->sb);
+    struct md_sb sb = sl->sb;
+    pthread_mutex_unlock(&a->meta_lock);
+    int rc = array_write_superblock(sl->dev, &sb);
+    return rc ? rc : member_flush(sl->dev);
+}
+
 /* Whether the superblocks still have to say dirty before a write (see
  * array_mark_dirty). */
 static int dirty_pending(struct uraid_array *a)

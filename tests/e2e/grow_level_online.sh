@@ -6,7 +6,8 @@
 #   1. refusals first, each one line and every member byte for byte as
 #      before (sha256): --level 6 on an array with a partial parity log
 #      (md reshapes none), --level 6 without a new member, with --raid-devices
-#      6, --level 1 and --level 0 (md's takeovers uraid makes only offline);
+#      6, --level 1 on 4 members (md takes only a RAID-5 of 2 over as
+#      RAID-1) and --level 0 (a takeover uraid makes only offline);
 #      then RAID-5 4 -> RAID-6 5 in mdadm's default form (the takeover and
 #      the restripe to left-symmetric as one reshape, Q following it), a
 #      second request refused while it runs, `uraid status` showing md's
@@ -25,6 +26,21 @@
 #      (a write in flight): mdadm --examine shows the recorded position and
 #      level 6, the restarted server carries the reshape on by itself, and
 #      on a copy of the killed state so does the offline uraid grow --continue;
+#   5b. a RAID-1 of 2 taken over as a RAID-5 of 2 and back (md's
+#      raid5_takeover_raid1, raid1_takeover: no data moves), refusals
+#      first, writes at each level, the server killed with -9 right after
+#      a switch with a write in flight and restarted (its resync runs); the
+#      members' data areas equal, then the offline grow takes it back to
+#      RAID-1 (grow_md.sh l has md assemble such arrays);
+#   5c. a RAID-5 parity-last of 4 taken over as a RAID-0 of 3 (md's
+#      raid0_takeover_raid45: the parity member a spare), refusals first,
+#      writes, kill -9 with a write in flight, served again with every
+#      member; and a RAID-4 missing its parity member taken over;
+#   5d. a RAID-0 of 3 taken over as a RAID-5 parity-last of 4, a new member
+#      recovered into the parity slot while writes go on, the server
+#      killed with -9 in that recovery and restarted without --force (it
+#      carries the recovery on); and a RAID-0 taken over as a RAID-4 of 4
+#      missing its parity;
 #   6. the real md (../shared/tools/md-oracle): it assembles the results of
 #      1 and 3 and a copy of 5 taken right after the kill (md carries that
 #      reshape on), reads every byte as uraid served it, its check finds
@@ -199,8 +215,8 @@ start_server --speed-limit 1M || { t_fail "serve" "$(cat "$t_tmp/server.err")"; 
 refused "--level 6 without a new member" --level 6
 refused "--level 6 --raid-devices 6 with one new member" --level 6 --raid-devices 6 --add "$d/m4.img"
 refused "--level 6 with two new members" --level 6 --add "$d/m4.img" "$d/m5.img"
-refused "--level 1 (md's takeover of a 2-member RAID-5, offline only)" --level 1
-refused "--level 0 (offline only)" --level 0
+refused "--level 1 on a RAID-5 of 4 (md takes only a RAID-5 of 2 over as RAID-1)" --level 1
+refused "--level 0 on a left-symmetric RAID-5 (md takes only parity-last over)" --level 0
 refused "--level 6 --layout bogus" --level 6 --layout bogus --add "$d/m4.img"
 out=$(timeout 20 $URAID grow --control "$ctl" --level 6 --raid-devices 5 --add "$d/m4.img" 2>&1)
 case "$out" in *"level change RAID-5 -> RAID-6 started (5 members now, restriping)"*) t_ok "1: $out" ;;
@@ -343,6 +359,195 @@ got=$($URAID cat $MC | sha256sum | cut -d' ' -f1) want=$(sha256sum <"$d/model" |
 [ "$got" = "$want" ] && t_ok "5: offline: every acknowledged byte" || t_fail "5: offline: every acknowledged byte" "$got"
 # shellcheck disable=SC2086
 settled "5: killed, carried on offline" 6 left-symmetric 5 $MC
+
+# ---- 5b. RAID-1 of 2 <-> RAID-5 of 2 (md's raid5_takeover_raid1, raid1_takeover) -----------------------
+d=$t_tmp/m
+rm -rf "$d"; mkdir -p "$d"
+truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/m3.img" "$d/m4.img" "$d/m5.img"
+M="$d/m0.img $d/m1.img"
+# shellcheck disable=SC2086
+$URAID create --level 1 --raid-devices 2 --assume-clean $M >/dev/null 2>&1 || t_fail "5b: create RAID-1 of 2"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5b: write the data"
+start_server || t_fail "5b: serve" "$(tail -n 3 "$t_tmp/server.err")"
+refused "5b: --level 5 --raid-devices 3" --level 5 --raid-devices 3
+refused "5b: --level 5 with a new member" --level 5 --add "$d/m2.img"
+refused "5b: --level 5 --layout right-asymmetric (md's takeover is left-symmetric)" --level 5 --layout right-asymmetric
+refused "5b: --level 5 --chunk 8M (does not divide the size)" --level 5 --chunk 8M
+refused "5b: --level 0" --level 0
+change "5b: RAID-1 -> RAID-5" "" "" --level 5
+x=$(bg_line; timeout 10 $URAID status --control "$ctl" 2>&1)
+case "$x" in *raid5*) t_ok "5b: the server's status says raid5" ;; *) t_fail "5b: the server's status says raid5" "$x" ;; esac
+i=0; while [ $i -lt "$rounds" ]; do one_write "$((7000 + i))" || t_fail "5b: write $i as RAID-5"; i=$((i + 1)); done
+export_matches "5b: writes as RAID-5"
+refused "5b: --level 1 --layout left-symmetric" --level 1 --layout left-symmetric
+change "5b: RAID-5 -> RAID-1" "" "" --level 1
+i=0; while [ $i -lt "$rounds" ]; do one_write "$((7100 + i))" || t_fail "5b: write $i as RAID-1"; i=$((i + 1)); done
+export_matches "5b: writes as RAID-1"
+change "5b: RAID-1 -> RAID-5 again" "" "" --level 5
+# a kill -9 right after the switch, a write in flight: the restarted server serves the RAID-5
+qemu-io -f raw -c "write -P 9 0 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+kill_server
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\011' | dd of="$d/model" conv=notrunc status=none
+    t_ok "5b: the write in flight was acknowledged before the kill"
+else
+    t_ok "5b: the write in flight was cut off by the kill"
+fi
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && echo "$x" | grep -q "Raid Devices : 2" && echo "$x" | grep -q "Layout : left-symmetric" &&
+    t_ok "5b: mdadm --examine after the kill: raid5, left-symmetric, 2 devices" ||
+    t_fail "5b: mdadm --examine after the kill" "$(echo "$x" | grep -i 'level\|layout\|devices\|chunk' | tr '\n' ' ')"
+start_server || t_fail "5b: serve after the kill" "$(tail -n 3 "$t_tmp/server.err")"
+wait_for "resync finished" 60 && t_ok "5b: restarted after the kill, resynced: $(bg_line)" ||
+    t_fail "5b: restarted after the kill, resynced" "$(bg_line)"
+# a cut-off write may have landed in part: its range is what the array says, the rest the model
+timeout 30 nbdcopy "$uri" "$t_tmp/now"
+dd if="$t_tmp/now" of="$d/model" bs=1M count=4 conv=notrunc status=none
+rm -f "$t_tmp/now"
+export_matches "5b: after the kill"
+stop_server || t_fail "5b: the server stops cleanly"
+# shellcheck disable=SC2086
+settled "5b: RAID-1 -> 5 -> 1 -> 5 online, killed" 5 left-symmetric 2 $M
+doff=$(mdadm --examine "$d/m0.img" 2>&1 | sed -n 's/^ *Data Offset : \([0-9]*\) sectors.*/\1/p')
+[ -n "$doff" ] && cmp -s -n "$SZ" -i "$((doff * 512))" "$d/m0.img" "$d/m1.img" &&
+    t_ok "5b: the two members' data areas hold the same bytes (a 2-member RAID-5's parity is its data)" ||
+    t_fail "5b: the two members' data areas hold the same bytes" "data offset '$doff'"
+# the offline grow takes the array back to RAID-1
+# shellcheck disable=SC2086
+out=$($URAID grow $M --level 1 2>&1) && t_ok "5b: offline uraid grow --level 1 after ($out)" || t_fail "5b: offline --level 1" "$out"
+# shellcheck disable=SC2086
+got=$($URAID cat $M | sha256sum | cut -d' ' -f1)
+[ "$got" = "$(sha256sum <"$d/model" | cut -d' ' -f1)" ] && t_ok "5b: the offline RAID-1 reads every byte" ||
+    t_fail "5b: the offline RAID-1 reads every byte" "$got"
+
+# ---- 5c. RAID-4 / RAID-5 parity-last -> RAID-0 (md's raid0_takeover_raid45) -----------------------------
+d=$t_tmp/z
+new_array "$d" 5 parity-last
+start_server || t_fail "5c: serve" "$(tail -n 3 "$t_tmp/server.err")"
+refused "5c: --level 0 --raid-devices 4" --level 0 --raid-devices 4
+refused "5c: --level 0 with a new member" --level 0 --add "$d/m4.img"
+refused "5c: --level 0 --chunk 128K" --level 0 --chunk 128K
+change "5c: RAID-5 parity-last of 4 -> RAID-0 of 3" "" "" --level 0
+i=0; while [ $i -lt "$rounds" ]; do one_write "$((7200 + i))" || t_fail "5c: write $i as RAID-0"; i=$((i + 1)); done
+export_matches "5c: writes as RAID-0"
+qemu-io -f raw -c "write -P 11 0 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+kill_server
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\013' | dd of="$d/model" conv=notrunc status=none
+    t_ok "5c: the write in flight was acknowledged before the kill"
+else
+    t_ok "5c: the write in flight was cut off by the kill"
+fi
+x=$(mdadm --examine "$d/m0.img" 2>&1) y=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 3" && echo "$y" | grep -q "Device Role : spare" &&
+    t_ok "5c: mdadm --examine: raid0 of 3, the parity member a spare" ||
+    t_fail "5c: mdadm --examine: raid0 of 3, the parity member a spare" "$(echo "$x$y" | grep -i 'level\|devices\|role' | tr '\n' ' ')"
+start_server || t_fail "5c: serve after the kill" "$(tail -n 3 "$t_tmp/server.err")"
+timeout 30 nbdcopy "$uri" "$t_tmp/now"
+dd if="$t_tmp/now" of="$d/model" bs=1M count=4 conv=notrunc status=none
+rm -f "$t_tmp/now"
+export_matches "5c: after the kill, served with every member"
+stop_server || t_fail "5c: the server stops cleanly"
+d=$t_tmp/z4
+rm -rf "$d"; mkdir -p "$d"
+for i in 0 1 2 3 4 5; do truncate -s 16M "$d/m$i.img"; done
+M="$d/m0.img $d/m1.img $d/m2.img"
+# shellcheck disable=SC2086
+$URAID create --level 4 --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync $M missing >/dev/null 2>&1 ||
+    t_fail "5c: create RAID-4 missing its parity"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5c: write the data"
+start_server || t_fail "5c: serve the RAID-4" "$(tail -n 3 "$t_tmp/server.err")"
+change "5c: RAID-4 missing its parity -> RAID-0 of 3" "" "" --level 0
+one_write 7300 && t_ok "5c: a write to the RAID-0, read back" || t_fail "5c: a write to the RAID-0"
+export_matches "5c: the RAID-0"
+stop_server || t_fail "5c: the server stops cleanly"
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid0" && echo "$x" | grep -q "Raid Devices : 3" &&
+    t_ok "5c: mdadm --examine: raid0 of 3" || t_fail "5c: mdadm --examine: raid0 of 3" "$(echo "$x" | grep -i 'level\|devices')"
+
+# ---- 5d. RAID-0 -> RAID-5 parity-last / RAID-4 (md's raid45_takeover_raid0) -----------------------------
+d=$t_tmp/r0
+rm -rf "$d"; mkdir -p "$d"
+for i in 0 1 2 3 4 5; do truncate -s 16M "$d/m$i.img"; done
+truncate -s 1M "$d/small.img"
+M="$d/m0.img $d/m1.img $d/m2.img"
+# shellcheck disable=SC2086
+$URAID create --level 0 --raid-devices 3 --chunk 64K $M >/dev/null 2>&1 || t_fail "5d: create RAID-0 of 3"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5d: write the data"
+start_server --speed-limit 1M || t_fail "5d: serve" "$(tail -n 3 "$t_tmp/server.err")"
+refused "5d: --level 5 --raid-devices 5" --level 5 --raid-devices 5
+refused "5d: --level 5 with two new members" --level 5 --add "$d/m3.img" "$d/m4.img"
+refused "5d: --level 5 --layout left-symmetric (md's takeover is parity-last)" --level 5 --layout left-symmetric
+refused "5d: --level 5 with a new member too small" --level 5 --add "$d/small.img"
+change "5d: RAID-0 of 3 -> RAID-5 of 4, a new member recovered as the parity" recovery "" --level 5 --add "$d/m3.img"
+# kill -9 during the parity's recovery, a write in flight: the restarted server carries the recovery on
+qemu-io -f raw -c "write -P 13 0 4M" "$uri" >/dev/null 2>&1 &
+wpid=$!
+sleep 0.3
+kill_server
+if wait "$wpid"; then
+    head -c 4194304 /dev/zero | tr '\000' '\015' | dd of="$d/model" conv=notrunc status=none
+    t_ok "5d: the write in flight was acknowledged before the kill"
+else
+    t_ok "5d: the write in flight was cut off by the kill"
+fi
+x=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && echo "$x" | grep -q "Recovery Offset" &&
+    t_ok "5d: killed in the recovery: mdadm --examine shows raid5 and the new member's recovery offset" ||
+    t_fail "5d: killed in the recovery: mdadm --examine" "$(echo "$x" | grep -i 'level\|recovery\|role' | tr '\n' ' ')"
+M="$M $d/m3.img"
+start_server || t_fail "5d: serve after the kill (no --force)" "$(tail -n 3 "$t_tmp/server.err")"
+# the recovery carried on, then the resync the kill left owed (or the other way round)
+wait_for "finished" 120 && sleep 1 && wait_for "finished" 120 && t_ok "5d: restarted, its jobs ran: $(bg_line)" ||
+    t_fail "5d: the restarted server carries the recovery on" "$(bg_line)"
+timeout 30 nbdcopy "$uri" "$t_tmp/now"
+dd if="$t_tmp/now" of="$d/model" bs=1M count=4 conv=notrunc status=none
+rm -f "$t_tmp/now"
+export_matches "5d: after the kill"
+stop_server || t_fail "5d: the server stops cleanly"
+# shellcheck disable=SC2086
+settled "5d: RAID-0 -> RAID-5 online, killed in the recovery" 5 parity-last 4 $M
+x=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Device Role : Active device 3" && ! echo "$x" | grep -q "Recovery Offset" &&
+    t_ok "5d: the new member is the parity slot, recovered" ||
+    t_fail "5d: the new member is the parity slot, recovered" "$(echo "$x" | grep -i 'role\|recovery' | tr '\n' ' ')"
+# RAID-0 -> RAID-4 with no new member: the parity slot stays missing
+d=$t_tmp/r04
+rm -rf "$d"; mkdir -p "$d"
+for i in 0 1 2 3 4 5; do truncate -s 16M "$d/m$i.img"; done
+M="$d/m0.img $d/m1.img $d/m2.img"
+# shellcheck disable=SC2086
+$URAID create --level 0 --raid-devices 3 --chunk 64K $M >/dev/null 2>&1 || t_fail "5d: create RAID-0 of 3"
+# shellcheck disable=SC2086
+SZ=$(( $($URAID detail $M | awk '/Array Size :/ {print $4}') * 1024 ))
+head -c "$SZ" /dev/urandom >"$d/model"
+# shellcheck disable=SC2086
+$URAID write $M <"$d/model" || t_fail "5d: write the data"
+start_server || t_fail "5d: serve" "$(tail -n 3 "$t_tmp/server.err")"
+change "5d: RAID-0 of 3 -> RAID-4 of 4 missing its parity" "" "" --level 4
+one_write 7400 && t_ok "5d: a write to the RAID-4, read back" || t_fail "5d: a write to the RAID-4"
+export_matches "5d: the RAID-4 missing its parity"
+stop_server || t_fail "5d: the server stops cleanly"
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Raid Devices : 4" && echo "$x" | grep -q "Array State : AAA\." &&
+    t_ok "5d: mdadm --examine: raid4 of 4, the parity slot missing" ||
+    t_fail "5d: mdadm --examine: raid4 of 4, the parity slot missing" "$(echo "$x" | grep -i 'level\|devices\|state' | tr '\n' ' ')"
 
 # ---- 6. the real md reads the results ------------------------------------------------------------------
 if ! oracle_ready; then

@@ -59,7 +59,24 @@
 #      back): md assembles the 5 members as a RAID-0 and reads every byte;
 #      and one whose server was killed with -9 in mid-reshape: md assembles
 #      the RAID-4 missing its parity, carries the reshape on, reads every
-#      byte, and mdadm --grow --level=0 takes it back to a RAID-0 of 5.
+#      byte, and mdadm --grow --level=0 takes it back to a RAID-0 of 5;
+#   l. a served RAID-1 of 2 taken over as a RAID-5 of 2 and back through
+#      its control socket (uraid grow --control ... --level 5 / --level 1)
+#      while nbdcopy writes the data again and again: md assembles the
+#      result of 1 -> 5 -> 1 -> 5 (raid5, left-symmetric, md's 64K chunk)
+#      and of 1 -> 5 -> 1 (raid1), and one whose server was killed with -9
+#      right after the takeover, nbdcopy writing: each reads every byte and
+#      md's check finds mismatch_cnt 0;
+#   m. a served RAID-5 parity-last of 4 and a served RAID-4 of 4 taken over
+#      as RAID-0 of 3 through the control socket (--level 0) while nbdcopy
+#      writes the data again and again, the second server killed with -9
+#      right after: md assembles the data members of each as a RAID-0 of 3
+#      of the same size and reads every byte;
+#   n. a served RAID-0 of 3 taken over as a RAID-5 parity-last of 4 with a
+#      new member recovered into the parity slot (--level 5 --add NEW)
+#      while nbdcopy writes, and one whose server was killed with -9 in
+#      that recovery: md assembles each (carrying the recovery on), reads
+#      every byte, and its check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -749,4 +766,185 @@ done
 r0_reads "k: the served RAID-0 grow" 1111 "$OLDK" $KD
 # shellcheck disable=SC2086
 r0_reads "k: the killed served grow finished by md, taken back by mdadm" 1112 "$OLDKK" $KK
+# ---- l. a served RAID-1 of 2 taken over as a RAID-5 of 2, and back ------------------------------------
+# l_serve DIR SEED: a RAID-1 of 2 with pattern SEED written, served; nbdcopy writes the same pattern again and
+# again while the level changes (whatever a kill cuts off, the bytes stay the pattern's); sets LSZ, lctl, spid, cp
+l_serve() {
+    mkdir -p "$1"
+    truncate -s 16M "$1/m0.img" "$1/m1.img"
+    $URAID create --level 1 --raid-devices 2 --assume-clean --name oracle "$1/m0.img" "$1/m1.img" >/dev/null 2>&1 ||
+        t_fail "l: create RAID-1 of 2 in $1"
+    LSZ=$(size_of "$1/m0.img" "$1/m1.img")
+    "$PATTERN" -s "$2" -n "$LSZ" >"$1/data"
+    $URAID write "$1/m0.img" "$1/m1.img" <"$1/data" || t_fail "l: write pattern $2 in $1"
+    lctl=$1/ctl.sock
+    luri="nbd+unix:///?socket=$1/nbd.sock"
+    $URAID serve "$1/m0.img" "$1/m1.img" --socket "$1/nbd.sock" --control "$lctl" 2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$luri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    (i=0; while [ $i -lt 15 ]; do timeout 60 nbdcopy "$1/data" "$luri" || exit 1; i=$((i + 1)); done) &
+    cp=$!
+}
+l_level() { # NAME LEVEL: the takeover through the control socket while nbdcopy writes
+    out=$($URAID grow --control "$lctl" --level "$2" 2>&1) && t_ok "l: $1 while nbdcopy writes ($out)" ||
+        t_fail "l: $1 while nbdcopy writes" "$out"
+    sleep 0.2
+}
+l_stop() { # NAME
+    wait $cp && t_ok "l: $1: nbdcopy wrote the data again and again across the switches" ||
+        t_fail "l: $1: nbdcopy wrote the data across the switches"
+    got=$(timeout 60 nbdcopy "$luri" - | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$(sha256sum <"$d/data" | cut -d' ' -f1)" ] && t_ok "l: $1: the export reads the data" ||
+        t_fail "l: $1: the export reads the data" "$got"
+    kill -TERM $spid; wait $spid || t_fail "l: $1: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+}
+d=$t_tmp/l5
+l_serve "$d" 121
+L5=$d LSZ5=$LSZ
+l_level "RAID-1 -> RAID-5" 5
+l_level "RAID-5 -> RAID-1" 1
+l_level "RAID-1 -> RAID-5 again" 5
+l_stop "ends a RAID-5"
+d=$t_tmp/l1
+l_serve "$d" 122
+L1=$d LSZ1=$LSZ
+l_level "RAID-1 -> RAID-5" 5
+l_level "RAID-5 -> RAID-1" 1
+l_stop "ends a RAID-1"
+d=$t_tmp/lk
+l_serve "$d" 123
+LK=$d LSZK=$LSZ
+l_level "RAID-1 -> RAID-5 (then kill -9)" 5
+kill -KILL $spid; wait $spid 2>/dev/null
+wait $cp 2>/dev/null
+x=$(mdadm --examine "$d/m0.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && t_ok "l: the server killed after the takeover, nbdcopy writing: raid5 recorded" ||
+    t_fail "l: the server killed after the takeover: raid5 recorded" "$(echo "$x" | grep -E 'Level|State')"
+got=$($URAID cat "$d/m0.img" "$d/m1.img" | sha256sum | cut -d' ' -f1)
+[ "$got" = "$(sha256sum <"$d/data" | cut -d' ' -f1)" ] && t_ok "l: uraid reads every byte of the killed one" ||
+    t_fail "l: uraid reads every byte of the killed one" "$got"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 300 $(disks "$L5/m0.img" "$L5/m1.img" "$L1/m0.img" "$L1/m1.img" "$LK/m0.img" "$LK/m1.img") -- - \
+    >"$t_tmp/l.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+geom() { echo "\$1 level=\$(cat /sys/block/\$1/md/level) raid_disks=\$(cat /sys/block/\$1/md/raid_disks) degraded=\$(cat /sys/block/\$1/md/degraded) layout=\$(cat /sys/block/\$1/md/layout 2>/dev/null) chunk=\$(cat /sys/block/\$1/md/chunk_size 2>/dev/null)"; }
+mdadm --assemble /dev/md0 /dev/vd[ab] && geom md0 && verify md0 121 $LSZ5 $LSZ5
+mdadm --assemble /dev/md1 /dev/vd[cd] && geom md1 && verify md1 122 $LSZ1 $LSZ1
+mdadm --assemble --run /dev/md2 /dev/vd[ef] && wait_idle md2 && geom md2 && verify md2 123 $LSZK $LSZK
+GUEST
+for w in "md0 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md0 pattern OK" "md0 mismatch_cnt=0" \
+    "md1 level=raid1 raid_disks=2 degraded=0 layout=0 chunk=0" "md1 pattern OK" "md1 mismatch_cnt=0" \
+    "md2 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md2 pattern OK" "md2 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/l.log" && t_ok "l: md: $w" || t_fail "l: md: $w" "$(tail -4 "$t_tmp/l.log")"
+done
+# ---- m. a served RAID-5 parity-last of 4 taken over as a RAID-0 of 3 ----------------------------------
+# m_serve DIR SEED LEVEL: a RAID-LEVEL (parity-last) of 4 with pattern SEED written, served, nbdcopy writing the
+# same pattern again and again, --level 0 through the control socket; sets MSZ, spid, cp
+m_serve() {
+    mkdir -p "$1"
+    for i in 0 1 2 3; do truncate -s 16M "$1/m$i.img"; done
+    lay=""
+    [ "$3" = 5 ] && lay="--layout parity-last"
+    # shellcheck disable=SC2086
+    $URAID create --level "$3" --raid-devices 4 --chunk 64K --assume-clean --consistency-policy resync $lay \
+        --name oracle "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" >/dev/null 2>&1 || t_fail "m: create RAID-$3 in $1"
+    MSZ=$(size_of "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img")
+    "$PATTERN" -s "$2" -n "$MSZ" >"$1/data"
+    $URAID write "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" <"$1/data" || t_fail "m: write pattern $2 in $1"
+    muri="nbd+unix:///?socket=$1/nbd.sock"
+    $URAID serve "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" --socket "$1/nbd.sock" --control "$1/ctl.sock" \
+        2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$muri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    (i=0; while [ $i -lt 6 ]; do timeout 60 nbdcopy "$1/data" "$muri" || exit 1; i=$((i + 1)); done) &
+    cp=$!
+    sleep 0.2
+    out=$($URAID grow --control "$1/ctl.sock" --level 0 2>&1) && t_ok "m: RAID-$3 of 4 -> RAID-0 of 3 while nbdcopy writes ($out)" ||
+        t_fail "m: RAID-$3 of 4 -> RAID-0 of 3 while nbdcopy writes" "$out"
+}
+d=$t_tmp/m5
+m_serve "$d" 131 5
+M5=$d MSZ5=$MSZ
+wait $cp && t_ok "m: nbdcopy wrote the data again and again across the takeover" || t_fail "m: nbdcopy across the takeover"
+kill -TERM $spid; wait $spid || t_fail "m: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+d=$t_tmp/mk
+m_serve "$d" 132 4
+MK=$d MSZK=$MSZ
+kill -KILL $spid; wait $spid 2>/dev/null
+wait $cp 2>/dev/null
+mdadm --examine "$d/m0.img" 2>&1 | grep -q "Raid Level : raid0" && t_ok "m: the server killed after the takeover: raid0 recorded" ||
+    t_fail "m: the server killed after the takeover: raid0 recorded" "$(mdadm --examine "$d/m0.img" 2>&1 | grep Level)"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 300 $(disks "$M5/m0.img" "$M5/m1.img" "$M5/m2.img" "$MK/m0.img" "$MK/m1.img" "$MK/m2.img") -- - \
+    >"$t_tmp/m.log" 2>&1 <<GUEST
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[abc] &&
+    echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks) size=\$(blockdev --getsize64 /dev/md0)"
+mdpattern -s 131 -n $MSZ5 -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble /dev/md1 /dev/vd[def] &&
+    echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) size=\$(blockdev --getsize64 /dev/md1)"
+mdpattern -s 132 -n $MSZK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+GUEST
+for w in "md0 level=raid0 raid_disks=3 size=$MSZ5" "md0 pattern OK" "md1 level=raid0 raid_disks=3 size=$MSZK" "md1 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/m.log" && t_ok "m: md: $w" || t_fail "m: md: $w" "$(tail -4 "$t_tmp/m.log")"
+done
+# ---- n. a served RAID-0 of 3 taken over as a RAID-5 parity-last of 4 ----------------------------------
+# n_serve DIR SEED SPEED: a RAID-0 of 3 with pattern SEED written, served (recovery speed SPEED), nbdcopy writing
+# the same pattern again and again; --level 5 --add m3 through the control socket; sets NSZ, spid, cp, nctl
+n_serve() {
+    mkdir -p "$1"
+    for i in 0 1 2 3; do truncate -s 16M "$1/m$i.img"; done
+    $URAID create --level 0 --raid-devices 3 --chunk 64K --name oracle "$1/m0.img" "$1/m1.img" "$1/m2.img" \
+        >/dev/null 2>&1 || t_fail "n: create RAID-0 of 3 in $1"
+    NSZ=$(size_of "$1/m0.img" "$1/m1.img" "$1/m2.img")
+    "$PATTERN" -s "$2" -n "$NSZ" >"$1/data"
+    $URAID write "$1/m0.img" "$1/m1.img" "$1/m2.img" <"$1/data" || t_fail "n: write pattern $2 in $1"
+    nuri="nbd+unix:///?socket=$1/nbd.sock" nctl=$1/ctl.sock
+    $URAID serve "$1/m0.img" "$1/m1.img" "$1/m2.img" --socket "$1/nbd.sock" --control "$nctl" --speed-limit "$3" \
+        2>"$1/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "$nuri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    (i=0; while [ $i -lt 4 ]; do timeout 60 nbdcopy "$1/data" "$nuri" || exit 1; i=$((i + 1)); done) &
+    cp=$!
+    sleep 0.2
+    out=$($URAID grow --control "$nctl" --level 5 --add "$1/m3.img" 2>&1) &&
+        t_ok "n: RAID-0 of 3 -> RAID-5 of 4 with a new member while nbdcopy writes ($out)" ||
+        t_fail "n: RAID-0 of 3 -> RAID-5 of 4 while nbdcopy writes" "$out"
+}
+d=$t_tmp/n5
+n_serve "$d" 141 8M
+N5=$d NSZ5=$NSZ
+wait $cp && t_ok "n: nbdcopy wrote the data across the takeover and the recovery" || t_fail "n: nbdcopy across the takeover"
+n=0; while [ $n -lt 240 ]; do
+    st=$(timeout 10 $URAID status --control "$nctl" 2>&1)
+    echo "$st" | grep -q "recovery finished" && break
+    sleep 0.25; n=$((n + 1))
+done
+echo "$st" | grep -q "recovery finished" && t_ok "n: the parity member recovered while served" ||
+    t_fail "n: the parity member recovered while served" "$st"
+kill -TERM $spid; wait $spid || t_fail "n: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+d=$t_tmp/nk
+n_serve "$d" 142 1M
+NK=$d NSZK=$NSZ
+sleep 1
+kill -KILL $spid; wait $spid 2>/dev/null
+wait $cp 2>/dev/null
+x=$(mdadm --examine "$d/m3.img" 2>&1)
+echo "$x" | grep -q "Raid Level : raid5" && echo "$x" | grep -q "Recovery Offset" &&
+    t_ok "n: the server killed in the parity's recovery (raid5, the new member's recovery offset recorded)" ||
+    t_fail "n: the server killed in the parity's recovery" "$(echo "$x" | grep -E 'Level|Recovery|Role')"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 400 $(disks "$N5/m0.img" "$N5/m1.img" "$N5/m2.img" "$N5/m3.img" "$NK/m0.img" "$NK/m1.img" \
+    "$NK/m2.img" "$NK/m3.img") -- - >"$t_tmp/n.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+geom() { echo "\$1 level=\$(cat /sys/block/\$1/md/level) layout=\$(cat /sys/block/\$1/md/layout) raid_disks=\$(cat /sys/block/\$1/md/raid_disks) degraded=\$(cat /sys/block/\$1/md/degraded)"; }
+mdadm --assemble /dev/md0 /dev/vd[a-d] && geom md0 && verify md0 141 $NSZ5 $NSZ5
+mdadm --assemble /dev/md1 /dev/vd[e-h] && sleep 1 && wait_idle md1 && geom md1 && verify md1 142 $NSZK $NSZK
+GUEST
+for w in "md0 level=raid5 layout=5 raid_disks=4 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
+    "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/n.log" && t_ok "n: md: $w" || t_fail "n: md: $w" "$(tail -4 "$t_tmp/n.log")"
+done
 t_finish
