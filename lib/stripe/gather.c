@@ -259,6 +259,21 @@ int gather_flush(struct stripe_gather *g)
     return rc;
 }
 
+/* gather_allowed for the table's thread, which holds only the table's
+ * lock: the array's shape (members, parities) changes under geom_lock held
+ * for writing, so it is read under geom_lock for reading, only tried (that
+ * lock is taken before the table's elsewhere). *busy when a change holds
+ * it: nothing is drained then. */
+static int drain_due(struct uraid_array *a, int *busy)
+{
+    *busy = pthread_rwlock_tryrdlock(&a->geom_lock) != 0;
+    if (*busy)
+        return 0;
+    int drain = !gather_allowed(a);
+    pthread_rwlock_unlock(&a->geom_lock);
+    return drain;
+}
+
 /* The table's thread: writes every stripe whose time ran out, holding
  * geom_lock for reading as a request does (taken before the table's lock,
  * so a reshape waiting for the lock never waits on this thread). */
@@ -268,10 +283,12 @@ static void *timeout_thread(void *arg)
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
         uint64_t first = UINT64_MAX, t = now_ns();
-        int drain = !gather_allowed(g->a); /* a member failed: every open stripe now */
+        int busy, drain = drain_due(g->a, &busy); /* a member failed: every open stripe now */
         for (int i = 0; i < GATHER_ENTRIES; i++)
             if (g->e[i].state == G_OPEN && g->e[i].deadline < first)
                 first = drain ? 0 : g->e[i].deadline;
+        if (busy && first != UINT64_MAX && first > t + 1000000)
+            first = t + 1000000; /* the shape is changing: look again in 1 ms */
         if (first == UINT64_MAX) {
             pthread_cond_wait(&g->cv, &g->mu);
             continue;
