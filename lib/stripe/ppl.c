@@ -538,11 +538,7 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
     }
     if (u->reserved) {
         unreserve(L, u->held, entries, pp);
-        if (__atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
-            pthread_mutex_lock(&L->res_mu);
-            pthread_cond_broadcast(&L->res_cv);
-            pthread_mutex_unlock(&L->res_mu);
-        }
+        ppl_wake_reservers(L);
     }
     u->parts = NULL;
     u->held = 0;

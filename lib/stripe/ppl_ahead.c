@@ -99,11 +99,7 @@ static void unpin(struct ppl_log *L, struct ppl_unit *u, int add)
     }
     u->npin = 0;
     /* a part no longer pinned may give its room back to a unit waiting */
-    if (__atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&L->res_mu);
-        pthread_cond_broadcast(&L->res_cv);
-        pthread_mutex_unlock(&L->res_mu);
-    }
+    ppl_wake_reservers(L);
 }
 
 int ppl_cover(struct ppl_log *L, struct ppl_unit *u)

@@ -265,6 +265,15 @@ void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct pp
     }
 }
 
+void ppl_wake_reservers(struct ppl_log *L)
+{
+    if (!__atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&L->res_mu);
+    pthread_cond_broadcast(&L->res_cv);
+    pthread_mutex_unlock(&L->res_mu);
+}
+
 void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone)
 {
     int any = gone != NULL;
@@ -273,9 +282,6 @@ void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone)
         __atomic_sub_fetch(&L->m[s].entries, gone->nentries, __ATOMIC_ACQ_REL);
         free(gone);
     }
-    if (any && __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&L->res_mu);
-        pthread_cond_broadcast(&L->res_cv);
-        pthread_mutex_unlock(&L->res_mu);
-    }
+    if (any)
+        ppl_wake_reservers(L);
 }

@@ -144,6 +144,8 @@ int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p);
  * parity (which takes their writes as durable): their slots then go to
  * m->unflushed, flushed before the next header. */
 void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct ppl_part **gone);
+/* Room was given back in some log: units waiting for room look again. */
+void ppl_wake_reservers(struct ppl_log *L);
 /* The parts ppl_sweep took from slot s's list freed, their room in the
  * log given back. */
 void ppl_free_swept(struct ppl_log *L, int s, struct ppl_part *gone);

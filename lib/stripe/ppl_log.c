@@ -283,11 +283,7 @@ static void drop_ahead(struct ppl_log *L, struct ppl_unit *u, struct ppl_part *p
     __atomic_sub_fetch(&m->entries, part->nentries, __ATOMIC_ACQ_REL);
     u->held &= ~(1ull << part->slot);
     free(part);
-    if (__atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&L->res_mu);
-        pthread_cond_broadcast(&L->res_cv);
-        pthread_mutex_unlock(&L->res_mu);
-    }
+    ppl_wake_reservers(L);
 }
 
 /* The batch so far written (rc 0), or let go unwritten (rc set); *nw 0 after. */
