@@ -13,6 +13,10 @@ struct uraid_array;
  * thread, random writes are io-aligned. MB/s; the first error in *error. */
 enum { BENCH_SEQ_READ, BENCH_SEQ_WRITE, BENCH_RAND_WRITE };
 double bench_array_rate(struct uraid_array *a, int kind, size_t io, int threads, double seconds, int *error);
+/* Sequential: streams, each with depth requests in flight (threads taking
+ * the stream's next request in turn). */
+double bench_array_rate_qd(struct uraid_array *a, int kind, size_t io, int streams, int depth, double seconds,
+                           int *error);
 
 int bench_shape_option(const char *a, const char *v, int *members, uint64_t *member_bytes, uint64_t *chunk,
                        const char **dir);

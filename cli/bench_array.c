@@ -43,6 +43,8 @@ struct job {
     enum job_kind kind;
     size_t io;            /* bytes per request */
     int threads;
+    int depth;            /* sequential: threads per stream (its requests in flight), 0 or 1: one */
+    uint64_t pos[64];     /* atomic: each stream's next offset in its region (depth > 1) */
     double seconds;
     /* target: an array, or raw member fds */
     struct uraid_array *a;
@@ -82,8 +84,10 @@ static void *worker_main(void *arg)
     memset(buf, 0x5a + w->id, j->io);
     uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(w->id + 1);
     double end = bench_now_s() + j->seconds;
-    /* sequential jobs: each thread streams its own region (or its own member) */
-    uint64_t region = j->a ? j->size / (uint64_t)j->threads : j->fd_size;
+    /* sequential jobs: each stream (depth threads taking its next request
+     * in turn, like fio's iodepth) has its own region (or its own member) */
+    int depth = j->depth > 1 ? j->depth : 1, stream = w->id / depth;
+    uint64_t region = j->a ? j->size / (uint64_t)((j->threads + depth - 1) / depth) : j->fd_size;
     region -= region % j->io;
     uint64_t pos = 0;
     int fd = j->a ? -1 : j->fds[w->id % j->nfds];
@@ -95,6 +99,9 @@ static void *worker_main(void *arg)
                 off = xorshift(&seed) % span * j->io;
                 if (!j->a)
                     fd = j->fds[xorshift(&seed) % (uint64_t)j->nfds];
+            } else if (depth > 1) {
+                off = (j->a ? region * (uint64_t)stream : 0) +
+                      __atomic_fetch_add(&j->pos[stream], j->io, __ATOMIC_RELAXED) % region;
             } else {
                 off = (j->a ? region * (uint64_t)w->id : 0) + pos;
                 pos = (pos + j->io) % region;
@@ -142,8 +149,14 @@ static double run_job(struct job *j)
 
 double bench_array_rate(struct uraid_array *a, int kind, size_t io, int threads, double seconds, int *error)
 {
-    struct job j = {.a = a, .size = uraid_size(a), .seconds = seconds, .io = io, .threads = threads,
-                    .kind = kind == BENCH_SEQ_READ ? SEQ_READ : kind == BENCH_SEQ_WRITE ? SEQ_WRITE : RAND_WRITE};
+    return bench_array_rate_qd(a, kind, io, threads, 1, seconds, error);
+}
+
+double bench_array_rate_qd(struct uraid_array *a, int kind, size_t io, int streams, int depth, double seconds,
+                           int *error)
+{
+    struct job j = {.a = a, .size = uraid_size(a), .seconds = seconds, .io = io, .threads = streams * depth,
+                    .depth = depth, .kind = kind == BENCH_SEQ_READ ? SEQ_READ : kind == BENCH_SEQ_WRITE ? SEQ_WRITE : RAND_WRITE};
     double v = run_job(&j);
     if (j.error && error && !*error)
         *error = j.error;

@@ -19,7 +19,7 @@
 
 #define MiB (1024u * 1024u)
 #define MAX_ROUNDS 31
-#define NTESTS 4
+#define NTESTS 5
 
 struct popts {
     int level, members, rounds, threads, seq_threads;
@@ -34,18 +34,20 @@ struct ptest {
     char name[40];
     int kind, threads;
     size_t io;
+    int depth;    /* requests in flight per stream */
 };
 
 static void make_tests(const struct popts *o, struct ptest *t)
 {
     int parity = o->level == 6 ? 2 : 1;
-    t[0] = (struct ptest){"seq write 1M", BENCH_SEQ_WRITE, o->seq_threads, MiB};
-    t[1] = (struct ptest){"", BENCH_SEQ_WRITE, o->seq_threads, (size_t)4 * (size_t)(o->members - parity) * o->chunk};
-    snprintf(t[1].name, sizeof t[1].name, "full-stripe write %zuK", t[1].io / 1024);
-    t[2] = (struct ptest){"", BENCH_RAND_WRITE, o->threads, 4096};
-    snprintf(t[2].name, sizeof t[2].name, "rand write 4K x%d", o->threads);
-    t[3] = (struct ptest){"", BENCH_RAND_WRITE, o->threads, 65536};
-    snprintf(t[3].name, sizeof t[3].name, "rand write 64K x%d", o->threads);
+    t[0] = (struct ptest){"seq write 1M", BENCH_SEQ_WRITE, o->seq_threads, MiB, 1};
+    t[1] = (struct ptest){"seq write 1M QD4", BENCH_SEQ_WRITE, o->seq_threads, MiB, 4};
+    t[2] = (struct ptest){"", BENCH_SEQ_WRITE, o->seq_threads, (size_t)4 * (size_t)(o->members - parity) * o->chunk, 1};
+    snprintf(t[2].name, sizeof t[2].name, "full-stripe write %zuK", t[2].io / 1024);
+    t[3] = (struct ptest){"", BENCH_RAND_WRITE, o->threads, 4096, 1};
+    snprintf(t[3].name, sizeof t[3].name, "rand write 4K x%d", o->threads);
+    t[4] = (struct ptest){"", BENCH_RAND_WRITE, o->threads, 65536, 1};
+    snprintf(t[4].name, sizeof t[4].name, "rand write 64K x%d", o->threads);
 }
 
 /* The array re-created with `policy` on the members, opened (behind the
@@ -83,7 +85,7 @@ static int run_policy(const struct popts *o, const char *const *paths, int polic
     if (!err)
         err = uraid_write(a, warm, sizeof warm, 0);
     for (int i = 0; i < NTESTS && !err; i++)
-        mbps[i] = o->test >= 0 && o->test != i ? 0 : bench_array_rate(a, t[i].kind, t[i].io, t[i].threads, o->seconds, &err);
+        mbps[i] = o->test >= 0 && o->test != i ? 0 : bench_array_rate_qd(a, t[i].kind, t[i].io, t[i].threads, t[i].depth, o->seconds, &err);
     uraid_close(a);
     if (err > 0 || err < -1)
         cli_error("bench policy", "a write failed: %s", strerror(-err));
@@ -137,7 +139,7 @@ static int rounds(const struct popts *o, const char *const *paths)
 static const char usage[] =
     "usage: uraid bench policy [--level 5|6] [--members N] [--chunk SIZE] [--size MEMBER_SIZE] [--dir DIR]\n"
     "                          [--rounds N] [--seconds S] [--threads N] [--seq-threads N] [--member-layer SPEC]\n"
-    "                          [--only ppl|bitmap] [--test 1-4]  (one policy or one test alone, for a profiler)\n"
+    "                          [--only ppl|bitmap] [--test 1-5]  (one policy or one test alone, for a profiler)\n"
     "  ppl against bitmap on the same members, alternating, one ratio per round and their median;\n"
     "  --member-layer puts every member behind a simulated disk (disk=hdd-7200|sata-ssd|nvme,\n"
     "  throttle=RATE,latency=TIME: see uraid(1)).\n";

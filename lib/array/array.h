@@ -117,6 +117,7 @@ struct uraid_array {
     struct array_ra *ra;       /* RAID-4/5/6 streams' read-ahead (readahead.c), NULL when it could not start */
     struct stripe_gather *gather; /* atomic: RAID-4/5/6 partial stripes gathered (stripe/gather.c), made at the first write */
     int gather_off;               /* atomic: gathering does not apply (gather_create said NULL) */
+    int writes_in_flight;         /* atomic: user writes inside uraid_write (gather.c: may a held piece wait?) */
     struct stripe_cache *scache;  /* atomic: recently written stripes' blocks (stripe/cache.c), made at the first write */
     int scache_off;               /* atomic: no cache (off, or a reshape since the open) */
     struct uraid_counters counters; /* updated with atomics */

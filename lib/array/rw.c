@@ -259,11 +259,15 @@ int array_write_locked(struct uraid_array *a, const uint8_t *buf, size_t len, ui
  * after the kept stripes it touches (stripe/gather.c). */
 static int write_request(struct uraid_array *a, const uint8_t *buf, size_t len, uint64_t offset)
 {
+    __atomic_add_fetch(&a->writes_in_flight, 1, __ATOMIC_ACQ_REL);
     pthread_rwlock_rdlock(&a->geom_lock);
     if (!buf || a->rs)
         gather_settle(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE), offset / SECTOR, (offset + len) / SECTOR + 1);
     int rc = array_write_locked(a, buf, len, offset);
     pthread_rwlock_unlock(&a->geom_lock);
+    __atomic_sub_fetch(&a->writes_in_flight, 1, __ATOMIC_ACQ_REL);
+    /* a piece held for this write's company is written now if no other write is left */
+    gather_write_left(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE));
     return rc;
 }
 

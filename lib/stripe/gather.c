@@ -64,7 +64,7 @@
 #define GATHER_BIG_SECTORS 512        /* 256 KiB: a request that may have predecessors in flight */
 #define GATHER_RECENT_NS 200000000ull /* a request older than 0.2 s + the wait is no stream's */
 
-enum gstate { G_FREE = 0, G_OPEN, G_WRITING };
+enum gstate { G_FREE = 0, G_OPEN, G_WRITING, G_DONE };
 
 struct gentry {
     enum gstate state;
@@ -73,10 +73,16 @@ struct gentry {
     uint32_t covered;     /* sectors of the stripe written by some piece */
     uint8_t *buf;         /* the stripe's data, ss sectors */
     unsigned char *bits;  /* sector bitmap of the pieces */
+    uint32_t gen;         /* writes of this entry so far: a holder waits for it to move */
+    int holders;          /* held mode: requests waiting for this stripe's write (DONE until 0) */
+    int rc;               /* the last write's result, for its holders */
 };
 
 struct recent {
     uint64_t start, end, when;
+    uint64_t ticket;      /* which request this record is (predict's count) */
+    int decided;          /* its pieces were kept, joined or written (set under the table's lock) */
+    int done;             /* the request has left gather_write */
 };
 
 struct stripe_gather {
@@ -85,13 +91,15 @@ struct stripe_gather {
     pthread_cond_t cv;    /* an entry left WRITING, or the thread has work */
     pthread_t thread;     /* writes the stripes whose time ran out */
     int thread_started, stop;
+    int hold;             /* 1: a piece's request waits for its stripe's write; 0: answered at once */
+    int waiting;          /* atomic: held mode's requests waiting for their pieces' writes */
     uint64_t wait_ns;
     uint32_t ss;          /* sectors of a stripe's data */
     int busy;             /* atomic: entries not FREE (0: reads need not look) */
     int deferred_rc;      /* a kept stripe's write failed: the next flush says so */
     struct gentry e[GATHER_ENTRIES];
     struct recent r[GATHER_RECENT];
-    unsigned rnext;       /* atomic */
+    uint64_t rnext;       /* atomic: requests recorded so far */
     int misses;           /* atomic: timeouts in a row since the last whole stripe */
     uint32_t skip;        /* atomic: pieces let through since misses reached the limit */
     uint64_t backed_off;  /* atomic: gather_stats' backed_off */
@@ -108,21 +116,25 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* Off unless asked for (50000 is the value measured for a stream: 1-10 ms
- * kept timing out under load, RESULTS.md). A kept stripe is acknowledged
- * before it is written, so a kill -9 of the server loses it although no
- * member lost power: md acknowledges only what its members hold (ublk.sh's
- * "written across the kill" failed in CI with this on). */
-#define GATHER_DEFAULT_US 0
+/* Held mode's wait for the rest of a stripe (URAID_GATHER_HOLD_US): the
+ * requests that complete it are already in flight, so it comes within
+ * their scheduling delay; the wait matters only when it does not (the
+ * stream's writer had fewer requests out than thought), and is then cut
+ * short as soon as no other write is in flight. */
+#define GATHER_HOLD_DEFAULT_US 20000
 
-static uint64_t gather_wait_us(void)
+int gather_test_patient;
+
+/* Microseconds from the variable, dflt when unset, 0 when not a number; at
+ * most 10 s (tests wait long to be sure). */
+static uint64_t env_us(const char *name, uint64_t dflt)
 {
-    const char *v = getenv("URAID_GATHER_US");
+    const char *v = getenv(name);
     if (!v || !*v)
-        return GATHER_DEFAULT_US;
+        return dflt;
     char *end;
     unsigned long long us = strtoull(v, &end, 10);
-    return *end ? 0 : us > 10000000 ? 10000000 : us; /* at most 10 s (tests wait long to be sure) */
+    return *end ? 0 : us > 10000000 ? 10000000 : us;
 }
 
 int gather_bypassed(void) { return bypass; }
@@ -195,16 +207,19 @@ static int write_entry(struct uraid_array *a, struct stripe_gather *g, struct ge
  * freed. rc of the first failure. */
 static int write_list(struct stripe_gather *g, struct gentry **list, int n)
 {
-    int rc = 0;
+    int rc = 0, r[GATHER_ENTRIES];
     for (int i = 0; i < n; i++) {
-        int r = write_entry(g->a, g, list[i]);
-        rc = rc ? rc : r;
+        r[i] = write_entry(g->a, g, list[i]);
+        rc = rc ? rc : r[i];
     }
     pthread_mutex_lock(&g->mu);
-    if (rc && !g->deferred_rc)
+    if (rc && !g->deferred_rc && !g->hold)
         g->deferred_rc = rc; /* pieces acknowledged before: the next flush fails */
-    for (int i = 0; i < n; i++)
-        list[i]->state = G_FREE;
+    for (int i = 0; i < n; i++) {
+        list[i]->rc = r[i];
+        list[i]->gen++;
+        list[i]->state = list[i]->holders ? G_DONE : G_FREE; /* DONE: its holders still read rc */
+    }
     __atomic_sub_fetch(&g->busy, n, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
@@ -325,10 +340,14 @@ static void *timeout_thread(void *arg)
     return NULL;
 }
 
+/* Held mode unless URAID_GATHER_US asks for pieces answered at once (0:
+ * no gathering at all). */
 struct stripe_gather *gather_create(struct uraid_array *a)
 {
     uint64_t ss = (uint64_t)a->k * a->geom.chunk_sectors;
-    uint64_t us = gather_wait_us();
+    const char *answer = getenv("URAID_GATHER_US");
+    int hold = !answer || !*answer;
+    uint64_t us = hold ? env_us("URAID_GATHER_HOLD_US", GATHER_HOLD_DEFAULT_US) : env_us("URAID_GATHER_US", 0);
     if (us == 0 || a->nparity == 0 || a->geom.level < 4 || a->r10 || a->lin || a->parent || a->readonly || ss == 0 ||
         ss * SECTOR > GATHER_MAX_STRIPE)
         return NULL;
@@ -344,6 +363,9 @@ struct stripe_gather *gather_create(struct uraid_array *a)
     pthread_condattr_destroy(&ca);
     g->wait_ns = us * 1000;
     g->ss = (uint32_t)ss;
+    g->hold = hold;
+    if (hold) /* each request writes its own pieces when their time runs out */
+        return g;
     if (pthread_create(&g->thread, NULL, timeout_thread, g) != 0) {
         gather_destroy(g);
         return NULL;
@@ -384,34 +406,86 @@ void gather_destroy(struct stripe_gather *g)
     free(g);
 }
 
-/* Does [start, end) belong to a stream? Recorded as recent either way.
+/* What predict says of a request. */
+struct guess {
+    int seq;        /* it belongs to a stream: keep its partial stripes */
+    int company;    /* another request of the stream is in flight (behind or
+                     * ahead), so a held piece's rest may come while it waits;
+                     * a writer with one request out sends its next only once
+                     * this one is answered */
+    uint64_t ticket; /* names the record for predict_done */
+};
+
+/* Does [start, end) belong to a stream (the struct's fields)? Recorded as
+ * recent either way.
  * Without the table's lock (every random write passes here, from many
  * threads): the fields are atomics, and a record torn by a concurrent
  * writer can only make one guess wrong, never a write. */
-static int predict(struct stripe_gather *g, uint64_t start, uint64_t end, uint64_t now)
+static void predict(struct stripe_gather *g, uint64_t start, uint64_t end, uint64_t now, struct guess *gu)
 {
     int seq = 0;
-    uint64_t len = end - start;
-    for (int i = 0; i < GATHER_RECENT && !seq; i++) {
+    uint64_t len = end - start, near = 4 * len;
+    memset(gu, 0, sizeof *gu);
+    for (int i = 0; i < GATHER_RECENT; i++) {
         struct recent *r = &g->r[i];
         uint64_t rs = __atomic_load_n(&r->start, __ATOMIC_RELAXED), re = __atomic_load_n(&r->end, __ATOMIC_RELAXED);
         if (re == 0 || now - __atomic_load_n(&r->when, __ATOMIC_RELAXED) > GATHER_RECENT_NS + g->wait_ns)
             continue;
         if (re == start || rs == end)
             seq = 1;
-        else if (len >= GATHER_BIG_SECTORS && start > re && start - re <= 4 * len)
+        else if (len >= GATHER_BIG_SECTORS && start > re && start - re <= near)
             seq = 1;
+        if (!__atomic_load_n(&r->done, __ATOMIC_ACQUIRE) && re + near >= start && rs <= end + near)
+            gu->company = 1;
     }
-    struct recent *r = &g->r[__atomic_fetch_add(&g->rnext, 1, __ATOMIC_RELAXED) % GATHER_RECENT];
+    gu->ticket = __atomic_fetch_add(&g->rnext, 1, __ATOMIC_RELAXED);
+    struct recent *r = &g->r[gu->ticket % GATHER_RECENT];
+    __atomic_store_n(&r->done, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->decided, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->ticket, gu->ticket, __ATOMIC_RELAXED);
     __atomic_store_n(&r->when, now, __ATOMIC_RELAXED);
     __atomic_store_n(&r->start, start, __ATOMIC_RELAXED);
-    __atomic_store_n(&r->end, end, __ATOMIC_RELAXED);
+    __atomic_store_n(&r->end, end, __ATOMIC_RELEASE);
     if (seq && __atomic_load_n(&g->misses, __ATOMIC_RELAXED) >= 4 &&
         (__atomic_fetch_add(&g->skip, 1, __ATOMIC_RELAXED) % 16) != 0) {
         __atomic_add_fetch(&g->backed_off, 1, __ATOMIC_RELAXED);
-        return 0; /* this stream's stripes are not completed in time: let it through */
+        seq = 0; /* this stream's stripes are not completed in time: let it through */
     }
-    return seq;
+    gu->seq = seq;
+}
+
+/* The request of this ticket has placed its pieces (under the table's
+ * lock, or with none to place). */
+static void predict_decided(struct stripe_gather *g, uint64_t ticket)
+{
+    struct recent *r = &g->r[ticket % GATHER_RECENT];
+    if (__atomic_load_n(&r->ticket, __ATOMIC_RELAXED) == ticket)
+        __atomic_store_n(&r->decided, 1, __ATOMIC_RELEASE);
+}
+
+/* Under the table's lock: has a request ending at sector `at` (ends, 0) or
+ * starting there (1) placed its pieces already? Then it kept the piece
+ * next to `at` (find_open finds it) or wrote it, and a new entry on this
+ * side would never be whole. One still on its way finds the new entry. */
+static int neighbour_decided(struct stripe_gather *g, uint64_t at, int starts, uint64_t now)
+{
+    for (int i = 0; i < GATHER_RECENT; i++) {
+        struct recent *r = &g->r[i];
+        uint64_t edge = __atomic_load_n(starts ? &r->start : &r->end, __ATOMIC_RELAXED);
+        if (edge == at && __atomic_load_n(&r->end, __ATOMIC_RELAXED) != 0 &&
+            now - __atomic_load_n(&r->when, __ATOMIC_RELAXED) <= GATHER_RECENT_NS + g->wait_ns &&
+            __atomic_load_n(&r->decided, __ATOMIC_ACQUIRE))
+            return 1;
+    }
+    return 0;
+}
+
+/* The request of predict's ticket has left: no company any more. */
+static void predict_done(struct stripe_gather *g, uint64_t ticket)
+{
+    struct recent *r = &g->r[ticket % GATHER_RECENT];
+    if (__atomic_load_n(&r->ticket, __ATOMIC_RELAXED) == ticket)
+        __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
 }
 
 static struct gentry *find_open(struct stripe_gather *g, uint64_t stripe)
@@ -464,24 +538,91 @@ static void add_piece(struct gentry *e, uint32_t r0, uint32_t r1, const uint8_t 
         }
 }
 
-int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *p, uint64_t sector, uint64_t end)
+/* Until when may a held entry wait (lock held)? Its deadline; but when
+ * every write in flight is waiting too (none of them can complete it),
+ * only GATHER_ALONE_NS from when that began: the writer of a stream sends
+ * its next request as soon as one is answered, or sends none. */
+#define GATHER_ALONE_NS 2000000ull
+
+static uint64_t wait_until(struct stripe_gather *g, const struct gentry *e, uint64_t now, uint64_t *alone_since)
 {
-    uint64_t ss = g->ss, s0 = sector / ss, s1 = (end - 1) / ss + 1;
-    struct gentry *held[GATHER_ENTRIES], *whole[GATHER_ENTRIES];
-    uint64_t held_stripe[GATHER_ENTRIES];
-    int nheld = 0, nwhole = 0;
-    uint64_t now = now_ns();
-    if (!gather_allowed(a)) { /* nothing kept: what is open here is written first */
-        int rc = gather_settle(g, sector, end);
-        int r = array_write_direct(a, p, sector, end);
-        return rc ? rc : r;
+    int alone = __atomic_load_n(&g->waiting, __ATOMIC_ACQUIRE) >=
+                __atomic_load_n(&g->a->writes_in_flight, __ATOMIC_ACQUIRE);
+    if (!alone || gather_test_patient)
+        *alone_since = 0;
+    else if (!*alone_since)
+        *alone_since = now;
+    uint64_t until = e->deadline;
+    if (*alone_since && *alone_since + GATHER_ALONE_NS < until)
+        until = *alone_since + GATHER_ALONE_NS;
+    return until;
+}
+
+/* Held mode: waits until each entry this request put a piece in (list,
+ * their gen when it did) has been written: by the request that completed
+ * it, a read or flush that settled it, or this thread when wait_until's
+ * time has come (the pieces then go in their pieces, and count as a
+ * miss). rc, or the first of their write errors. */
+static int hold_wait(struct stripe_gather *g, struct gentry **list, const uint32_t *gen, int n, int rc)
+{
+    if (n == 0)
+        return rc;
+    pthread_mutex_lock(&g->mu);
+    __atomic_add_fetch(&g->waiting, 1, __ATOMIC_ACQ_REL);
+    pthread_cond_broadcast(&g->cv); /* the others may now all be waiting */
+    uint64_t alone_since = 0;
+    for (int i = 0; i < n; i++) {
+        struct gentry *e = list[i];
+        while (e->gen == gen[i]) {
+            uint64_t t = now_ns(), until = e->state == G_OPEN ? wait_until(g, e, t, &alone_since) : 0;
+            if (e->state != G_OPEN) {
+                pthread_cond_wait(&g->cv, &g->mu); /* another thread writes it */
+            } else if (t < until) {
+                struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
+                                      .tv_nsec = (long)(until % 1000000000ull)};
+                pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+            } else {
+                e->state = G_WRITING;
+                g->st.timeouts++;
+                __atomic_add_fetch(&g->misses, 1, __ATOMIC_RELAXED);
+                pthread_mutex_unlock(&g->mu);
+                write_list(g, &e, 1);
+                pthread_mutex_lock(&g->mu);
+            }
+        }
+        rc = rc ? rc : e->rc;
+        if (--e->holders == 0 && e->state == G_DONE)
+            e->state = G_FREE;
     }
-    int seq = predict(g, sector, end, now);
+    __atomic_sub_fetch(&g->waiting, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+void gather_write_left(struct stripe_gather *g)
+{
+    if (g && __atomic_load_n(&g->waiting, __ATOMIC_ACQUIRE) > 0)
+        gather_kick(g);
+}
+
+/* The request's pieces: joined to open stripes or kept in new ones (seq),
+ * the rest written; then (held mode) waits for its pieces' writes. */
+static int gather_pieces(struct uraid_array *a, struct stripe_gather *g, const uint8_t *p, uint64_t sector,
+                         uint64_t end, uint64_t now, const struct guess *gu)
+{
+    int seq = gu->seq;
+    uint64_t ss = g->ss, s0 = sector / ss, s1 = (end - 1) / ss + 1;
+    struct gentry *held[GATHER_ENTRIES], *whole[GATHER_ENTRIES], *wait[GATHER_ENTRIES];
+    uint64_t held_stripe[GATHER_ENTRIES];
+    uint32_t wait_gen[GATHER_ENTRIES];
+    int nheld = 0, nwhole = 0, nwait = 0;
     /* nothing open and nothing to keep (a random write): no lock. A piece
      * acknowledged before this write began made busy non-zero first, so a
      * write that must join or follow a kept stripe never comes this way. */
-    if (!seq && __atomic_load_n(&g->busy, __ATOMIC_ACQUIRE) == 0)
+    if (!seq && __atomic_load_n(&g->busy, __ATOMIC_ACQUIRE) == 0) {
+        predict_decided(g, gu->ticket);
         return array_write_direct(a, p, sector, end);
+    }
     pthread_mutex_lock(&g->mu);
     wait_writing(g, sector, end); /* an earlier write of these sectors lands first */
     for (uint64_t s = s0; s < s1; s++) {
@@ -490,7 +631,8 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
         struct gentry *e = find_open(g, s);
         if (e)
             g->st.joined++;
-        else if (seq && !full)
+        else if (seq && !full && !(lo > s * ss && neighbour_decided(g, lo, 0, now)) &&
+                 !(hi < (s + 1) * ss && neighbour_decided(g, hi, 1, now)))
             e = new_entry(g, s, now);
         if (!e)
             continue;
@@ -502,8 +644,13 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
             g->st.whole++;
             __atomic_store_n(&g->misses, 0, __ATOMIC_RELAXED);
             whole[nwhole++] = e;
+        } else if (g->hold) {
+            e->holders++;
+            wait_gen[nwait] = e->gen;
+            wait[nwait++] = e;
         }
     }
+    predict_decided(g, gu->ticket);
     pthread_mutex_unlock(&g->mu);
     /* the stripes no entry took, in runs; then the stripes made whole (this
      * request's bitmap span covers them: it touches each) */
@@ -519,6 +666,9 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
             run = (held_stripe[i] + 1) * ss < end ? (held_stripe[i] + 1) * ss : end;
     }
     int r = write_list(g, whole, nwhole);
+    rc = rc ? rc : r;
+    if (g->hold)
+        return hold_wait(g, wait, wait_gen, nwait, rc);
     /* the wait is for the stream's next request, which comes only once
      * this one is answered: it counts from now, not from when the piece
      * was kept (this request's own stripes took their time) */
@@ -528,5 +678,22 @@ int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *
         if (held[i]->state == G_OPEN && held[i]->stripe == held_stripe[i] && held[i]->deadline < now + g->wait_ns)
             held[i]->deadline = now + g->wait_ns;
     pthread_mutex_unlock(&g->mu);
-    return rc ? rc : r;
+    return rc;
+}
+
+int gather_write(struct uraid_array *a, struct stripe_gather *g, const uint8_t *p, uint64_t sector, uint64_t end)
+{
+    if (!g->hold && !gather_allowed(a)) { /* nothing kept: what is open here is written first */
+        int rc = gather_settle(g, sector, end);
+        int r = array_write_direct(a, p, sector, end);
+        return rc ? rc : r;
+    }
+    uint64_t now = now_ns();
+    struct guess gu;
+    predict(g, sector, end, now, &gu);
+    if (g->hold && !gu.company && !gather_test_patient)
+        gu.seq = 0; /* no request of the stream in flight could complete a held piece */
+    int rc = gather_pieces(a, g, p, sector, end, now, &gu);
+    predict_done(g, gu.ticket);
+    return rc;
 }

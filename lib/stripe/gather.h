@@ -9,10 +9,10 @@ struct uraid_array;
 struct stripe_gather;
 
 struct gather_stats {
-    uint64_t kept;       /* stripes opened by a piece that was acknowledged at once */
+    uint64_t kept;       /* stripes opened by a piece (held or answered at once) */
     uint64_t joined;     /* pieces that joined an open stripe */
     uint64_t whole;      /* stripes completed and written whole */
-    uint64_t timeouts;   /* stripes written in their pieces when their time ran out */
+    uint64_t timeouts;   /* stripes written in their pieces: their time ran out (held: or no company) */
     uint64_t settled;    /* stripes written early: a read of them, a flush, a write that does not gather */
     uint64_t backed_off; /* pieces of a stream let through because its stripes kept timing out */
     uint64_t drained;    /* stripes written at once because a member failed */
@@ -20,6 +20,7 @@ struct gather_stats {
 };
 
 /* NULL when gathering does not apply (not RAID-4/5/6, URAID_GATHER_US=0,
+ * or unset with URAID_GATHER_HOLD_US=0,
  * read-only, a stripe wider than 16 MiB) or memory is short. */
 struct stripe_gather *gather_create(struct uraid_array *a);
 /* Writes what is still open, stops the table's thread. */
@@ -40,6 +41,13 @@ int gather_flush(struct stripe_gather *g);
 /* A member failed (array_member_failed): the table's thread writes every
  * open stripe now if the array cannot lose another. g may be NULL. */
 void gather_kick(struct stripe_gather *g);
+/* A user write left uraid_write: held pieces waiting for company look
+ * again whether any other write is in flight. g may be NULL. */
+void gather_write_left(struct stripe_gather *g);
+/* Tests only: a stream's pieces are held whether or not another of its
+ * requests is in flight, and wait for their time even when no other write
+ * is (so counts do not depend on when threads arrive). */
+extern int gather_test_patient;
 /* 1 while this thread writes a kept stripe (its write must not gather). */
 int gather_bypassed(void);
 void gather_stats(struct stripe_gather *g, struct gather_stats *out);

@@ -118,9 +118,17 @@ static void stream_at_once(struct fx *f, struct uraid_array *a, int together)
  * available member, no reads. */
 static void stream_case(int level, int n, const unsigned omit, int policy, const char *what, int together)
 {
+    int held = together == 2; /* the default: each request waits for its pieces' writes */
     harness_beginf("RAID-%d of %d %s: a stream in 5/4-stripe requests %s: whole stripes, no reads", level, n, what,
-                   together ? "from 4 threads at once" : "one at a time");
-    setenv("URAID_GATHER_US", "5000000", 1); /* pieces always meet: no count depends on timing */
+                   held ? "from 4 threads at once, held (the default)"
+                   : together ? "from 4 threads at once, answered at once" : "one at a time, answered at once");
+    if (held) {
+        unsetenv("URAID_GATHER_US");
+        setenv("URAID_GATHER_HOLD_US", "5000000", 1);
+        gather_test_patient = 1; /* pieces always meet: no count depends on timing */
+    } else {
+        setenv("URAID_GATHER_US", "5000000", 1); /* pieces always meet: no count depends on timing */
+    }
     fx_policy = policy == URAID_POLICY_BITMAP ? URAID_POLICY_RESYNC : policy;
     struct fx f;
     int rc = fx_create_bitmap(&f, level, n, CHUNK, MEMBER, policy == URAID_POLICY_BITMAP ? 65536 : 0);
@@ -154,6 +162,9 @@ static void stream_case(int level, int n, const unsigned omit, int policy, const
                   "%s: %llu member writes, expected %d", f.label, (unsigned long long)c.member_writes, 5 * avail);
             CHECK(g.whole == 3 && g.timeouts == 0, "%s: gathered %llu whole, %llu timed out; expected 3 and 0",
                   f.label, (unsigned long long)g.whole, (unsigned long long)g.timeouts);
+            /* held: every answered request's data is on the members, none kept in memory */
+            CHECK(!held || g.open == 0, "%s: %llu stripes still kept after every request was answered", f.label,
+                  (unsigned long long)g.open);
             fx_verify_all(&f, a, "after the stream");
             uraid_close(a);
             if (omit == 0 && policy != URAID_POLICY_PPL) {
@@ -168,6 +179,8 @@ static void stream_case(int level, int n, const unsigned omit, int policy, const
     }
     fx_destroy(&f);
     fx_policy = URAID_POLICY_RESYNC;
+    gather_test_patient = 0;
+    unsetenv("URAID_GATHER_HOLD_US");
     harness_end();
 }
 
@@ -376,18 +389,21 @@ static void read_zero_case(void)
     struct uraid_array *a = NULL;
     if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
         prime(&f, a);
-        uint8_t *buf = aligned_alloc(4096, 2 * CHUNK);
-        rng_fill(&rng, buf, 2 * CHUNK);
+        size_t len2 = f.stripe_bytes; /* the first stripe's rest, and the next one's first chunk */
+        uint8_t *buf = aligned_alloc(4096, CHUNK + len2);
+        rng_fill(&rng, buf, CHUNK + len2);
         uint64_t at = BASE_STRIPE * f.stripe_bytes;
         CHECK(fx_write(&f, a, buf, CHUNK, at) == 0);
         CHECK(stats_of(a).open == 1, "the piece was not kept");
         fx_verify(&f, a, at, f.stripe_bytes, "a kept piece read back");
         CHECK(stats_of(a).settled == 1 && stats_of(a).open == 0, "the read did not write the kept piece");
-        /* the stream goes on: kept again, then zeroed */
-        CHECK(fx_write(&f, a, buf + CHUNK, CHUNK, at + CHUNK) == 0);
+        /* the stream goes on: its first stripe can no longer be whole (a
+         * piece of it is written), so only the next stripe's piece is
+         * kept, then zeroed */
+        CHECK(fx_write(&f, a, buf + CHUNK, len2, at + CHUNK) == 0);
         CHECK(stats_of(a).open == 1, "the second piece was not kept");
-        CHECK(uraid_write_zeroes(a, f.stripe_bytes, at) == 0);
-        memset(f.model + at, 0, f.stripe_bytes);
+        CHECK(uraid_write_zeroes(a, f.stripe_bytes, at + f.stripe_bytes) == 0);
+        memset(f.model + at + f.stripe_bytes, 0, f.stripe_bytes);
         CHECK(stats_of(a).open == 0, "the zeroing left the piece kept");
         free(buf);
         fx_verify_all(&f, a, "after the zeroing");
@@ -398,35 +414,157 @@ static void read_zero_case(void)
     harness_end();
 }
 
-/* URAID_GATHER_US=0, and unset (the default: an answered piece would die
- * with a killed server): no table, each piece its own read-modify-write or
- * reconstruct-write, so the stream costs reads. */
-static void off_case(int unset)
+/* Gathering turned off (URAID_GATHER_US=0, URAID_GATHER_HOLD_US=0): no
+ * table, each piece its own read-modify-write or reconstruct-write, so the
+ * stream costs reads. And the default (held) with a stream of one request
+ * at a time: no other request of it is ever in flight to complete a piece,
+ * so nothing is held (no wait: the whole stream well inside one hold). */
+static void off_case(int which)
 {
-    harness_begin(unset ? "URAID_GATHER_US unset (the default): no gathering, the stream's pieces read"
-                        : "URAID_GATHER_US=0: no gathering, the stream's pieces read");
-    if (unset)
-        unsetenv("URAID_GATHER_US");
-    else
+    static const char *const what[] = {"URAID_GATHER_US=0: no gathering", "URAID_GATHER_HOLD_US=0: no gathering",
+                                       "the default (held), one request at a time: nothing held"};
+    harness_beginf("%s, the stream's pieces read", what[which]);
+    unsetenv("URAID_GATHER_US");
+    unsetenv("URAID_GATHER_HOLD_US");
+    if (which == 0)
         setenv("URAID_GATHER_US", "0", 1);
+    else if (which == 1)
+        setenv("URAID_GATHER_HOLD_US", "0", 1);
+    else
+        setenv("URAID_GATHER_HOLD_US", "5000000", 1);
     struct fx f;
     struct uraid_array *a = NULL;
     if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
         prime(&f, a);
-        stream_at_once(&f, a, 1);
+        uint64_t t0 = now_ms();
+        stream_at_once(&f, a, which < 2);
+        uint64_t ms = now_ms() - t0;
         struct uraid_counters c = fx_counters(a);
-        printf("  reads %llu, full stripes %llu\n", (unsigned long long)c.member_reads,
-               (unsigned long long)c.writes_full_stripe);
-        CHECK(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE) == NULL, "a gather table was made");
+        struct gather_stats g = stats_of(a);
+        printf("  reads %llu, full stripes %llu, kept %llu, %llu ms\n", (unsigned long long)c.member_reads,
+               (unsigned long long)c.writes_full_stripe, (unsigned long long)g.kept, (unsigned long long)ms);
+        if (which < 2)
+            CHECK(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE) == NULL, "a gather table was made");
+        else
+            CHECK(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE) != NULL && g.kept == 0 && ms < 2500,
+                  "held mode: kept %llu in %llu ms, expected 0 well inside the 5 s hold", (unsigned long long)g.kept,
+                  (unsigned long long)ms);
         CHECK(c.member_reads > 0 && c.writes_full_stripe == 2, "reads %llu full %llu, expected some and 2",
               (unsigned long long)c.member_reads, (unsigned long long)c.writes_full_stripe);
         fx_verify_all(&f, a, "without gathering");
         uraid_close(a);
     }
+    unsetenv("URAID_GATHER_HOLD_US");
     fx_destroy(&f);
     harness_end();
 }
 
+/* Held: a piece whose stripe no request completes is written by its own
+ * request when its time (200 ms) runs out, by read-modify-write, and the
+ * request is answered only then, with nothing left kept. */
+static void held_timeout_case(void)
+{
+    harness_begin("held: a piece never completed is written by its request after its time, then answered");
+    unsetenv("URAID_GATHER_US");
+    setenv("URAID_GATHER_HOLD_US", "200000", 1);
+    gather_test_patient = 1;
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        uint8_t *buf = aligned_alloc(4096, CHUNK);
+        rng_fill(&rng, buf, CHUNK);
+        uint64_t t0 = now_ms();
+        CHECK(fx_write(&f, a, buf, CHUNK, BASE_STRIPE * f.stripe_bytes) == 0);
+        uint64_t ms = now_ms() - t0;
+        struct uraid_counters c = fx_counters(a);
+        struct gather_stats g = stats_of(a);
+        printf("  answered after %llu ms; reads %llu writes %llu rmw %llu; kept %llu, %llu timed out, %llu open\n",
+               (unsigned long long)ms, (unsigned long long)c.member_reads, (unsigned long long)c.member_writes,
+               (unsigned long long)c.writes_rmw, (unsigned long long)g.kept, (unsigned long long)g.timeouts,
+               (unsigned long long)g.open);
+        CHECK(ms >= 200, "answered after %llu ms, before the piece's 200 ms", (unsigned long long)ms);
+        CHECK(g.kept == 1 && g.timeouts == 1 && g.open == 0, "kept %llu timeouts %llu open %llu, expected 1 1 0",
+              (unsigned long long)g.kept, (unsigned long long)g.timeouts, (unsigned long long)g.open);
+        CHECK(c.member_reads == 2 && c.member_writes == 2 && c.writes_rmw == 1,
+              "reads %llu writes %llu rmw %llu, expected 2, 2, 1", (unsigned long long)c.member_reads,
+              (unsigned long long)c.member_writes, (unsigned long long)c.writes_rmw);
+        free(buf);
+        fx_verify_all(&f, a, "after the held piece");
+        uraid_close(a);
+    }
+    gather_test_patient = 0;
+    unsetenv("URAID_GATHER_HOLD_US");
+    fx_destroy(&f);
+    harness_end();
+}
+
+static void expect_consistent(struct fx *f, struct uraid_array *a, const char *what);
+
+struct shared_stream {
+    struct fx *f;
+    struct uraid_array *a;
+    const uint8_t *buf;
+    size_t len;
+    int next, total, rc;
+};
+
+static void *stream_worker(void *arg)
+{
+    struct shared_stream *s = arg;
+    for (;;) {
+        int i = __atomic_fetch_add(&s->next, 1, __ATOMIC_RELAXED);
+        if (i >= s->total)
+            return NULL;
+        uint64_t off = BASE_STRIPE * s->f->stripe_bytes + s->len * (uint64_t)i;
+        int rc = uraid_write(s->a, s->buf + s->len * (size_t)i, s->len, off);
+        if (rc)
+            __atomic_store_n(&s->rc, rc, __ATOMIC_RELAXED);
+    }
+}
+
+/* Held, as a user's writer drives it: one stream with two requests in
+ * flight (two threads taking its next request in turn, fio's iodepth=2),
+ * no test hook. Pieces meet whenever the other request is in flight;
+ * every request is answered with its data on the members, and the data
+ * read back byte for byte. How many stripes went whole depends on the
+ * scheduling: printed, and at least one. */
+static void company_case(void)
+{
+    harness_begin("held, a stream with 2 requests in flight (no test hook): stripes gathered, nothing kept after");
+    unsetenv("URAID_GATHER_US");
+    setenv("URAID_GATHER_HOLD_US", "1000000", 1);
+    struct fx f;
+    struct uraid_array *a = NULL;
+    if (fx_setup(&f, 5, 5, CHUNK, MEMBER, &rng, 0, &a) == 0 && a) {
+        prime(&f, a);
+        struct shared_stream s = {.f = &f, .a = a, .len = (size_t)f.stripe_bytes * 5 / 4, .total = 32};
+        uint8_t *buf = aligned_alloc(4096, s.len * (size_t)s.total);
+        rng_fill(&rng, buf, s.len * (size_t)s.total);
+        s.buf = buf;
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&t[i], NULL, stream_worker, &s);
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        memcpy(f.model + BASE_STRIPE * f.stripe_bytes, buf, s.len * (size_t)s.total);
+        struct gather_stats g = stats_of(a);
+        struct uraid_counters c = fx_counters(a);
+        printf("  %d requests: %llu stripes whole, %llu in pieces, %llu backed off, %llu kept now; member reads %llu\n", s.total,
+               (unsigned long long)g.whole, (unsigned long long)g.timeouts, (unsigned long long)g.backed_off,
+               (unsigned long long)g.open, (unsigned long long)c.member_reads);
+        CHECK(s.rc == 0, "a write failed: %d", s.rc);
+        CHECK(g.whole >= 1 && g.open == 0, "%llu whole (expected some), %llu kept after every answer",
+              (unsigned long long)g.whole, (unsigned long long)g.open);
+        free(buf);
+        fx_verify_all(&f, a, "after the stream");
+        expect_consistent(&f, a, "after the stream");
+        uraid_close(a);
+    }
+    unsetenv("URAID_GATHER_HOLD_US");
+    fx_destroy(&f);
+    harness_end();
+}
 
 /* One write of len bytes at off; the member reads and the method counts it
  * cost, in *c. */
@@ -499,13 +637,14 @@ int main(int argc, char **argv)
     harness_init(argc, argv, "test_gather");
     rng_seed(&rng, harness_seed());
     fx_log_from_env();
-    for (int together = 0; together < 2; together++) {
+    for (int together = 0; together < 3; together++) {
         stream_case(5, 5, 0, URAID_POLICY_RESYNC, "healthy", together);
         stream_case(6, 6, 0, URAID_POLICY_RESYNC, "healthy", together);
         stream_case(6, 6, FX_SLOT(4), URAID_POLICY_RESYNC, "missing one", together);
         stream_case(5, 5, 0, URAID_POLICY_PPL, "with a PPL", together);
         stream_case(6, 6, 0, URAID_POLICY_BITMAP, "with a bitmap", together);
     }
+    stream_case(5, 5, FX_SLOT(2), URAID_POLICY_RESYNC, "missing one", 2); /* held: nothing answered early */
     no_keep_case(5, 5, FX_SLOT(2), "missing one");
     no_keep_case(6, 6, FX_SLOT(1) | FX_SLOT(4), "missing two");
     member_fails_case();
@@ -515,6 +654,9 @@ int main(int argc, char **argv)
     read_zero_case();
     off_case(0);
     off_case(1);
+    off_case(2);
+    held_timeout_case();
+    company_case();
     cache_case();
     return harness_finish();
 }
