@@ -1,29 +1,42 @@
 /* Partial-stripe writes of a sequential stream gathered into whole
  * stripes, as md's stripe cache completes them: requests reach the array
- * cut by the front-end (loop and FUSE: at most 1 MiB, one at a time for
- * an O_DIRECT writer), never a whole stripe of a wide array (14 x 64 KiB
- * = 896 KiB), so each stripe would be written in two or three pieces,
- * each with its reads.
+ * cut by the front-end (loop and FUSE: at most 1 MiB; a 1 MiB request on
+ * a 5+1 RAID-5 of 64 KiB chunks has a partial stripe at each end), so
+ * each stripe would be written in two or three pieces, each with its
+ * reads (and with a PPL, its partial parity logged before the write).
  *
- * A partial stripe of a stream is kept in a table of open stripes and its
- * request acknowledged at once, as a disk's write cache acknowledges; the
- * stream's next request brings the rest of the stripe, and the thread
- * that completes a stripe writes it as one full-stripe write with no
- * reads (and no partial parity: PPL logs nothing for it). A stripe not
- * completed within URAID_GATHER_US of its request's answer (off by default;
- * 50 ms measured best) is written
- * by the table's thread in its pieces, the usual read-modify-write /
- * reconstruct-write.
+ * Two modes.
+ * Held (the default, URAID_GATHER_HOLD_US, 20 ms): a partial stripe of a
+ * stream is kept in a table of open stripes while its request waits, not
+ * answered; the stream's other requests in flight (a writer with several
+ * out: the kernel's writeback, fio's iodepth, nbdcopy) bring the rest,
+ * and the request that completes a stripe writes it as one full-stripe
+ * write with no reads and no partial parity (hold_wait: the waiting
+ * requests are answered when it is written). Nothing answered is only in
+ * memory, so a kill -9 loses nothing the members did not hold, as with md.
+ * A piece is held only when another request of its stream is in flight
+ * (a writer with one request out sends the next only once this one is
+ * answered: nothing would come), and its request writes it in its pieces
+ * when its time runs out, or 2 ms after every write in flight is waiting
+ * too (none of them can complete it).
+ * Answered at once (URAID_GATHER_US set, off when 0; 50 ms measured
+ * best): the piece's request is acknowledged at once, as a disk's write
+ * cache does; the stream's next request, sent only then, brings the rest.
+ * A stripe not completed within URAID_GATHER_US of its request's answer
+ * is written by the table's thread in its pieces. A kill -9 of the
+ * server loses the answered pieces (as a power cut loses a disk's cache).
  *
  * Which pieces are kept (the predictor): a partial stripe of a request
  * that touches a recent request's end or start (the stream's next or
  * previous request), or of a large request (>= 256 KiB) a little ahead of
- * one (its predecessors still in flight). A random write touches nothing
- * recent and is never kept. A stream whose stripes keep timing out stops
- * being kept, and is tried again every 16th piece.
+ * one (its predecessors still in flight); not a side whose neighbour has
+ * already placed its pieces (neighbour_decided: it kept its piece, which
+ * is then joined, or wrote it, and the stripe can never be whole). A
+ * random write touches nothing recent and is never kept. A stream whose
+ * stripes keep timing out stops being kept, and is tried again every 16th
+ * piece.
  *
- * Why it is safe (gather_settle): an acknowledged piece is only in memory,
- * like a disk's volatile cache, so
+ * Why it is safe (gather_settle): a kept piece is only in memory, so
  *   - uraid_flush writes every open stripe before it flushes the members:
  *     no acknowledged write is left undurable past a flush;
  *   - a read of an open stripe's sectors writes it first (and waits for one
@@ -36,19 +49,28 @@
  * Kept stripes are written through the full write path (write-intent
  * bitmap, dirty mark, a reshape's split of the request), by whichever
  * thread writes them, holding geom_lock for reading like any request. A
- * write error of a kept stripe is returned by the next flush.
+ * write error of a kept stripe goes to the requests waiting for it (held)
+ * or to the next flush (answered at once).
  *
- * Why it is safe against member failures (gather_allowed): a kept stripe
- * must still be writable when its time runs out, so stripes are kept only
- * while the array can lose one more member and still write (fewer slots
- * out of sync than parities: a healthy RAID-4/5, a RAID-6 missing at most
- * one). When a member fails, array_member_failed calls gather_kick and
- * the table's thread writes every open stripe at once, degraded, while
- * that is still possible; a write arriving while the array cannot lose
- * another member is not kept (and settles the open stripes it touches).
+ * Why it is safe against member failures (gather_allowed, answered at
+ * once only: a held piece's request still waits for its write): a kept
+ * stripe must still be writable when its time runs out, so stripes are
+ * kept only while the array can lose one more member and still write
+ * (fewer slots out of sync than parities: a healthy RAID-4/5, a RAID-6
+ * missing at most one). When a member fails, array_member_failed calls
+ * gather_kick and the table's thread writes every open stripe at once,
+ * degraded, while that is still possible; a write arriving while the
+ * array cannot lose another member is not kept (and settles the open
+ * stripes it touches).
  *
- * States of an entry: FREE --a piece--> OPEN (pieces join) --whole, timed
- * out, or settled--> WRITING (one thread writes it) --> FREE. */
+ * States of an entry: FREE --a piece (new_entry)--> OPEN (pieces join)
+ * --whole (gather_pieces), timed out (hold_wait, timeout_thread) or
+ * settled (gather_settle)--> WRITING (one thread writes it, write_list)
+ * --> FREE, or DONE while held requests have still to read its result
+ * (hold_wait frees it when the last leaves). Invariants: busy counts the
+ * OPEN and WRITING entries; an entry's gen moves exactly when it leaves
+ * WRITING; holders counts the requests waiting on an OPEN, WRITING or
+ * DONE entry. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +201,31 @@ static int overlaps(const struct stripe_gather *g, const struct gentry *e, uint6
     return sector < base + g->ss && end > base;
 }
 
+/* The entry states' invariants (the file's comment), with the table's lock
+ * held; debug builds only. */
+static void check_table(struct stripe_gather *g)
+{
+#ifndef NDEBUG
+    int live = 0;
+    for (int i = 0; i < GATHER_ENTRIES; i++) {
+        const struct gentry *e = &g->e[i];
+        live += e->state == G_OPEN || e->state == G_WRITING;
+        if (e->holders < 0 || (e->state == G_DONE && e->holders == 0) || (e->state == G_FREE && e->holders) ||
+            (e->holders && !g->hold)) {
+            uraid_log(URAID_LOG_ERROR, "gather: entry %d (stripe %llu) in state %d with %d holders", i,
+                      (unsigned long long)e->stripe, (int)e->state, e->holders);
+            abort();
+        }
+    }
+    if (live != __atomic_load_n(&g->busy, __ATOMIC_RELAXED)) {
+        uraid_log(URAID_LOG_ERROR, "gather: %d entries open or being written, busy says %d", live, g->busy);
+        abort();
+    }
+#else
+    (void)g;
+#endif
+}
+
 /* Writes what the entry holds (the caller moved it to WRITING and holds
  * geom_lock for reading): the whole stripe, or each run of its pieces,
  * through the full write path. */
@@ -221,6 +268,7 @@ static int write_list(struct stripe_gather *g, struct gentry **list, int n)
         list[i]->state = list[i]->holders ? G_DONE : G_FREE; /* DONE: its holders still read rc */
     }
     __atomic_sub_fetch(&g->busy, n, __ATOMIC_RELEASE);
+    check_table(g);
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
     return rc;
@@ -595,6 +643,7 @@ static int hold_wait(struct stripe_gather *g, struct gentry **list, const uint32
             e->state = G_FREE;
     }
     __atomic_sub_fetch(&g->waiting, 1, __ATOMIC_ACQ_REL);
+    check_table(g);
     pthread_mutex_unlock(&g->mu);
     return rc;
 }
