@@ -85,6 +85,9 @@ void ppl_close(struct uraid_array *a)
     if (!L)
         return;
     ppl_flusher_stop(L);
+    uraid_log(URAID_LOG_INFO, "ppl: %llu units wrote a header (%llu with partial parity), %llu were covered by "
+              "stripes logged ahead", (unsigned long long)L->units_logged, (unsigned long long)L->units_pp,
+              (unsigned long long)L->units_covered);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         for (struct ppl_part *p = L->m[s].inflight, *nx; p; p = nx) {
             nx = p->next; /* lingering parts: every unit has finished */
@@ -480,8 +483,16 @@ int ppl_begin(struct uraid_array *a, const struct ppl_stripe *ps, int n, struct 
         return rc;
     }
     /* stripes a header on disk lists already, logged ahead: no log write */
-    if (ppl_cover(L, u))
+    if (ppl_cover(L, u)) {
+        __atomic_add_fetch(&L->units_covered, 1, __ATOMIC_RELAXED);
         return take;
+    }
+    __atomic_add_fetch(&L->units_logged, 1, __ATOMIC_RELAXED);
+    for (int s = 0; s < PPL_MAX_SLOTS; s++)
+        if (pp_bytes[s]) {
+            __atomic_add_fetch(&L->units_pp, 1, __ATOMIC_RELAXED);
+            break;
+        }
     reserve(L, u->held, entries, pp_bytes);
     u->reserved = 1;
     rc = ppl_write_logs(a, u);

@@ -24,7 +24,7 @@
 int ppl_ahead_count(int taken)
 {
     int n = 12 * taken;
-    return n < 8 ? 8 : n > PPL_AHEAD_MAX ? PPL_AHEAD_MAX : n;
+    return n < 32 ? 32 : n > PPL_AHEAD_MAX ? PPL_AHEAD_MAX : n;
 }
 
 static void span_add(struct ppl_span *sp, uint64_t lo, uint64_t hi)

@@ -87,6 +87,8 @@ struct ppl_log {
     pthread_cond_t res_cv; /* room freed in some log */
     int waiters;           /* atomic: units waiting for room */
     uint32_t tag;          /* atomic: RAID-6 units logged since open (PPL_TAG) */
+    uint64_t units_logged, units_covered, units_pp; /* atomic: units since open that wrote a header (of
+                                                     * them, with partial parity) or were covered ahead */
     /* Per slot, atomic: flushes started (each takes the next number) and
      * the highest number of one that succeeded. A write that completed
      * before a flush numbered n started is durable once flushed >= n. */

@@ -211,8 +211,10 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     want=$(sha256sum <"$t_tmp/synced")
     # files synced one after another: the page cache cannot absorb it all
     # before the kill, as one 64 MiB dd could on a quiet machine
-    (timeout 20 sh -c 'i=0; while dd if=/dev/urandom of="$1/busy$i" bs=1M count=4 conv=fsync status=none; do
-        i=$((i + 1)); done' sh "$ext" 2>/dev/null) &
+    # (eight names over again: the file system never fills; why a dd stopped
+    # goes to writer.log, shown if the writer was not running at the kill)
+    (timeout 20 sh -c 'i=0; while dd if=/dev/urandom of="$1/busy$((i % 8))" bs=1M count=4 conv=fsync status=none; do
+        i=$((i + 1)); done; echo "writer stopped after $i files"; df -k "$1"' sh "$ext" >"$t_tmp/writer.log" 2>&1) &
     writer=$!
     sleep 1
     # the kill must land while the writer still writes (else it tests a clean close)
@@ -226,7 +228,7 @@ if start_daemon $members && attach && $T mount "$loop" "$ext"; then
     timeout 10 losetup -d "$loop"; loop=""
     timeout 10 fusermount3 -uz "$mnt"
     [ -n "$busy" ] && [ -n "$killed" ] && t_ok "daemon killed -9 during writes" \
-        || t_fail "daemon killed -9 during writes" "writer running: ${busy:-no}, kill -9: ${killed:-failed}"
+        || t_fail "daemon killed -9 during writes" "writer running: ${busy:-no}, kill -9: ${killed:-failed}; $(tr '\n' ' ' <"$t_tmp/writer.log"); daemon: $(tail -3 "$t_tmp/daemon.log" | tr '\n' ' ')"
     $T $URAID detail $members >"$t_tmp/detail" 2>&1
     grep -q 'State : active' "$t_tmp/detail" && t_ok "after the kill: detail shows State : active (dirty)" \
         || t_fail "dirty after kill" "$(grep State "$t_tmp/detail")"
