@@ -97,6 +97,7 @@ struct gentry {
     unsigned char *bits;  /* sector bitmap of the pieces */
     uint32_t gen;         /* writes of this entry so far: a holder waits for it to move */
     int holders;          /* held mode: requests waiting for this stripe's write (DONE until 0) */
+    pthread_cond_t cv;    /* held mode: its holders wait here (its write, or a look at being alone) */
     int rc;               /* the last write's result, for its holders */
 };
 
@@ -171,12 +172,29 @@ static int gather_allowed(const struct uraid_array *a)
     return out < a->nparity;
 }
 
+/* Held requests look again whether every write in flight waits (lock
+ * held). */
+static void kick_holders(struct stripe_gather *g)
+{
+    for (int i = 0; i < GATHER_ENTRIES; i++)
+        if (g->e[i].holders)
+            pthread_cond_broadcast(&g->e[i].cv);
+}
+
+/* Is every write in flight waiting for its pieces? */
+static int all_waiting(const struct stripe_gather *g)
+{
+    return __atomic_load_n(&g->waiting, __ATOMIC_ACQUIRE) >=
+           __atomic_load_n(&g->a->writes_in_flight, __ATOMIC_ACQUIRE);
+}
+
 void gather_kick(struct stripe_gather *g)
 {
     if (!g)
         return;
     pthread_mutex_lock(&g->mu);
     pthread_cond_broadcast(&g->cv); /* the thread looks at gather_allowed again */
+    kick_holders(g);
     pthread_mutex_unlock(&g->mu);
 }
 
@@ -266,6 +284,8 @@ static int write_list(struct stripe_gather *g, struct gentry **list, int n)
         list[i]->rc = r[i];
         list[i]->gen++;
         list[i]->state = list[i]->holders ? G_DONE : G_FREE; /* DONE: its holders still read rc */
+        if (list[i]->holders)
+            pthread_cond_broadcast(&list[i]->cv);
     }
     __atomic_sub_fetch(&g->busy, n, __ATOMIC_RELEASE);
     check_table(g);
@@ -408,6 +428,8 @@ struct stripe_gather *gather_create(struct uraid_array *a)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g->cv, &ca);
+    for (int i = 0; i < GATHER_ENTRIES; i++)
+        pthread_cond_init(&g->e[i].cv, &ca);
     pthread_condattr_destroy(&ca);
     g->wait_ns = us * 1000;
     g->ss = (uint32_t)ss;
@@ -450,6 +472,8 @@ void gather_destroy(struct stripe_gather *g)
         free(g->e[i].bits);
     }
     pthread_cond_destroy(&g->cv);
+    for (int i = 0; i < GATHER_ENTRIES; i++)
+        pthread_cond_destroy(&g->e[i].cv);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -569,7 +593,8 @@ static struct gentry *new_entry(struct stripe_gather *g, uint64_t stripe, uint64
         e->covered = 0;
         __atomic_add_fetch(&g->busy, 1, __ATOMIC_RELEASE);
         g->st.kept++;
-        pthread_cond_broadcast(&g->cv); /* the thread learns the new deadline */
+        if (!g->hold)
+            pthread_cond_broadcast(&g->cv); /* the thread learns the new deadline */
         return e;
     }
     return NULL;
@@ -594,9 +619,7 @@ static void add_piece(struct gentry *e, uint32_t r0, uint32_t r1, const uint8_t 
 
 static uint64_t wait_until(struct stripe_gather *g, const struct gentry *e, uint64_t now, uint64_t *alone_since)
 {
-    int alone = __atomic_load_n(&g->waiting, __ATOMIC_ACQUIRE) >=
-                __atomic_load_n(&g->a->writes_in_flight, __ATOMIC_ACQUIRE);
-    if (!alone || gather_test_patient)
+    if (!all_waiting(g) || gather_test_patient)
         *alone_since = 0;
     else if (!*alone_since)
         *alone_since = now;
@@ -617,18 +640,19 @@ static int hold_wait(struct stripe_gather *g, struct gentry **list, const uint32
         return rc;
     pthread_mutex_lock(&g->mu);
     __atomic_add_fetch(&g->waiting, 1, __ATOMIC_ACQ_REL);
-    pthread_cond_broadcast(&g->cv); /* the others may now all be waiting */
+    if (all_waiting(g))
+        kick_holders(g); /* the others may now all be waiting */
     uint64_t alone_since = 0;
     for (int i = 0; i < n; i++) {
         struct gentry *e = list[i];
         while (e->gen == gen[i]) {
             uint64_t t = now_ns(), until = e->state == G_OPEN ? wait_until(g, e, t, &alone_since) : 0;
             if (e->state != G_OPEN) {
-                pthread_cond_wait(&g->cv, &g->mu); /* another thread writes it */
+                pthread_cond_wait(&e->cv, &g->mu); /* another thread writes it */
             } else if (t < until) {
                 struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
                                       .tv_nsec = (long)(until % 1000000000ull)};
-                pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+                pthread_cond_timedwait(&e->cv, &g->mu, &ts);
             } else {
                 e->state = G_WRITING;
                 g->st.timeouts++;
@@ -650,8 +674,11 @@ static int hold_wait(struct stripe_gather *g, struct gentry **list, const uint32
 
 void gather_write_left(struct stripe_gather *g)
 {
-    if (g && __atomic_load_n(&g->waiting, __ATOMIC_ACQUIRE) > 0)
-        gather_kick(g);
+    if (!g || __atomic_load_n(&g->waiting, __ATOMIC_ACQUIRE) == 0 || !all_waiting(g))
+        return;
+    pthread_mutex_lock(&g->mu);
+    kick_holders(g);
+    pthread_mutex_unlock(&g->mu);
 }
 
 /* The request's pieces: joined to open stripes or kept in new ones (seq),
