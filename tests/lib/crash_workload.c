@@ -133,6 +133,7 @@ struct shared {
     struct cw_journal *j;
     pthread_mutex_t claim;
     uint8_t *busy; /* per array sector, under claim */
+    uint64_t stream_at; /* atomic: the shared stream's next offset (pick's case 4) */
 };
 
 struct writer {
@@ -141,11 +142,21 @@ struct writer {
     int acked;
 };
 
-/* A write of a random shape: 4 KiB, a chunk, part of a stripe, or whole stripes. */
-static void pick(const struct cw_params *p, struct rng *r, uint64_t *off, uint64_t *len)
+/* A write of a random shape: 4 KiB, a chunk, part of a stripe, whole
+ * stripes, or (half of them) the next 3/4 stripe of one stream the writers share (so
+ * several of its requests are in flight at once and their partial stripes
+ * are gathered whole, stripe/gather.c). */
+static void pick(struct shared *sh, struct rng *r, uint64_t *off, uint64_t *len)
 {
+    const struct cw_params *p = sh->p;
     uint64_t stripes = p->size / p->stripe, ssec = p->stripe / CW_SECTOR;
-    switch (rng_below(r, 4)) {
+    switch (rng_below(r, 8)) {
+    case 4: case 5: case 6: case 7: { /* half the writes: the stream */
+        *len = (ssec * 3 / 4 ? ssec * 3 / 4 : 1) * CW_SECTOR;
+        uint64_t span = p->size / *len * *len; /* whole pieces only */
+        *off = __atomic_fetch_add(&sh->stream_at, *len, __ATOMIC_RELAXED) % span;
+        break;
+    }
     case 0:
         *len = 4096;
         *off = rng_below(r, p->size / 4096) * 4096;
@@ -198,7 +209,7 @@ static void *writer_main(void *arg)
         uint64_t off, len;
         int tries = 0;
         do {
-            pick(p, &r, &off, &len);
+            pick(sh, &r, &off, &len);
             if (++tries % 16 == 0)
                 sched_yield();
         } while (!claim(sh, off, len, 1));
