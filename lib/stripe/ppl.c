@@ -522,24 +522,20 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
         struct ppl_member *m = &L->m[part->slot];
         pthread_mutex_lock(&m->list_mu);
         int stays = 0;
-        for (struct ppl_part **pp_ = &m->inflight; *pp_; pp_ = &(*pp_)->next)
-            if (*pp_ == part) {
-                /* it keeps its room in the log while it lingers */
-                if ((stays = u->reserved && ppl_linger(L, m, part)) != 0)
-                    break;
-                if ((stays = part->pins) != 0) { /* units it covers still write */
-                    ppl_linger_pinned(L, m, part);
-                    break;
-                }
-                *pp_ = part->next;
-                ppl_left_part(m, part);
-                m->unflushed |= part->written;
-                for (int j = 0; j < PPL_MAX_SLOTS; j++)
-                    if (part->written >> j & 1)
-                        m->need[j] = ppl_flush_mark(L, j);
-                pthread_cond_broadcast(&m->departed);
-                break;
-            }
+        struct ppl_part **link = ppl_link_of(m, part);
+        /* it keeps its room in the log while it lingers */
+        if (link && (stays = u->reserved && ppl_linger(L, m, part)) == 0 &&
+            (stays = part->pins) != 0) /* units it covers still write */
+            ppl_linger_pinned(L, m, part);
+        if (link && !stays) {
+            *link = part->next;
+            ppl_left_part(m, part);
+            m->unflushed |= part->written;
+            for (int j = 0; j < PPL_MAX_SLOTS; j++)
+                if (part->written >> j & 1)
+                    m->need[j] = ppl_flush_mark(L, j);
+            pthread_cond_broadcast(&m->departed);
+        }
         pthread_mutex_unlock(&m->list_mu);
         if (stays)
             continue;

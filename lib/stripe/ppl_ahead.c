@@ -27,6 +27,14 @@ int ppl_ahead_count(int taken)
     return n < 32 ? 32 : n > PPL_AHEAD_MAX ? PPL_AHEAD_MAX : n;
 }
 
+struct ppl_part **ppl_link_of(struct ppl_member *m, const struct ppl_part *part)
+{
+    for (struct ppl_part **pp = &m->inflight; *pp; pp = &(*pp)->next)
+        if (*pp == part)
+            return pp;
+    return NULL;
+}
+
 static void span_add(struct ppl_span *sp, uint64_t lo, uint64_t hi)
 {
     if (!sp->end || lo < sp->lo)

@@ -166,6 +166,9 @@ void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
 /* Stripes logged ahead of a unit of `taken` whole stripes (a stream): how
  * many, at most PPL_AHEAD_MAX. */
 int ppl_ahead_count(int taken);
+/* Where m's list links to part (the pointer to rewrite to unlink it), or
+ * NULL when it is not in the list. Under m->list_mu. */
+struct ppl_part **ppl_link_of(struct ppl_member *m, const struct ppl_part *part);
 #define PPL_AHEAD_MAX 96
 
 /* The left_* spans (ppl_member), under list_mu: part p leaves the list

@@ -268,11 +268,9 @@ static void drop_ahead(struct ppl_log *L, struct ppl_unit *u, struct ppl_part *p
 {
     struct ppl_member *m = &L->m[part->slot];
     pthread_mutex_lock(&m->list_mu);
-    for (struct ppl_part **pp = &m->inflight; *pp; pp = &(*pp)->next)
-        if (*pp == part) {
-            *pp = part->next;
-            break;
-        }
+    struct ppl_part **link = ppl_link_of(m, part);
+    if (link)
+        *link = part->next;
     pthread_cond_broadcast(&m->departed);
     pthread_mutex_unlock(&m->list_mu);
     for (struct ppl_part **pp = &u->parts; *pp; pp = &(*pp)->unit_next)
