@@ -2,12 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
+#include "uraid_grow.h"
 
 int fx_policy = URAID_POLICY_RESYNC;
 
@@ -351,4 +355,244 @@ void fx_log_from_env(void)
     const char *v = getenv("URAID_TEST_VERBOSE");
     if (v && *v && strcmp(v, "0"))
         uraid_set_log(print_log, NULL, URAID_LOG_INFO);
+}
+
+/* Served-array helpers (see the header): what the grow and takeover tests
+ * that serve while the array changes had each written for themselves. */
+
+int fx_tmpdir(char *dir, size_t len, const char *tag)
+{
+    snprintf(dir, len, "%s/uraid-test-%s.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm", tag);
+    return mkdtemp(dir) ? 0 : -errno;
+}
+
+int fx_member_files(const char *dir, char (*path)[FX_PATH_LEN], const char **paths, int n, const uint64_t *sizes,
+                    uint64_t each)
+{
+    for (int i = 0; i < n; i++) {
+        snprintf(path[i], FX_PATH_LEN, "%s/m%d.img", dir, i);
+        paths[i] = path[i];
+        int rc = fx_file_of_size(path[i], sizes ? sizes[i] : each);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void *fx_shared_map(size_t len)
+{
+    return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+}
+
+void fx_shared_free(void *p, size_t len)
+{
+    if (p)
+        munmap(p, len);
+}
+
+int fx_open_fill(const char *const *paths, int n, uint64_t model_len, struct rng *r, uint8_t **model,
+                 uint64_t *bytes, char *why, size_t whylen)
+{
+    struct uraid_array *a = NULL;
+    int rc = uraid_open(paths, n, NULL, &a, why, whylen);
+    if (rc)
+        return rc;
+    *bytes = uraid_size(a);
+    *model = fx_shared_map(model_len ? model_len : *bytes);
+    rng_fill(r, *model, *bytes);
+    rc = uraid_write(a, *model, *bytes, 0);
+    CHECK(rc == 0, "write");
+    CHECK(uraid_close(a) == 0);
+    return rc;
+}
+
+uint8_t *fx_files_snapshot(const char *const *paths, int n, const uint64_t *sizes, uint64_t each, uint64_t *total)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += sizes ? sizes[i] : each;
+    if (total)
+        *total = sum;
+    uint8_t *img = malloc(sum), *p = img;
+    for (int i = 0; img && i < n; i++) {
+        uint64_t len = sizes ? sizes[i] : each;
+        int fd = open(paths[i], O_RDONLY);
+        if (fd < 0 || pread(fd, p, len, 0) != (ssize_t)len)
+            memset(p, 0xee, len);
+        if (fd >= 0)
+            close(fd);
+        p += len;
+    }
+    return img;
+}
+
+void fx_check_model(struct uraid_array *a, const uint8_t *model, uint64_t bytes, const struct fx_inflight *pend,
+                    const char *what)
+{
+    enum { BLK = 4096 };
+    uint8_t *buf = malloc(bytes);
+    int rc = buf ? uraid_read(a, buf, bytes, 0) : -ENOMEM;
+    uint64_t at = 0;
+    if (!pend) {
+        while (rc == 0 && at < bytes && buf[at] == model[at])
+            at++;
+    } else {
+        for (; rc == 0 && at < bytes; at += BLK) {
+            if (!memcmp(buf + at, model + at, BLK))
+                continue;
+            if (at < pend->off || at >= pend->off + pend->len || memcmp(buf + at, pend->buf + (at - pend->off), BLK))
+                break;
+        }
+    }
+    CHECK(rc == 0 && at >= bytes, "%s: read %d, first difference at byte %llu of %llu", what, rc,
+          (unsigned long long)at, (unsigned long long)bytes);
+    free(buf);
+}
+
+void *fx_writer_main(void *arg)
+{
+    struct fx_writer *w = arg;
+    struct rng r;
+    rng_seed(&r, w->seed);
+    uint8_t *buf = malloc(FX_MAXW), *back = malloc(FX_MAXW);
+    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
+        if (w->wait_for && uraid_size(w->a) < w->wait_for) {
+            usleep(1000);
+            continue;
+        }
+        uint64_t len = (1 + rng_below(&r, 16)) * 4096;
+        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / 4096 + 1) * 4096;
+        rng_fill(&r, buf, len);
+        if (uraid_write(w->a, buf, len, off) != 0) {
+            w->failures++;
+            continue;
+        }
+        memcpy(w->model + off, buf, len);
+        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
+            w->failures++;
+        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
+    }
+    free(buf);
+    free(back);
+    return NULL;
+}
+
+void fx_writers_start(struct fx_writer *w, pthread_t *t, int nw)
+{
+    for (int i = 0; i < nw; i++)
+        pthread_create(&t[i], NULL, fx_writer_main, &w[i]);
+}
+
+int fx_writers_stop(struct fx_writer *w, pthread_t *t, int nw, int *stop)
+{
+    int failures = 0;
+    __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < nw; i++) {
+        pthread_join(t[i], NULL);
+        failures += w[i].failures;
+    }
+    return failures;
+}
+
+void fx_writers_wait(struct fx_writer *w, int nw, int more)
+{
+    for (int i = 0; i < nw; i++) {
+        int at = __atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED);
+        while (__atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED) < at + more)
+            usleep(1000);
+    }
+}
+
+static void *kill_writer(void *arg)
+{
+    struct fx_killer *k = arg;
+    struct rng r;
+    rng_seed(&r, k->seed);
+    for (;;) {
+        uint64_t len = (1 + rng_below(&r, 16)) * 4096;
+        uint64_t off = rng_below(&r, (k->bytes - len) / 4096 + 1) * 4096;
+        struct fx_inflight *p = k->pend;
+        __atomic_store_n(&p->len, 0, __ATOMIC_SEQ_CST); /* (a kill may fall between any two stores) */
+        rng_fill(&r, p->buf, len);
+        __atomic_store_n(&p->off, off, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&p->len, len, __ATOMIC_SEQ_CST);
+        if (uraid_write(k->a, p->buf, len, off))
+            _exit(4);
+        memcpy(k->model + off, p->buf, len);
+        __atomic_add_fetch(&p->writes, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+void fx_kill_writer_start(struct fx_killer *k)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, kill_writer, k);
+    while (__atomic_load_n(&k->pend->writes, __ATOMIC_ACQUIRE) < 20)
+        usleep(100);
+}
+
+_Noreturn void fx_switch_levels_until_killed(struct uraid_array *a, int even_level, int odd_level, uint64_t seed,
+                                             unsigned delay_us)
+{
+    char why[400];
+    struct rng r;
+    rng_seed(&r, seed);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 1000000; i++) {
+        if (uraid_grow_online_level(a, i % 2 ? odd_level : even_level, 0, 0, NULL, NULL, 0, why, sizeof why))
+            _exit(5);
+        usleep((unsigned)rng_below(&r, 400)); /* the writer gets in between */
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if ((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000u >= delay_us)
+            raise(SIGKILL);
+    }
+    _exit(6);
+}
+
+void fx_refuse_level(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                     const char *const *added, int nadd, int want, const char *text)
+{
+    char why[400] = "";
+    int rc = uraid_grow_online_level(a, level, N, chunk, layout, added, nadd, why, sizeof why);
+    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'),
+          "--level %d -n %d chunk %u layout %s, %d new: %d '%s' (expected %d, '%s')", level, N, chunk,
+          layout ? layout : "-", nadd, rc, why, want, text);
+}
+
+void fx_refuse_grow(struct uraid_array *a, int N, const char *const *added, int nadd, int want, const char *text)
+{
+    char why[400] = "";
+    int rc = uraid_grow_online(a, N, added, nadd, why, sizeof why);
+    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'), "grow to %d with %d new: %d '%s' (expected %d, '%s')",
+          N, nadd, rc, why, want, text);
+}
+
+int fx_sb_area(const char *path, uint8_t buf[4096], int put)
+{
+    int fd = open(path, O_RDWR);
+    ssize_t n = fd < 0 ? -1 : put ? pwrite(fd, buf, 4096, 4096) : pread(fd, buf, 4096, 4096);
+    if (fd >= 0)
+        close(fd);
+    return n == 4096 ? 0 : -EIO;
+}
+
+uint64_t fx_data_offset_sectors(struct uraid_array *a)
+{
+    struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    return info.member[0].data_offset_sectors;
+}
+
+uint64_t fx_file_hash(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    uint64_t h = 1469598103934665603ull;
+    int c;
+    while (fp && (c = fgetc(fp)) != EOF)
+        h = (h ^ (uint64_t)c) * 1099511628211ull;
+    if (fp)
+        fclose(fp);
+    return h;
 }

@@ -6,6 +6,7 @@
 #ifndef URAID_TEST_ARRAY_FIXTURE_H
 #define URAID_TEST_ARRAY_FIXTURE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,5 +137,107 @@ int fx_file_of_size(const char *path, uint64_t bytes);
 void fx_log_from_env(void);
 
 void fx_destroy(struct fx *f);
+
+/* Served-array helpers. The tests that change an array while it serves
+ * (grow, takeover: test_grow_*_online, test_grow_mirrors,
+ * test_takeover_*) keep their own member files and a model of the array
+ * shared with a forked child (a kill -9 case), not a struct fx; these are
+ * the pieces they had each written again. */
+
+#define FX_PATH_LEN 160     /* the member paths those tests keep */
+#define FX_MAXW (64u << 10) /* the largest write a served writer makes */
+
+/* A new temporary directory "uraid-test-TAG.XXXXXX" in /dev/shm (/tmp
+ * when /dev/shm is not writable): the member files of one case. */
+int fx_tmpdir(char *dir, size_t len, const char *tag);
+
+/* n zero-filled member files dir/m<i>.img, sizes[i] bytes each (sizes
+ * NULL: `each` bytes); paths[i] points at path[i]. Returns 0 or -errno. */
+int fx_member_files(const char *dir, char (*path)[FX_PATH_LEN], const char **paths, int n, const uint64_t *sizes,
+                    uint64_t each);
+
+/* Memory shared with forked children (the model a killed child writes
+ * into), zeroed; fx_shared_free takes NULL. */
+void *fx_shared_map(size_t len);
+void fx_shared_free(void *p, size_t len);
+
+/* Opens the array on paths, maps a shared model of model_len bytes (0: the
+ * array's size), fills the array's bytes in it with random data from r,
+ * writes them to the array and closes it. *bytes: the array's size; why:
+ * uraid_open's reason when it fails. Returns 0 or the first error. */
+int fx_open_fill(const char *const *paths, int n, uint64_t model_len, struct rng *r, uint8_t **model,
+                 uint64_t *bytes, char *why, size_t whylen);
+
+/* Every file's bytes one after the other (sizes[i] bytes of file i, or
+ * `each` with sizes NULL; an unreadable one as 0xee bytes), to compare
+ * after a refusal; *total (may be NULL): their length. NULL: no memory. */
+uint8_t *fx_files_snapshot(const char *const *paths, int n, const uint64_t *sizes, uint64_t each, uint64_t *total);
+
+/* A write a killed child had in flight: its 4 KiB blocks may read either
+ * the model's or buf's bytes (shared memory, fx_shared_map). */
+struct fx_inflight {
+    uint64_t off, len, writes;
+    uint8_t buf[FX_MAXW];
+};
+
+/* Reads the array's first `bytes` and CHECKs them against model ("WHAT:
+ * read RC, first difference at byte N of BYTES"); with pend, block by
+ * block, a block in pend's write may hold its bytes instead. */
+void fx_check_model(struct uraid_array *a, const uint8_t *model, uint64_t bytes, const struct fx_inflight *pend,
+                    const char *what);
+
+/* A writer thread (fx_writer_main): random 4 KiB-multiple writes in
+ * [lo, hi) copied into model and read back until *stop; with wait_for,
+ * only once the array is that big. failures: writes or read-backs that
+ * failed; rounds: writes made and read back. */
+struct fx_writer {
+    struct uraid_array *a;
+    uint8_t *model;
+    uint64_t lo, hi, seed, wait_for;
+    int *stop;
+    int failures, rounds;
+};
+void *fx_writer_main(void *arg);
+void fx_writers_start(struct fx_writer *w, pthread_t *t, int nw);
+/* Sets *stop, joins them; returns their failures added up. */
+int fx_writers_stop(struct fx_writer *w, pthread_t *t, int nw, int *stop);
+/* Until every writer has made `more` rounds more (each counted from its
+ * own turn). */
+void fx_writers_wait(struct fx_writer *w, int nw, int more);
+
+/* A killed child's writer (fx_kill_writer_start): one write at a time
+ * over the whole array, recorded in pend before it goes out and in model
+ * once acknowledged; a failed write ends the process (_exit(4)). */
+struct fx_killer {
+    struct uraid_array *a;
+    uint8_t *model;
+    uint64_t bytes, seed;
+    struct fx_inflight *pend;
+};
+/* Starts it and returns once 20 writes were acknowledged. */
+void fx_kill_writer_start(struct fx_killer *k);
+/* In a child: the level switched online between even_level (first) and
+ * odd_level, a random pause under 400 us after each, until SIGKILL once
+ * delay_us have passed; a refused switch: _exit(5). */
+_Noreturn void fx_switch_levels_until_killed(struct uraid_array *a, int even_level, int odd_level, uint64_t seed,
+                                             unsigned delay_us);
+
+/* uraid_grow_online_level, CHECKed to return `want` with `text` in a
+ * one-line reason. */
+void fx_refuse_level(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                     const char *const *added, int nadd, int want, const char *text);
+/* uraid_grow_online, the same. */
+void fx_refuse_grow(struct uraid_array *a, int N, const char *const *added, int nadd, int want, const char *text);
+
+/* The 1.2 superblock area of a member file (4 KiB from 4 KiB) read into
+ * buf, or (put) buf written over it: a superblock write cut off. */
+int fx_sb_area(const char *path, uint8_t buf[4096], int put);
+
+/* Member 0's data offset in sectors, as the array reports it. */
+uint64_t fx_data_offset_sectors(struct uraid_array *a);
+
+/* FNV-1a of a whole file (a missing one hashes as empty): a member left
+ * unchanged by a refused open or create. */
+uint64_t fx_file_hash(const char *path);
 
 #endif

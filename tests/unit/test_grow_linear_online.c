@@ -21,16 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "uraid.h"
 #include "uraid_grow.h"
 
 #define MAXM 6
-#define BLK 4096
 #define OLD_BYTES (8u << 20)
 
 struct setup {
@@ -65,8 +64,7 @@ static int make_member(struct setup *s, int i, struct rng *r)
 static int make_setup(struct setup *s, const uint64_t *sizes, const char *md, struct rng *r)
 {
     char why[300];
-    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-linear.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
-    if (!mkdtemp(s->dir))
+    if (fx_tmpdir(s->dir, sizeof s->dir, "linear"))
         return -errno;
     s->total = 0;
     for (int i = 0; i < s->n + s->nadd; i++) {
@@ -80,16 +78,9 @@ static int make_setup(struct setup *s, const uint64_t *sizes, const char *md, st
     struct uraid_create_params cp = {.level = -1, .raid_devices = s->n, .layout = -1, .metadata = md};
     int rc = uraid_create(s->paths, s->n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
-    struct uraid_array *a = NULL;
-    if (rc == 0 && (rc = uraid_open(s->paths, s->n, NULL, &a, why, sizeof why)) == 0) {
-        s->bytes = uraid_size(a);
-        s->max_bytes = s->total; /* more than the grown array */
-        s->model = mmap(NULL, s->max_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        rng_fill(r, s->model, s->bytes);
-        rc = uraid_write(a, s->model, s->bytes, 0);
-        CHECK(rc == 0, "write");
-        CHECK(uraid_close(a) == 0);
-    }
+    s->max_bytes = s->total; /* more than the grown array */
+    if (rc == 0)
+        rc = fx_open_fill(s->paths, s->n, s->max_bytes, r, &s->model, &s->bytes, why, sizeof why);
     return rc;
 }
 
@@ -113,22 +104,12 @@ static void drop_setup(struct setup *s)
     for (int i = 0; i < s->n + s->nadd; i++)
         unlink(s->path[i]);
     rmdir(s->dir);
-    if (s->model)
-        munmap(s->model, s->max_bytes);
+    fx_shared_free(s->model, s->max_bytes);
 }
 
 static uint8_t *snapshot(const struct setup *s)
 {
-    uint8_t *img = malloc(s->total), *p = img;
-    for (int i = 0; img && i < s->n + s->nadd; i++) {
-        int fd = open(s->path[i], O_RDONLY);
-        if (fd < 0 || pread(fd, p, s->size[i], 0) != (ssize_t)s->size[i])
-            memset(p, 0xee, s->size[i]);
-        if (fd >= 0)
-            close(fd);
-        p += s->size[i];
-    }
-    return img;
+    return fx_files_snapshot(s->paths, s->n + s->nadd, s->size, 0, NULL);
 }
 
 /* N members at one event count, `bytes` long, every byte the model's. */
@@ -142,57 +123,7 @@ static void verify(struct uraid_array *a, const struct setup *s, int N, uint64_t
     CHECK(info.raid_devices == N && info.size_bytes == bytes && same, "%s: %d members, %llu bytes, events alike %d "
           "(expected %d, %llu)", what, info.raid_devices, (unsigned long long)info.size_bytes, same, N,
           (unsigned long long)bytes);
-    uint8_t *buf = malloc(bytes);
-    int rc = buf ? uraid_read(a, buf, bytes, 0) : -ENOMEM;
-    uint64_t at = 0;
-    while (rc == 0 && at < bytes && buf[at] == s->model[at])
-        at++;
-    CHECK(rc == 0 && at == bytes, "%s: read %d, first difference at byte %llu of %llu", what, rc,
-          (unsigned long long)at, (unsigned long long)bytes);
-    free(buf);
-}
-
-struct writer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t lo, hi, seed, wait_for; /* wait_for: write only once the array is that big */
-    int *stop;
-    int failures, rounds;
-};
-
-static void *writer_main(void *arg)
-{
-    struct writer *w = arg;
-    struct rng r;
-    rng_seed(&r, w->seed);
-    uint8_t *buf = malloc(64 << 10), *back = malloc(64 << 10);
-    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
-        if (w->wait_for && uraid_size(w->a) < w->wait_for) {
-            usleep(1000);
-            continue;
-        }
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
-        rng_fill(&r, buf, len);
-        if (uraid_write(w->a, buf, len, off) != 0) {
-            w->failures++;
-            continue;
-        }
-        memcpy(w->s->model + off, buf, len);
-        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
-            w->failures++;
-        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
-    }
-    free(buf);
-    free(back);
-    return NULL;
-}
-
-static uint64_t data_offset_of(struct uraid_array *a)
-{
-    struct uraid_array_info info;
-    uraid_get_info(a, &info);
-    return info.member[0].data_offset_sectors;
+    fx_check_model(a, s->model, bytes, NULL, what);
 }
 
 static void grow_case(int nadd, const char *md, struct rng *r, uint64_t seed)
@@ -206,29 +137,25 @@ static void grow_case(int nadd, const char *md, struct rng *r, uint64_t seed)
     if (rc == 0 && (rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) != 0)
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
-        uint64_t doff = data_offset_of(a), grown = model_append(&s, 2, 2 + nadd, s.bytes, doff);
+        uint64_t doff = fx_data_offset_sectors(a), grown = model_append(&s, 2, 2 + nadd, s.bytes, doff);
         enum { NW = 3 };
-        struct writer w[NW];
+        struct fx_writer w[NW];
         pthread_t t[NW];
         int stop = 0;
         for (int i = 0; i < NW; i++) {
             int tail = i == NW - 1; /* writes the appended region once it is there */
-            w[i] = (struct writer){.a = a, .s = &s, .lo = tail ? s.bytes : s.bytes / 2 * (uint64_t)i,
-                                   .hi = tail ? grown : s.bytes / 2 * (uint64_t)(i + 1), .seed = seed + (uint64_t)i,
-                                   .wait_for = tail ? grown : 0, .stop = &stop};
-            pthread_create(&t[i], NULL, writer_main, &w[i]);
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = tail ? s.bytes : s.bytes / 2 * (uint64_t)i,
+                                      .hi = tail ? grown : s.bytes / 2 * (uint64_t)(i + 1),
+                                      .seed = seed + (uint64_t)i, .wait_for = tail ? grown : 0, .stop = &stop};
         }
+        fx_writers_start(w, t, NW);
         usleep(20000);
         rc = uraid_grow_online(a, 2 + nadd, s.paths + 2, nadd, why, sizeof why);
         CHECK(rc == 0, "grow online: %s", why);
         usleep(50000);
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        int failures = 0;
-        for (int i = 0; i < NW; i++) {
-            pthread_join(t[i], NULL);
-            failures += w[i].failures;
+        int failures = fx_writers_stop(w, t, NW, &stop);
+        for (int i = 0; i < NW; i++)
             CHECK(w[i].rounds > 0, "writer %d wrote nothing", i);
-        }
         CHECK(failures == 0, "%d writes or read-backs failed", failures);
         verify(a, &s, 2 + nadd, grown, "grown");
         rc = uraid_grow_online(a, 2 + nadd, s.paths + 2, nadd, why, sizeof why);
@@ -257,7 +184,7 @@ static void again_case(struct rng *r)
     if (rc == 0 && (rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) != 0)
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
-        uint64_t doff = data_offset_of(a), grown = model_append(&s, 2, 4, s.bytes, doff);
+        uint64_t doff = fx_data_offset_sectors(a), grown = model_append(&s, 2, 4, s.bytes, doff);
         rc = uraid_grow_online(a, 3, s.paths + 2, 1, why, sizeof why);
         CHECK(rc == 0, "2 -> 3: %s", why);
         rc = uraid_grow_online(a, 4, s.paths + 2, 2, why, sizeof why);
@@ -267,14 +194,6 @@ static void again_case(struct rng *r)
     }
     drop_setup(&s);
     harness_end();
-}
-
-static void refuse(struct uraid_array *a, int N, const char *const *added, int nadd, int want, const char *text)
-{
-    char why[400] = "";
-    int rc = uraid_grow_online(a, N, added, nadd, why, sizeof why);
-    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'), "grow to %d with %d new: %d '%s' (expected %d, '%s')",
-          N, nadd, rc, why, want, text);
 }
 
 static void refusals(struct rng *r)
@@ -290,16 +209,16 @@ static void refusals(struct rng *r)
     uint8_t *before = rc == 0 ? snapshot(&s) : NULL;
     if (rc == 0) {
         const char *twice[] = {s.paths[2], s.paths[2]}, *old[] = {s.paths[0]};
-        refuse(a, 2, NULL, 0, -EALREADY, "nothing to do");
-        refuse(a, 4, s.paths + 2, 1, -EINVAL, "needs 2 new members");
-        refuse(a, 1, NULL, 0, -EINVAL, "would drop some");
-        refuse(a, 3, s.paths + 3, 1, -ENOSPC, "is too small");
-        refuse(a, 4, twice, 2, -EINVAL, "are the same member");
-        refuse(a, 3, old, 1, -EINVAL, "members already");
+        fx_refuse_grow(a, 2, NULL, 0, -EALREADY, "nothing to do");
+        fx_refuse_grow(a, 4, s.paths + 2, 1, -EINVAL, "needs 2 new members");
+        fx_refuse_grow(a, 1, NULL, 0, -EINVAL, "would drop some");
+        fx_refuse_grow(a, 3, s.paths + 3, 1, -ENOSPC, "is too small");
+        fx_refuse_grow(a, 4, twice, 2, -EINVAL, "are the same member");
+        fx_refuse_grow(a, 3, old, 1, -EINVAL, "members already");
         CHECK(uraid_close(a) == 0);
         struct uraid_open_params ro = {.readonly = 1};
         if ((rc = uraid_open(s.paths, 2, &ro, &a, why, sizeof why)) == 0) {
-            refuse(a, 3, s.paths + 2, 1, -EROFS, "read-only");
+            fx_refuse_grow(a, 3, s.paths + 2, 1, -EROFS, "read-only");
             uraid_close(a);
         }
         CHECK(rc == 0, "open read-only: %s", why);
@@ -314,7 +233,7 @@ static void refusals(struct rng *r)
     rc = make_setup(&t, sizes, "1.0", r);
     if (rc == 0 && (rc = uraid_open(t.paths, 2, NULL, &a, why, sizeof why)) == 0) {
         before = snapshot(&t);
-        refuse(a, 3, t.paths + 2, 1, -EOPNOTSUPP, "metadata 1.0");
+        fx_refuse_grow(a, 3, t.paths + 2, 1, -EOPNOTSUPP, "metadata 1.0");
         uraid_close(a);
         uint8_t *after = snapshot(&t);
         CHECK(before && after && !memcmp(before, after, t.total), "a refused grow (1.0) changed a member");
@@ -338,7 +257,7 @@ static void killed(struct rng *r)
     uint64_t grown = 0;
     struct uraid_array *a = NULL;
     if (rc == 0 && uraid_open(s.paths, 2, NULL, &a, why, sizeof why) == 0) {
-        grown = model_append(&s, 2, 4, s.bytes, data_offset_of(a));
+        grown = model_append(&s, 2, 4, s.bytes, fx_data_offset_sectors(a));
         uraid_close(a);
     }
     uint64_t off = s.bytes + (1u << 20), len = 256u << 10;

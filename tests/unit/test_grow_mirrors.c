@@ -11,23 +11,19 @@
  * members as spares or recovering, recovers them, and reads every
  * acknowledged byte. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "uraid.h"
 #include "uraid_grow.h"
 
 #define MAXM 6
-#define BLK 4096
 #define MEMBER_BYTES (16u << 20)
 
 struct setup {
@@ -41,30 +37,15 @@ struct setup {
 static int make_setup(struct setup *s, struct rng *r)
 {
     char why[300];
-    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-mirrors.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
-    if (!mkdtemp(s->dir))
-        return -errno;
-    for (int i = 0; i < s->n + s->nadd; i++) {
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
-        s->paths[i] = s->path[i];
-        int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || ftruncate(fd, (off_t)MEMBER_BYTES))
-            return -errno;
-        close(fd);
-    }
+    int rc = fx_tmpdir(s->dir, sizeof s->dir, "mirrors");
+    if (rc || (rc = fx_member_files(s->dir, s->path, s->paths, s->n + s->nadd, NULL, MEMBER_BYTES)))
+        return rc;
     struct uraid_create_params cp = {.level = 1, .raid_devices = s->n, .layout = -1, .assume_clean = 1,
                                      .consistency_policy = URAID_POLICY_RESYNC};
-    int rc = uraid_create(s->paths, s->n, &cp, 0, why, sizeof why);
+    rc = uraid_create(s->paths, s->n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
-    struct uraid_array *a = NULL;
-    if (rc == 0 && (rc = uraid_open(s->paths, s->n, NULL, &a, why, sizeof why)) == 0) {
-        s->bytes = uraid_size(a);
-        s->model = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        rng_fill(r, s->model, s->bytes);
-        rc = uraid_write(a, s->model, s->bytes, 0);
-        CHECK(rc == 0, "write");
-        CHECK(uraid_close(a) == 0);
-    }
+    if (rc == 0)
+        rc = fx_open_fill(s->paths, s->n, 0, r, &s->model, &s->bytes, why, sizeof why);
     return rc;
 }
 
@@ -73,23 +54,13 @@ static void drop_setup(struct setup *s)
     for (int i = 0; i < s->n + s->nadd; i++)
         unlink(s->path[i]);
     rmdir(s->dir);
-    if (s->model)
-        munmap(s->model, s->bytes);
+    fx_shared_free(s->model, s->bytes);
 }
 
 /* Every member file's bytes, to compare after a refusal. */
 static uint8_t *snapshot(const struct setup *s)
 {
-    int nm = s->n + s->nadd;
-    uint8_t *img = malloc((size_t)nm * MEMBER_BYTES);
-    for (int i = 0; img && i < nm; i++) {
-        int fd = open(s->path[i], O_RDONLY);
-        if (fd < 0 || pread(fd, img + (size_t)i * MEMBER_BYTES, MEMBER_BYTES, 0) != (ssize_t)MEMBER_BYTES)
-            memset(img + (size_t)i * MEMBER_BYTES, 0xee, MEMBER_BYTES);
-        if (fd >= 0)
-            close(fd);
-    }
-    return img;
+    return fx_files_snapshot(s->paths, s->n + s->nadd, NULL, MEMBER_BYTES, NULL);
 }
 
 /* Whole with n mirrors, every byte the model's, a clean check. */
@@ -110,38 +81,6 @@ static void verify(struct uraid_array *a, const struct setup *s, int n, const ch
           (unsigned long long)st.mismatch_sectors);
 }
 
-struct writer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t lo, hi, seed;
-    int *stop;
-    int failures, rounds;
-};
-
-static void *writer_main(void *arg)
-{
-    struct writer *w = arg;
-    struct rng r;
-    rng_seed(&r, w->seed);
-    uint8_t *buf = malloc(64 << 10), *back = malloc(64 << 10);
-    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
-        rng_fill(&r, buf, len);
-        if (uraid_write(w->a, buf, len, off) != 0) {
-            w->failures++;
-            continue;
-        }
-        memcpy(w->s->model + off, buf, len);
-        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
-            w->failures++;
-        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
-    }
-    free(buf);
-    free(back);
-    return NULL;
-}
-
 static void grow_case(int n, int nadd, struct rng *r, uint64_t seed)
 {
     struct setup s = {.n = n, .nadd = nadd};
@@ -154,27 +93,23 @@ static void grow_case(int n, int nadd, struct rng *r, uint64_t seed)
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
         enum { NW = 2 };
-        struct writer w[NW];
+        struct fx_writer w[NW];
         pthread_t t[NW];
         int stop = 0;
-        for (int i = 0; i < NW; i++) {
-            w[i] = (struct writer){.a = a, .s = &s, .lo = s.bytes / NW * (uint64_t)i,
-                                   .hi = s.bytes / NW * (uint64_t)(i + 1), .seed = seed + (uint64_t)i, .stop = &stop};
-            pthread_create(&t[i], NULL, writer_main, &w[i]);
-        }
+        for (int i = 0; i < NW; i++)
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = s.bytes / NW * (uint64_t)i,
+                                      .hi = s.bytes / NW * (uint64_t)(i + 1), .seed = seed + (uint64_t)i,
+                                      .stop = &stop};
+        fx_writers_start(w, t, NW);
         usleep(20000);
         rc = uraid_grow_online(a, n + nadd, s.paths + n, nadd, why, sizeof why);
         CHECK(rc == 0, "grow online: %s", why);
         struct uraid_job_status st;
         uraid_job_wait(a, &st);
         CHECK(st.result == 0, "the new mirrors' recovery: %d %s", st.result, st.why);
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        int failures = 0, rounds = 0;
-        for (int i = 0; i < NW; i++) {
-            pthread_join(t[i], NULL);
-            failures += w[i].failures;
+        int failures = fx_writers_stop(w, t, NW, &stop), rounds = 0;
+        for (int i = 0; i < NW; i++)
             rounds += w[i].rounds;
-        }
         CHECK(failures == 0 && rounds > 0, "%d writes or read-backs failed, %d rounds", failures, rounds);
         verify(a, &s, n + nadd, "grown");
         CHECK(uraid_close(a) == 0);

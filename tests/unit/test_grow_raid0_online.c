@@ -19,16 +19,15 @@
  * arguments carries on another killed one the same way. Seeded (printed by
  * the harness). */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "uraid.h"
 #include "uraid_grow.h"
@@ -42,41 +41,27 @@ struct setup {
     uint64_t size[MAXM];
     char dir[128], path[MAXM][160];
     const char *paths[MAXM];
-    uint8_t *model; /* the grown array; shared with a child */
+    uint8_t *model; /* the grown array (total bytes mapped); shared with a child */
     uint64_t bytes, grown, total;
 };
 
 static int make_setup(struct setup *s, uint64_t last_size, struct rng *r)
 {
     char why[300];
-    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-raid0.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
-    if (!mkdtemp(s->dir))
-        return -errno;
     s->total = 0;
     for (int i = 0; i < s->n + s->nadd; i++) {
         s->size[i] = i == s->n + s->nadd - 1 && last_size ? last_size : MEMBER_BYTES;
         s->total += s->size[i];
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
-        s->paths[i] = s->path[i];
-        int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || ftruncate(fd, (off_t)s->size[i]))
-            return -errno;
-        close(fd);
     }
+    int rc = fx_tmpdir(s->dir, sizeof s->dir, "raid0");
+    if (rc || (rc = fx_member_files(s->dir, s->path, s->paths, s->n + s->nadd, s->size, 0)))
+        return rc;
     struct uraid_create_params cp = {.level = 0, .raid_devices = s->n, .layout = -1, .chunk_bytes = 64u << 10};
-    int rc = uraid_create(s->paths, s->n, &cp, 0, why, sizeof why);
+    rc = uraid_create(s->paths, s->n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
-    struct uraid_array *a = NULL;
-    if (rc == 0 && (rc = uraid_open(s->paths, s->n, NULL, &a, why, sizeof why)) == 0) {
-        s->bytes = uraid_size(a);
+    /* the model: all the members' bytes, more than the grown array (zeros past the old end) */
+    if (rc == 0 && (rc = fx_open_fill(s->paths, s->n, s->total, r, &s->model, &s->bytes, why, sizeof why)) == 0)
         s->grown = s->bytes / (uint64_t)s->n * (uint64_t)(s->n + s->nadd);
-        s->model = mmap(NULL, s->grown, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        rng_fill(r, s->model, s->bytes);
-        memset(s->model + s->bytes, 0, s->grown - s->bytes);
-        rc = uraid_write(a, s->model, s->bytes, 0);
-        CHECK(rc == 0, "write");
-        CHECK(uraid_close(a) == 0);
-    }
     return rc;
 }
 
@@ -85,22 +70,12 @@ static void drop_setup(struct setup *s)
     for (int i = 0; i < s->n + s->nadd; i++)
         unlink(s->path[i]);
     rmdir(s->dir);
-    if (s->model)
-        munmap(s->model, s->grown);
+    fx_shared_free(s->model, s->total);
 }
 
 static uint8_t *snapshot(const struct setup *s)
 {
-    uint8_t *img = malloc(s->total), *p = img;
-    for (int i = 0; img && i < s->n + s->nadd; i++) {
-        int fd = open(s->path[i], O_RDONLY);
-        if (fd < 0 || pread(fd, p, s->size[i], 0) != (ssize_t)s->size[i])
-            memset(p, 0xee, s->size[i]);
-        if (fd >= 0)
-            close(fd);
-        p += s->size[i];
-    }
-    return img;
+    return fx_files_snapshot(s->paths, s->n + s->nadd, s->size, 0, NULL);
 }
 
 /* A RAID-0 of N at one event count, s->grown bytes (md's raid0_takeover_raid45
@@ -121,50 +96,7 @@ static void verify(struct uraid_array *a, const struct setup *s, const char *wha
           same && !info.reshape_delta, "%s: RAID-%d of %d (%d in sync), %llu bytes, events alike %d, reshape %d "
           "(expected RAID-0 of %d, %llu)", what, info.level, info.raid_devices, slots,
           (unsigned long long)info.size_bytes, same, info.reshape_delta, N, (unsigned long long)want);
-    uint8_t *buf = malloc(s->grown);
-    int rc = buf ? uraid_read(a, buf, s->grown, 0) : -ENOMEM;
-    uint64_t at = 0;
-    while (rc == 0 && at < s->grown && buf[at] == s->model[at])
-        at++;
-    CHECK(rc == 0 && at == s->grown, "%s: read %d, first difference at byte %llu of %llu", what, rc,
-          (unsigned long long)at, (unsigned long long)s->grown);
-    free(buf);
-}
-
-struct writer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t lo, hi, seed, wait_for;
-    int *stop;
-    int failures, rounds;
-};
-
-static void *writer_main(void *arg)
-{
-    struct writer *w = arg;
-    struct rng r;
-    rng_seed(&r, w->seed);
-    uint8_t *buf = malloc(64 << 10), *back = malloc(64 << 10);
-    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
-        if (w->wait_for && uraid_size(w->a) < w->wait_for) {
-            usleep(1000);
-            continue;
-        }
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
-        rng_fill(&r, buf, len);
-        if (uraid_write(w->a, buf, len, off) != 0) {
-            w->failures++;
-            continue;
-        }
-        memcpy(w->s->model + off, buf, len);
-        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
-            w->failures++;
-        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
-    }
-    free(buf);
-    free(back);
-    return NULL;
+    fx_check_model(a, s->model, s->grown, NULL, what);
 }
 
 static int job_running(struct uraid_array *a)
@@ -187,16 +119,16 @@ static void grow_case(int n, int nadd, uint64_t last_size, struct rng *r, uint64
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
         enum { NW = 3 };
-        struct writer w[NW];
+        struct fx_writer w[NW];
         pthread_t t[NW];
         int stop = 0, during = 0;
         for (int i = 0; i < NW; i++) {
             int tail = i == NW - 1; /* the new space, once the array is that big */
-            w[i] = (struct writer){.a = a, .s = &s, .lo = tail ? s.bytes : s.bytes / 2 * (uint64_t)i,
-                                   .hi = tail ? s.grown : s.bytes / 2 * (uint64_t)(i + 1), .seed = seed + (uint64_t)i,
-                                   .wait_for = tail ? s.grown : 0, .stop = &stop};
-            pthread_create(&t[i], NULL, writer_main, &w[i]);
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = tail ? s.bytes : s.bytes / 2 * (uint64_t)i,
+                                      .hi = tail ? s.grown : s.bytes / 2 * (uint64_t)(i + 1),
+                                      .seed = seed + (uint64_t)i, .wait_for = tail ? s.grown : 0, .stop = &stop};
         }
+        fx_writers_start(w, t, NW);
         usleep(20000);
         rc = uraid_grow_online(a, n + nadd, s.paths + n, nadd, why, sizeof why);
         CHECK(rc == 0, "grow online: %s", why);
@@ -208,13 +140,9 @@ static void grow_case(int n, int nadd, uint64_t last_size, struct rng *r, uint64
         uraid_job_wait(a, &st);
         CHECK(st.result == 0, "the reshape: %d %s", st.result, st.why);
         usleep(50000);
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        int failures = 0;
-        for (int i = 0; i < NW; i++) {
-            pthread_join(t[i], NULL);
-            failures += w[i].failures;
+        int failures = fx_writers_stop(w, t, NW, &stop);
+        for (int i = 0; i < NW; i++)
             CHECK(w[i].rounds > 0, "writer %d wrote nothing", i);
-        }
         CHECK(failures == 0 && during >= 20, "%d writes or read-backs failed, %d rounds during the reshape", failures,
               during);
         verify(a, &s, "grown");
@@ -232,14 +160,6 @@ static void grow_case(int n, int nadd, uint64_t last_size, struct rng *r, uint64
     harness_end();
 }
 
-static void refuse(struct uraid_array *a, int N, const char *const *added, int nadd, int want, const char *text)
-{
-    char why[400] = "";
-    int rc = uraid_grow_online(a, N, added, nadd, why, sizeof why);
-    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'), "grow to %d with %d new: %d '%s' (expected %d, '%s')",
-          N, nadd, rc, why, want, text);
-}
-
 static void refusals(struct rng *r)
 {
     struct setup s = {.n = 2, .nadd = 2};
@@ -252,15 +172,15 @@ static void refusals(struct rng *r)
     uint8_t *before = rc == 0 ? snapshot(&s) : NULL;
     if (rc == 0) {
         const char *twice[] = {s.paths[2], s.paths[2]}, *old[] = {s.paths[0]};
-        refuse(a, 2, NULL, 0, -EINVAL, "adds none");
-        refuse(a, 4, s.paths + 2, 1, -EINVAL, "needs 2 new members");
-        refuse(a, 4, s.paths + 2, 2, -ENOSPC, "is too small");
-        refuse(a, 4, twice, 2, -EINVAL, "are the same member");
-        refuse(a, 3, old, 1, -EEXIST, "already a member");
+        fx_refuse_grow(a, 2, NULL, 0, -EINVAL, "adds none");
+        fx_refuse_grow(a, 4, s.paths + 2, 1, -EINVAL, "needs 2 new members");
+        fx_refuse_grow(a, 4, s.paths + 2, 2, -ENOSPC, "is too small");
+        fx_refuse_grow(a, 4, twice, 2, -EINVAL, "are the same member");
+        fx_refuse_grow(a, 3, old, 1, -EEXIST, "already a member");
         CHECK(uraid_close(a) == 0);
         struct uraid_open_params ro = {.readonly = 1};
         if ((rc = uraid_open(s.paths, 2, &ro, &a, why, sizeof why)) == 0) {
-            refuse(a, 3, s.paths + 2, 1, -EROFS, "read-only");
+            fx_refuse_grow(a, 3, s.paths + 2, 1, -EROFS, "read-only");
             uraid_close(a);
         }
         CHECK(rc == 0, "open read-only: %s", why);
@@ -287,17 +207,15 @@ static void unequal(struct rng *r)
         t.paths[i] = t.path[i];
         t.size[i] = i == 2 ? 2 * MEMBER_BYTES : MEMBER_BYTES;
         t.total += t.size[i];
-        int fd = open(t.path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        rc = rc ? rc : fd < 0 || ftruncate(fd, (off_t)t.size[i]) ? -EIO : 0;
-        if (fd >= 0)
-            close(fd);
+        int frc = fx_file_of_size(t.path[i], t.size[i]);
+        rc = rc ? rc : frc ? -EIO : 0;
     }
     struct uraid_create_params cp = {.level = 0, .raid_devices = 3, .layout = -1, .chunk_bytes = 64u << 10};
     struct uraid_array *a = NULL;
     if (rc == 0 && (rc = uraid_create(t.paths, 3, &cp, 0, why, sizeof why)) == 0 &&
         (rc = uraid_open(t.paths, 3, NULL, &a, why, sizeof why)) == 0) {
         uint8_t *before = snapshot(&t);
-        refuse(a, 4, t.paths + 3, 1, -EOPNOTSUPP, "one zone");
+        fx_refuse_grow(a, 4, t.paths + 3, 1, -EOPNOTSUPP, "one zone");
         uraid_close(a);
         uint8_t *after = snapshot(&t);
         CHECK(before && after && !memcmp(before, after, t.total), "a refused grow changed a member");
@@ -409,7 +327,7 @@ static void back_case(struct rng *r)
         s.bytes = uraid_size(a);
         rng_fill(r, s.model, s.bytes);
         CHECK(uraid_write(a, s.model, s.bytes, 0) == 0, "write");
-        refuse(a, 3, NULL, 0, -EINVAL, "give --array-size"); /* a shrink without its size, as before */
+        fx_refuse_grow(a, 3, NULL, 0, -EINVAL, "give --array-size"); /* a shrink without its size, as before */
         rc = uraid_grow_online(a, 3, s.paths + 1, 2, why, sizeof why);
         CHECK(rc == 0, "the same grow again: %s", why);
         s.grown = s.bytes;

@@ -145,18 +145,6 @@ static void test_bands(void)
 
 /* ---- create and its refusals ------------------------------------------------------------ */
 
-static uint64_t file_hash(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    uint64_t h = 1469598103934665603ull;
-    int ch;
-    while (fp && (ch = getc(fp)) != EOF)
-        h = (h ^ (uint64_t)ch) * 1099511628211ull;
-    if (fp)
-        fclose(fp);
-    return h;
-}
-
 static int try_create(struct fx *f, int level, int n, int policy, int bitmap, char *why, size_t len)
 {
     const char *paths[FX_MAXM];
@@ -205,7 +193,7 @@ static void test_create_policy(void)
     };
     uint64_t before[FX_MAXM];
     for (int s = 0; s < 4; s++)
-        before[s] = file_hash(f.path[s]);
+        before[s] = fx_file_hash(f.path[s]);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char why[512] = "";
         int rc = try_create(&f, bad[i].level, bad[i].n, bad[i].policy, bad[i].bitmap, why, sizeof why);
@@ -213,7 +201,7 @@ static void test_create_policy(void)
               bad[i].policy, bad[i].bitmap, rc, why);
     }
     for (int s = 0; s < 4; s++)
-        CHECK(file_hash(f.path[s]) == before[s], "member %d changed by a refused create", s);
+        CHECK(fx_file_hash(f.path[s]) == before[s], "member %d changed by a refused create", s);
     /* RAID-6 gets uraid's PPL with partial Q (bit 31); an explicit resync has no feature bit */
     char why[512] = "";
     CHECK(try_create(&f, 6, 4, URAID_POLICY_DEFAULT, 0, why, sizeof why) == 0, "%s", why);
@@ -613,7 +601,7 @@ static void test_grow(void)
         goto out;
     uint64_t before[FX_MAXM];
     for (int s = 0; s < 4; s++)
-        before[s] = file_hash(f.path[s]);
+        before[s] = fx_file_hash(f.path[s]);
     char why[512];
     static const struct {
         int n, policy, dirty, rc;
@@ -629,17 +617,17 @@ static void test_grow(void)
             CHECK(set_dirty(&f, 1) == 0);
         uint64_t mid[FX_MAXM];
         for (int s = 0; s < 4; s++)
-            mid[s] = file_hash(f.path[s]);
+            mid[s] = fx_file_hash(f.path[s]);
         why[0] = 0;
         int rc = set_policy(&f, bad[i].n, bad[i].policy, why, sizeof why);
         CHECK(rc == bad[i].rc && strstr(why, bad[i].words), "case %zu: %d '%s'", i, rc, why);
         for (int s = 0; s < 4; s++)
-            CHECK(file_hash(f.path[s]) == mid[s], "case %zu: member %d changed by a refusal", i, s);
+            CHECK(fx_file_hash(f.path[s]) == mid[s], "case %zu: member %d changed by a refusal", i, s);
         if (bad[i].dirty)
             CHECK(set_dirty(&f, 0) == 0);
     }
     for (int s = 0; s < 4; s++)
-        CHECK(file_hash(f.path[s]) == before[s], "member %d changed", s);
+        CHECK(fx_file_hash(f.path[s]) == before[s], "member %d changed", s);
     CHECK(set_policy(&f, 4, URAID_POLICY_RESYNC, why, sizeof why) == 0, "to resync: %s", why);
     struct md_sb sb;
     CHECK(fx_read_sb(&f, 2, &sb) == 0 && !(sb.feature_map & MD_FEATURE_PPL), "feature map %#x", sb.feature_map);
@@ -673,13 +661,13 @@ static void test_grow(void)
     if (fx_create(&f, 5, 4, CHUNK, MEMBER_BYTES))
         goto out;
     for (int s = 0; s < 4; s++)
-        before[s] = file_hash(f.path[s]);
+        before[s] = fx_file_hash(f.path[s]);
     CHECK(set_policy(&f, 4, URAID_POLICY_PPL, why, sizeof why) == -ENOSPC && strstr(why, "not enough space"), "%s",
           why);
     CHECK(set_policy(&f, 4, URAID_POLICY_BITMAP, why, sizeof why) == -EOPNOTSUPP && strstr(why, "--bitmap"), "%s",
           why);
     for (int s = 0; s < 4; s++)
-        CHECK(file_hash(f.path[s]) == before[s], "member %d changed by a refusal", s);
+        CHECK(fx_file_hash(f.path[s]) == before[s], "member %d changed by a refusal", s);
 out:
     fx_destroy(&f);
     fx_policy = URAID_POLICY_RESYNC;

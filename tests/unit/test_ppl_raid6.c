@@ -421,18 +421,6 @@ out:
 
 /* ---- create's default, grow --consistency-policy ---------------------------------- */
 
-static uint64_t file_hash(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    uint64_t h = 1469598103934665603ull;
-    int ch;
-    while (fp && (ch = getc(fp)) != EOF)
-        h = (h ^ (uint64_t)ch) * 1099511628211ull;
-    if (fp)
-        fclose(fp);
-    return h;
-}
-
 static int set_policy(struct fx *f, int n, int policy, char *why, size_t len)
 {
     const char *paths[FX_MAXM];
@@ -445,13 +433,13 @@ static int set_policy(struct fx *f, int n, int policy, char *why, size_t len)
 static void same_bytes(const struct fx *f, const uint64_t *before, const char *what)
 {
     for (int s = 0; s < f->n; s++)
-        CHECK(file_hash(f->path[s]) == before[s], "%s: member %d changed by a refusal", what, s);
+        CHECK(fx_file_hash(f->path[s]) == before[s], "%s: member %d changed by a refusal", what, s);
 }
 
 static void hashes(const struct fx *f, uint64_t *out)
 {
     for (int s = 0; s < f->n; s++)
-        out[s] = file_hash(f->path[s]);
+        out[s] = fx_file_hash(f->path[s]);
 }
 
 /* The array opens with `policy`, holds the model and takes a write. */

@@ -71,18 +71,6 @@ static int crash_after_writes(struct fx *f)
     return rc;
 }
 
-static uint64_t file_hash(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    uint64_t h = 1469598103934665603ull;
-    int c;
-    while (fp && (c = fgetc(fp)) != EOF)
-        h = (h ^ (uint64_t)c) * 1099511628211ull;
-    if (fp)
-        fclose(fp);
-    return h;
-}
-
 static void test_restart(int level, int n, int junk_all)
 {
     harness_beginf("RAID-%d ppl, dirty, missing a member: %s", level,
@@ -101,7 +89,7 @@ static void test_restart(int level, int n, int junk_all)
     int np = 0;
     for (int s = 0; s < f.n; s++)
         if (s != missing) {
-            before[np] = file_hash(f.path[s]);
+            before[np] = fx_file_hash(f.path[s]);
             paths[np++] = f.path[s];
         }
     struct uraid_array *a = NULL;
@@ -110,7 +98,7 @@ static void test_restart(int level, int n, int junk_all)
     if (junk_all) {
         CHECK(rc == -EUCLEAN && strstr(why, "--force"), "open: %d (%s)", rc, why);
         for (int i = 0; i < np; i++)
-            CHECK(file_hash(paths[i]) == before[i], "%s changed by a refused open", paths[i]);
+            CHECK(fx_file_hash(paths[i]) == before[i], "%s changed by a refused open", paths[i]);
         printf("  refused: %s\n", why);
         goto out;
     }

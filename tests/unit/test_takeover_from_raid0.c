@@ -15,16 +15,14 @@
  * another killed one is finished by the offline grow with the same
  * arguments. Seeded (printed by the harness). */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "uraid.h"
 #include "uraid_grow.h"
@@ -33,7 +31,6 @@
 #define NF (N0 + 2) /* the members, the new one, a spare file */
 #define BLK 4096
 #define MEMBER_BYTES (8u << 20)
-#define MAXW (64u << 10)
 #define PARITY_LAST 5
 
 struct setup {
@@ -47,32 +44,16 @@ struct setup {
 static int make_setup(struct setup *s, uint64_t last_size, uint64_t new_size, struct rng *r)
 {
     char why[300];
-    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-from0.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
-    if (!mkdtemp(s->dir))
-        return -errno;
-    char dir[sizeof s->dir]; /* (not s->dir itself: the compiler cannot tell path[i] from it) */
-    memcpy(dir, s->dir, sizeof dir);
-    for (int i = 0; i < NF; i++) {
+    for (int i = 0; i < NF; i++)
         s->size[i] = i == N0 - 1 && last_size ? last_size : i == N0 && new_size ? new_size : MEMBER_BYTES;
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", dir, i);
-        s->paths[i] = s->path[i];
-        int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || ftruncate(fd, (off_t)s->size[i]))
-            return -errno;
-        close(fd);
-    }
+    int rc = fx_tmpdir(s->dir, sizeof s->dir, "from0");
+    if (rc || (rc = fx_member_files(s->dir, s->path, s->paths, NF, s->size, 0)))
+        return rc;
     struct uraid_create_params cp = {.level = 0, .raid_devices = N0, .layout = -1, .chunk_bytes = 64u << 10};
-    int rc = uraid_create(s->paths, N0, &cp, 0, why, sizeof why);
+    rc = uraid_create(s->paths, N0, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
-    struct uraid_array *a = NULL;
-    if (rc == 0 && (rc = uraid_open(s->paths, N0, NULL, &a, why, sizeof why)) == 0) {
-        s->bytes = uraid_size(a);
-        s->model = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        rng_fill(r, s->model, s->bytes);
-        rc = uraid_write(a, s->model, s->bytes, 0);
-        CHECK(rc == 0, "write");
-        CHECK(uraid_close(a) == 0);
-    }
+    if (rc == 0)
+        rc = fx_open_fill(s->paths, N0, 0, r, &s->model, &s->bytes, why, sizeof why);
     CHECK(rc == 0, "open: %s", why);
     return rc;
 }
@@ -82,37 +63,17 @@ static void drop_setup(struct setup *s)
     for (int i = 0; i < NF; i++)
         unlink(s->path[i]);
     rmdir(s->dir);
-    if (s->model)
-        munmap(s->model, s->bytes);
+    fx_shared_free(s->model, s->bytes);
 }
 
 static uint8_t *snapshot(const struct setup *s, uint64_t *total)
 {
-    *total = 0;
-    for (int i = 0; i < NF; i++)
-        *total += s->size[i];
-    uint8_t *img = malloc(*total), *p = img;
-    for (int i = 0; img && i < NF; i++) {
-        int fd = open(s->path[i], O_RDONLY);
-        if (fd < 0 || pread(fd, p, s->size[i], 0) != (ssize_t)s->size[i])
-            memset(p, 0xee, s->size[i]);
-        if (fd >= 0)
-            close(fd);
-        p += s->size[i];
-    }
-    return img;
+    return fx_files_snapshot(s->paths, NF, s->size, 0, total);
 }
 
 static void check_bytes(struct uraid_array *a, const struct setup *s, const char *what)
 {
-    uint8_t *buf = malloc(s->bytes);
-    int rc = buf ? uraid_read(a, buf, s->bytes, 0) : -ENOMEM;
-    uint64_t at = 0;
-    while (rc == 0 && at < s->bytes && buf[at] == s->model[at])
-        at++;
-    CHECK(rc == 0 && at == s->bytes, "%s: read %d, first difference at byte %llu of %llu", what, rc,
-          (unsigned long long)at, (unsigned long long)s->bytes);
-    free(buf);
+    fx_check_model(a, s->model, s->bytes, NULL, what);
 }
 
 /* RAID-level parity-last of 4, `insync` slots in sync, the size kept, every byte; whole: a check finds nothing. */
@@ -142,47 +103,6 @@ static void verify(struct uraid_array *a, const struct setup *s, int level, int 
     }
 }
 
-struct writer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t lo, hi, seed;
-    int *stop;
-    int failures, rounds;
-};
-
-static void *writer_main(void *arg)
-{
-    struct writer *w = arg;
-    struct rng r;
-    rng_seed(&r, w->seed);
-    uint8_t *buf = malloc(MAXW), *back = malloc(MAXW);
-    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
-        rng_fill(&r, buf, len);
-        if (uraid_write(w->a, buf, len, off) != 0) {
-            w->failures++;
-            continue;
-        }
-        memcpy(w->s->model + off, buf, len);
-        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
-            w->failures++;
-        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
-    }
-    free(buf);
-    free(back);
-    return NULL;
-}
-
-static void wait_rounds(struct writer *w, int nw, int more)
-{
-    for (int i = 0; i < nw; i++) {
-        int at = __atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED);
-        while (__atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED) < at + more)
-            usleep(1000);
-    }
-}
-
 static void change_case(int level, int with_new, struct rng *r, uint64_t seed)
 {
     struct setup s = {0};
@@ -196,16 +116,15 @@ static void change_case(int level, int with_new, struct rng *r, uint64_t seed)
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
         enum { NW = 3 };
-        struct writer w[NW];
+        struct fx_writer w[NW];
         pthread_t t[NW];
         int stop = 0, failures = 0, during = 0;
         uint64_t slice = s.bytes / NW / BLK * BLK;
-        for (int i = 0; i < NW; i++) {
-            w[i] = (struct writer){.a = a, .s = &s, .lo = slice * (uint64_t)i, .hi = slice * (uint64_t)(i + 1),
-                                   .seed = seed + (uint64_t)i, .stop = &stop};
-            pthread_create(&t[i], NULL, writer_main, &w[i]);
-        }
-        wait_rounds(w, NW, 20);
+        for (int i = 0; i < NW; i++)
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = slice * (uint64_t)i,
+                                      .hi = slice * (uint64_t)(i + 1), .seed = seed + (uint64_t)i, .stop = &stop};
+        fx_writers_start(w, t, NW);
+        fx_writers_wait(w, NW, 20);
         rc = uraid_grow_online_level(a, level, 0, 0, NULL, s.paths + N0, with_new, why, sizeof why);
         CHECK(rc == 0, "--level %d: %s", level, why);
         struct uraid_job_status st;
@@ -221,12 +140,8 @@ static void change_case(int level, int with_new, struct rng *r, uint64_t seed)
             CHECK(st.result == 0 && during > 0, "the recovery: %d %s, writes during it in %d polls", st.result,
                   st.why, during);
         }
-        wait_rounds(w, NW, 20);
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        for (int i = 0; i < NW; i++) {
-            pthread_join(t[i], NULL);
-            failures += w[i].failures;
-        }
+        fx_writers_wait(w, NW, 20);
+        failures = fx_writers_stop(w, t, NW, &stop);
         CHECK(failures == 0, "%d writes or read-backs failed", failures);
         verify(a, &s, level, with_new ? N0 + 1 : N0, "taken over");
         CHECK(uraid_close(a) == 0);
@@ -242,16 +157,6 @@ static void change_case(int level, int with_new, struct rng *r, uint64_t seed)
     }
     drop_setup(&s);
     harness_end();
-}
-
-static void refuse(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
-                   const char *const *added, int nadd, int want, const char *text)
-{
-    char why[400] = "";
-    int rc = uraid_grow_online_level(a, level, N, chunk, layout, added, nadd, why, sizeof why);
-    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'),
-          "--level %d -n %d chunk %u layout %s, %d new: %d '%s' (expected %d, '%s')", level, N, chunk,
-          layout ? layout : "-", nadd, rc, why, want, text);
 }
 
 static void refusals(struct rng *r)
@@ -273,18 +178,18 @@ static void refusals(struct rng *r)
     uint8_t *before = rc == 0 ? snapshot(&s, &total) : NULL;
     if (rc == 0) {
         const char *old[] = {s.paths[0]};
-        refuse(a, 5, N0 + 2, 0, NULL, NULL, 0, -EINVAL, "into a RAID-5 of 4");
-        refuse(a, 5, 0, 0, NULL, s.paths + N0, 2, -EINVAL, "at most one new member");
-        refuse(a, 5, 0, 0, "left-symmetric", NULL, 0, -EOPNOTSUPP, "as parity-last with its chunk");
-        refuse(a, 4, 0, 256, NULL, NULL, 0, -EOPNOTSUPP, "as parity-last with its chunk");
-        refuse(a, 5, 0, 0, NULL, s.paths + N0, 1, -ENOSPC, "is too small");
-        refuse(a, 5, 0, 0, NULL, old, 1, -EEXIST, "already a member");
-        refuse(a, 5, 0, 0, NULL, s.paths + N0 + 1, 1, -EEXIST, "holds an md superblock");
-        refuse(a, 6, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "not supported");
+        fx_refuse_level(a, 5, N0 + 2, 0, NULL, NULL, 0, -EINVAL, "into a RAID-5 of 4");
+        fx_refuse_level(a, 5, 0, 0, NULL, s.paths + N0, 2, -EINVAL, "at most one new member");
+        fx_refuse_level(a, 5, 0, 0, "left-symmetric", NULL, 0, -EOPNOTSUPP, "as parity-last with its chunk");
+        fx_refuse_level(a, 4, 0, 256, NULL, NULL, 0, -EOPNOTSUPP, "as parity-last with its chunk");
+        fx_refuse_level(a, 5, 0, 0, NULL, s.paths + N0, 1, -ENOSPC, "is too small");
+        fx_refuse_level(a, 5, 0, 0, NULL, old, 1, -EEXIST, "already a member");
+        fx_refuse_level(a, 5, 0, 0, NULL, s.paths + N0 + 1, 1, -EEXIST, "holds an md superblock");
+        fx_refuse_level(a, 6, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "not supported");
         CHECK(uraid_close(a) == 0);
         struct uraid_open_params ro = {.readonly = 1};
         if ((rc = uraid_open(s.paths, N0, &ro, &a, why, sizeof why)) == 0) {
-            refuse(a, 5, 0, 0, NULL, NULL, 0, -EROFS, "read-only");
+            fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EROFS, "read-only");
             uraid_close(a);
         }
         CHECK(rc == 0, "open read-only: %s", why);
@@ -299,7 +204,7 @@ static void refusals(struct rng *r)
     rc = make_setup(&u, 2 * MEMBER_BYTES, 0, r);
     if (rc == 0 && (rc = uraid_open(u.paths, N0, NULL, &a, why, sizeof why)) == 0) {
         before = snapshot(&u, &total);
-        refuse(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "one zone");
+        fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "one zone");
         uraid_close(a);
         uint8_t *after = snapshot(&u, &total);
         CHECK(before && after && !memcmp(before, after, total), "a refused --level changed a member");

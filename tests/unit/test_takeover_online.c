@@ -21,17 +21,14 @@
  * there (the write in flight old or new), and the offline grow then
  * changes its level. Seeded (printed by the harness). */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "array/array.h" /* (a->gather: how many stripes were kept) */
+#include "array_fixture.h"
 #include "harness.h"
 #include "stripe/gather.h"
 #include "uraid.h"
@@ -39,7 +36,6 @@
 
 #define BLK 4096
 #define MEMBER_BYTES (9u << 20)
-#define MAXW (64u << 10)
 
 struct setup {
     int n;
@@ -47,42 +43,24 @@ struct setup {
     const char *paths[4];
     uint8_t *model; /* shared with a child */
     uint64_t bytes;
-    /* the child's write in flight: either content may be on the members */
-    struct pending {
-        uint64_t off, len, writes;
-        uint8_t buf[MAXW];
-    } *pend;
+    struct fx_inflight *pend; /* the child's write in flight: either content may be on the members */
 };
 
 static int make_setup(struct setup *s, int n, int level, const char *const *paths, int policy, struct rng *r)
 {
     char why[300];
     s->n = n;
-    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-tko.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
-    if (!mkdtemp(s->dir))
-        return -errno;
-    for (int i = 0; i < 4; i++) {
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", s->dir, i);
-        s->paths[i] = s->path[i];
-        int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || ftruncate(fd, MEMBER_BYTES))
-            return -errno;
-        close(fd);
-    }
+    int rc = fx_tmpdir(s->dir, sizeof s->dir, "tko");
+    if (rc || (rc = fx_member_files(s->dir, s->path, s->paths, 4, NULL, MEMBER_BYTES)))
+        return rc;
     struct uraid_create_params cp = {.level = level, .raid_devices = n, .layout = -1, .chunk_bytes = 64u << 10,
                                      .assume_clean = 1, .consistency_policy = policy};
-    int rc = uraid_create(paths ? paths : s->paths, n, &cp, 0, why, sizeof why);
+    rc = uraid_create(paths ? paths : s->paths, n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
-    struct uraid_array *a = NULL;
-    if (rc == 0 && (rc = uraid_open(s->paths, n, NULL, &a, why, sizeof why)) == 0) {
-        s->bytes = uraid_size(a);
-        s->model = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        s->pend = mmap(NULL, sizeof *s->pend, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        rng_fill(r, s->model, s->bytes);
-        rc = uraid_write(a, s->model, s->bytes, 0);
-        CHECK(rc == 0, "write");
-        CHECK(uraid_close(a) == 0);
-    }
+    if (rc == 0)
+        rc = fx_open_fill(s->paths, n, 0, r, &s->model, &s->bytes, why, sizeof why);
+    if (s->model)
+        s->pend = fx_shared_map(sizeof *s->pend);
     CHECK(rc == 0, "open: %s", why);
     return rc;
 }
@@ -92,23 +70,13 @@ static void drop_setup(struct setup *s)
     for (int i = 0; i < 4; i++)
         unlink(s->path[i]);
     rmdir(s->dir);
-    if (s->model)
-        munmap(s->model, s->bytes);
-    if (s->pend)
-        munmap(s->pend, sizeof *s->pend);
+    fx_shared_free(s->model, s->bytes);
+    fx_shared_free(s->pend, sizeof *s->pend);
 }
 
 static uint8_t *snapshot(const struct setup *s)
 {
-    uint8_t *img = malloc(4ull * MEMBER_BYTES);
-    for (int i = 0; img && i < 4; i++) {
-        int fd = open(s->path[i], O_RDONLY);
-        if (fd < 0 || pread(fd, img + (uint64_t)i * MEMBER_BYTES, MEMBER_BYTES, 0) != MEMBER_BYTES)
-            memset(img + (uint64_t)i * MEMBER_BYTES, 0xee, MEMBER_BYTES);
-        if (fd >= 0)
-            close(fd);
-    }
-    return img;
+    return fx_files_snapshot(s->paths, 4, NULL, MEMBER_BYTES, NULL);
 }
 
 /* md's chunk for a RAID-1 of `sectors` taken over: 64 KiB halved until it divides the size. */
@@ -123,19 +91,7 @@ static uint32_t md_chunk_bytes(uint64_t sectors)
 /* The array's bytes are the model's (the pending write's blocks either way). */
 static void check_bytes(struct uraid_array *a, const struct setup *s, const char *what)
 {
-    uint8_t *buf = malloc(s->bytes);
-    int rc = buf ? uraid_read(a, buf, s->bytes, 0) : -ENOMEM;
-    uint64_t at = 0;
-    for (; rc == 0 && at < s->bytes; at += BLK) {
-        if (!memcmp(buf + at, s->model + at, BLK))
-            continue;
-        const struct pending *p = s->pend;
-        if (!p || at < p->off || at >= p->off + p->len || memcmp(buf + at, p->buf + (at - p->off), BLK))
-            break;
-    }
-    CHECK(rc == 0 && at >= s->bytes, "%s: read %d, first difference at byte %llu of %llu", what, rc,
-          (unsigned long long)at, (unsigned long long)s->bytes);
-    free(buf);
+    fx_check_model(a, s->model, s->bytes, s->pend, what);
 }
 
 /* Both members' data areas equal byte for byte (mirrors, or data and its parity). */
@@ -173,41 +129,7 @@ static void check_level(struct uraid_array *a, const struct setup *s, int level,
 
 static uint64_t data_offset_bytes(struct uraid_array *a)
 {
-    struct uraid_array_info info;
-    uraid_get_info(a, &info);
-    return info.member[0].data_offset_sectors * 512;
-}
-
-struct writer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t lo, hi, seed;
-    int *stop;
-    int failures, rounds;
-};
-
-static void *writer_main(void *arg)
-{
-    struct writer *w = arg;
-    struct rng r;
-    rng_seed(&r, w->seed);
-    uint8_t *buf = malloc(MAXW), *back = malloc(MAXW);
-    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
-        rng_fill(&r, buf, len);
-        if (uraid_write(w->a, buf, len, off) != 0) {
-            w->failures++;
-            continue;
-        }
-        memcpy(w->s->model + off, buf, len);
-        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
-            w->failures++;
-        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
-    }
-    free(buf);
-    free(back);
-    return NULL;
+    return fx_data_offset_sectors(a) * 512;
 }
 
 static int takeover(struct uraid_array *a, int level, char *why, size_t whylen)
@@ -226,15 +148,14 @@ static void switch_case(struct rng *r, uint64_t seed)
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
         enum { NW = 3 };
-        struct writer w[NW];
+        struct fx_writer w[NW];
         pthread_t t[NW];
         int stop = 0, failures = 0;
         uint64_t slice = s.bytes / NW / BLK * BLK;
-        for (int i = 0; i < NW; i++) {
-            w[i] = (struct writer){.a = a, .s = &s, .lo = slice * (uint64_t)i, .hi = slice * (uint64_t)(i + 1),
-                                   .seed = seed + (uint64_t)i, .stop = &stop};
-            pthread_create(&t[i], NULL, writer_main, &w[i]);
-        }
+        for (int i = 0; i < NW; i++)
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = slice * (uint64_t)i,
+                                      .hi = slice * (uint64_t)(i + 1), .seed = seed + (uint64_t)i, .stop = &stop};
+        fx_writers_start(w, t, NW);
         static const int to[] = {5, 1, 5};
         for (int k = 0; k < 3; k++) {
             int before[NW];
@@ -248,12 +169,9 @@ static void switch_case(struct rng *r, uint64_t seed)
             check_level(a, &s, to[k], "switched");
         }
         usleep(30000);
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        for (int i = 0; i < NW; i++) {
-            pthread_join(t[i], NULL);
-            failures += w[i].failures;
+        failures = fx_writers_stop(w, t, NW, &stop);
+        for (int i = 0; i < NW; i++)
             CHECK(w[i].rounds > 0, "writer %d wrote nothing", i);
-        }
         CHECK(failures == 0, "%d writes or read-backs failed", failures);
         check_bytes(a, &s, "after the switches");
         uint64_t doff = data_offset_bytes(a);
@@ -276,16 +194,6 @@ static void switch_case(struct rng *r, uint64_t seed)
     harness_end();
 }
 
-static void refuse(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
-                   const char *const *added, int nadd, int want, const char *text)
-{
-    char why[400] = "";
-    int rc = uraid_grow_online_level(a, level, N, chunk, layout, added, nadd, why, sizeof why);
-    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'),
-          "--level %d -n %d chunk %u layout %s, %d new: %d '%s' (expected %d, '%s')", level, N, chunk,
-          layout ? layout : "-", nadd, rc, why, want, text);
-}
-
 /* One refusal set on an array made by `level`, n, paths, policy. */
 static void refuse_on(int level, int n, const char *const *paths, int policy, struct rng *r,
                       void (*ask)(struct uraid_array *, struct setup *))
@@ -302,7 +210,7 @@ static void refuse_on(int level, int n, const char *const *paths, int policy, st
         CHECK(uraid_close(a) == 0);
         struct uraid_open_params ro = {.readonly = 1};
         if ((rc = uraid_open(s.paths, n, &ro, &a, why, sizeof why)) == 0) {
-            refuse(a, level == 1 ? 5 : 1, 0, 0, NULL, NULL, 0, -EROFS, "read-only");
+            fx_refuse_level(a, level == 1 ? 5 : 1, 0, 0, NULL, NULL, 0, -EROFS, "read-only");
             uraid_close(a);
         }
         CHECK(rc == 0, "open read-only: %s", why);
@@ -320,15 +228,15 @@ static void ask_mirrors(struct uraid_array *a, struct setup *s)
     uint32_t bad = 16;
     while (sectors % bad == 0)
         bad <<= 1; /* a chunk that does not divide the size */
-    refuse(a, 5, 0, 0, NULL, s->paths + 2, 1, -EINVAL, "keeps the 2 members");
-    refuse(a, 5, 3, 0, NULL, NULL, 0, -EINVAL, "keeps the 2 members");
-    refuse(a, 5, 0, 0, "right-asymmetric", NULL, 0, -EOPNOTSUPP, "left-symmetric RAID-5");
-    refuse(a, 5, 0, 0, "bogus", NULL, 0, -EOPNOTSUPP, "left-symmetric RAID-5");
-    refuse(a, 5, 0, bad, NULL, NULL, 0, -EINVAL, "is not a multiple of the chunk given");
-    refuse(a, 6, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "not supported");
+    fx_refuse_level(a, 5, 0, 0, NULL, s->paths + 2, 1, -EINVAL, "keeps the 2 members");
+    fx_refuse_level(a, 5, 3, 0, NULL, NULL, 0, -EINVAL, "keeps the 2 members");
+    fx_refuse_level(a, 5, 0, 0, "right-asymmetric", NULL, 0, -EOPNOTSUPP, "left-symmetric RAID-5");
+    fx_refuse_level(a, 5, 0, 0, "bogus", NULL, 0, -EOPNOTSUPP, "left-symmetric RAID-5");
+    fx_refuse_level(a, 5, 0, bad, NULL, NULL, 0, -EINVAL, "is not a multiple of the chunk given");
+    fx_refuse_level(a, 6, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "not supported");
     char why[300];
     CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "check: %s", why);
-    refuse(a, 5, 0, 0, NULL, NULL, 0, -EBUSY, "");
+    fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EBUSY, "");
     struct uraid_job_status st;
     uraid_job_cancel(a);
     uraid_job_wait(a, &st);
@@ -337,27 +245,27 @@ static void ask_mirrors(struct uraid_array *a, struct setup *s)
 static void ask_three(struct uraid_array *a, struct setup *s)
 {
     (void)s;
-    refuse(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "with 2 members only (the array has 3)");
+    fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "with 2 members only (the array has 3)");
 }
 
 static void ask_degraded(struct uraid_array *a, struct setup *s)
 {
     (void)s;
-    refuse(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "slot 1 is not in sync");
+    fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "slot 1 is not in sync");
 }
 
 static void ask_raid5(struct uraid_array *a, struct setup *s)
 {
     (void)s;
-    refuse(a, 1, 0, 0, "left-symmetric", NULL, 0, -EINVAL, "RAID-1 has no layout or chunk");
-    refuse(a, 1, 0, 256, NULL, NULL, 0, -EINVAL, "RAID-1 has no layout or chunk");
-    refuse(a, 1, 3, 0, NULL, NULL, 0, -EINVAL, "keeps the 2 members");
+    fx_refuse_level(a, 1, 0, 0, "left-symmetric", NULL, 0, -EINVAL, "RAID-1 has no layout or chunk");
+    fx_refuse_level(a, 1, 0, 256, NULL, NULL, 0, -EINVAL, "RAID-1 has no layout or chunk");
+    fx_refuse_level(a, 1, 3, 0, NULL, NULL, 0, -EINVAL, "keeps the 2 members");
 }
 
 static void ask_ppl(struct uraid_array *a, struct setup *s)
 {
     (void)s;
-    refuse(a, 1, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "partial parity log");
+    fx_refuse_level(a, 1, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "partial parity log");
 }
 
 static void refusals(struct rng *r)
@@ -415,7 +323,7 @@ static void other_metadata(struct rng *r)
         CHECK(rc == 0, "create 1.0: %s", why);
         if (rc == 0 && (rc = uraid_open(t.paths + 2, 2, NULL, &a, why, sizeof why)) == 0) {
             uint8_t *before = snapshot(&t);
-            refuse(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "metadata 1.0");
+            fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "metadata 1.0");
             uraid_close(a);
             uint8_t *after = snapshot(&t);
             CHECK(before && after && !memcmp(before, after, 4ull * MEMBER_BYTES), "a refused --level changed a member");
@@ -428,16 +336,6 @@ static void other_metadata(struct rng *r)
     harness_end();
 }
 
-/* The superblock area of a 1.2 member: 4 KiB from 4 KiB. */
-static int sb_area(const char *path, uint8_t *buf, int put)
-{
-    int fd = open(path, O_RDWR);
-    ssize_t n = fd < 0 ? -1 : put ? pwrite(fd, buf, 4096, 4096) : pread(fd, buf, 4096, 4096);
-    if (fd >= 0)
-        close(fd);
-    return n == 4096 ? 0 : -EIO;
-}
-
 static void cut_off(int to, struct rng *r)
 {
     harness_beginf("RAID-%d -> RAID-%d cut off between the members' superblocks: the open and the offline grow",
@@ -447,12 +345,12 @@ static void cut_off(int to, struct rng *r)
     int rc = make_setup(&s, 2, to == 5 ? 1 : 5, NULL, URAID_POLICY_RESYNC, r);
     struct uraid_array *a = NULL;
     uint8_t old_sb[4096];
-    if (rc == 0 && (rc = sb_area(s.paths[1], old_sb, 0)) == 0 &&
+    if (rc == 0 && (rc = fx_sb_area(s.paths[1], old_sb, 0)) == 0 &&
         (rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) == 0) {
         rc = takeover(a, to, why, sizeof why);
         CHECK(rc == 0, "--level %d: %s", to, why);
         uraid_close(a);
-        rc = sb_area(s.paths[1], old_sb, 1); /* member 1 missed the last writes: the old level */
+        rc = fx_sb_area(s.paths[1], old_sb, 1); /* member 1 missed the last writes: the old level */
         CHECK(rc == 0);
     }
     if (rc == 0 && (rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) == 0) {
@@ -463,7 +361,7 @@ static void cut_off(int to, struct rng *r)
         CHECK(rc == 0, "open after the cut-off: %s", why);
     }
     /* the offline grow, back to the old level, takes the cut-off one on */
-    if (rc == 0 && (rc = sb_area(s.paths[1], old_sb, 1)) == 0) {
+    if (rc == 0 && (rc = fx_sb_area(s.paths[1], old_sb, 1)) == 0) {
         struct uraid_grow_params gp = {.level_set = 1, .level = to == 5 ? 1 : 5};
         struct uraid_grow_result res;
         rc = uraid_grow_members(s.paths, 2, NULL, 0, &gp, &res, why, sizeof why);
@@ -480,59 +378,17 @@ static void cut_off(int to, struct rng *r)
     harness_end();
 }
 
-struct killer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t seed;
-};
-
-/* The child's writer: one write at a time, recorded as in flight first. */
-static void *kill_writer(void *arg)
-{
-    struct killer *k = arg;
-    struct rng r;
-    rng_seed(&r, k->seed);
-    for (;;) {
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = rng_below(&r, (k->s->bytes - len) / BLK + 1) * BLK;
-        struct pending *p = k->s->pend;
-        __atomic_store_n(&p->len, 0, __ATOMIC_SEQ_CST); /* (a kill may fall between any two stores) */
-        rng_fill(&r, p->buf, len);
-        __atomic_store_n(&p->off, off, __ATOMIC_SEQ_CST);
-        __atomic_store_n(&p->len, len, __ATOMIC_SEQ_CST);
-        if (uraid_write(k->a, p->buf, len, off))
-            _exit(4);
-        memcpy(k->s->model + off, p->buf, len);
-        __atomic_add_fetch(&p->writes, 1, __ATOMIC_RELEASE);
-    }
-    return NULL;
-}
-
+/* The child: a writer (one write at a time, recorded as in flight first),
+ * the level switched 5 -> 1 -> 5 ... until SIGKILL after delay_us. */
 static void child_run(struct setup *s, uint64_t seed, unsigned delay_us)
 {
     char why[400];
     struct uraid_array *a = NULL;
     if (uraid_open(s->paths, 2, NULL, &a, why, sizeof why))
         _exit(3);
-    struct killer k = {a, s, seed};
-    pthread_t t;
-    pthread_create(&t, NULL, kill_writer, &k);
-    while (__atomic_load_n(&s->pend->writes, __ATOMIC_ACQUIRE) < 20)
-        usleep(100);
-    struct rng r;
-    rng_seed(&r, seed);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < 1000000; i++) {
-        if (takeover(a, i % 2 ? 1 : 5, why, sizeof why))
-            _exit(5);
-        usleep((unsigned)rng_below(&r, 400)); /* the writer gets in between */
-        struct timespec t1;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if ((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000u >= delay_us)
-            raise(SIGKILL);
-    }
-    _exit(6);
+    struct fx_killer k = {.a = a, .model = s->model, .bytes = s->bytes, .seed = seed, .pend = s->pend};
+    fx_kill_writer_start(&k);
+    fx_switch_levels_until_killed(a, 5, 1, seed, delay_us);
 }
 
 static void killed(struct rng *r, uint64_t seed)

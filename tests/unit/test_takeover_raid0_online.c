@@ -19,17 +19,15 @@
  * writer: the open takes whichever level the newest superblock says,
  * every acknowledged byte. Seeded (printed by the harness). */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "array_fixture.h"
 #include "harness.h"
 #include "uraid.h"
 #include "uraid_grow.h"
@@ -37,7 +35,6 @@
 #define NM 4
 #define BLK 4096
 #define MEMBER_BYTES (8u << 20)
-#define MAXW (64u << 10)
 #define PARITY_LAST 5 /* md's ALGORITHM_PARITY_N */
 
 struct setup {
@@ -45,51 +42,32 @@ struct setup {
     const char *paths[NM + 1];
     uint8_t *model; /* shared with a child */
     uint64_t bytes;
-    struct pending { /* the child's write in flight: either content may be on the members */
-        uint64_t off, len, writes;
-        uint8_t buf[MAXW];
-    } *pend;
+    struct fx_inflight *pend; /* the child's write in flight: either content may be on the members */
 };
 
 /* NM members (the paths given, "missing" allowed) at level, layout, policy; the data written. */
 static int make_setup(struct setup *s, int level, int layout, int policy, const char *const *paths, struct rng *r)
 {
     char why[300];
-    snprintf(s->dir, sizeof s->dir, "%s/uraid-test-tk0.XXXXXX", access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
-    if (!mkdtemp(s->dir))
-        return -errno;
-    char dir[sizeof s->dir]; /* (not s->dir itself: the compiler cannot tell path[i] from it) */
-    memcpy(dir, s->dir, sizeof dir);
-    for (int i = 0; i <= NM; i++) {
-        snprintf(s->path[i], sizeof s->path[i], "%s/m%d.img", dir, i);
-        s->paths[i] = s->path[i];
-        int fd = open(s->path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0 || ftruncate(fd, MEMBER_BYTES))
-            return -errno;
-        close(fd);
-    }
+    int rc = fx_tmpdir(s->dir, sizeof s->dir, "tk0");
+    if (rc || (rc = fx_member_files(s->dir, s->path, s->paths, NM + 1, NULL, MEMBER_BYTES)))
+        return rc;
     const char *given[NM];
     int n = 0;
     for (int i = 0; i < NM; i++)
         given[i] = paths && paths[i] ? paths[i] : s->paths[i];
     struct uraid_create_params cp = {.level = level, .raid_devices = NM, .layout = layout, .chunk_bytes = 64u << 10,
                                      .assume_clean = 1, .consistency_policy = policy};
-    int rc = uraid_create(given, NM, &cp, 1, why, sizeof why);
+    rc = uraid_create(given, NM, &cp, 1, why, sizeof why);
     CHECK(rc == 0, "create: %s", why);
     const char *present[NM];
     for (int i = 0; i < NM; i++)
         if (strcmp(given[i], "missing"))
             present[n++] = given[i];
-    struct uraid_array *a = NULL;
-    if (rc == 0 && (rc = uraid_open(present, n, NULL, &a, why, sizeof why)) == 0) {
-        s->bytes = uraid_size(a);
-        s->model = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        s->pend = mmap(NULL, sizeof *s->pend, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        rng_fill(r, s->model, s->bytes);
-        rc = uraid_write(a, s->model, s->bytes, 0);
-        CHECK(rc == 0, "write");
-        CHECK(uraid_close(a) == 0);
-    }
+    if (rc == 0)
+        rc = fx_open_fill(present, n, 0, r, &s->model, &s->bytes, why, sizeof why);
+    if (s->model)
+        s->pend = fx_shared_map(sizeof *s->pend);
     CHECK(rc == 0, "open: %s", why);
     return rc;
 }
@@ -99,40 +77,19 @@ static void drop_setup(struct setup *s)
     for (int i = 0; i <= NM; i++)
         unlink(s->path[i]);
     rmdir(s->dir);
-    if (s->model)
-        munmap(s->model, s->bytes);
-    if (s->pend)
-        munmap(s->pend, sizeof *s->pend);
+    fx_shared_free(s->model, s->bytes);
+    fx_shared_free(s->pend, sizeof *s->pend);
 }
 
 static uint8_t *snapshot(const struct setup *s)
 {
-    uint8_t *img = malloc((NM + 1ull) * MEMBER_BYTES);
-    for (int i = 0; img && i <= NM; i++) {
-        int fd = open(s->path[i], O_RDONLY);
-        if (fd < 0 || pread(fd, img + (uint64_t)i * MEMBER_BYTES, MEMBER_BYTES, 0) != MEMBER_BYTES)
-            memset(img + (uint64_t)i * MEMBER_BYTES, 0xee, MEMBER_BYTES);
-        if (fd >= 0)
-            close(fd);
-    }
-    return img;
+    return fx_files_snapshot(s->paths, NM + 1, NULL, MEMBER_BYTES, NULL);
 }
 
+/* The array's bytes are the model's (the pending write's blocks either way). */
 static void check_bytes(struct uraid_array *a, const struct setup *s, const char *what)
 {
-    uint8_t *buf = malloc(s->bytes);
-    int rc = buf ? uraid_read(a, buf, s->bytes, 0) : -ENOMEM;
-    uint64_t at = 0;
-    for (; rc == 0 && at < s->bytes; at += BLK) {
-        if (!memcmp(buf + at, s->model + at, BLK))
-            continue;
-        const struct pending *p = s->pend;
-        if (!p || at < p->off || at >= p->off + p->len || memcmp(buf + at, p->buf + (at - p->off), BLK))
-            break;
-    }
-    CHECK(rc == 0 && at >= s->bytes, "%s: read %d, first difference at byte %llu of %llu", what, rc,
-          (unsigned long long)at, (unsigned long long)s->bytes);
-    free(buf);
+    fx_check_model(a, s->model, s->bytes, s->pend, what);
 }
 
 /* A RAID-0 of NM - 1 of the old size; `spares` members outside the slots, every one at the array's events. */
@@ -177,38 +134,6 @@ static void reopen_both(const struct setup *s, int parity_spare, const char *wha
     }
 }
 
-struct writer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t lo, hi, seed;
-    int *stop;
-    int failures, rounds;
-};
-
-static void *writer_main(void *arg)
-{
-    struct writer *w = arg;
-    struct rng r;
-    rng_seed(&r, w->seed);
-    uint8_t *buf = malloc(MAXW), *back = malloc(MAXW);
-    while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE)) {
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = w->lo + rng_below(&r, (w->hi - w->lo - len) / BLK + 1) * BLK;
-        rng_fill(&r, buf, len);
-        if (uraid_write(w->a, buf, len, off) != 0) {
-            w->failures++;
-            continue;
-        }
-        memcpy(w->s->model + off, buf, len);
-        if (uraid_read(w->a, back, len, off) != 0 || memcmp(back, buf, len))
-            w->failures++;
-        __atomic_add_fetch(&w->rounds, 1, __ATOMIC_RELAXED);
-    }
-    free(buf);
-    free(back);
-    return NULL;
-}
-
 static int to_raid0(struct uraid_array *a, char *why, size_t whylen)
 {
     return uraid_grow_online_level(a, 0, 0, 0, NULL, NULL, 0, why, whylen);
@@ -228,30 +153,21 @@ static void change_case(int level, int layout, const char *const *paths, int wri
         CHECK(rc == 0, "open: %s", why);
     if (rc == 0) {
         enum { NW = 3 };
-        struct writer w[NW];
+        struct fx_writer w[NW];
         pthread_t t[NW];
         int stop = 0, failures = 0, nw = writers ? NW : 0;
         uint64_t slice = s.bytes / NW / BLK * BLK;
-        for (int i = 0; i < nw; i++) {
-            w[i] = (struct writer){.a = a, .s = &s, .lo = slice * (uint64_t)i, .hi = slice * (uint64_t)(i + 1),
-                                   .seed = seed + (uint64_t)i, .stop = &stop};
-            pthread_create(&t[i], NULL, writer_main, &w[i]);
-        }
+        for (int i = 0; i < nw; i++)
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = slice * (uint64_t)i,
+                                      .hi = slice * (uint64_t)(i + 1), .seed = seed + (uint64_t)i, .stop = &stop};
+        fx_writers_start(w, t, nw);
         for (int i = 0; i < nw; i++)
             while (__atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED) < 20)
                 usleep(1000);
         rc = to_raid0(a, why, sizeof why);
         CHECK(rc == 0, "--level 0: %s", why);
-        for (int i = 0; i < nw; i++) { /* every writer goes on at the new level */
-            int at = __atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED);
-            while (__atomic_load_n(&w[i].rounds, __ATOMIC_RELAXED) < at + 20)
-                usleep(1000);
-        }
-        __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
-        for (int i = 0; i < nw; i++) {
-            pthread_join(t[i], NULL);
-            failures += w[i].failures;
-        }
+        fx_writers_wait(w, nw, 20); /* every writer goes on at the new level */
+        failures = fx_writers_stop(w, t, nw, &stop);
         CHECK(failures == 0, "%d writes or read-backs failed", failures);
         check_raid0(a, &s, paths ? 0 : 1, 0, "taken over"); /* (served: never marked dirty, recorded clean) */
         rc = to_raid0(a, why, sizeof why);
@@ -263,14 +179,11 @@ static void change_case(int level, int layout, const char *const *paths, int wri
     harness_end();
 }
 
+/* A --level 0 refused (fx_refuse_level's check and message). */
 static void refuse(struct uraid_array *a, int N, uint32_t chunk, const char *layout, const char *const *added,
                    int nadd, int want, const char *text)
 {
-    char why[400] = "";
-    int rc = uraid_grow_online_level(a, 0, N, chunk, layout, added, nadd, why, sizeof why);
-    CHECK(rc == want && strstr(why, text) && !strchr(why, '\n'),
-          "--level 0 -n %d chunk %u layout %s, %d new: %d '%s' (expected %d, '%s')", N, chunk,
-          layout ? layout : "-", nadd, rc, why, want, text);
+    fx_refuse_level(a, 0, N, chunk, layout, added, nadd, want, text);
 }
 
 /* One array (level, layout, policy, paths) refused as `ask` asks, then read-only; nothing written. */
@@ -353,16 +266,6 @@ static void refusals(struct rng *r)
     harness_end();
 }
 
-/* The parity member's superblock area (1.2: 4 KiB from 4 KiB). */
-static int sb_area(const char *path, uint8_t *buf, int put)
-{
-    int fd = open(path, O_RDWR);
-    ssize_t n = fd < 0 ? -1 : put ? pwrite(fd, buf, 4096, 4096) : pread(fd, buf, 4096, 4096);
-    if (fd >= 0)
-        close(fd);
-    return n == 4096 ? 0 : -EIO;
-}
-
 static void cut_off(struct rng *r)
 {
     harness_begin("RAID-5 parity-last -> RAID-0 cut off before the parity member's superblock: the open");
@@ -370,7 +273,7 @@ static void cut_off(struct rng *r)
     char why[400];
     uint8_t old_sb[4096];
     int rc = make_setup(&s, 5, PARITY_LAST, URAID_POLICY_RESYNC, NULL, r);
-    if (rc == 0 && (rc = sb_area(s.paths[NM - 1], old_sb, 0)) == 0) {
+    if (rc == 0 && (rc = fx_sb_area(s.paths[NM - 1], old_sb, 0)) == 0) {
         pid_t child = fork();
         if (child == 0) { /* the switch, then gone without a close */
             struct uraid_array *a = NULL;
@@ -381,7 +284,7 @@ static void cut_off(struct rng *r)
         int wst = 0;
         waitpid(child, &wst, 0);
         CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "the child's switch (status %d)", WEXITSTATUS(wst));
-        rc = sb_area(s.paths[NM - 1], old_sb, 1); /* the parity member missed its write */
+        rc = fx_sb_area(s.paths[NM - 1], old_sb, 1); /* the parity member missed its write */
     }
     struct uraid_array *a = NULL;
     if (rc == 0 && (rc = uraid_open(s.paths, NM, NULL, &a, why, sizeof why)) == 0) {
@@ -397,7 +300,7 @@ static void cut_off(struct rng *r)
         uraid_close(a);
     }
     CHECK(rc == 0, "open after the cut-off: %s", why);
-    if (rc == 0 && (rc = sb_area(s.paths[NM - 1], old_sb, 1)) == 0) { /* the offline grow heals it */
+    if (rc == 0 && (rc = fx_sb_area(s.paths[NM - 1], old_sb, 1)) == 0) { /* the offline grow heals it */
         struct uraid_grow_params gp = {.level_set = 1, .level = 0};
         struct uraid_grow_result res;
         rc = uraid_grow_members(s.paths, NM, NULL, 0, &gp, &res, why, sizeof why);
@@ -408,33 +311,6 @@ static void cut_off(struct rng *r)
     harness_end();
 }
 
-struct killer {
-    struct uraid_array *a;
-    struct setup *s;
-    uint64_t seed;
-};
-
-static void *kill_writer(void *arg)
-{
-    struct killer *k = arg;
-    struct rng r;
-    rng_seed(&r, k->seed);
-    for (;;) {
-        uint64_t len = (1 + rng_below(&r, 16)) * BLK;
-        uint64_t off = rng_below(&r, (k->s->bytes - len) / BLK + 1) * BLK;
-        struct pending *p = k->s->pend;
-        __atomic_store_n(&p->len, 0, __ATOMIC_SEQ_CST); /* (a kill may fall between any two stores) */
-        rng_fill(&r, p->buf, len);
-        __atomic_store_n(&p->off, off, __ATOMIC_SEQ_CST);
-        __atomic_store_n(&p->len, len, __ATOMIC_SEQ_CST);
-        if (uraid_write(k->a, p->buf, len, off))
-            _exit(4);
-        memcpy(k->s->model + off, p->buf, len);
-        __atomic_add_fetch(&p->writes, 1, __ATOMIC_RELEASE);
-    }
-    return NULL;
-}
-
 /* The child: a writer, the switch after `before_us`, SIGKILL `after_us` later (or at once). */
 static void child_run(struct setup *s, uint64_t seed, unsigned before_us, unsigned after_us)
 {
@@ -442,11 +318,8 @@ static void child_run(struct setup *s, uint64_t seed, unsigned before_us, unsign
     struct uraid_array *a = NULL;
     if (uraid_open(s->paths, NM, NULL, &a, why, sizeof why))
         _exit(3);
-    struct killer k = {a, s, seed};
-    pthread_t t;
-    pthread_create(&t, NULL, kill_writer, &k);
-    while (__atomic_load_n(&s->pend->writes, __ATOMIC_ACQUIRE) < 20)
-        usleep(100);
+    struct fx_killer k = {.a = a, .model = s->model, .bytes = s->bytes, .seed = seed, .pend = s->pend};
+    fx_kill_writer_start(&k);
     usleep(before_us);
     if (to_raid0(a, why, sizeof why))
         _exit(5);
@@ -496,24 +369,9 @@ static void toggle_run(struct setup *s, uint64_t seed, unsigned delay_us)
     struct uraid_array *a = NULL;
     if (uraid_open(s->paths, NM, NULL, &a, why, sizeof why))
         _exit(3);
-    struct killer k = {a, s, seed};
-    pthread_t t;
-    pthread_create(&t, NULL, kill_writer, &k);
-    while (__atomic_load_n(&s->pend->writes, __ATOMIC_ACQUIRE) < 20)
-        usleep(100);
-    struct rng r;
-    rng_seed(&r, seed);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int i = 0; i < 1000000; i++) {
-        if (uraid_grow_online_level(a, i % 2 ? 5 : 0, 0, 0, NULL, NULL, 0, why, sizeof why))
-            _exit(5);
-        usleep((unsigned)rng_below(&r, 400)); /* the writer gets in between */
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        if ((uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000u >= delay_us)
-            raise(SIGKILL);
-    }
-    _exit(6);
+    struct fx_killer k = {.a = a, .model = s->model, .bytes = s->bytes, .seed = seed, .pend = s->pend};
+    fx_kill_writer_start(&k);
+    fx_switch_levels_until_killed(a, 0, 5, seed, delay_us);
 }
 
 static void killed_toggling(struct rng *r, uint64_t seed)
