@@ -34,7 +34,9 @@
  * URAID_CRASH_TRIALS=N trials per row (default 3, 1 with URAID_TEST_QUICK;
  * `make crash-long` runs 200). Every trial prints its seed and the line that
  * replays it: URAID_TEST_SEED=S URAID_CRASH_ONLY=ROW (URAID_CRASH_ONLY=raid6,kill
- * runs the rows whose label contains every part).
+ * runs the rows whose label contains every part). URAID_CRASH_THREADS=N
+ * changes the number of writers (3; 1 makes a power-cut trial's order of
+ * member writes nearly the same from run to run, for a replay).
  *
  * Also: uraid_flush makes every acknowledged write durable on every member
  * (the power-cut layer counts what is not flushed yet, and a cut that drops
@@ -236,7 +238,8 @@ static void workload_params(struct cw_params *p, struct uraid_array *a, uint64_t
     *p = (struct cw_params){.a = a, .seed = seed, .size = uraid_size(a), .chunk = info.chunk_bytes,
                             .stripe = (uint64_t)info.chunk_bytes *
                                       (uint64_t)(info.raid_devices - (info.level == 6 ? 2 : 1)),
-                            .threads = THREADS, .writes_per_thread = WRITES_PER_THREAD,
+                            .threads = getenv("URAID_CRASH_THREADS") ? atoi(getenv("URAID_CRASH_THREADS")) : THREADS,
+                            .writes_per_thread = WRITES_PER_THREAD,
                             .flush_one_in = FLUSH_ONE_IN};
 }
 
