@@ -53,6 +53,17 @@ void uraid_why(char *why, size_t whylen, const char *fmt, ...)
     va_end(ap);
 }
 
+int uraid_refuse(char *why, size_t whylen, int rc, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    uraid_why(why, whylen, "%s", line);
+    return rc;
+}
+
 const char *uraid_strerror(int err)
 {
     if (err >= 0)

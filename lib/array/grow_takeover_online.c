@@ -44,11 +44,7 @@ struct switch_to {
     size_t whylen;
 };
 
-static int no(const struct switch_to *x, int rc, const char *line)
-{
-    uraid_why(x->why, x->whylen, "%s", line);
-    return rc;
-}
+#define no(x, rc, line) uraid_refuse((x)->why, (x)->whylen, (rc), "%s", (line))
 
 /* The chunk of RAID-1 -> 5 (reshape_level.c's mirror_parity). */
 static int pick_chunk(const struct uraid_array *a, uint32_t asked, uint32_t *chunk, char *why, size_t whylen)

@@ -24,7 +24,6 @@
  * recovery, a member recovering parity only (array.c's q_recovering, md's
  * dirty_parity_disks), whose recovery goes on from its checkpoint. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +42,7 @@ struct from0 {
     size_t whylen;
 };
 
-static int say(const struct from0 *x, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(const struct from0 *x, int rc, const char *fmt, ...)
-{
-    char line[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    uraid_why(x->why, x->whylen, "%s", line);
-    return rc;
-}
+#define say(x, rc, ...) uraid_refuse((x)->why, (x)->whylen, (rc), __VA_ARGS__)
 
 static int known_member(struct uraid_array *a, const char *path)
 {

@@ -25,7 +25,6 @@
 #include "array/reshape_io.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +40,6 @@
 #define same_array grow_same_array
 #define level_text grow_level_text
 #define write_all grow_write_all
-int grow_say(struct grow *gr, int rc, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    uraid_why(gr->why, gr->whylen, "%s", line);
-    return rc;
-}
 
 /* ---- reading the members ---------------------------------------------------- */
 

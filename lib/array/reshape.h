@@ -3,6 +3,7 @@
 #ifndef URAID_ARRAY_RESHAPE_H
 #define URAID_ARRAY_RESHAPE_H
 
+#include "log.h"
 #include "array/array.h"
 #include "reshape_geom.h"
 #include "uraid_grow.h"
@@ -67,7 +68,7 @@ static inline int grow_slots(const struct grow *gr) { return gr->nslots ? gr->ns
  * (returns rc); every member's superblock from tmpl, events + 1; member i
  * (given after --add) as a new member in `slot`; the restripe from `from`
  * (the first nold members hold it) to `to`. */
-int grow_say(struct grow *gr, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define grow_say(gr, rc, ...) uraid_refuse((gr)->why, (gr)->whylen, (rc), __VA_ARGS__)
 int grow_write_all(struct grow *gr);
 int grow_write_one(struct grow *gr, int i); /* member i alone, tmpl's events */
 int grow_new_member(struct grow *gr, int i, int slot);

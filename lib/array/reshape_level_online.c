@@ -30,7 +30,6 @@
  *     missing, a new member recovered into it (grow_takeover_raid0.c). Every
  * refusal comes before anything is written. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -74,17 +73,7 @@ struct req {
     size_t whylen;
 };
 
-static int say(const struct req *q, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int say(const struct req *q, int rc, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    uraid_why(q->why, q->whylen, "%s", line);
-    return rc;
-}
+#define say(q, rc, ...) uraid_refuse((q)->why, (q)->whylen, (rc), __VA_ARGS__)
 
 /* RAID-5 (n) -> RAID-6 (n + 1); *N, *chunk and *layout are the restripe's. */
 static int plan_to_6(const struct uraid_array *a, const struct req *q, struct online_level *lv, int *N,
