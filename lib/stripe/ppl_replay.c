@@ -287,6 +287,12 @@ static int replay_member(struct uraid_array *a, const struct loaded *all, int s,
                       "array; not replayed", dev->path, i, (unsigned long long)e->data_sector);
             (*mismatch)++;
         } else if (apply) {
+            if (uraid_log_enabled(URAID_LOG_DEBUG))
+                uraid_log(URAID_LOG_DEBUG, "member %s: PPL header gen %llu at %lld entry %u/%u: array sector %llu, "
+                          "%u sectors, pp %u, folded %u/%u, parity %#x: replayed", dev->path,
+                          (unsigned long long)h->generation, (long long)ld->at, i, h->entries_count,
+                          (unsigned long long)e->data_sector, e->data_size / SECTOR, e->pp_size, h->folded[i],
+                          h->folded2[i], e->parity_disk);
             rc = recover_entry(a, s, e, &g, ppd, (const uint8_t[2]){h->folded[i], h->folded2[i]});
             *mismatch += rc > 0;
             *recovered += rc == 0;

@@ -37,6 +37,8 @@
  * runs the rows whose label contains every part). URAID_CRASH_THREADS=N
  * changes the number of writers (3; 1 makes a power-cut trial's order of
  * member writes nearly the same from run to run, for a replay).
+ * URAID_CRASH_DIAG=1 prints the recovery's messages (every PPL entry
+ * replayed) under each trial that fails.
  *
  * Also: uraid_flush makes every acknowledged write durable on every member
  * (the power-cut layer counts what is not flushed yet, and a cut that drops
@@ -461,8 +463,47 @@ static void run_check(struct trial *t, struct uraid_array *a, struct outcome *o)
     }
 }
 
+/* URAID_CRASH_DIAG=1: the library's messages (debug level: every PPL entry
+ * replayed) from each trial's recovery kept, and printed for a trial that
+ * loses, damages or mismatches something. */
+static pthread_mutex_t diag_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *diag_buf;
+static size_t diag_len, diag_cap;
+
+static void diag_log(void *ctx, enum uraid_log_level level, const char *msg)
+{
+    (void)ctx;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "    log%d: %s\n", level, msg);
+    pthread_mutex_lock(&diag_mu);
+    if (n > 0 && diag_len + (size_t)n < diag_cap) {
+        memcpy(diag_buf + diag_len, line, (size_t)n);
+        diag_len += (size_t)n;
+    }
+    pthread_mutex_unlock(&diag_mu);
+}
+
+static void diag_reset(void)
+{
+    pthread_mutex_lock(&diag_mu);
+    diag_len = 0;
+    pthread_mutex_unlock(&diag_mu);
+}
+
+static void diag_start(void)
+{
+    const char *v = getenv("URAID_CRASH_DIAG");
+    if (!v || !*v || !strcmp(v, "0"))
+        return;
+    diag_cap = 16u << 20;
+    diag_buf = malloc(diag_cap);
+    if (diag_buf)
+        uraid_set_log(diag_log, NULL, URAID_LOG_DEBUG);
+}
+
 static int recover_and_judge(struct trial *t, const struct cw_journal *j, struct outcome *o)
 {
+    diag_reset();
     memset(o, 0, sizeof *o);
     struct uraid_array *a;
     int rc = reopen_recovered(t, &a, o);
@@ -515,8 +556,13 @@ static void run_trial(struct row *row, uint64_t seed)
                o.forced ? ", forced open" : "", v->first_bad_sector != UINT64_MAX ? "; first: " : "",
                v->first_bad_sector != UINT64_MAX ? v->first_bad : "");
     }
-    if (rc || o.v.lost_sectors || o.v.damaged_sectors || o.v.bad_sectors || o.mismatch)
+    if (rc || o.v.lost_sectors || o.v.damaged_sectors || o.v.bad_sectors || o.mismatch) {
         printf("    replay: URAID_TEST_SEED=%llu URAID_CRASH_ONLY=%s\n", (unsigned long long)seed, row->label);
+        pthread_mutex_lock(&diag_mu);
+        if (diag_buf)
+            fwrite(diag_buf, 1, diag_len, stdout);
+        pthread_mutex_unlock(&diag_mu);
+    }
     fflush(stdout);
     cw_journal_free(&j);
     remove_array(&t.f);
@@ -744,6 +790,7 @@ int main(int argc, char **argv)
     if (argc > 2 && !strcmp(argv[1], "--crash-child"))
         return crash_child_main(argc - 2, argv + 2);
     fx_log_from_env();
+    diag_start();
     harness_init(argc, argv, "test_crash");
     rng_seed(&rng, harness_seed());
     const char *bin = getenv("URAID");
