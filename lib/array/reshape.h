@@ -41,6 +41,12 @@ struct grow {
      * degraded, array_member_failed); NULL offline: grow_lose records it in the superblocks. */
     int (*lost)(void *ctx, int slot, int err);
     void *lost_ctx;
+    /* A served array's job (reshape_job.c): told the array sectors [lo, hi)
+     * whose old rows the read-ahead is about to read, before the reads go out,
+     * so user writes there from then on drop them (reshape_io.c); NULL
+     * offline, where nothing else writes the members. */
+    void (*ahead)(void *ctx, uint64_t lo, uint64_t hi);
+    void *ahead_ctx;
     uint8_t *bm;                    /* the write-intent bitmap (header + bits) as the reference held it */
     uint64_t bm_bytes;              /* 0: the array keeps none */
     const struct uraid_grow_params *p;
@@ -135,9 +141,10 @@ struct grow_bufs {
     uint8_t *old[URAID_MAX_MEMBERS], *new[URAID_MAX_MEMBERS], *zero;
     uint64_t max_stripes;
     struct io_engine *io; /* every member's part of a window runs at once */
-    /* The offline copy reads the next window's old rows [ahead_r0, ahead_r1)
-     * into ahead[] while it builds and writes the current one (NULL: no
-     * read-ahead; the online job's windows are locked one at a time). */
+    /* The copy reads the next window's old rows [ahead_r0, ahead_r1) into
+     * ahead[] while it builds and writes the current one (NULL: no
+     * read-ahead). The online job drops them (both 0) when a user write
+     * reached them before its window lock (grow->ahead). */
     uint8_t *ahead[URAID_MAX_MEMBERS];
     uint64_t ahead_r0, ahead_r1; /* empty when equal */
 };

@@ -276,17 +276,23 @@ static int window_write(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint
     return run_all(gr, b, ops, slot, n, "writing the new stripes");
 }
 
-/* The offline copy's read-ahead: while a window is built and written, a
- * thread reads the old rows of the window after it, as large as a
- * checkpoint would allow. Safe at any moment: the rows a window reads
- * depend only on its position, and lie where no write since the recorded
- * position lands (the file comment), the next window's included. A guess
- * that does not cover the next window (a stop, an error) is dropped. */
+/* The copy's read-ahead: while a window is built and written, a thread
+ * reads the old rows of the window after it, as large as a checkpoint
+ * would allow. Safe at any moment against the copy's own writes: the rows
+ * a window reads depend only on its position, and lie where no write since
+ * the recorded position lands (the file comment), the next window's
+ * included. A guess that does not cover the next window (a stop, an error)
+ * is dropped. A served array's users may write those rows before the job
+ * takes the next window: gr->ahead has the array watch them first, and
+ * the job drops the guess when one did (reshape_job.c's rs_step). The
+ * reads are planned in the copy's thread (old_reads looks at gr->gone,
+ * which a loss in window_write changes); the thread only runs them. */
 struct read_ahead {
     pthread_t thread;
-    int running, rc;
-    struct grow *gr;
-    struct grow_bufs *b;
+    int running, rc, n;
+    struct io_engine *io;
+    struct io_op *ops;
+    int *slot;
     uint64_t r0, r1;
 };
 
@@ -295,16 +301,10 @@ struct read_ahead {
 static void *read_ahead_run(void *arg)
 {
     struct read_ahead *ra = arg;
-    struct io_op *ops;
-    int *slot, n = old_reads(ra->gr, ra->b->ahead, ra->r0, ra->r1, &ops, &slot);
-    ra->rc = n < 0 ? n : io_engine_run(ra->b->io, ops, n);
-    for (int i = 0; n > 0 && i < n; i++)
-        if (ops[i].result)
-            ra->rc = ops[i].result;
-    if (n >= 0) {
-        free(ops);
-        free(slot);
-    }
+    ra->rc = io_engine_run(ra->io, ra->ops, ra->n);
+    for (int i = 0; i < ra->n; i++)
+        if (ra->ops[i].result)
+            ra->rc = ra->ops[i].result;
     return NULL;
 }
 
@@ -313,26 +313,32 @@ static void read_ahead_start(struct read_ahead *ra, struct grow *gr, struct grow
 {
     const struct reshape_geom *g = &gr->g;
     uint64_t sd = reshape_stripe_data(g), next = g->backwards ? start : start + w * sd, nw;
-    ra->running = 0;
+    *ra = (struct read_ahead){.io = b->io};
     b->ahead_r0 = b->ahead_r1 = 0;
     if (!b->ahead[0] || old_gone(gr) || reshape_next(g, next, next, b->max_stripes, &nw) != RESHAPE_COPY)
         return;
     if (nw > w) /* no bigger than this one: on slow members a large guess delays this window's writes */
         nw = w;
-    window_rows(g, g->backwards ? next - nw * sd : next, nw, &ra->r0, &ra->r1);
-    ra->gr = gr, ra->b = b;
-    if (ra->r0 < ra->r1 && pthread_create(&ra->thread, NULL, read_ahead_run, ra) == 0)
+    uint64_t lo = g->backwards ? next - nw * sd : next;
+    window_rows(g, lo, nw, &ra->r0, &ra->r1);
+    if (ra->r0 == ra->r1)
+        return;
+    if (gr->ahead) /* before the reads go out: a user write from now on is seen */
+        gr->ahead(gr->ahead_ctx, lo, lo + nw * sd);
+    ra->n = old_reads(gr, b->ahead, ra->r0, ra->r1, &ra->ops, &ra->slot);
+    if (ra->n >= 0 && pthread_create(&ra->thread, NULL, read_ahead_run, ra) == 0)
         ra->running = 1;
 }
 
 static void read_ahead_finish(struct read_ahead *ra, struct grow_bufs *b)
 {
-    if (!ra->running)
-        return;
-    pthread_join(ra->thread, NULL);
-    ra->running = 0;
-    if (ra->rc == 0)
-        b->ahead_r0 = ra->r0, b->ahead_r1 = ra->r1;
+    if (ra->running) {
+        pthread_join(ra->thread, NULL);
+        if (ra->rc == 0)
+            b->ahead_r0 = ra->r0, b->ahead_r1 = ra->r1;
+    }
+    free(ra->ops); /* NULL when no read was planned */
+    free(ra->slot);
 }
 
 /* Units [pos / stripe_data, + w): read, build, write, with the next

@@ -16,6 +16,19 @@
  *     beyond the window would change under it;
  *   - a write in the old geometry after a window was read but before its
  *     checkpoint cannot happen: the window's sectors lie below progress.
+ *   - the job's read-ahead reads the next window's old rows while the
+ *     current window is copied, before the next one is locked, so users
+ *     may still write there. array_reshape_ahead marks their array sectors
+ *     (whole old stripes) before the reads go out: an old-geometry write
+ *     overlapping them that is in flight then, or starts afterwards, sets
+ *     ahead_spoiled, and the job, once it holds the next window's lock
+ *     (every write there ended, none can start), reads the rows again when
+ *     it is set (array_reshape_ahead_kept). A write that ended before the
+ *     mark wrote its members before the reads were issued (it left
+ *     inflight under mu, the mark took mu after). Writes elsewhere change
+ *     no data in those rows (only their own sectors and parity, which a
+ *     read-ahead never reads: it is off while a member is gone). Nothing
+ *     is written by it, so a kill finds what it found before.
  *   - a kill at any moment: a write below safe is in the new geometry, which
  *     a restart reads below the position on disk (>= safe); a write from
  *     progress on is in the old rows a restart's windows read again.
@@ -83,8 +96,10 @@ int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf
                     pthread_cond_wait(&rs->cv, &rs->mu);
                     continue;
                 }
-                me = (struct rs_req){.s = s, .e = s + n, .next = rs->inflight};
+                me = (struct rs_req){.s = s, .e = s + n, .write = !rbuf, .next = rs->inflight};
                 rs->inflight = &me;
+                if (!rbuf && s < rs->ahead_hi && rs->ahead_lo < s + n)
+                    rs->ahead_spoiled = 1; /* the job's read-ahead may miss it: read again (reshape_job.c) */
                 break;
             }
             rs->want_ckpt = 1; /* md's make_request retries until reshape_safe has passed it */
@@ -109,26 +124,59 @@ int array_reshape_request(struct uraid_array *a, void *rbuf, const uint8_t *wbuf
     return rc;
 }
 
-static int overlaps(const struct array_reshape *rs, uint64_t s, uint64_t e)
+/* An old-geometry request (only writes when writes_only) in flight overlaps [s, e). */
+static int overlaps(const struct array_reshape *rs, uint64_t s, uint64_t e, int writes_only)
 {
     for (const struct rs_req *r = rs->inflight; r; r = r->next)
-        if (r->s < e && s < r->e)
+        if (r->s < e && s < r->e && (r->write || !writes_only))
             return 1;
     return 0;
+}
+
+/* The array sectors of the old stripes that hold [pos, end): the old rows
+ * the copy reads are whole old stripes (reshape_copy.c's window_rows). */
+static void old_stripes(const struct array_reshape *rs, uint64_t pos, uint64_t end, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t osd = (uint64_t)rs->g.from_k * rs->g.unit;
+    *lo = pos / osd * osd;
+    *hi = (end + osd - 1) / osd * osd;
+}
+
+void array_reshape_ahead(struct uraid_array *a, uint64_t pos, uint64_t end)
+{
+    struct array_reshape *rs = a->rs;
+    uint64_t lo, hi;
+    old_stripes(rs, pos, end, &lo, &hi);
+    pthread_mutex_lock(&rs->mu);
+    rs->ahead_lo = lo;
+    rs->ahead_hi = hi;
+    /* a write in flight may reach the members after the reads: as if it came later */
+    rs->ahead_spoiled = overlaps(rs, lo, hi, 1);
+    pthread_mutex_unlock(&rs->mu);
+}
+
+int array_reshape_ahead_kept(struct uraid_array *a)
+{
+    struct array_reshape *rs = a->rs;
+    pthread_mutex_lock(&rs->mu);
+    int kept = !rs->ahead_spoiled;
+    rs->ahead_lo = rs->ahead_hi = 0;
+    rs->ahead_spoiled = 0;
+    pthread_mutex_unlock(&rs->mu);
+    return kept;
 }
 
 void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end)
 {
     struct array_reshape *rs = a->rs;
-    /* the old rows the copy reads are whole old stripes (reshape_copy.c's window_rows) */
-    uint64_t osd = (uint64_t)rs->g.from_k * rs->g.unit;
-    uint64_t lo = pos / osd * osd, hi = (end + osd - 1) / osd * osd;
+    uint64_t lo, hi;
+    old_stripes(rs, pos, end, &lo, &hi);
     pthread_mutex_lock(&rs->mu);
     if (rs->g.backwards ? pos < rs->progress : end > rs->progress)
         rs->progress = rs->g.backwards ? pos : end;
     rs->hold_lo = lo; /* no new old-geometry request there from now on */
     rs->hold_hi = hi;
-    while (overlaps(rs, lo, hi))
+    while (overlaps(rs, lo, hi, 0))
         pthread_cond_wait(&rs->cv, &rs->mu);
     pthread_mutex_unlock(&rs->mu);
 }

@@ -25,6 +25,7 @@
 /* An old-geometry request in flight (on its caller's stack). */
 struct rs_req {
     uint64_t s, e;
+    int write;
     struct rs_req *next;
 };
 
@@ -51,6 +52,12 @@ struct array_reshape {
      * rebuilds a lost chunk from the whole old stripe (P, Q and its other
      * data); empty when hold_lo == hold_hi. */
     uint64_t hold_lo, hold_hi;
+    /* Under mu: the array sectors of the old stripes the job's read-ahead
+     * read for its next window (whole old stripes, as hold_lo/hold_hi), and
+     * whether an old-geometry write overlapped them since the reads went out
+     * (its data may be missing from what was read); empty when equal. */
+    uint64_t ahead_lo, ahead_hi;
+    int ahead_spoiled;
 };
 
 /* Passed as the write buffer of array_reshape_request: write zeroes. */
@@ -82,6 +89,14 @@ void array_reshape_free(struct array_reshape *rs);
  * stripes that straddle its edges (held until array_reshape_window_end). */
 void array_reshape_window(struct uraid_array *a, uint64_t pos, uint64_t end);
 void array_reshape_window_end(struct uraid_array *a);
+/* The job's read-ahead (reshape_copy.c) is about to read the old rows of
+ * array sectors [pos, end): the old-geometry writes there are watched from
+ * now on, those in flight included. _kept, once the next window is locked
+ * (array_reshape_window): 1 when none overlapped them (what was read is
+ * what the window must copy), 0 when the rows are to be read again; the
+ * watch ends. */
+void array_reshape_ahead(struct uraid_array *a, uint64_t pos, uint64_t end);
+int array_reshape_ahead_kept(struct uraid_array *a);
 /* A checkpoint is on disk at pos: requests below it go to the new geometry. */
 void array_reshape_safe(struct uraid_array *a, uint64_t pos);
 /* The job ended without recording where it got to (a checkpoint failed):

@@ -3,7 +3,9 @@
  *
  * The job walks the new geometry's member rows like a rebuild; each step
  * moves the new stripes of its rows in windows (reshape_copy.c), taking
- * each window from the requests first (array_reshape_window), and records
+ * each window from the requests first (array_reshape_window), reading the
+ * next window's old rows ahead while one is written, as the offline copy
+ * does (kept only when no user wrote them meanwhile), and records
  * the position as the offline grow does (reshape_next's rule, every second,
  * and at once when a request waits for a window already moved): every
  * member flushed, then every superblock with the new reshape_position, then
@@ -25,6 +27,7 @@ struct rs_job {
     struct grow gr;        /* the members by slot, the geometry, pos and ckpt */
     struct grow_bufs b;
     char why[256];         /* what stopped it (job_fail gets it) */
+    uint64_t ahead, dropped; /* windows read ahead; of them read again after a user write (logged) */
 };
 
 /* A member the array marked faulty (a request failed on it, or the job
@@ -96,6 +99,26 @@ static int rs_checkpoint(struct uraid_array *a, struct rs_job *st)
     return 0;
 }
 
+/* grow's read-ahead hook: the array watches the rows for user writes. */
+static void rs_ahead(void *ctx, uint64_t lo, uint64_t hi)
+{
+    array_reshape_ahead(ctx, lo, hi);
+}
+
+/* With the next window locked: the old rows read ahead during the last one
+ * (reshape_copy.c) were not locked then, and a user write that reached them
+ * since may be missing from them, so they are dropped and read again under
+ * the lock (reshape_io.c's file comment says why that is enough). */
+static void rs_ahead_check(struct uraid_array *a, struct rs_job *st)
+{
+    int had = st->b.ahead_r1 > st->b.ahead_r0;
+    st->ahead += had;
+    if (!array_reshape_ahead_kept(a) && had) { /* _kept ends the watch either way */
+        st->b.ahead_r0 = st->b.ahead_r1 = 0;
+        st->dropped++;
+    }
+}
+
 /* Moves the new stripes of member rows [start, start + nsec). */
 static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, uint32_t nsec)
 {
@@ -118,6 +141,7 @@ static int rs_step(struct uraid_array *a, struct array_job *j, uint64_t start, u
         uint64_t lo = back ? gr->pos - w * sd : gr->pos;
         array_reshape_window(a, lo, lo + w * sd);
         rs_sync_gone(a, gr); /* the window's requests ended: a member they failed is out of it */
+        rs_ahead_check(a, st);
         rc = grow_copy_window(gr, &st->b, lo, w);
         array_reshape_window_end(a);
         if (rc == 0)
@@ -236,6 +260,8 @@ static int rs_finish(struct uraid_array *a, struct array_job *j, int rc)
         array_reshape_idle(a); /* requests waiting between safe and progress go on in the old geometry */
     if (rc && rc != -ECANCELED && gr->why[0])
         job_fail(j, "%s", gr->why);
+    uraid_log(URAID_LOG_DEBUG, "reshape: %llu windows read ahead, %llu of them read again after user writes",
+              (unsigned long long)st->ahead, (unsigned long long)st->dropped);
     grow_bufs_free(&st->b);
     free(st);
     j->priv = NULL;
@@ -276,10 +302,12 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
     }
     gr->lost = rs_lost;
     gr->lost_ctx = a;
+    gr->ahead = rs_ahead;
+    gr->ahead_ctx = a;
     rs_sync_gone(a, gr);
     gr->why = st->why;
     gr->whylen = sizeof st->why;
-    int rc = grow_bufs_alloc(&gr->g, &st->b, 0);
+    int rc = grow_bufs_alloc(&gr->g, &st->b, 1);
     if (rc) {
         grow_bufs_free(&st->b);
         free(st);
