@@ -301,6 +301,15 @@ static void random_case(void)
     harness_end();
 }
 
+/* A lone chunk of a 4+1 RAID-5 written in its piece: one read-modify-write
+ * (old data and P read, new data and P written). */
+static void expect_one_rmw(const struct uraid_counters *c)
+{
+    CHECK(c->member_reads == 2 && c->member_writes == 2 && c->writes_rmw == 1,
+          "reads %llu writes %llu rmw %llu, expected 2, 2, 1", (unsigned long long)c->member_reads,
+          (unsigned long long)c->member_writes, (unsigned long long)c->writes_rmw);
+}
+
 /* One piece of a stream whose stripe no other request completes: kept,
  * then written when its 20 ms run out, by read-modify-write (one data
  * chunk of a 4+1 RAID-5: old data and P read). */
@@ -331,9 +340,7 @@ static void timeout_case(void)
         CHECK(ms >= 20, "the piece was written after %llu ms, before its 20 ms", (unsigned long long)ms);
         CHECK(g.timeouts == 1 && g.whole == 0 && g.settled == 0, "timeouts %llu whole %llu settled %llu",
               (unsigned long long)g.timeouts, (unsigned long long)g.whole, (unsigned long long)g.settled);
-        CHECK(c.member_reads == 2 && c.member_writes == 2 && c.writes_rmw == 1,
-              "reads %llu writes %llu rmw %llu, expected 2, 2, 1", (unsigned long long)c.member_reads,
-              (unsigned long long)c.member_writes, (unsigned long long)c.writes_rmw);
+        expect_one_rmw(&c);
         free(buf);
         fx_verify_all(&f, a, "after the timeout");
         uraid_close(a);
@@ -486,9 +493,7 @@ static void held_timeout_case(void)
         CHECK(ms >= 200, "answered after %llu ms, before the piece's 200 ms", (unsigned long long)ms);
         CHECK(g.kept == 1 && g.timeouts == 1 && g.open == 0, "kept %llu timeouts %llu open %llu, expected 1 1 0",
               (unsigned long long)g.kept, (unsigned long long)g.timeouts, (unsigned long long)g.open);
-        CHECK(c.member_reads == 2 && c.member_writes == 2 && c.writes_rmw == 1,
-              "reads %llu writes %llu rmw %llu, expected 2, 2, 1", (unsigned long long)c.member_reads,
-              (unsigned long long)c.member_writes, (unsigned long long)c.writes_rmw);
+        expect_one_rmw(&c);
         free(buf);
         fx_verify_all(&f, a, "after the held piece");
         uraid_close(a);
