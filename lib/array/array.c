@@ -88,28 +88,10 @@ static int q_recovering(const struct uraid_array *a)
 /* Loads a member's bad-block log when its superblock says it is not empty. */
 static int load_badblocks(struct array_slot *sl, char *why, size_t whylen)
 {
-    const struct md_sb *sb = &sl->sb;
-    if (!(sb->feature_map & MD_FEATURE_BAD_BLOCKS) || !sb->bblog_offset || !sb->bblog_size)
-        return 0;
-    size_t bytes = (size_t)sb->bblog_size * SECTOR;
-    if (bytes > MD_BB_MAX_LOG_BYTES)
-        bytes = MD_BB_MAX_LOG_BYTES;
-    uint8_t *area = malloc(bytes);
-    sl->badblocks = malloc(sizeof *sl->badblocks);
-    if (!area || !sl->badblocks) {
-        free(area);
-        return -ENOMEM;
-    }
-    int64_t at = md_sb_bblog_sector(sb);
-    int rc = at > 0 ? member_read(sl->dev, area, bytes, (uint64_t)at * SECTOR) : -EINVAL;
-    if (rc == 0)
-        rc = md_bb_decode(area, bytes, sb->bblog_shift, sl->badblocks);
-    if (rc)
-        uraid_why(why, whylen, "member %s: cannot read its bad-block log: %s", sl->dev->path, uraid_strerror(rc));
-    else if (sl->badblocks->count)
+    int rc = array_read_bblog(sl->dev, &sl->sb, &sl->badblocks, why, whylen);
+    if (rc == 0 && sl->badblocks && sl->badblocks->count)
         uraid_log(URAID_LOG_INFO, "member %s: %u bad-block ranges listed; they are rebuilt from the other members",
                   sl->dev->path, sl->badblocks->count);
-    free(area);
     return rc;
 }
 

@@ -257,6 +257,15 @@ int array_write_extra_superblock(struct uraid_array *a, struct array_slot *sl);
 /* uraid_get_info for a caller that holds meta_lock. (info.c) */
 void array_info_locked(struct uraid_array *a, struct uraid_array_info *info);
 
+/* A member's bad-block log as its superblock sb locates it: *out NULL when
+ * the superblock says it is empty, else a list the caller frees; 0, or a
+ * negative errno with why naming the member. (sbio.c) */
+int array_read_bblog(struct member *m, const struct md_sb *sb, struct md_bblist **out, char *why, size_t whylen);
+/* Writes l into m's log area (sb's bblog fields; the area stays inside the
+ * room md_sb_bblog_room allows) and sets or clears BAD_BLOCKS in sb; the
+ * superblock itself is the caller's to write. 0 or a negative errno. */
+int array_write_bblog(struct member *m, struct md_sb *sb, const struct md_bblist *l);
+
 /* A new member's superblock and an empty bad-block log (create, add). (sbio.c) */
 int array_write_new_member(struct member *m, const struct md_sb *sb);
 

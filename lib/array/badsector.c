@@ -36,30 +36,7 @@ static void publish(struct uraid_array *a, struct array_slot *sl, struct md_bbli
 /* Writes slot m's log area and sets or clears BAD_BLOCKS (meta_lock held). */
 static int save_log(struct array_slot *sl)
 {
-    struct md_sb *sb = &sl->sb;
-    /* decode refused such a log already; this keeps a stray superblock in
-     * memory from writing one over the superblock or the data */
-    if (md_sb_check_bblog(sb, NULL, 0))
-        return -EINVAL;
-    size_t bytes = (size_t)sb->bblog_size * SECTOR;
-    if (bytes > MD_BB_MAX_LOG_BYTES)
-        bytes = MD_BB_MAX_LOG_BYTES;
-    uint8_t *area = aligned_alloc(4096, 4096);
-    if (!area)
-        return -ENOMEM;
-    int n = md_bb_encode(sl->badblocks, area, bytes);
-    int rc = n < 0 ? n : 0;
-    int64_t at = md_sb_bblog_sector(sb);
-    if (rc == 0)
-        rc = at > 0 ? member_write(sl->dev, area, bytes, (uint64_t)at * SECTOR) : -EINVAL;
-    free(area);
-    if (rc == 0) {
-        if (sl->badblocks->count)
-            sb->feature_map |= MD_FEATURE_BAD_BLOCKS;
-        else
-            sb->feature_map &= ~MD_FEATURE_BAD_BLOCKS;
-    }
-    return rc;
+    return array_write_bblog(sl->dev, &sl->sb, sl->badblocks);
 }
 
 /* Why a range is recorded: the words of the warning. */

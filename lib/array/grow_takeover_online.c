@@ -267,6 +267,9 @@ static int check_raid0(struct uraid_array *a, int N, uint32_t chunk, const char 
         if (!slot_ok(a, s))
             return say0(x, -EOPNOTSUPP, "slot %d (a data member) is not in sync: RAID-0 cannot run without it; "
                         "recover it first (uraid add SPARE, then wait for the recovery in uraid status)", s);
+        else if (slot_has_bad(&a->slot[s], 0, a->member_sectors))
+            return say0(x, -EOPNOTSUPP, "member %s lists bad blocks (uraid examine shows them), which a RAID-0 could "
+                        "not rebuild: replace it first (uraid replace), then change the level", a->slot[s].dev->path);
     const struct array_slot *p = &a->slot[n - 1];
     if (p->dev && p->state == URAID_MEMBER_REBUILDING)
         return say0(x, -EBUSY, "the parity member %s is being recovered: let the recovery finish (uraid status), "

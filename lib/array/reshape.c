@@ -349,6 +349,9 @@ static int plan_resume(struct grow *gr, int N)
         if (role >= nall || seen[role] || behind || sb->data_offset != R->data_offset)
             return say(gr, -EINVAL, "member %s is not an up-to-date member of the reshape (events %llu, the array's "
                        "%llu)", gr->name[i], (unsigned long long)sb->events, (unsigned long long)R->events);
+        int rc = grow_bb_load(gr, i);
+        if (rc)
+            return rc;
         seen[role] = 1;
         gr->at[role] = i;
         gr->recovering[i] = !!(sb->feature_map & MD_FEATURE_RECOVERY_OFFSET);
@@ -744,6 +747,7 @@ int uraid_grow_members(const char *const *members, int nmembers, const char *con
         *res = r;
     }
     grow_bitmap_free(gr);
+    grow_bb_free(gr);
     free(gr);
     return rc;
 }

@@ -47,6 +47,14 @@ struct grow {
      * offline, where nothing else writes the members. */
     void (*ahead)(void *ctx, uint64_t lo, uint64_t hi);
     void *ahead_ctx;
+    /* Bad-block logs (md's, absolute member sectors) by member index, NULL when empty: the copy rebuilds
+     * the old rows a log lists from the other members instead of reading them, and a window written
+     * over a listed range takes it off (md: a write that succeeds clears the entry), written with the
+     * next superblocks (bb_dirty). A served array's job sets bad instead: the array's own lists are
+     * asked (ctx lost_ctx), and left as they are. */
+    struct md_bblist *bb[URAID_MAX_MEMBERS];
+    int bb_dirty[URAID_MAX_MEMBERS];
+    int (*bad)(void *ctx, int slot, uint64_t sector, uint64_t len);
     uint8_t *bm;                    /* the write-intent bitmap (header + bits) as the reference held it */
     uint64_t bm_bytes;              /* 0: the array keeps none */
     const struct uraid_grow_params *p;
@@ -85,6 +93,9 @@ const char *grow_level_text(int level);
 
 /* reshape_check.c: the array as it is (every old member given, in sync, clean; or degraded, degraded_ok). */
 int grow_check_old(struct grow *gr, int nold_given);
+/* Member i's bad-block log into gr->bb[i] when it lists any; a refusal
+ * where the grow could not rebuild the listed rows (no parity). */
+int grow_bb_load(struct grow *gr, int i);
 /* reshape_back.c: the start's record in tmpl (md's, either direction; pos
  * and ckpt at its start); a shrink to `to` (fewer members) planned,
  * nothing written. */
@@ -126,6 +137,19 @@ struct grow_bufs;
 int grow_lose(struct grow *gr, int slot, int err, const char *what);
 int grow_gone_count(const struct grow *gr, int n);
 int grow_rebuild_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1);
+/* Slot s's member lists bad sectors in [lo, lo + len) (absolute member
+ * sectors); grow_old_bad: some old member does in old rows [r0, r1). */
+int grow_bad(const struct grow *gr, int s, uint64_t lo, uint64_t len);
+int grow_old_bad(const struct grow *gr, uint64_t r0, uint64_t r1);
+/* After new rows [lo, lo + len) (absolute) were written on every member
+ * left: each log's entries there cleared (offline), to go out with the
+ * next superblocks. An entry whose split would overflow the log stays
+ * (its rows are rebuilt from the others, which is still right). */
+void grow_bad_written(struct grow *gr, uint64_t lo, uint64_t len);
+/* The logs cleared since the last write, each written before its member's
+ * superblock (reshape_record.c); the lists freed (reshape.c's end). */
+int grow_bb_write(struct grow *gr, int i);
+void grow_bb_free(struct grow *gr);
 /* Carrying a reshape on (R the newest record, nall its slots): the slots
  * no device holds in R's dev_roles (their member was marked faulty), in
  * lost[] when not NULL; grow_place_lost makes those of them without a

@@ -15,6 +15,51 @@
 /* The array as it is now: one clean, in-sync member per old slot (or,
  * degraded_ok, as many as the level bears without those its superblocks
  * record failed), none of the features a grow does not handle yet. */
+int grow_bb_load(struct grow *gr, int i)
+{
+    const struct md_sb *R = &gr->sb[gr->ref], *sb = &gr->sb[i];
+    if (!(sb->feature_map & MD_FEATURE_BAD_BLOCKS) || gr->bb[i])
+        return 0;
+    /* the copy rebuilds listed rows from parity; without parity (RAID-0, linear, RAID-1's mirrors are
+     * recovered whole) or ending without it, a listed row would be lost */
+    int to0 = gr->p->level_set && (gr->p->level == 0 || gr->p->level == 1);
+    if (R->level < 4 || R->level > 6 || to0)
+        return say(gr, -EOPNOTSUPP, "member %s lists bad blocks (uraid examine shows them): %s cannot rebuild them "
+                   "from parity; replace the member first (uraid add SPARE, uraid replace), then grow", gr->name[i],
+                   R->level < 4 || R->level > 6 ? "this level" : "an array becoming RAID-0 or RAID-1");
+    char why[300];
+    int rc = array_read_bblog(gr->dev[i], sb, &gr->bb[i], why, sizeof why);
+    return rc ? say(gr, rc, "%s", why) : 0;
+}
+
+/* Every listed range of every member rebuildable: in the rows it covers
+ * (members share one data offset, so equal member sectors are one stripe's
+ * rows) no more members list bad, or are missing, than the parity covers.
+ * Else the copy would stop partway at those rows: refused before. */
+static int bb_rebuildable(struct grow *gr, int n, int np)
+{
+    int gone = 0;
+    for (int s = 0; s < n; s++)
+        gone += gr->gone[s];
+    for (int s = 0; s < n; s++) {
+        const struct md_bblist *l = gr->gone[s] ? NULL : gr->bb[gr->at[s]];
+        for (uint32_t e = 0; l && e < l->count; e++) {
+            uint64_t lo = l->r[e].start, len = l->r[e].len;
+            int listed = gone + 1;
+            for (int o = 0; o < n; o++)
+                listed += o != s && grow_bad(gr, o, lo, len);
+            if (listed > np)
+                return say(gr, -EIO, "member %s lists sectors %llu-%llu bad, and %d other member%s of the same rows "
+                           "%s missing or list%s them too: RAID-%d cannot rebuild them, the grow would stop there; "
+                           "copy what reads (uraid salvage) or replace members first", gr->name[gr->at[s]],
+                           (unsigned long long)lo, (unsigned long long)(lo + len - 1), listed - 1,
+                           listed - 1 == 1 ? "" : "s", listed - 1 == 1 ? "is" : "are", listed - 1 == 1 ? "s" : "",
+                           gr->sb[gr->ref].level);
+        }
+    }
+    return 0;
+}
+
 int grow_check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
@@ -68,9 +113,12 @@ int grow_check_old(struct grow *gr, int nold_given)
             return say(gr, -EINVAL, "member %s is not an in-sync member of the array (events %llu, the array's %llu): "
                        "a grow needs every member in sync; rebuild first", gr->name[i],
                        (unsigned long long)sb->events, (unsigned long long)R->events);
-        if ((sb->feature_map & MD_FEATURE_BAD_BLOCKS) || sb->data_offset != R->data_offset)
-            return say(gr, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", gr->name[i],
-                       sb->feature_map & MD_FEATURE_BAD_BLOCKS ? "a non-empty bad-block list" : "a data offset unlike the others'");
+        if (sb->data_offset != R->data_offset)
+            return say(gr, -EOPNOTSUPP, "member %s: a data offset unlike the others' is not supported by grow yet",
+                       gr->name[i]);
+        int rc = grow_bb_load(gr, i);
+        if (rc)
+            return rc;
         seen[role] = 1;
         gr->at[role] = i;
         present++;
@@ -86,6 +134,6 @@ int grow_check_old(struct grow *gr, int nold_given)
                            R->raid_disks);
     for (int s = 0; s < (int)R->raid_disks; s++)
         gr->gone[s] = !seen[s];
-    return 0;
+    return bb_rebuildable(gr, (int)R->raid_disks, np ? np : R->level == 6 ? 2 : 1);
 }
 

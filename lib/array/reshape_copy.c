@@ -127,7 +127,7 @@ static int old_gone(const struct grow *gr)
 static int old_reads(struct grow *gr, uint8_t **bufs, uint64_t r0, uint64_t r1, struct io_op **opsp, int **slotp)
 {
     const struct layout_geom *from = &gr->g.from;
-    int n = from->raid_disks, nops = 0, rc = 0, parity = old_gone(gr);
+    int n = from->raid_disks, nops = 0, rc = 0, parity = old_gone(gr) || grow_old_bad(gr, r0, r1);
     uint32_t c = from->chunk_sectors;
     uint64_t s0 = r0 / c, s1 = (r1 + c - 1) / c;
     struct io_op *ops = calloc((size_t)n * (size_t)(s1 - s0 + 1), sizeof *ops);
@@ -141,7 +141,9 @@ static int old_reads(struct grow *gr, uint8_t **bufs, uint64_t r0, uint64_t r1, 
         for (uint64_t st = s0; rc == 0 && st <= s1; st++) {
             uint64_t a = st * c > r0 ? st * c : r0, e = (st + 1) * c < r1 ? (st + 1) * c : r1;
             struct stripe_map sm;
-            int wanted = st < s1 && (rc = layout_stripe(from, st, &sm)) == 0 && (parity || sm.disk_role[m] >= 0);
+            /* rows a member lists bad are not read: they are rebuilt (grow_rebuild_old) */
+            int wanted = st < s1 && (rc = layout_stripe(from, st, &sm)) == 0 && (parity || sm.disk_role[m] >= 0) &&
+                         !grow_bad(gr, m, gr->old_off + a, e - a);
             if (wanted && a == hi) {
                 hi = e;
                 continue;
@@ -203,7 +205,7 @@ static int window_read(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint6
     *base = r0;
     if (r0 == r1)
         return 0;
-    if (!old_gone(gr) && b->ahead_r0 <= r0 && r1 <= b->ahead_r1) {
+    if (!old_gone(gr) && !grow_old_bad(gr, r0, r1) && b->ahead_r0 <= r0 && r1 <= b->ahead_r1) {
         for (int m = 0; m < gr->g.from.raid_disks; m++) {
             uint8_t *t = b->old[m];
             b->old[m] = b->ahead[m];
@@ -273,7 +275,10 @@ static int window_write(struct grow *gr, struct grow_bufs *b, uint64_t pos, uint
             ops[n++] = (struct io_op){.m = grow_dev(gr, s), .kind = IO_WRITE, .buf = b->new[s],
                                       .len = (size_t)(w * u) * SECTOR, .offset = at * SECTOR};
         }
-    return run_all(gr, b, ops, slot, n, "writing the new stripes");
+    int rc = run_all(gr, b, ops, slot, n, "writing the new stripes");
+    if (rc == 0)
+        grow_bad_written(gr, at, w * u);
+    return rc;
 }
 
 /* The copy's read-ahead: while a window is built and written, a thread

@@ -106,15 +106,60 @@ static int block_of(const struct stripe_map *sm, int m)
     return -1;
 }
 
+int grow_bad(const struct grow *gr, int s, uint64_t lo, uint64_t len)
+{
+    if (gr->gone[s] || len == 0)
+        return 0;
+    if (gr->bad)
+        return gr->bad(gr->lost_ctx, s, lo, len);
+    const struct md_bblist *l = gr->bb[gr->at[s]];
+    return l && l->count && md_bb_check(l, lo, len, NULL, NULL);
+}
+
+int grow_old_bad(const struct grow *gr, uint64_t r0, uint64_t r1)
+{
+    for (int m = 0; m < gr->g.from.raid_disks; m++)
+        if (grow_bad(gr, m, gr->old_off + r0, r1 - r0))
+            return 1;
+    return 0;
+}
+
+void grow_bad_written(struct grow *gr, uint64_t lo, uint64_t len)
+{
+    if (gr->bad)
+        return; /* a served array's lists are its own */
+    for (int s = 0; s < grow_slots(gr); s++) {
+        struct md_bblist *l = gr->bb[gr->at[s]];
+        if (gr->gone[s] || !l || !l->count || !md_bb_check(l, lo, len, NULL, NULL))
+            continue;
+        md_bb_clear(l, lo, len); /* -ENOSPC: kept, which is still right */
+        gr->bb_dirty[gr->at[s]] = 1;
+    }
+}
+
+/* The old members whose rows [a, e) of stripe st cannot be used: gone, not
+ * in sync, or listed bad; their block indexes in lost[] (at most 3 kept). */
+static int stripe_lost(const struct grow *gr, const struct stripe_map *sm, uint64_t a, uint64_t e, int *lost)
+{
+    int nlost = 0;
+    for (int m = 0; m < gr->g.from.raid_disks; m++)
+        if (gr->gone[m] || slot_recovering(gr, m) || grow_bad(gr, m, gr->old_off + a, e - a)) {
+            if (nlost < 3)
+                lost[nlost] = block_of(sm, m);
+            nlost++;
+        }
+    return nlost;
+}
+
 int grow_rebuild_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t r1)
 {
     const struct layout_geom *f = &gr->g.from;
-    if (!grow_gone_count(gr, f->raid_disks))
+    if (!grow_gone_count(gr, f->raid_disks) && !grow_old_bad(gr, r0, r1))
         return 0; /* the copy read no parity: nothing to rebuild */
     uint64_t c = f->chunk_sectors;
     for (uint64_t st = r0 / c; st < (r1 + c - 1) / c; st++) {
         struct stripe_map sm;
-        int rc = layout_stripe(f, st, &sm), lost[2], nlost = 0;
+        int rc = layout_stripe(f, st, &sm), lost[3];
         if (rc)
             return rc;
         void *blocks[LAYOUT_MAX_DISKS + 2];
@@ -124,10 +169,12 @@ int grow_rebuild_old(struct grow *gr, struct grow_bufs *b, uint64_t r0, uint64_t
             if (j < 0)
                 return -EOPNOTSUPP; /* a zero slot (DDF): not a layout md reshapes */
             blocks[j] = b->old[m] + at;
-            if ((gr->gone[m] || slot_recovering(gr, m)) && nlost < 2)
-                lost[nlost++] = j;
         }
-        if ((rc = uraid_recover(sm.nslots, (size_t)c * SECTOR, blocks, f->level == 6, nlost, lost)) != 0)
+        uint64_t a = st * c > r0 ? st * c : r0, e = (st + 1) * c < r1 ? (st + 1) * c : r1;
+        int nlost = stripe_lost(gr, &sm, a, e, lost);
+        if (nlost > (f->level == 6 ? 2 : 1))
+            return -EIO; /* more blocks unreadable than the parity covers */
+        if (nlost && (rc = uraid_recover(sm.nslots, (size_t)c * SECTOR, blocks, f->level == 6, nlost, lost)) != 0)
             return rc;
     }
     return 0;

@@ -61,6 +61,14 @@ static int rs_lost(void *ctx, int slot, int err)
     return rc == 0 && !slot_ok(a, slot) ? 0 : rc ? rc : -EIO;
 }
 
+/* The array's own bad-block list of slot s, in absolute member sectors. */
+static int rs_bad(void *ctx, int slot, uint64_t sector, uint64_t len)
+{
+    struct uraid_array *a = ctx;
+    const struct md_bblist *l = __atomic_load_n(&a->slot[slot].badblocks, __ATOMIC_ACQUIRE);
+    return l && l->count && md_bb_check(l, sector, len, NULL, NULL);
+}
+
 /* Every member left flushed (one failing is lost), then the position in
  * every superblock; then it is safe. */
 static int rs_flush(struct uraid_array *a, struct grow *gr)
@@ -301,6 +309,7 @@ int reshape_prepare(struct uraid_array *a, struct array_job *j, const struct ura
         gr->recovering[s] = s == rs->q_recovering; /* a member lost now stops the job (reshape_fail.c) */
     }
     gr->lost = rs_lost;
+    gr->bad = rs_bad;
     gr->lost_ctx = a;
     gr->ahead = rs_ahead;
     gr->ahead_ctx = a;

@@ -126,9 +126,9 @@ static int check_members(struct uraid_array *a, struct online *o)
             o->degraded = 1;
             continue;
         }
-        if ((sl->badblocks && sl->badblocks->count) || sl->data_offset != o->old_off)
-            return no(o, -EOPNOTSUPP, "member %s: %s is not supported by grow yet", sl->dev->path,
-                      sl->data_offset != o->old_off ? "a data offset unlike the others'" : "a non-empty bad-block list");
+        if (sl->data_offset != o->old_off)
+            return no(o, -EOPNOTSUPP, "member %s: a data offset unlike the others' is not supported by grow yet",
+                      sl->dev->path);
     }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "array/reshape.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -55,8 +56,10 @@ int grow_write_all(struct grow *gr)
             if (gr->gone[s] || gr->fresh[i] != (pass == 0))
                 continue;
             merge(&gr->sb[i], &gr->tmpl);
-            /* md writes its bitmap superblock before the superblocks */
+            /* md writes its bitmap superblock and bad-block log before the superblocks */
             rc = grow_bitmap_write(gr, i, gr->fresh[i]);
+            if (rc == 0 && !gr->fresh[i])
+                rc = grow_bb_write(gr, i);
             if (rc == 0 && gr->fresh[i] && (rc = array_write_new_member(gr->dev[i], &gr->sb[i])) == 0)
                 rc = member_flush(gr->dev[i]);
             else if (rc == 0 && !gr->fresh[i])
@@ -77,10 +80,30 @@ int grow_write_one(struct grow *gr, int i)
     merge(&gr->sb[i], &gr->tmpl);
     int rc = grow_bitmap_write(gr, i, 0);
     if (rc == 0)
+        rc = grow_bb_write(gr, i);
+    if (rc == 0)
         rc = write_sb(gr->dev[i], &gr->sb[i]);
     if (rc)
         return say(gr, rc, "member %s: cannot write its superblock: %s", gr->name[i], uraid_strerror(rc));
     return 0;
+}
+
+int grow_bb_write(struct grow *gr, int i)
+{
+    if (!gr->bb_dirty[i] || !gr->bb[i])
+        return 0;
+    int rc = array_write_bblog(gr->dev[i], &gr->sb[i], gr->bb[i]);
+    if (rc == 0)
+        gr->bb_dirty[i] = 0;
+    return rc;
+}
+
+void grow_bb_free(struct grow *gr)
+{
+    for (int i = 0; i < URAID_MAX_MEMBERS; i++) {
+        free(gr->bb[i]);
+        gr->bb[i] = NULL;
+    }
 }
 
 /* Every member left flushed; one whose flush fails is lost (its writes

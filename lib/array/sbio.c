@@ -232,3 +232,53 @@ const char *uraid_metadata_name(const char *metadata)
         return "?";
     return md_format_name(f == MD_FMT_ANY1 ? MD_FMT_1_2 : f);
 }
+
+int array_read_bblog(struct member *m, const struct md_sb *sb, struct md_bblist **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    if (!(sb->feature_map & MD_FEATURE_BAD_BLOCKS) || !sb->bblog_offset || !sb->bblog_size)
+        return 0;
+    size_t bytes = (size_t)sb->bblog_size * SECTOR;
+    if (bytes > MD_BB_MAX_LOG_BYTES)
+        bytes = MD_BB_MAX_LOG_BYTES;
+    uint8_t *area = malloc(bytes);
+    struct md_bblist *l = malloc(sizeof *l);
+    int64_t at = md_sb_bblog_sector(sb);
+    int rc = !area || !l ? -ENOMEM : at > 0 ? member_read(m, area, bytes, (uint64_t)at * SECTOR) : -EINVAL;
+    if (rc == 0)
+        rc = md_bb_decode(area, bytes, sb->bblog_shift, l);
+    free(area);
+    if (rc) {
+        free(l);
+        return uraid_why(why, whylen, "member %s: cannot read its bad-block log: %s", m->path, uraid_strerror(rc)), rc;
+    }
+    *out = l;
+    return 0;
+}
+
+int array_write_bblog(struct member *m, struct md_sb *sb, const struct md_bblist *l)
+{
+    /* decode refused such a log already; this keeps a stray superblock in
+     * memory from writing one over the superblock or the data */
+    if (md_sb_check_bblog(sb, NULL, 0))
+        return -EINVAL;
+    size_t bytes = (size_t)sb->bblog_size * SECTOR;
+    if (bytes > MD_BB_MAX_LOG_BYTES)
+        bytes = MD_BB_MAX_LOG_BYTES;
+    uint8_t *area = aligned_alloc(4096, 4096);
+    if (!area)
+        return -ENOMEM;
+    int n = md_bb_encode(l, area, bytes);
+    int rc = n < 0 ? n : 0;
+    int64_t at = md_sb_bblog_sector(sb);
+    if (rc == 0)
+        rc = at > 0 ? member_write(m, area, bytes, (uint64_t)at * SECTOR) : -EINVAL;
+    free(area);
+    if (rc == 0) {
+        if (l->count)
+            sb->feature_map |= MD_FEATURE_BAD_BLOCKS;
+        else
+            sb->feature_map &= ~MD_FEATURE_BAD_BLOCKS;
+    }
+    return rc;
+}

@@ -1,8 +1,9 @@
 #!/bin/sh
 # uraid grow and the real md (../shared/tools/md-oracle, Linux 6.1's md and
 # mdadm 4.2 in a QEMU guest) taking each other's reshape over:
-#   a. md assembles arrays uraid grew (RAID-5 4 -> 5, RAID-6 5 -> 6, linear
-#      2 -> 3, RAID-1 2 -> 3 mirrors), reads
+#   a. md assembles arrays uraid grew (RAID-5 4 -> 5 with a member listing
+#      bad blocks over garbage, RAID-6 5 -> 6, linear 2 -> 3, RAID-1 2 -> 3
+#      mirrors), reads
 #      every old byte as written and zeros in the new space, and its check
 #      finds mismatch_cnt 0;
 #   b. uraid killed in the middle of a RAID-5 4 -> 5 grow: md assembles the
@@ -136,12 +137,22 @@ uraid_reads() { # NAME SEED MEMBERS...
 # ---- a. md reads what uraid grew -----------------------------------------------------------
 # RAID-5 with 64K chunks, RAID-6 with mdadm's default 512K chunk (its data moves 4 chunks)
 make_array "$t_tmp/a5" 5 4 51; A5="$M $t_tmp/a5/m4.img"; OLD5=$SZ
+# one of its members lists bad blocks (a read error whose rewrite failed: md's bad-block log) holding
+# garbage: the grow rebuilds those rows from the others, and clears the entry when new rows cover it
+BB=$t_tmp/a5/m1.img
+# shellcheck disable=SC2086
+$URAID repair --member-layer "$BB:read-eio=3M+8K,write-eio=3M+8K" $M >/dev/null 2>&1
+mdadm --examine-badblocks "$BB" 2>&1 | grep -q "6144 for 16 sectors" && t_ok "a: member 1 lists sectors 6144-6159 bad" ||
+    t_fail "a: member 1 lists sectors 6144-6159 bad" "$(mdadm --examine-badblocks "$BB" 2>&1 | tail -2)"
+dd if=/dev/urandom of="$BB" bs=512 seek=6144 count=16 conv=notrunc 2>/dev/null
 make_array "$t_tmp/a6" 6 5 52 512K; A6="$M $t_tmp/a6/m5.img"; OLD6=$SZ
 # shellcheck disable=SC2086
 $URAID grow $M --raid-devices 6 --add "$t_tmp/a6/m5.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-6 5 -> 6"
 # shellcheck disable=SC2086
 $URAID grow $t_tmp/a5/m0.img $t_tmp/a5/m1.img $t_tmp/a5/m2.img $t_tmp/a5/m3.img --raid-devices 5 \
     --add "$t_tmp/a5/m4.img" >/dev/null 2>&1 || t_fail "a: uraid grows RAID-5 4 -> 5"
+mdadm --examine-badblocks "$BB" 2>&1 | grep -q "list is empty" && t_ok "a: the grow wrote over the listed sectors: the entry is gone" ||
+    t_fail "a: the grow wrote over the listed sectors: the entry is gone" "$(mdadm --examine-badblocks "$BB" 2>&1 | tail -2)"
 # linear of 2 gains a third member (appended, no data moved)
 mkdir -p "$t_tmp/al"
 AL="$t_tmp/al/m0.img $t_tmp/al/m1.img $t_tmp/al/m2.img"
