@@ -266,6 +266,13 @@ int array_read_bblog(struct member *m, const struct md_sb *sb, struct md_bblist 
  * superblock itself is the caller's to write. 0 or a negative errno. */
 int array_write_bblog(struct member *m, struct md_sb *sb, const struct md_bblist *l);
 
+/* Where a new member of dev_sectors puts its superblock and data, as the
+ * array whose member's superblock ref is keeps them: super_offset and
+ * data_size into sb (1.2, 1.1: data from ref's data_offset to the end;
+ * 1.0, 0.90: the superblock at the member's end, after the data and the
+ * same tail ref keeps, bitmap and log). data_size 0: no room. (sbio.c) */
+void array_place_member(struct md_sb *sb, const struct md_sb *ref, uint64_t dev_sectors);
+
 /* A new member's superblock and an empty bad-block log (create, add). (sbio.c) */
 int array_write_new_member(struct member *m, const struct md_sb *sb);
 

@@ -44,15 +44,10 @@ static int slot_named(const struct uraid_array *a, const char *path)
 
 static int check_array(const struct uraid_array *a, int N, int nnew, int nin, char *why, size_t whylen)
 {
-    const struct md_sb *R = &a->sb;
     int n = a->geom.raid_disks;
     if (a->readonly)
         return uraid_why(why, whylen, "the array is open read-only"), -EROFS;
-    /* as the offline grow (reshape_check.c): 1.0 and 0.90 keep their superblock at each member's end */
-    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
-        return uraid_why(why, whylen, "growing an array with metadata %s is not supported yet: metadata 1.2 and 1.1 "
-                         "arrays can be grown (md needs a backup file for %s)", md_format_name(R->format),
-                         md_format_name(R->format)), -EOPNOTSUPP;
+    /* any metadata: a new member's superblock goes where its format puts it (new_sb) */
     if (a->opened_dirty)
         return uraid_why(why, whylen, "the array was not shut down cleanly and its resync has not finished: grow "
                          "it after the resync"), -EUCLEAN;
@@ -111,7 +106,7 @@ static int new_sb(struct uraid_array *a, struct lin_add *x, int s, struct md_sb 
     sb->recovery_offset = 0;
     sb->cnt_corrected_read = 0;
     sb->devflags = 0;
-    sb->data_size = x->dev->size / SECTOR - a->slot[0].data_offset;
+    array_place_member(sb, &a->slot[0].sb, x->dev->size / SECTOR); /* 1.0, 0.90: at its own end */
     int rc = array_random_bytes(sb->device_uuid, 16);
     if (rc)
         return uraid_why(x->why, x->whylen, "cannot make a device UUID: %s", uraid_strerror(rc)), rc;
@@ -203,7 +198,9 @@ static int open_new(struct uraid_array *a, const char *const *added, int i, stru
     int rc = member_open_why(added[i], 0, dev, mwhy, sizeof mwhy);
     if (rc)
         return uraid_why(why, whylen, "new member %s: cannot open: %s", added[i], mwhy), rc;
-    if ((*dev)->size / SECTOR < need)
+    struct md_sb placed = a->slot[0].sb;
+    array_place_member(&placed, &a->slot[0].sb, (*dev)->size / SECTOR);
+    if ((*dev)->size / SECTOR < need || placed.data_size < need - a->slot[0].data_offset)
         return uraid_why(why, whylen, "new member %s is too small: %llu sectors, the array needs %llu (data offset "
                          "%llu + one chunk)", added[i], (unsigned long long)((*dev)->size / SECTOR),
                          (unsigned long long)need, (unsigned long long)a->slot[0].data_offset), -ENOSPC;

@@ -360,22 +360,14 @@ static int spare_superblock(struct uraid_array *a, struct member *m, char *why, 
     sb.dev_roles[dn] = MD_ROLE_SPARE;
     /* where this member's superblock goes: 1.0 and 0.90 keep it at the
      * end, after the data and the same tail the others have (bitmap, log) */
-    uint64_t at = md_format_sb_sector(sb.format, m->size / 512);
-    if (sb.format == MD_FMT_1_0 || sb.format == MD_FMT_0_90) {
-        uint64_t tail = a->sb.super_offset - a->sb.data_offset - a->sb.data_size;
-        sb.data_size = at != UINT64_MAX && at > tail ? at - tail : 0;
-        if (sb.data_size < a->member_sectors) {
-            pthread_mutex_unlock(&a->meta_lock);
-            uraid_why(why, whylen, "%s is too small: %llu sectors leave %llu for data before a metadata %s "
-                      "superblock, the array needs %llu", path, (unsigned long long)(m->size / 512),
-                      (unsigned long long)sb.data_size, md_format_name(sb.format),
-                      (unsigned long long)a->member_sectors);
-            return -ENOSPC;
-        }
-    } else {
-        sb.data_size = m->size / 512 - sb.data_offset;
+    array_place_member(&sb, &a->sb, m->size / 512);
+    if ((sb.format == MD_FMT_1_0 || sb.format == MD_FMT_0_90) && sb.data_size < a->member_sectors) {
+        pthread_mutex_unlock(&a->meta_lock);
+        uraid_why(why, whylen, "%s is too small: %llu sectors leave %llu for data before a metadata %s "
+                  "superblock, the array needs %llu", path, (unsigned long long)(m->size / 512),
+                  (unsigned long long)sb.data_size, md_format_name(sb.format), (unsigned long long)a->member_sectors);
+        return -ENOSPC;
     }
-    sb.super_offset = at;
     sb.recovery_offset = 0;
     sb.feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
     sb.cnt_corrected_read = 0;

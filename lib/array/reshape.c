@@ -138,9 +138,11 @@ static int check_added(struct grow *gr, int nold, int N)
         return say(gr, -EINVAL, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - have,
                    N - have == 1 ? "" : "s", gr->n - nold);
     for (int i = nold; i < gr->n; i++) {
+        struct md_sb placed = *R;
+        array_place_member(&placed, R, gr->dev[i]->size / SECTOR);
         if (same_array(gr, i))
             return say(gr, -EEXIST, "new member %s is already a member of this array", gr->name[i]);
-        if (gr->dev[i]->size / SECTOR < need)
+        if (gr->dev[i]->size / SECTOR < need || placed.data_size < need - R->data_offset)
             return say(gr, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset %llu "
                        "+ %llu per member)", gr->name[i], (unsigned long long)(gr->dev[i]->size / SECTOR),
                        (unsigned long long)need, (unsigned long long)R->data_offset, (unsigned long long)R->size);
@@ -160,7 +162,7 @@ static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
     sb->recovery_offset = 0;
     sb->cnt_corrected_read = 0;
     sb->devflags = 0;
-    sb->data_size = gr->dev[i]->size / SECTOR - R->data_offset;
+    array_place_member(sb, R, gr->dev[i]->size / SECTOR); /* 1.0, 0.90: at its own end */
     int rc = array_random_bytes(sb->device_uuid, 16);
     if (rc)
         return say(gr, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
@@ -246,6 +248,10 @@ static int plan_linear(struct grow *gr, int nold, int N)
         if (gr->tmpl.level == 1) {
             gr->sb[i].feature_map |= MD_FEATURE_RECOVERY_OFFSET;
             gr->sb[i].recovery_offset = 0;
+            /* 0.90 records no recovery offset: a new mirror is a spare in every superblock (md's
+             * representation of a member being recovered) until its recovery ends */
+            if (gr->tmpl.format == MD_FMT_0_90 && dn < 32)
+                gr->tmpl.v090_spares |= 1u << dn;
         }
     }
     gr->appended = gr->tmpl.level == 1 ? 2 : 1;

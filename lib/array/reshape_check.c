@@ -68,15 +68,16 @@ int grow_check_old(struct grow *gr, int nold_given)
     if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0) && !raid0_grows)
         return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
                    "members (--raid-devices N --add NEW...)", level_text(R->level));
-    /* 1.0 and 0.90 keep no room before the data (md grows them with a
-     * backup file); linear moves no data, but their superblock sits at
-     * each member's end, which a new member's size decides. 1.1 has room
+    /* 1.0 and 0.90 keep no room before the data (md restripes them with a
+     * backup file); RAID-1 and linear move no data, and a new member's
+     * superblock goes at its own end (array_place_member). 1.1 has room
      * before its data as 1.2 has (reshape_headroom counts from its
      * superblock at sector 0) */
-    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
-        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 and 1.1 "
-                   "arrays can be grown and restriped (md needs a backup file for %s)", md_format_name(R->format),
-                   md_format_name(R->format));
+    int level_change = gr->p->level_set && gr->p->level != (int)R->level;
+    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1 && (!linear || level_change))
+        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: RAID-1 and linear "
+                   "arrays gain members with any metadata, 1.2 and 1.1 arrays are restriped too (md needs a backup "
+                   "file for %s)", md_format_name(R->format), md_format_name(R->format));
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",

@@ -41,6 +41,7 @@ static void merge(struct md_sb *dst, const struct md_sb *t)
     dst->resync_offset = t->resync_offset;
     dst->max_dev = t->max_dev;
     memcpy(dst->dev_roles, t->dev_roles, sizeof dst->dev_roles);
+    dst->v090_spares = t->v090_spares;
 }
 
 /* Every member's superblock from the template, events + 1: the fresh (new)

@@ -282,3 +282,15 @@ int array_write_bblog(struct member *m, struct md_sb *sb, const struct md_bblist
     }
     return rc;
 }
+
+void array_place_member(struct md_sb *sb, const struct md_sb *ref, uint64_t dev_sectors)
+{
+    uint64_t at = md_format_sb_sector(ref->format, dev_sectors);
+    sb->super_offset = at;
+    if (ref->format == MD_FMT_1_0 || ref->format == MD_FMT_0_90) {
+        uint64_t tail = ref->super_offset - ref->data_offset - ref->data_size;
+        sb->data_size = at != UINT64_MAX && at > tail + ref->data_offset ? at - tail - ref->data_offset : 0;
+    } else {
+        sb->data_size = dev_sectors > ref->data_offset ? dev_sectors - ref->data_offset : 0;
+    }
+}

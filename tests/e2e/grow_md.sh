@@ -77,7 +77,11 @@
 #      new member recovered into the parity slot (--level 5 --add NEW)
 #      while nbdcopy writes, and one whose server was killed with -9 in
 #      that recovery: md assembles each (carrying the recovery on), reads
-#      every byte, and its check finds mismatch_cnt 0.
+#      every byte, and its check finds mismatch_cnt 0;
+#   o. metadata 0.90 and 1.0 (superblocks at the members' ends): md
+#      assembles a 0.90 RAID-1 uraid grew to 3 mirrors, a 1.0 linear array
+#      grown to 3 members and a served 1.0 RAID-1 that gained a mirror:
+#      every byte, its size, mismatch_cnt 0 where there are mirrors.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -957,5 +961,59 @@ GUEST
 for w in "md0 level=raid5 layout=5 raid_disks=4 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
     "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0"; do
     grep -q "^$w\$" "$t_tmp/n.log" && t_ok "n: md: $w" || t_fail "n: md: $w" "$(tail -4 "$t_tmp/n.log")"
+done
+# ---- o. metadata 0.90 and 1.0: RAID-1 and linear gain members --------------------------------
+# a 0.90 RAID-1 of 2 grown offline to 3 mirrors, a 1.0 RAID-1 of 2 grown to 3 while served, a 1.0
+# linear of 2 grown offline to 3 (each new member a little bigger: its superblock at its own end)
+o_make() { # DIR LEVEL META SEED: 2 members of 16M and a new one of 17M, the pattern written; sets OSZ
+    mkdir -p "$1"
+    truncate -s 16M "$1/m0.img" "$1/m1.img"
+    truncate -s 17M "$1/m2.img"
+    $URAID create --level "$2" --raid-devices 2 --metadata "$3" --assume-clean "$1/m0.img" "$1/m1.img" >/dev/null 2>&1 ||
+        t_fail "o: create $2 metadata $3"
+    OSZ=$(size_of "$1/m0.img" "$1/m1.img")
+    "$PATTERN" -s "$4" -n "$OSZ" | $URAID write "$1/m0.img" "$1/m1.img" || t_fail "o: write $2 metadata $3"
+}
+o_make "$t_tmp/o1" 1 0.90 151; OSZ1=$OSZ
+$URAID grow "$t_tmp/o1/m0.img" "$t_tmp/o1/m1.img" --raid-devices 3 --add "$t_tmp/o1/m2.img" >/dev/null 2>&1 &&
+    t_ok "o: uraid grows a 0.90 RAID-1 to 3 mirrors" || t_fail "o: uraid grows a 0.90 RAID-1 to 3 mirrors"
+o_make "$t_tmp/o2" linear 1.0 152; OSZ2=$OSZ
+$URAID grow "$t_tmp/o2/m0.img" "$t_tmp/o2/m1.img" --raid-devices 3 --add "$t_tmp/o2/m2.img" >/dev/null 2>&1 &&
+    t_ok "o: uraid grows a 1.0 linear array to 3 members" || t_fail "o: uraid grows a 1.0 linear array to 3 members"
+ONEW2=$(size_of "$t_tmp/o2/m0.img" "$t_tmp/o2/m1.img" "$t_tmp/o2/m2.img")
+d=$t_tmp/o3
+o_make "$d" 1 1.0 153; OSZ3=$OSZ
+$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+spid=$!
+n=0; while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
+    sleep 0.25; n=$((n + 1)); done
+out=$($URAID grow --control "$d/ctl.sock" --raid-devices 3 --add "$d/m2.img" 2>&1) &&
+    t_ok "o: a served 1.0 RAID-1 gains a mirror ($out)" || t_fail "o: a served 1.0 RAID-1 gains a mirror" "$out"
+n=0
+while [ $n -lt 240 ]; do
+    st=$($URAID status --control "$d/ctl.sock" 2>&1)
+    echo "$st" | grep -q "recovery finished" && break
+    sleep 0.25; n=$((n + 1))
+done
+echo "$st" | grep -q "recovery finished" && t_ok "o: the new mirror recovered while served" ||
+    t_fail "o: the new mirror recovered while served" "$st"
+kill -TERM $spid; wait $spid || t_fail "o: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 300 $(disks "$t_tmp/o1/m0.img" "$t_tmp/o1/m1.img" "$t_tmp/o1/m2.img" "$t_tmp/o2/m0.img" \
+    "$t_tmp/o2/m1.img" "$t_tmp/o2/m2.img" "$d/m0.img" "$d/m1.img" "$d/m2.img") -- - >"$t_tmp/o.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-c] && echo "md0 raid_disks=\$(cat /sys/block/md0/md/raid_disks) degraded=\$(cat /sys/block/md0/md/degraded)" &&
+    verify md0 151 $OSZ1 $OSZ1
+mdadm --assemble /dev/md1 /dev/vd[d-f] && {
+    echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) size=\$(blockdev --getsize64 /dev/md1)"
+    mdpattern -s 152 -n $OSZ2 -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+}
+mdadm --assemble /dev/md2 /dev/vd[g-i] && echo "md2 raid_disks=\$(cat /sys/block/md2/md/raid_disks) degraded=\$(cat /sys/block/md2/md/degraded)" &&
+    verify md2 153 $OSZ3 $OSZ3
+GUEST
+for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" "md1 level=linear raid_disks=3 size=$ONEW2" \
+    "md1 pattern OK" "md2 raid_disks=3 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0"; do
+    grep -q "^$w\$" "$t_tmp/o.log" && t_ok "o: md: $w" || t_fail "o: md: $w" "$(tail -4 "$t_tmp/o.log")"
 done
 t_finish

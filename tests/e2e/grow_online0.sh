@@ -10,7 +10,7 @@
 #      written, then the new members' zeros, then that write; mdadm
 #      --examine says 4 devices on every member; kill -9 of the server and
 #      a restart with the 4 members: the same bytes. A linear array with
-#      metadata 1.0 is refused as the offline grow refuses it.
+#      metadata 1.0 grows too, the new member's superblock at its own end.
 #   2. a RAID-0 of 3 served over NBD gains 2 members the same way (mdadm's
 #      way on a running RAID-0: a RAID-4 missing its parity reshaped, then
 #      taken back) while qemu-io writes patterns at random offsets, each
@@ -112,15 +112,21 @@ if start_server "$d/m0.img" "$d/m1.img" "$d/m2.img" "$d/m3.img"; then
 else
     t_fail "1: serve the 4 members after kill -9" "$(tail -n 3 "$t_tmp/server.err")"
 fi
-# metadata 1.0: its superblock at each member's end; refused online as offline
+# metadata 1.0: its superblock at each member's end; a new member's goes at its own end
 d=$t_tmp/lin10
 mkdir -p "$d"
 truncate -s 16M "$d/m0.img" "$d/m1.img" "$d/m2.img"
 $URAID create --level linear --raid-devices 2 --metadata 1.0 "$d/m0.img" "$d/m1.img" >/dev/null 2>&1 ||
     t_fail "create linear of 2, metadata 1.0"
 if start_server "$d/m0.img" "$d/m1.img"; then
-    t_refused "1: metadata 1.0" "metadata 1.0" $URAID grow --control "$ctl" --raid-devices 3 --add "$d/m2.img"
+    out=$($URAID grow --control "$ctl" --raid-devices 3 --add "$d/m2.img" 2>&1) &&
+        t_ok "1: a served metadata 1.0 linear array gains a member ($out)" ||
+        t_fail "1: a served metadata 1.0 linear array gains a member" "$out"
     stop_server || t_fail "1: the 1.0 server stops cleanly"
+    x=$(mdadm --examine "$d/m2.img" 2>&1)
+    echo "$x" | grep -q "Version : 1.0" && echo "$x" | grep -q "Raid Devices : 3" &&
+        t_ok "1: mdadm --examine: the new member holds a 1.0 superblock of 3 devices" ||
+        t_fail "1: mdadm --examine: the new member holds a 1.0 superblock of 3 devices" "$x"
 else
     t_fail "serve the 1.0 linear array" "$(tail -n 3 "$t_tmp/server.err")"
 fi

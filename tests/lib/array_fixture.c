@@ -1,5 +1,8 @@
 #include "array_fixture.h"
 
+#include "array/array.h"
+#include "member/member.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -14,6 +17,7 @@
 #include "uraid_grow.h"
 
 int fx_policy = URAID_POLICY_RESYNC;
+const char *fx_metadata; /* NULL: uraid_create's default (1.2) */
 
 int fx_create(struct fx *f, int level, int n, uint32_t chunk, uint64_t member_bytes)
 {
@@ -50,7 +54,8 @@ int fx_create_bitmap(struct fx *f, int level, int n, uint32_t chunk, uint64_t me
                                       .assume_clean = 1,
                                       .bitmap = bitmap_chunk ? URAID_BITMAP_INTERNAL : URAID_BITMAP_NONE,
                                       .bitmap_chunk_bytes = bitmap_chunk,
-                                      .consistency_policy = bitmap_chunk ? URAID_POLICY_BITMAP : fx_policy};
+                                      .consistency_policy = bitmap_chunk ? URAID_POLICY_BITMAP : fx_policy,
+                                      .metadata = fx_metadata};
     char why[512] = "";
     int rc = uraid_create(paths, n, &cp, 0, why, sizeof why);
     CHECK(rc == 0, "%s: create: %d (%s)", f->label, rc, why);
@@ -68,6 +73,8 @@ int fx_create_bitmap(struct fx *f, int level, int n, uint32_t chunk, uint64_t me
     uint64_t sectors;
     /* RAID-0 superblocks leave size 0: the members' data size is what counts */
     layout_array_sectors(&f->geom, sb.size ? sb.size : sb.data_size, &sectors);
+    if (level == LAYOUT_LEVEL_LINEAR) /* each member's data area, end to end (equal members here) */
+        sectors = sb.data_size * (uint64_t)n;
     f->size = sectors * 512;
     f->model = calloc(1, f->size);
     CHECK(f->model != NULL);
@@ -271,9 +278,14 @@ int fx_sb_bytes(const struct fx *f, int slot, uint8_t out[MD_SB_BYTES])
 
 int fx_read_sb_path(const char *path, struct md_sb *sb)
 {
-    uint8_t buf[MD_SB_BYTES];
-    int rc = file_io(path, buf, MD_SB_BYTES, 4096, 0);
-    return rc ? rc : md_sb_decode(buf, MD_SB_V12_SECTOR, sb, NULL, 0);
+    struct member *m;
+    char why[256];
+    int rc = member_open_file(path, 1, &m); /* any format, where it keeps its superblock */
+    if (rc == 0) {
+        rc = array_read_superblock(m, sb, why, sizeof why);
+        member_close(m);
+    }
+    return rc;
 }
 
 int fx_read_sb(const struct fx *f, int slot, struct md_sb *sb)

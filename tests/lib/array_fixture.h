@@ -35,6 +35,8 @@ struct fx {
 /* The consistency policy fx_create gives arrays without a bitmap: resync
  * (what the tests written before PPL expect) unless a test sets it. */
 extern int fx_policy;
+/* The superblock format fx_create gives (mdadm's spellings; NULL: 1.2). */
+extern const char *fx_metadata;
 
 /* Creates members and the array (assume_clean: all zeros is consistent);
  * the model starts all zero. */
