@@ -360,25 +360,59 @@ static int present_spare(const struct md_sb *sb, uint32_t i)
     return ((sb->v090_spares >> i) & 1u) || (i == sb->dev_number && sb->dev_roles[i] == MD_ROLE_SPARE);
 }
 
-static void fill_desc(const struct md_sb *sb, uint32_t i, struct md_sb0_desc *d, struct counts *c)
+/* Member dn counts as active in sync: a slot, not being rebuilt. */
+static int active_member(const struct md_sb *sb, uint32_t dn)
 {
-    uint16_t role = sb->dev_roles[i];
-    int spare = present_spare(sb, i);
-    if (i == sb->dev_number && (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET))
-        spare = 1; /* this member is being rebuilt: 0.90 records it as a spare */
-    memset(d, 0, sizeof *d);
-    if (role < sb->raid_disks && !spare) {
-        *d = (struct md_sb0_desc){.number = i, .raid_disk = role,
-                                  .state = 1u << MD_DISK0_ACTIVE | 1u << MD_DISK0_SYNC};
+    int spare = present_spare(sb, dn) || (dn == sb->dev_number && (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET));
+    return sb->dev_roles[dn] < sb->raid_disks && !spare;
+}
+
+/* md's numbering of the table (super_90_sync): an active member's
+ * descriptor is its raid slot (mdadm's assembly reads disks[slot] as the
+ * member in that slot); every other member that has one -- a spare, one
+ * being rebuilt (0.90 records it as a spare), a faulty one kept, the
+ * writer itself -- takes the next index from raid_disks on, in device
+ * number order. So a member rebuilt or replaced into a slot moves to that
+ * slot's descriptor, as md moves it, and a decoded table encodes to
+ * itself. at[dn] = its index, -1 for none; -ENOSPC past the table. */
+static int table_places(const struct md_sb *sb, int at[MD_SB0_DISKS])
+{
+    int taken[MD_SB0_DISKS] = {0};
+    for (uint32_t dn = 0; dn < MD_SB0_DISKS; dn++) {
+        at[dn] = -1;
+        if (active_member(sb, dn) && !taken[sb->dev_roles[dn]])
+            taken[at[dn] = sb->dev_roles[dn]] = 1;
+    }
+    uint32_t next = sb->raid_disks;
+    for (uint32_t dn = 0; dn < MD_SB0_DISKS; dn++) {
+        if (at[dn] >= 0)
+            continue;
+        int kept = (sb->dev_roles[dn] == MD_ROLE_FAULTY && dn >= sb->raid_disks) || present_spare(sb, dn) ||
+                   dn == sb->dev_number || active_member(sb, dn);
+        if (!kept)
+            continue;
+        while (next < MD_SB0_DISKS && taken[next])
+            next++;
+        if (next >= MD_SB0_DISKS)
+            return -ENOSPC;
+        taken[at[dn] = (int)next] = 1;
+    }
+    return 0;
+}
+
+static void fill_desc(const struct md_sb *sb, uint32_t dn, int i, struct md_sb0_desc *d, struct counts *c)
+{
+    uint32_t n = (uint32_t)i;
+    if (active_member(sb, dn) && sb->dev_roles[dn] == n) {
+        *d = (struct md_sb0_desc){.number = n, .raid_disk = n, .state = 1u << MD_DISK0_ACTIVE | 1u << MD_DISK0_SYNC};
         c->nr++, c->active++, c->working++;
-    } else if (role == MD_ROLE_FAULTY && i >= sb->raid_disks) {
-        /* a faulty slot's descriptor is left empty: the caller marks it
-         * removed + faulty, as md does for a slot whose member is gone,
-         * which reads back as faulty again (a fixed point) */
-        *d = (struct md_sb0_desc){.number = i, .raid_disk = i, .state = 1u << MD_DISK0_FAULTY};
+    } else if (sb->dev_roles[dn] == MD_ROLE_FAULTY && dn != sb->dev_number) {
+        /* md keeps a failed member's descriptor until it is removed; one
+         * left at a slot's index is that slot's "removed, faulty" (below) */
+        *d = (struct md_sb0_desc){.number = n, .raid_disk = n, .state = 1u << MD_DISK0_FAULTY};
         c->nr++, c->failed++;
-    } else if (spare) {
-        *d = (struct md_sb0_desc){.number = i, .raid_disk = i, .state = 0};
+    } else {
+        *d = (struct md_sb0_desc){.number = n, .raid_disk = n, .state = 0};
         c->nr++, c->working++, c->spare++;
     }
 }
@@ -426,12 +460,20 @@ int md_sb0_from_sb(const struct md_sb *sb, struct md_sb0 *out, char *why, size_t
     out->layout = sb->layout;
     out->chunk_size = sb->chunksize * SECTOR;
     struct counts c = {0};
-    for (uint32_t i = 0; i < MD_SB0_DISKS; i++)
-        fill_desc(sb, i, &out->disks[i], &c);
+    int at[MD_SB0_DISKS], used[MD_SB0_DISKS] = {0};
+    if (table_places(sb, at)) {
+        uraid_why(why, whylen, "0.90's table of %u devices cannot hold the array's members and spares", MD_SB0_DISKS);
+        return -EINVAL;
+    }
+    for (uint32_t dn = 0; dn < MD_SB0_DISKS; dn++)
+        if (at[dn] >= 0) {
+            fill_desc(sb, dn, at[dn], &out->disks[at[dn]], &c);
+            used[at[dn]] = 1;
+        }
     /* super_90_sync: an empty slot's descriptor says removed and faulty */
     for (uint32_t i = 0; i < sb->raid_disks; i++) {
         struct md_sb0_desc *d = &out->disks[i];
-        if (d->state == 0 && d->number == 0 && !present_spare(sb, i)) {
+        if (!used[i]) {
             *d = (struct md_sb0_desc){.number = i, .raid_disk = i,
                                       .state = 1u << MD_DISK0_REMOVED | 1u << MD_DISK0_FAULTY};
             c.failed++;
@@ -442,7 +484,7 @@ int md_sb0_from_sb(const struct md_sb *sb, struct md_sb0 *out, char *why, size_t
     out->working_disks = c.working;
     out->failed_disks = c.failed;
     out->spare_disks = c.spare;
-    out->this_disk = out->disks[sb->dev_number];
+    out->this_disk = out->disks[at[sb->dev_number]];
     if (sb->devflags & MD_DEVFLAG_WRITEMOSTLY)
         out->this_disk.state |= 1u << MD_DISK0_WRITEMOSTLY;
     return 0;

@@ -21,7 +21,11 @@
 #   d. uraid killed (-9) in the new region's resync of a 1.0 RAID-5: md
 #      assembles the members (superblocks at the new place, the new size,
 #      resync_offset the old size), finishes the resync, reads the pattern
-#      and its check finds mismatch_cnt 0.
+#      and its check finds mismatch_cnt 0;
+#   e. every member of a 1.0 RAID-1 and a 0.90 RAID-5 replaced by a bigger
+#      one (uraid replace), then the room used while served (grow
+#      --control --size max): md assembles both at the new size, reads the
+#      pattern and its check finds mismatch_cnt 0.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -220,5 +224,72 @@ GUEST
 for w in "md0 size=$((262016 * 512 * 3))" "md0 pattern OK" "md0 mismatch_cnt=0" "md0 stopped"; do
     grep -q "^$w\$" "$t_tmp/d.log" && t_ok "d: md assembles the killed grow, resyncs from the checkpoint: $w" ||
         t_fail "d: md after the killed grow: $w" "$(grep '^md0' "$t_tmp/d.log" | tr '\n' ' ') $(tail -n 3 "$t_tmp/d.log")"
+done
+# ---- e. members replaced by bigger ones, the room used while served ------------------------------
+# The issue's own story: every member of a 1.0 RAID-1 and a 0.90 RAID-5 replaced by a bigger disk
+# (uraid replace: each new one's superblock at its own end, md's place), then `uraid grow --control
+# PATH --size max` on the served array; md assembles the result
+E=""
+ei=0
+for c in "1.0 1 2 51" "0.90 5 3 52"; do
+    set -- $c
+    d=$t_tmp/e$ei
+    rm -rf "$d"; mkdir -p "$d"
+    M="" i=0
+    while [ $i -lt "$3" ]; do truncate -s 16M "$d/m$i.img"; truncate -s 32M "$d/b$i.img"; M="$M $d/m$i.img"; i=$((i + 1)); done
+    # shellcheck disable=SC2086
+    $URAID create --metadata "$1" --level "$2" --raid-devices "$3" --chunk 64K --assume-clean $M >/dev/null 2>&1 ||
+        t_fail "e: create $1 RAID-$2"
+    # shellcheck disable=SC2086
+    SZ=$(size_of $M)
+    # shellcheck disable=SC2086
+    "$PATTERN" -s "$4" -n "$SZ" | $URAID write $M || t_fail "e: write $1 RAID-$2"
+    i=0
+    while [ $i -lt "$3" ]; do
+        # shellcheck disable=SC2086
+        out=$($URAID replace $M --old "$d/m$i.img" --with "$d/b$i.img" 2>&1) || t_fail "e: $1 RAID-$2: replace member $i" "$out"
+        M=$(echo "$M" | sed "s|$d/m$i.img|$d/b$i.img|")
+        i=$((i + 1))
+    done
+    # shellcheck disable=SC2086
+    $URAID serve $M --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+    spid=$!
+    n=0; while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
+        sleep 0.25; n=$((n + 1)); done
+    out=$($URAID grow --control "$d/ctl.sock" --size max 2>&1)
+    case "$out" in *"resync started"*|*"in sync"*) t_ok "e: $1 RAID-$2, members replaced by bigger ones: served grow --size max: $out" ;;
+        *) t_fail "e: $1 RAID-$2: served grow --size max" "$out" ;; esac
+    n=0
+    until timeout 10 $URAID status --control "$d/ctl.sock" 2>&1 | grep -q "resync finished" || [ $n -ge 240 ]; do
+        sleep 0.25; n=$((n + 1)); done
+    new=$(timeout 10 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock")
+    kill -TERM $spid; wait $spid || t_fail "e: $1 RAID-$2: the server stops cleanly" "$(tail -3 "$d/server.err")"
+    [ "$new" -gt "$SZ" ] 2>/dev/null && t_ok "e: $1 RAID-$2: $new bytes served (was $SZ)" || t_fail "e: $1 RAID-$2: bigger" "$new"
+    eval "ESZ$ei=$SZ ENEW$ei=$new ESEED$ei=$4"
+    E="$E $M"
+    ei=$((ei + 1))
+done
+# shellcheck disable=SC2086
+"$ORACLE" --timeout 580 $(disks $E) -- - >"$t_tmp/e.log" 2>&1 <<GUEST
+exec 2>&1
+wait_idle() { i=0; while [ "\$(cat /sys/block/\$1/md/sync_action)" != idle ] && [ \$i -lt 300 ]; do sleep 1; i=\$((i + 1)); done; }
+verify() { # MD SEED OLD
+    sleep 1; wait_idle \$1
+    echo "\$1 size=\$(blockdev --getsize64 /dev/\$1)"
+    mdpattern -s \$2 -n \$3 -c < /dev/\$1 >/dev/null && echo "\$1 pattern OK"
+    echo check > /sys/block/\$1/md/sync_action; sleep 1; wait_idle \$1
+    echo "\$1 mismatch_cnt=\$(cat /sys/block/\$1/md/mismatch_cnt)"
+}
+mdadm --assemble /dev/md0 /dev/vd[ab] && verify md0 $ESEED0 $ESZ0
+mdadm --assemble /dev/md1 /dev/vd[c-e] && verify md1 $ESEED1 $ESZ1
+GUEST
+i=0
+for name in "1.0 RAID-1" "0.90 RAID-5"; do
+    eval "new=\$ENEW$i"
+    for w in "md$i size=$new" "md$i pattern OK" "md$i mismatch_cnt=0"; do
+        grep -q "^$w\$" "$t_tmp/e.log" && t_ok "e: $name: md assembles it: $w" ||
+            t_fail "e: $name: md: $w" "$(grep "^md$i" "$t_tmp/e.log" | tr '\n' ' ') $(tail -n 3 "$t_tmp/e.log")"
+    done
+    i=$((i + 1))
 done
 t_finish

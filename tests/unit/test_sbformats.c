@@ -220,21 +220,39 @@ static void test_descriptor_table(void)
     CHECK(s.disks[1].state == (1u << 3 | 1u) && s.disks[1].number == 1 && s.disks[1].raid_disk == 1,
           "empty slot: removed faulty (state 0x%x)", s.disks[1].state);
     CHECK(s.disks[2].state == (1u << 3 | 1u) && s.disks[2].number == 2, "faulty slot: removed faulty");
-    CHECK(s.disks[3].state == 0 && s.disks[3].number == 3 && s.disks[3].raid_disk == 3, "rebuilding: a spare");
-    CHECK(s.disks[4].state == 0 && s.disks[4].number == 4 && s.disks[4].raid_disk == 4, "spare: state 0");
-    CHECK(s.disks[5].state == 0 && s.disks[5].number == 0, "unused: zero");
-    CHECK(s.nr_disks == 3 && s.active_disks == 1 && s.working_disks == 3 && s.failed_disks == 2 &&
+    /* md's numbering: only an in-sync member sits at its slot's index; the one being rebuilt and the
+     * spare take the next indexes from raid_disks on, and slot 3, with no member in sync, is empty */
+    CHECK(s.disks[3].state == (1u << 3 | 1u) && s.disks[3].number == 3, "slot being rebuilt: removed faulty");
+    CHECK(s.disks[4].state == 0 && s.disks[4].number == 4 && s.disks[4].raid_disk == 4, "rebuilding: a spare at 4");
+    CHECK(s.disks[5].state == 0 && s.disks[5].number == 5 && s.disks[5].raid_disk == 5, "spare: state 0, at 5");
+    CHECK(s.disks[6].state == 0 && s.disks[6].number == 0, "unused: zero");
+    CHECK(s.nr_disks == 3 && s.active_disks == 1 && s.working_disks == 3 && s.failed_disks == 3 &&
               s.spare_disks == 2,
           "counts nr %u active %u working %u failed %u spare %u", s.nr_disks, s.active_disks, s.working_disks,
           s.failed_disks, s.spare_disks);
     CHECK((s.state & 1u) && s.recovery_cp == UINT32_MAX && s.events == 42 && s.cp_events == 42);
     v.dev_number = 3;
-    CHECK(md_sb0_from_sb(&v, &s, why, sizeof why) == 0 && s.this_disk.state == 0 && s.this_disk.number == 3);
+    CHECK(md_sb0_from_sb(&v, &s, why, sizeof why) == 0 && s.this_disk.state == 0 && s.this_disk.number == 4);
     struct md_sb w;
     CHECK(md_sb0_to_sb(&s, 8064, &w, why, sizeof why) == 0, "%s", why);
-    CHECK(w.dev_roles[0] == 0 && w.dev_roles[1] == MD_ROLE_FAULTY && w.dev_roles[2] == MD_ROLE_FAULTY &&
-              w.dev_roles[3] == MD_ROLE_SPARE && w.dev_roles[4] == MD_ROLE_SPARE && w.v090_spares == (1u << 3 | 1u << 4),
+    CHECK(w.dev_number == 4 && w.dev_roles[0] == 0 && w.dev_roles[1] == MD_ROLE_FAULTY &&
+              w.dev_roles[2] == MD_ROLE_FAULTY && w.dev_roles[3] == MD_ROLE_FAULTY && w.dev_roles[4] == MD_ROLE_SPARE &&
+              w.dev_roles[5] == MD_ROLE_SPARE && w.v090_spares == (1u << 4 | 1u << 5),
           "read back as md's super_90_validate does");
+    /* a decoded table encodes to itself (every member writes the same numbers) */
+    struct md_sb0 again;
+    CHECK(md_sb0_from_sb(&w, &again, why, sizeof why) == 0 && !memcmp(again.disks, s.disks, sizeof s.disks) &&
+              again.this_disk.number == 4,
+          "a fixed point: %s", why);
+    /* a member replaced into slot 0 (device 5 in sync there, device 0 failed): descriptor 0 is it */
+    struct md_sb r = v;
+    r.dev_roles[0] = MD_ROLE_FAULTY;
+    r.dev_roles[5] = 0;
+    r.dev_number = 5;
+    r.v090_spares = 0;
+    CHECK(md_sb0_from_sb(&r, &s, why, sizeof why) == 0 && s.disks[0].state == 6 && s.disks[0].number == 0 &&
+              s.this_disk.number == 0 && s.this_disk.raid_disk == 0,
+          "a replaced member takes its slot's descriptor, as md's super_90_sync gives it");
     /* dirty: no clean bit, resync from recovery_cp only at the same events */
     v.resync_offset = 0;
     CHECK(md_sb0_from_sb(&v, &s, why, sizeof why) == 0 && !(s.state & 1u) && s.recovery_cp == 0);
