@@ -234,6 +234,13 @@ int array_flush_kept(struct uraid_array *a, char *why, size_t whylen);
  * add; grow_takeover_raid0.c). 0 or a refusal (nothing written). */
 int array_takeover_from_raid0_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
                                      const char *const *added, int nadded, char *why, size_t whylen);
+/* The same command again after a kill between the takeover and the add:
+ * the array a RAID-4 / RAID-5 parity-last of `level` missing only its
+ * parity member, one new member given and no spare there: it is added and
+ * recovered into the parity slot. 1 when done so, 0 when the array is not
+ * in that state (the caller goes on), or an error with why set. */
+int array_takeover_raid0_carry_on(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                  const char *const *added, int nadded, char *why, size_t whylen);
 /* A served linear array gaining members (grow_linear.c): each appended as
  * md's linear_add does (no data moved), with no request in flight. 0 or a
  * refusal (nothing written) with why set. */

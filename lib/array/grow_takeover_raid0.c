@@ -170,21 +170,15 @@ static int switch_level(struct uraid_array *a, void *ctx)
     return rc;
 }
 
-int array_takeover_from_raid0_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
-                                     const char *const *added, int nadded, char *why, size_t whylen)
+/* The new member into the parity slot: added as a spare, then recovered
+ * (mdadm --add after the level change). */
+static int add_parity_member(struct uraid_array *a, int level, int n, const char *added, char *why, size_t whylen)
 {
-    struct from0 x = {.level = level, .why = why, .whylen = whylen};
-    int rc = check(a, &x, N, chunk, layout, added, nadded);
-    if (rc == 0)
-        rc = array_job_exclusive(a, switch_level, &x, why, whylen);
-    free(x.dw);
-    if (rc || !nadded)
-        return rc;
-    rc = uraid_add_spare(a, added[0], why, whylen);
+    int rc = uraid_add_spare(a, added, why, whylen);
     if (rc < 0) {
         char line[400];
         snprintf(line, sizeof line, "the array is RAID-%d of %d now, its parity slot missing, but %s could not be "
-                 "added: %s (add a spare: uraid add)", level, x.n + 1, added[0], why);
+                 "added: %s (add a spare: uraid add)", level, n, added, why);
         uraid_why(why, whylen, "%s", line);
         return rc;
     }
@@ -195,6 +189,39 @@ int array_takeover_from_raid0_online(struct uraid_array *a, int level, int N, ui
         rc = 0; /* the monitor started it first */
     if (rc)
         uraid_why(why, whylen, "the array is RAID-%d of %d now with %s a spare, but its recovery did not start: %s "
-                  "(run 'uraid rebuild')", level, x.n + 1, added[0], jwhy);
+                  "(run 'uraid rebuild')", level, n, added, jwhy);
     return rc;
+}
+
+int array_takeover_from_raid0_online(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                     const char *const *added, int nadded, char *why, size_t whylen)
+{
+    struct from0 x = {.level = level, .why = why, .whylen = whylen};
+    int rc = check(a, &x, N, chunk, layout, added, nadded);
+    if (rc == 0)
+        rc = array_job_exclusive(a, switch_level, &x, why, whylen);
+    free(x.dw);
+    if (rc || !nadded)
+        return rc;
+    return add_parity_member(a, level, x.n + 1, added[0], why, whylen);
+}
+
+int array_takeover_raid0_carry_on(struct uraid_array *a, int level, int N, uint32_t chunk, const char *layout,
+                                  const char *const *added, int nadded, char *why, size_t whylen)
+{
+    int n = a->geom.raid_disks, last = n - 1;
+    int parity_last = a->geom.level == 4 || (a->geom.level == 5 && a->geom.layout == LAYOUT_PARITY_LAST);
+    if (level != a->geom.level || !parity_last || nadded != 1 || (N && N != n) ||
+        (chunk && chunk != a->geom.chunk_sectors) || a->slot[last].dev)
+        return 0;
+    if (layout && layout_from_name(level, layout) != (level == 4 ? 0 : LAYOUT_PARITY_LAST))
+        return 0;
+    for (int s = 0; s < last; s++)
+        if (!slot_ok(a, s))
+            return 0;
+    for (int e = 0; e < a->nextra; e++)
+        if (a->extra[e].dev && a->extra[e].state == URAID_MEMBER_SPARE)
+            return 0; /* a spare is there already: the recovery takes it */
+    int rc = add_parity_member(a, level, n, added[0], why, whylen);
+    return rc ? rc : 1;
 }

@@ -181,8 +181,13 @@ int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, 
     if (!a || nadded < 0 || nadded > URAID_MAX_MEMBERS || (nadded && !added))
         return say(&q, -EINVAL, "give the new level, member count and new members");
     int cur = a->geom.level;
-    if (level == cur) /* mdadm: a --level the array has changes nothing by itself */
+    if (level == cur) { /* mdadm: a --level the array has changes nothing by itself */
+        int done = array_takeover_raid0_carry_on(a, level, raid_devices, chunk_sectors, layout, added, nadded, why,
+                                                 whylen); /* the RAID-0 takeover's add, cut off before */
+        if (done)
+            return done < 0 ? done : 0;
         return uraid_grow_online_shrink(a, raid_devices, chunk_sectors, layout, added, nadded, 0, why, whylen);
+    }
     if (__atomic_load_n(&a->rs, __ATOMIC_ACQUIRE))
         return say(&q, -EBUSY, "a reshape to %d members is already in progress: change the level after its end "
                    "(uraid status)", a->geom.raid_disks);

@@ -288,6 +288,38 @@ static void killed(int offline, struct rng *r)
     harness_end();
 }
 
+/* The takeover cut off before its add (a kill between steps 2 and 3, made
+ * here by a takeover without a new member and a reopen): the same command
+ * again adds the new member and recovers the parity onto it. */
+static void carry_on_case(struct rng *r)
+{
+    struct setup s = {0};
+    harness_begin("RAID-0 -> RAID-5 cut off before its add: the same --level 5 --add again recovers the parity");
+    int rc = make_setup(&s, 0, 0, r);
+    char why[400];
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s.paths, N0, NULL, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        rc = uraid_grow_online_level(a, 5, 0, 0, NULL, s.paths + N0, 0, why, sizeof why);
+        CHECK(rc == 0, "--level 5 without the new member: %s", why);
+        CHECK(uraid_close(a) == 0);
+        rc = uraid_open(s.paths, N0, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "reopen: %s", why);
+    }
+    if (rc == 0) {
+        rc = uraid_grow_online_level(a, 5, 0, 0, NULL, s.paths + N0, 1, why, sizeof why);
+        CHECK(rc == 0, "--level 5 --add again: %s", why);
+        struct uraid_job_status st = {0};
+        uraid_job_wait(a, &st);
+        CHECK(rc == 0 && st.result == 0, "the recovery: %d %s", st.result, st.why);
+        verify(a, &s, 5, N0 + 1, "carried on");
+        CHECK(uraid_close(a) == 0);
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "takeover_from_raid0");
@@ -298,6 +330,7 @@ int main(int argc, char **argv)
     change_case(4, 0, &r, seed);
     change_case(4, 1, &r, seed);
     refusals(&r);
+    carry_on_case(&r);
     killed(0, &r);
     killed(1, &r);
     return harness_finish();
