@@ -178,6 +178,9 @@ static int new_member_sb(struct grow *gr, int i, uint32_t dn, int slot)
 int grow_plan_restripe(struct grow *gr, int nold, const struct layout_geom *from, const struct layout_geom *to)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
+    int mrc = grow_data_moves(gr);
+    if (mrc)
+        return mrc;
     int N = to->raid_disks;
     uint32_t unit = R->chunksize > to->chunk_sectors ? R->chunksize : to->chunk_sectors;
     if (R->size % to->chunk_sectors)
@@ -248,10 +251,6 @@ static int plan_linear(struct grow *gr, int nold, int N)
         if (gr->tmpl.level == 1) {
             gr->sb[i].feature_map |= MD_FEATURE_RECOVERY_OFFSET;
             gr->sb[i].recovery_offset = 0;
-            /* 0.90 records no recovery offset: a new mirror is a spare in every superblock (md's
-             * representation of a member being recovered) until its recovery ends */
-            if (gr->tmpl.format == MD_FMT_0_90 && dn < 32)
-                gr->tmpl.v090_spares |= 1u << dn;
         }
     }
     gr->appended = gr->tmpl.level == 1 ? 2 : 1;

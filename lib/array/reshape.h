@@ -93,6 +93,9 @@ const char *grow_level_text(int level);
 
 /* reshape_check.c: the array as it is (every old member given, in sync, clean; or degraded, degraded_ok). */
 int grow_check_old(struct grow *gr, int nold_given);
+/* A refusal when the array's metadata keeps no room before its data
+ * (1.0, 0.90): called by every planner that moves data. */
+int grow_data_moves(struct grow *gr);
 /* Member i's bad-block log into gr->bb[i] when it lists any; a refusal
  * where the grow could not rebuild the listed rows (no parity). */
 int grow_bb_load(struct grow *gr, int i);

@@ -42,6 +42,9 @@ void grow_start_record(struct grow *gr, const struct layout_geom *from, const st
 int grow_plan_shrink(struct grow *gr, int nmembers, const struct layout_geom *to)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
+    int mrc = grow_data_moves(gr);
+    if (mrc)
+        return mrc;
     const struct layout_geom from = {R->level, (int)R->layout, (int)R->raid_disks, R->chunksize};
     if (gr->n > nmembers)
         return say(gr, -EINVAL, "a shrink to %d members takes no new members (--add): give the array's %u members; "

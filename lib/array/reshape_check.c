@@ -60,6 +60,23 @@ static int bb_rebuildable(struct grow *gr, int n, int np)
     return 0;
 }
 
+int grow_data_moves(struct grow *gr)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    /* 1.0 and 0.90 keep no room before the data: md restripes them with a
+     * backup file (its critical section), which uraid does not write. 1.1
+     * has room before its data as 1.2 has (reshape_headroom counts from its
+     * superblock at sector 0). What moves no data -- RAID-1 and linear
+     * gaining members, the takeovers -- works with any metadata. */
+    if (R->format == MD_FMT_1_2 || R->format == MD_FMT_1_1)
+        return 0;
+    return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet where data moves (a restripe: "
+               "more or fewer members, another chunk or layout; md needs a backup file for %s): RAID-1 and linear "
+               "gain members and the level changes that move no data work with any metadata (RAID-5 -> 6 with "
+               "--layout left-symmetric-6, as mdadm's --layout=preserve)", md_format_name(R->format),
+               md_format_name(R->format));
+}
+
 int grow_check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
@@ -68,16 +85,7 @@ int grow_check_old(struct grow *gr, int nold_given)
     if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0) && !raid0_grows)
         return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
                    "members (--raid-devices N --add NEW...)", level_text(R->level));
-    /* 1.0 and 0.90 keep no room before the data (md restripes them with a
-     * backup file); RAID-1 and linear move no data, and a new member's
-     * superblock goes at its own end (array_place_member). 1.1 has room
-     * before its data as 1.2 has (reshape_headroom counts from its
-     * superblock at sector 0) */
-    int level_change = gr->p->level_set && gr->p->level != (int)R->level;
-    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1 && (!linear || level_change))
-        return say(gr, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: RAID-1 and linear "
-                   "arrays gain members with any metadata, 1.2 and 1.1 arrays are restriped too (md needs a backup "
-                   "file for %s)", md_format_name(R->format), md_format_name(R->format));
+    /* metadata 1.0 and 0.90: the planners that move data refuse them (grow_data_moves) */
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
                    "(uraid grow --consistency-policy=resync)",

@@ -65,6 +65,9 @@ int grow_added_fit(struct grow *gr, int nold, uint64_t size)
 int grow_plan_raid0(struct grow *gr, int nold, int N)
 {
     struct md_sb *R = &gr->sb[gr->ref];
+    int mrc = grow_data_moves(gr);
+    if (mrc)
+        return mrc;
     const struct uraid_grow_params *p = gr->p;
     int n0 = (int)R->raid_disks;
     if (p->layout || (p->chunk_sectors && p->chunk_sectors != R->chunksize))

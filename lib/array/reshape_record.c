@@ -47,8 +47,23 @@ static void merge(struct md_sb *dst, const struct md_sb *t)
 /* Every member's superblock from the template, events + 1: the fresh (new)
  * members first with an empty bad-block log, flushed, then the others, so
  * no old member names a reshape whose new members have no superblock. */
+/* 0.90 records no recovery offset: a member being recovered (a new mirror,
+ * a takeover's new Q or parity member) is a spare in every superblock until
+ * its recovery ends, as md writes it (super0.c's table). */
+static void note_recovering_090(struct grow *gr)
+{
+    if (gr->tmpl.format != MD_FMT_0_90)
+        return;
+    for (int s = 0; s < grow_slots(gr); s++) {
+        const struct md_sb *sb = &gr->sb[gr->at[s]];
+        if (!gr->gone[s] && (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET) && sb->dev_number < 32)
+            gr->tmpl.v090_spares |= 1u << sb->dev_number;
+    }
+}
+
 int grow_write_all(struct grow *gr)
 {
+    note_recovering_090(gr);
     gr->tmpl.events++;
     gr->tmpl.utime = (uint64_t)time(NULL);
     for (int pass = 0; pass < 2; pass++)

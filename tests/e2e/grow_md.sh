@@ -81,7 +81,12 @@
 #   o. metadata 0.90 and 1.0 (superblocks at the members' ends): md
 #      assembles a 0.90 RAID-1 uraid grew to 3 mirrors, a 1.0 linear array
 #      grown to 3 members and a served 1.0 RAID-1 that gained a mirror:
-#      every byte, its size, mismatch_cnt 0 where there are mirrors.
+#      every byte, its size, mismatch_cnt 0 where there are mirrors;
+#   p. metadata 0.90 and 1.0: the level changes that move no data (0.90
+#      RAID-5 of 4 -> RAID-6 of 5 left-symmetric-6, 1.0 RAID-0 of 3 ->
+#      RAID-5 of 4, 0.90 RAID-1 of 2 -> RAID-5 of 2, 1.0 RAID-5
+#      parity-last of 4 -> RAID-0 of 3): md assembles each at its new
+#      level and layout, reads every byte, mismatch_cnt 0 with parity.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -1015,5 +1020,53 @@ GUEST
 for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" "md1 level=linear raid_disks=3 size=$ONEW2" \
     "md1 pattern OK" "md2 raid_disks=3 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0"; do
     grep -q "^$w\$" "$t_tmp/o.log" && t_ok "o: md: $w" || t_fail "o: md: $w" "$(tail -4 "$t_tmp/o.log")"
+done
+# ---- p. metadata 0.90 and 1.0: the level changes that move no data ------------------------------
+p_make() { # DIR LEVEL N META SEED [LAYOUT]: N members of 16M and one new, the pattern written; sets PM, PSZ
+    mkdir -p "$1"
+    PM="" i=0
+    while [ $i -lt "$3" ]; do truncate -s 16M "$1/m$i.img"; PM="$PM $1/m$i.img"; i=$((i + 1)); done
+    truncate -s 16M "$1/m$3.img"
+    # shellcheck disable=SC2086
+    $URAID create --level "$2" --raid-devices "$3" --chunk 64K --metadata "$4" --assume-clean \
+        --consistency-policy resync ${6:+--layout $6} $PM >/dev/null 2>&1 || t_fail "p: create RAID-$2 metadata $4"
+    # shellcheck disable=SC2086
+    PSZ=$(size_of $PM)
+    # shellcheck disable=SC2086
+    "$PATTERN" -s "$5" -n "$PSZ" | $URAID write $PM || t_fail "p: write RAID-$2 metadata $4"
+}
+p_grow() { # NAME ARGS...: uraid grow, which must succeed
+    name=$1; shift
+    out=$($URAID grow "$@" 2>&1) && t_ok "p: $name: $out" || t_fail "p: $name" "$out"
+}
+p_make "$t_tmp/p1" 5 4 0.90 161; P1="$PM $t_tmp/p1/m4.img"; PSZ1=$PSZ
+# shellcheck disable=SC2086
+p_grow "0.90 RAID-5 of 4 -> RAID-6 of 5 (the data in place, Q recovered)" $PM --level 6 --layout left-symmetric-6 \
+    --add "$t_tmp/p1/m4.img"
+p_make "$t_tmp/p2" 0 3 1.0 162; P2="$PM $t_tmp/p2/m3.img"; PSZ2=$PSZ
+# shellcheck disable=SC2086
+p_grow "1.0 RAID-0 of 3 -> RAID-5 of 4 (parity recovered)" $PM --level 5 --raid-devices 4 --add "$t_tmp/p2/m3.img"
+p_make "$t_tmp/p3" 1 2 0.90 163; P3=$PM; PSZ3=$PSZ
+# shellcheck disable=SC2086
+p_grow "0.90 RAID-1 of 2 -> RAID-5 of 2" $PM --level 5
+p_make "$t_tmp/p4" 5 4 1.0 164 parity-last; P4="$PM"; PSZ4=$PSZ
+# shellcheck disable=SC2086
+p_grow "1.0 RAID-5 parity-last of 4 -> RAID-0 of 3" $PM --level 0
+P4D="$t_tmp/p4/m0.img $t_tmp/p4/m1.img $t_tmp/p4/m2.img"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 400 $(disks $P1 $P2 $P3 $P4D) -- - >"$t_tmp/p.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+geom() { echo "\$1 level=\$(cat /sys/block/\$1/md/level) layout=\$(cat /sys/block/\$1/md/layout 2>/dev/null) raid_disks=\$(cat /sys/block/\$1/md/raid_disks) degraded=\$(cat /sys/block/\$1/md/degraded 2>/dev/null)"; }
+mdadm --assemble /dev/md0 /dev/vd[a-e] && geom md0 && verify md0 161 $PSZ1 $PSZ1
+mdadm --assemble /dev/md1 /dev/vd[f-i] && geom md1 && verify md1 162 $PSZ2 $PSZ2
+mdadm --assemble /dev/md2 /dev/vd[jk] && geom md2 && verify md2 163 $PSZ3 $PSZ3
+mdadm --assemble /dev/md3 /dev/vd[l-n] && geom md3 && mdpattern -s 164 -n $PSZ4 -c < /dev/md3 >/dev/null && echo "md3 pattern OK"
+GUEST
+for w in "md0 level=raid6 layout=18 raid_disks=5 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
+    "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0" \
+    "md2 level=raid5 layout=2 raid_disks=2 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0" \
+    "md3 level=raid0 layout=-1 raid_disks=3 degraded=" "md3 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/p.log" && t_ok "p: md: $w" || t_fail "p: md: $w" "$(grep "^${w%% *}" "$t_tmp/p.log" | head -3; tail -3 "$t_tmp/p.log")"
 done
 t_finish
