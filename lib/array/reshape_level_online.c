@@ -191,11 +191,8 @@ int uraid_grow_online_level(struct uraid_array *a, int level, int raid_devices, 
     if (__atomic_load_n(&a->rs, __ATOMIC_ACQUIRE))
         return say(&q, -EBUSY, "a reshape to %d members is already in progress: change the level after its end "
                    "(uraid status)", a->geom.raid_disks);
-    /* as offline (grow_check_old): 0.90 and 1.0 keep their superblock at
-     * each member's end; their takeovers are neither made nor tested here */
-    if (a->sb.format != MD_FMT_1_2 && a->sb.format != MD_FMT_1_1)
-        return say(&q, -EOPNOTSUPP, "changing the level of an array with metadata %s is not supported yet: metadata "
-                   "1.2 and 1.1 arrays can change level", md_format_name(a->sb.format));
+    /* 0.90 and 1.0: the takeovers move no data and work with any metadata; a restripe is refused where it
+     * is planned (reshape_online.c's check_array) */
     struct online_level lv = {0};
     int N = a->geom.raid_disks, l = a->geom.layout, rc;
     uint32_t chunk = chunk_sectors ? chunk_sectors : a->geom.chunk_sectors;

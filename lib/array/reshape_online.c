@@ -79,9 +79,12 @@ static int check_array(struct uraid_array *a, struct online *o)
                   "change chunk or layout; RAID-0, RAID-1 and linear only gain members: --raid-devices N --add "
                   "NEW...)", a->geom.level == LAYOUT_LEVEL_LINEAR ? "linear" : a->geom.level == 10 ? "RAID-10" :
                   a->geom.level == 0 ? "RAID-0" : a->geom.level == 1 ? "RAID-1" : "this level");
-    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1)
-        return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet: metadata 1.2 and 1.1 "
-                  "arrays can gain members", md_format_name(R->format));
+    /* 1.0 and 0.90 keep no room before the data (md restripes them with a backup file); a takeover moves none */
+    if (R->format != MD_FMT_1_2 && R->format != MD_FMT_1_1 && !(o->lv && o->lv->takeover))
+        return no(o, -EOPNOTSUPP, "growing an array with metadata %s is not supported yet where data moves (a "
+                  "restripe; md needs a backup file for %s): the level changes that move no data work with any "
+                  "metadata (RAID-5 -> 6 with --layout left-symmetric-6, as mdadm's --layout=preserve)",
+                  md_format_name(R->format), md_format_name(R->format));
     if (md_sb_has_ppl(R))
         return no(o, -EOPNOTSUPP, "the array keeps a partial parity log: md cannot reshape such an array; switch to "
                   "resync first (uraid grow --consistency-policy=resync, with the array stopped)");
@@ -274,7 +277,7 @@ static int new_member_sb(struct uraid_array *a, struct online *o, int i)
     sb->recovery_offset = 0;
     sb->cnt_corrected_read = 0;
     sb->devflags = 0;
-    sb->data_size = o->dev[i]->size / SECTOR - o->old_off;
+    array_place_member(sb, &a->slot[o->first].sb, o->dev[i]->size / SECTOR); /* 1.0, 0.90: at its own end */
     if ((rc = array_random_bytes(sb->device_uuid, 16)) != 0)
         return no(o, rc, "cannot make a device UUID: %s", uraid_strerror(rc));
     if (o->lv && o->lv->q_new)

@@ -230,7 +230,7 @@ before=$(sums $all)
 refuse "RAID-1 with a bitmap gaining a mirror" "RAID-1 with a write-intent bitmap gaining members is not supported" \
     $URAID grow "$db/m4.img" "$db/m5.img" --raid-devices 3 --add "$db/m6.img"
 
-# metadata 1.0 and 0.90: not yet (they keep no room before the data: md needs a backup file; 1.1
+# metadata 1.0 and 0.90: a restripe is refused (no room before the data: md needs a backup file; 1.1
 # restripes as 1.2 does, grow_md.sh g)
 for fmt in 1.0 0.90; do
     dm=$t_tmp/meta$fmt

@@ -185,6 +185,97 @@ static void test_served(const char *fmt, int level)
     fx_destroy(&f);
 }
 
+/* Served level changes that move no data, on a filled array of n members
+ * of `level`; each step's level must be reached and every byte read back. */
+struct step {
+    int level, layout_6, add;  /* layout_6: ask for left-symmetric-6 (md's --layout=preserve) */
+    int want_level, want_members;
+};
+
+static void test_served_levels(const char *fmt, int level, int n, const struct step *steps, int nsteps,
+                               const char *name)
+{
+    struct fx f;
+    fx_metadata = fmt;
+    int rc = fx_setup(&f, level, n, 64u << 10, MEMBER, &rng, 0, NULL);
+    fx_metadata = NULL;
+    if (rc)
+        return;
+    char added[300], what[200];
+    snprintf(f.label, sizeof f.label, "%s %s", fmt, name);
+    rc = fx_make_file(&f, "new.img", added, sizeof added);
+    struct uraid_array *a = rc ? NULL : fx_open(&f, NULL, 0, 0);
+    CHECK(a != NULL, "%s: open", f.label);
+    int members = n;
+    for (int i = 0; a && i < nsteps; i++) {
+        const struct step *st = &steps[i];
+        char why[512];
+        const char *add[] = {added};
+        snprintf(what, sizeof what, "%s: step %d (to RAID-%d)", f.label, i + 1, st->level);
+        rc = uraid_grow_online_level(a, st->level, 0, 0, st->layout_6 ? "left-symmetric-6" : NULL, add, st->add, why,
+                                     sizeof why);
+        CHECK(rc == 0, "%s: %s", what, why);
+        if (rc)
+            break;
+        struct uraid_job_status js;
+        fx_job_wait(&f, a, &js); /* a recovery of the new member, if any */
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        members = info.raid_devices;
+        CHECK(info.level == st->want_level && members == st->want_members && info.degraded == 0,
+              "%s: RAID-%d of %d, %d not in sync (want RAID-%d of %d)", what, info.level, members, info.degraded,
+              st->want_level, st->want_members);
+        fx_check_model(a, f.model, f.size, NULL, what);
+    }
+    if (a)
+        uraid_close(a);
+    /* reopened from the superblocks alone: the new member is among them when one was added */
+    const char *paths[FX_MAXM];
+    int np = member_paths(&f, members > n ? added : NULL, paths);
+    struct uraid_array *b = NULL;
+    char why[512];
+    rc = uraid_open(paths, np, NULL, &b, why, sizeof why);
+    CHECK(rc == 0, "%s: reopen: %s", f.label, why);
+    if (rc == 0) {
+        fx_check_model(b, f.model, f.size, NULL, f.label);
+        uraid_close(b);
+    }
+    fx_destroy(&f);
+}
+
+/* RAID-5 -> RAID-6 in the RAID-5 layout restripes: refused on 0.90 and
+ * 1.0 with one line, every member byte for byte as before. */
+static void test_served_restripe_refused(const char *fmt)
+{
+    struct fx f;
+    fx_metadata = fmt;
+    int rc = fx_setup(&f, 5, 4, 64u << 10, MEMBER, &rng, 0, NULL);
+    fx_metadata = NULL;
+    if (rc)
+        return;
+    snprintf(f.label, sizeof f.label, "%s RAID-5 -> RAID-6 restripe served", fmt);
+    char added[300];
+    fx_make_file(&f, "new.img", added, sizeof added);
+    const char *paths[FX_MAXM];
+    int np = member_paths(&f, added, paths);
+    uint64_t sizes[FX_MAXM];
+    for (int i = 0; i < np; i++)
+        sizes[i] = MEMBER;
+    uint8_t *before = fx_files_snapshot(paths, np, sizes, 0, NULL);
+    struct uraid_array *a = fx_open(&f, NULL, 0, 0);
+    if (a) {
+        const char *add[] = {added};
+        fx_refuse_level(a, 6, 0, 0, NULL, add, 1, -EOPNOTSUPP, "backup file");
+        uraid_close(a);
+    }
+    uint8_t *after = fx_files_snapshot(paths, np, sizes, 0, NULL);
+    CHECK(before && after && !memcmp(before, after, (size_t)np * MEMBER), "%s: every member byte for byte as before",
+          f.label);
+    free(before);
+    free(after);
+    fx_destroy(&f);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "test_grow_formats");
@@ -206,6 +297,21 @@ int main(int argc, char **argv)
         harness_end();
         harness_beginf("linear %s 2 -> 3 served", fmts[i]);
         test_served(fmts[i], LAYOUT_LEVEL_LINEAR);
+        harness_end();
+        static const struct step mirror[] = {{5, 0, 0, 5, 2}, {1, 0, 0, 1, 2}};
+        harness_beginf("%s served RAID-1 of 2 -> RAID-5 -> RAID-1", fmts[i]);
+        test_served_levels(fmts[i], 1, 2, mirror, 2, "RAID-1 of 2 -> 5 -> 1");
+        harness_end();
+        static const struct step to6[] = {{6, 1, 1, 6, 5}, {5, 0, 0, 5, 4}};
+        harness_beginf("%s served RAID-5 of 4 -> RAID-6 of 5 (left-symmetric-6, Q recovered) -> RAID-5", fmts[i]);
+        test_served_levels(fmts[i], 5, 4, to6, 2, "RAID-5 of 4 -> 6 -> 5");
+        harness_end();
+        static const struct step from0[] = {{5, 0, 1, 5, 4}, {0, 0, 0, 0, 3}};
+        harness_beginf("%s served RAID-0 of 3 -> RAID-5 of 4 (parity recovered) -> RAID-0", fmts[i]);
+        test_served_levels(fmts[i], 0, 3, from0, 2, "RAID-0 of 3 -> 5 -> 0");
+        harness_end();
+        harness_beginf("%s served RAID-5 -> RAID-6 restripe: refused, nothing written", fmts[i]);
+        test_served_restripe_refused(fmts[i]);
         harness_end();
     }
     return harness_finish();

@@ -307,35 +307,6 @@ static void degraded(struct rng *r)
     harness_end();
 }
 
-/* Metadata 1.0 (and 0.90) keep their superblock at each member's end:
- * refused online as offline, nothing written. */
-static void other_metadata(struct rng *r)
-{
-    harness_begin("metadata 1.0 RAID-1 of 2 -> RAID-5 online: refused, nothing written");
-    struct setup t = {0};
-    int rc = make_setup(&t, 2, 1, NULL, URAID_POLICY_RESYNC, r); /* (for its files) */
-    if (rc == 0) {
-        struct uraid_create_params cp = {.level = 1, .raid_devices = 2, .layout = -1,
-                                         .consistency_policy = URAID_POLICY_RESYNC, .metadata = "1.0"};
-        char why[300];
-        struct uraid_array *a = NULL;
-        rc = uraid_create(t.paths + 2, 2, &cp, 1, why, sizeof why);
-        CHECK(rc == 0, "create 1.0: %s", why);
-        if (rc == 0 && (rc = uraid_open(t.paths + 2, 2, NULL, &a, why, sizeof why)) == 0) {
-            uint8_t *before = snapshot(&t);
-            fx_refuse_level(a, 5, 0, 0, NULL, NULL, 0, -EOPNOTSUPP, "metadata 1.0");
-            uraid_close(a);
-            uint8_t *after = snapshot(&t);
-            CHECK(before && after && !memcmp(before, after, 4ull * MEMBER_BYTES), "a refused --level changed a member");
-            free(before);
-            free(after);
-        }
-        CHECK(rc == 0, "%s", why);
-    }
-    drop_setup(&t);
-    harness_end();
-}
-
 static void cut_off(int to, struct rng *r)
 {
     harness_beginf("RAID-%d -> RAID-%d cut off between the members' superblocks: the open and the offline grow",
@@ -495,7 +466,6 @@ int main(int argc, char **argv)
     kept_case(&r);
     refusals(&r);
     degraded(&r);
-    other_metadata(&r);
     cut_off(5, &r);
     cut_off(1, &r);
     killed(&r, seed);
