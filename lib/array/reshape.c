@@ -530,9 +530,14 @@ static int target(struct grow *gr, int N, struct layout_geom *to, int *geo)
     *geo = p->chunk_sectors || p->layout || p->level_set;
     if (!*geo)
         return 0;
+    if (R->level == 0 && N == (int)R->raid_disks && !p->layout && (!p->level_set || !p->level) &&
+        (!p->chunk_sectors || p->chunk_sectors == R->chunksize))
+        /* the same chunk change again after it ended (a kill after its last write) */
+        return say(gr, -EALREADY, "the RAID-0 has %d members and chunk %u KiB already: nothing to do", N,
+                   R->chunksize / 2);
     if (R->level < 4 || R->level > 6)
         return say(gr, -EOPNOTSUPP, "%s has no chunk or layout to change here: RAID-4/5/6 restripe to another chunk "
-                   "or layout", level_text(R->level));
+                   "or layout (RAID-0 its chunk)", level_text(R->level));
     if (p->level_set && p->level != R->level)
         return say(gr, -EOPNOTSUPP, "changing %s to RAID-%d is not supported yet", level_text(R->level), p->level);
     if (p->chunk_sectors)
@@ -603,9 +608,12 @@ static int start(struct grow *gr, int nmembers)
         }
         return rc;
     }
-    if (R->level == 0 && N > (int)R->raid_disks) { /* mdadm's way: through a RAID-4 missing its parity */
+    /* more members, or another chunk: mdadm's way, through a RAID-4 missing its parity */
+    int r0_chunk = R->level == 0 && N == (int)R->raid_disks && gr->n == nmembers && gr->p->chunk_sectors &&
+                   gr->p->chunk_sectors != R->chunksize && !gr->p->layout && (!gr->p->level_set || !gr->p->level);
+    if (R->level == 0 && (N > (int)R->raid_disks || r0_chunk)) {
         int rc = grow_check_old(gr, nmembers);
-        if (rc == 0)
+        if (rc == 0 && !r0_chunk)
             rc = check_added(gr, nmembers, N);
         if (rc == 0)
             rc = grow_plan_raid0(gr, nmembers, N);

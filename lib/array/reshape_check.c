@@ -81,7 +81,8 @@ int grow_check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
     int linear = R->level == LAYOUT_LEVEL_LINEAR || R->level == 1; /* nothing restriped */
-    int raid0_grows = R->level == 0 && gr->p->raid_devices > (int)R->raid_disks;
+    int raid0_grows = R->level == 0 && (gr->p->raid_devices > (int)R->raid_disks ||
+                                        (gr->p->chunk_sectors && gr->p->chunk_sectors != R->chunksize));
     if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0) && !raid0_grows)
         return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
                    "members (--raid-devices N --add NEW...)", level_text(R->level));

@@ -299,7 +299,8 @@ static int parity_to_raid0(struct grow *gr, int nold, int N)
         return grow_say(gr, -EINVAL, "md turns a RAID-%d of %u members into a RAID-0 of %u (the parity member becomes "
                         "a spare): give --raid-devices %u (or none) and no new member", R->level, R->raid_disks,
                         R->raid_disks - 1, R->raid_disks - 1);
-    if (gr->p->layout || gr->p->chunk_sectors)
+    /* the chunk it has already: a RAID-0's chunk change cut off before its takeover back, given again */
+    if (gr->p->layout || (gr->p->chunk_sectors && gr->p->chunk_sectors != R->chunksize))
         return grow_say(gr, -EOPNOTSUPP, "change the level and the chunk or layout in two runs");
     if (R->level == 4 || R->layout == LAYOUT_PARITY_LAST) {
         gr->tmpl = *R;

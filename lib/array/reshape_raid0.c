@@ -1,4 +1,4 @@
-/* uraid grow of a RAID-0: more members, as mdadm grows one (Grow.c turns
+/* uraid grow of a RAID-0: more members or another chunk, as mdadm grows one (Grow.c turns
  * the RAID-0 into a RAID-4 missing its parity, reshapes that, and turns it
  * back), so that md can carry on a grow uraid began and uraid one md
  * began:
@@ -70,8 +70,10 @@ int grow_plan_raid0(struct grow *gr, int nold, int N)
         return mrc;
     const struct uraid_grow_params *p = gr->p;
     int n0 = (int)R->raid_disks;
-    if (p->layout || (p->chunk_sectors && p->chunk_sectors != R->chunksize))
-        return grow_say(gr, -EOPNOTSUPP, "grow the RAID-0 and change its chunk or layout in two runs");
+    uint32_t chunk = p->chunk_sectors ? p->chunk_sectors : R->chunksize;
+    if (p->layout || (N > n0 && chunk != R->chunksize))
+        return grow_say(gr, -EOPNOTSUPP, p->layout ? "RAID-0 has no layout to change"
+                                                   : "grow the RAID-0 and change its chunk in two runs");
     uint64_t size = 0;
     int rc = grow_raid0_zone(gr, nold, &size);
     if (rc)
@@ -83,14 +85,16 @@ int grow_plan_raid0(struct grow *gr, int nold, int N)
         gr->sb[i].size = size;
     R->feature_map &= ~MD_FEATURE_RAID0_LAYOUT; /* one zone: no layout to record */
     struct layout_geom from = {4, LAYOUT_PARITY_LAST, n0 + 1, R->chunksize};
-    struct layout_geom to = {4, LAYOUT_PARITY_LAST, N + 1, R->chunksize};
+    struct layout_geom to = {4, LAYOUT_PARITY_LAST, N + 1, chunk};
     rc = grow_plan_restripe(gr, nold, &from, &to);
     if (rc)
         return rc;
     gr->gone[N] = 1; /* the new parity slot: no member holds it */
-    gr->sb[nold].feature_map |= MD_FEATURE_RECOVERY_OFFSET;
-    gr->sb[nold].recovery_offset = 0;
-    gr->recovering[nold] = 1;
+    if (N > n0) { /* the first new member takes the old parity slot, its rows filled as the reshape passes */
+        gr->sb[nold].feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+        gr->sb[nold].recovery_offset = 0;
+        gr->recovering[nold] = 1;
+    }
     gr->to_raid0 = 1;
     return 0;
 }

@@ -86,7 +86,11 @@
 #      RAID-5 of 4 -> RAID-6 of 5 left-symmetric-6, 1.0 RAID-0 of 3 ->
 #      RAID-5 of 4, 0.90 RAID-1 of 2 -> RAID-5 of 2, 1.0 RAID-5
 #      parity-last of 4 -> RAID-0 of 3): md assembles each at its new
-#      level and layout, reads every byte, mismatch_cnt 0 with parity.
+#      level and layout, reads every byte, mismatch_cnt 0 with parity;
+#   q. a RAID-0's chunk changed 64K -> 128K (mdadm's way, through a RAID-4
+#      missing its parity): md assembles the result (raid0, 128K, every
+#      byte), and carries on one uraid was killed in, then mdadm --grow
+#      --level=0 takes it back: every byte.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -1068,5 +1072,34 @@ for w in "md0 level=raid6 layout=18 raid_disks=5 degraded=0" "md0 pattern OK" "m
     "md2 level=raid5 layout=2 raid_disks=2 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0" \
     "md3 level=raid0 layout=-1 raid_disks=3 degraded=" "md3 pattern OK"; do
     grep -q "^$w\$" "$t_tmp/p.log" && t_ok "p: md: $w" || t_fail "p: md: $w" "$(grep "^${w%% *}" "$t_tmp/p.log" | head -3; tail -3 "$t_tmp/p.log")"
+done
+# ---- q. a RAID-0's chunk changed (mdadm's way: through a RAID-4 missing its parity) -------------
+make_array "$t_tmp/q1" 0 3 171; Q1=$M QSZ=$SZ
+# shellcheck disable=SC2086
+out=$($URAID grow $Q1 --chunk 128K 2>&1) && t_ok "q: uraid changes a RAID-0's chunk 64K -> 128K" ||
+    t_fail "q: uraid changes a RAID-0's chunk" "$out"
+make_array "$t_tmp/q2" 0 3 172; Q2=$M
+# shellcheck disable=SC2086
+$URAID grow $Q2 --chunk 128K --member-layer throttle=6M >/dev/null 2>&1 &
+pid=$!
+sleep 2
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+x=$(mdadm --examine "$t_tmp/q2/m0.img" 2>&1)
+echo "$x" | grep -q "Reshape pos'n" && echo "$x" | grep -q "Raid Level : raid4" &&
+    t_ok "q: uraid killed in it: md's record of a RAID-4 reshape" ||
+    t_fail "q: uraid killed in the RAID-0's chunk change" "$(echo "$x" | grep -i 'level\|reshape\|chunk')"
+# shellcheck disable=SC2046,SC2086
+"$ORACLE" --timeout 500 $(disks $Q1 $Q2) -- - >"$t_tmp/q.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-c] && echo "md0 level=\$(cat /sys/block/md0/md/level) chunk=\$(cat /sys/block/md0/md/chunk_size)" &&
+    mdpattern -s 171 -n $QSZ -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble --run /dev/md1 /dev/vd[d-f] && { grep -q reshape /proc/mdstat && echo "md1 reshaping"; wait_idle md1
+    mdadm --grow /dev/md1 --level=0 >/dev/null 2>&1; sleep 1
+    echo "md1 level=\$(cat /sys/block/md1/md/level) chunk=\$(cat /sys/block/md1/md/chunk_size)"
+    mdpattern -s 172 -n $QSZ -c < /dev/md1 >/dev/null && echo "md1 pattern OK"; }
+GUEST
+for w in "md0 level=raid0 chunk=131072" "md0 pattern OK" "md1 reshaping" "md1 level=raid0 chunk=131072" "md1 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/q.log" && t_ok "q: md: $w" || t_fail "q: md: $w" "$(tail -4 "$t_tmp/q.log")"
 done
 t_finish

@@ -4,7 +4,7 @@
  * right-asymmetric and RAID-5 4 -> RAID-6 5 (restripes on as many data
  * members), RAID-6 5 -> RAID-5 4 (a restripe to left-symmetric-6, then
  * the takeover), RAID-0 3 -> RAID-5 4 (a takeover, then the parity's
- * recovery) and RAID-0 3 -> 5 (mdadm's way: a RAID-4 missing its parity
+ * recovery), RAID-0 3 -> 5 and a RAID-0's chunk change (mdadm's way: a RAID-4 missing its parity
  * reshaped, then taken back). Each member is a power-cut layer
  * (member/powercut.h): at the cut, every write since that member's last
  * flush is kept, torn or dropped (seeded), and the process is "dead". Then
@@ -403,6 +403,7 @@ int main(int argc, char **argv)
     every_cut(5, 4, 1, (struct ask){0, NULL, 6}, 5, ", RAID-6", &r, seed);
     every_cut(0, 3, 1, (struct ask){0, NULL, 5}, 4, ", RAID-5 (parity recovered)", &r, seed);
     every_cut(0, 3, 2, keep, 5, " (through a RAID-4 missing its parity)", &r, seed);
+    every_cut(0, 3, 0, (struct ask){256, NULL, 0}, 3, ", chunk 128K (through a RAID-4 missing its parity)", &r, seed);
     every_cut(5, 4, 0, keep, 3, " (a shrink: backwards)", &r, seed);
     revert_case(4, 1, 0, 4, 0, 300, "RAID-5 4 -> 5 (chunk 4K)", &r);
     revert_case(4, 1, 0, 4, 0, 751, "RAID-5 4 -> 5 (chunk 4K) past the old size", &r);

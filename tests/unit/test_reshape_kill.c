@@ -5,7 +5,7 @@
  * reshape on from its checkpoint (or find it finished), and the array must
  * read back every byte it kept, zeros in the new space, and check clean.
  * The kinds: RAID-5 4 -> 5, RAID-6 5 -> 6, RAID-5 4 -> RAID-6 5, a chunk
- * and layout change, RAID-0 3 -> RAID-5 4, RAID-0 3 -> 5 (mdadm's way,
+ * and layout change, RAID-0 3 -> RAID-5 4, RAID-0 3 -> 5 and a RAID-0's chunk change (mdadm's way,
  * through a RAID-4 missing its parity), and the shrinks RAID-5 5 -> 4 and
  * RAID-6 6 -> 5 with a chunk change. tests/unit/test_reshape.c puts a
  * power cut at every member write of the same kinds; this is the process
@@ -53,6 +53,8 @@ static const struct kind kinds[] = {
     {"RAID-5 chunk 64K -> 128K, right-asymmetric", 5, 4, 0, 4, 0, 256, "right-asymmetric", -1, 0},
     {"RAID-0 3 -> RAID-5 4", 0, 3, 1, 4, 0, 0, NULL, 5, 0},
     {"RAID-0 3 -> 5", 0, 3, 2, 5, 0, 0, NULL, -1, 0},
+    /* --level 0 names the end: a kill leaves md's RAID-4 reshape, which ends as RAID-4 without it */
+    {"RAID-0 chunk 64K -> 128K", 0, 3, 0, 3, 0, 256, NULL, 0, 0},
     {"RAID-5 5 -> 4 (shrink)", 5, 5, 0, 4, 0, 0, NULL, -1, 1},
     {"RAID-6 6 -> 5, chunk 64K -> 32K (shrink)", 6, 6, 0, 5, 0, 64, NULL, -1, 1},
 };
