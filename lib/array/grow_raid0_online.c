@@ -83,7 +83,13 @@ static int check(struct uraid_array *a, struct r0grow *x, int nadded)
     struct grow *gr = &x->gr;
     if (a->readonly)
         return grow_say(gr, -EROFS, "the array is open read-only");
-    if (x->N <= x->nold)
+    int rechunk = x->p.chunk_sectors && x->p.chunk_sectors != a->geom.chunk_sectors;
+    if (rechunk && x->N != x->nold)
+        return grow_say(gr, -EOPNOTSUPP, "grow the RAID-0 and change its chunk in two runs");
+    if (x->p.chunk_sectors && !rechunk && x->N == x->nold)
+        return grow_say(gr, -EALREADY, "the RAID-0 has %d members and chunk %u KiB already: nothing to do", x->nold,
+                        a->geom.chunk_sectors / 2);
+    if (x->N < x->nold || (x->N == x->nold && !rechunk))
         return grow_say(gr, -EINVAL, "RAID-0 has %d members: --raid-devices %d adds none (md cannot take members "
                         "out of a RAID-0)", x->nold, x->N);
     if (nadded != x->N - x->nold || x->N + 1 > URAID_MAX_MEMBERS)
@@ -210,6 +216,10 @@ static int become_raid4(struct uraid_array *a, struct r0grow *x)
     pthread_mutex_unlock(&a->meta_lock);
     char rwhy[256] = "";
     int rc = array_reshape_open(a, 1, rwhy, sizeof rwhy);
+    /* a chunk change has no new member in the old parity slot for the open to tell it by: this start
+     * knows (an open after a kill ends it as md does, at the RAID-4 missing its parity) */
+    if (rc == 0 && !a->rs->then_raid0 && x->N == x->nold)
+        a->rs->then_raid0 = 1;
     if (rc == 0 && !a->rs->then_raid0)
         rc = -EINVAL; /* cannot happen: the record just written is a RAID-0's grow */
     if (rc) {
@@ -252,8 +262,8 @@ static int start(struct uraid_array *a, void *ctx)
     return rc;
 }
 
-int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
-                            size_t whylen)
+int array_grow_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *const *added, int nadded,
+                            char *why, size_t whylen)
 {
     struct r0grow *x = calloc(1, sizeof *x);
     if (!x)
@@ -261,6 +271,7 @@ int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *add
     x->nold = a->geom.raid_disks;
     x->N = N;
     x->p.raid_devices = N;
+    x->p.chunk_sectors = chunk;
     x->gr.p = &x->p;
     x->gr.why = why;
     x->gr.whylen = whylen;

@@ -137,8 +137,8 @@ void array_takeover_locked(struct uraid_array *a, const struct layout_geom *to);
 /* A served RAID-0 gaining members (grow_raid0_online.c): taken over as a
  * RAID-4 missing its parity, the reshape recorded and its job started. 0
  * or a refusal (nothing written) with why set. */
-int array_grow_raid0_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
-                            size_t whylen);
+int array_grow_raid0_online(struct uraid_array *a, int N, uint32_t chunk, const char *const *added, int nadded,
+                            char *why, size_t whylen);
 /* The same RAID-0 grow asked again of a served RAID-4 missing its parity
  * (N its data members, every new member named a member: a grow whose end
  * was written but not its takeover back): 1 when it is that case; then

@@ -485,9 +485,9 @@ int uraid_grow_online_shrink(struct uraid_array *a, int raid_devices, uint32_t c
                                          whylen); /* grow_mirrors.c */
     if (!chunk_sectors && !layout && !array_sectors && array_grow_raid0_due(a, raid_devices, added, nadded))
         return array_grow_raid0_back_online(a, why, whylen); /* a RAID-0 grow's cut-off takeover back */
-    if (a->geom.level == 0 && !chunk_sectors && !layout && !array_sectors)
-        return array_grow_raid0_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
-                                       whylen); /* grow_raid0_online.c */
+    if (a->geom.level == 0 && !layout && !array_sectors) /* more members, or another chunk */
+        return array_grow_raid0_online(a, raid_devices ? raid_devices : a->geom.raid_disks, chunk_sectors, added,
+                                       nadded, why, whylen); /* grow_raid0_online.c */
     if (a->geom.level == LAYOUT_LEVEL_LINEAR && !chunk_sectors && !layout && !array_sectors)
         return array_grow_linear_online(a, raid_devices ? raid_devices : a->geom.raid_disks, added, nadded, why,
                                         whylen); /* grow_linear.c */

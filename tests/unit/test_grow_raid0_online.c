@@ -349,6 +349,56 @@ static void back_case(struct rng *r)
     harness_end();
 }
 
+/* A served RAID-0's chunk changed (mdadm's way, as its growth), writers on. */
+static void chunk_case(struct rng *r, uint64_t seed)
+{
+    struct setup s = {.n = 3, .nadd = 0};
+    harness_begin("RAID-0 of 3, chunk 64K -> 128K while it serves, with writers");
+    int rc = make_setup(&s, 0, r);
+    char why[400];
+    struct uraid_open_params op = {.sync_speed_max_kib = 12000, .sync_speed_min_kib = 12000};
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(s.paths, 3, &op, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        enum { NW = 3 };
+        struct fx_writer w[NW];
+        pthread_t t[NW];
+        int stop = 0;
+        for (int i = 0; i < NW; i++)
+            w[i] = (struct fx_writer){.a = a, .model = s.model, .lo = s.bytes / NW * (uint64_t)i / BLK * BLK,
+                                      .hi = s.bytes / NW * (uint64_t)(i + 1) / BLK * BLK, .seed = seed + (uint64_t)i,
+                                      .stop = &stop};
+        fx_writers_start(w, t, NW);
+        usleep(20000);
+        rc = uraid_grow_online_geom(a, 0, 256, NULL, NULL, 0, why, sizeof why);
+        CHECK(rc == 0, "--chunk 128K online: %s", why);
+        int before = __atomic_load_n(&w[0].rounds, __ATOMIC_RELAXED);
+        struct uraid_job_status st;
+        uraid_job_wait(a, &st);
+        CHECK(st.result == 0, "the reshape: %d %s", st.result, st.why);
+        int during = __atomic_load_n(&w[0].rounds, __ATOMIC_RELAXED) - before;
+        int failures = fx_writers_stop(w, t, NW, &stop);
+        CHECK(failures == 0 && during > 0, "%d writes or read-backs failed, %d rounds during the reshape", failures,
+              during);
+        verify(a, &s, "rechunked");
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.chunk_bytes == 128u << 10, "chunk %u bytes (want 128K)", info.chunk_bytes);
+        rc = uraid_grow_online_geom(a, 0, 256, NULL, NULL, 0, why, sizeof why);
+        CHECK(rc == -EALREADY && strstr(why, "nothing to do"), "the same again: %d %s", rc, why);
+        CHECK(uraid_close(a) == 0);
+        rc = uraid_open(s.paths, 3, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "reopen: %s", why);
+        if (rc == 0) {
+            verify(a, &s, "reopened");
+            uraid_close(a);
+        }
+    }
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "grow_raid0_online");
@@ -357,6 +407,7 @@ int main(int argc, char **argv)
     rng_seed(&r, seed);
     grow_case(3, 2, 0, &r, seed);
     grow_case(2, 1, 12u << 20, &r, seed);
+    chunk_case(&r, seed);
     refusals(&r);
     unequal(&r);
     killed(0, &r);
