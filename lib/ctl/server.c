@@ -340,6 +340,10 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         snprintf(out, RESPONSE_BYTES, "ok\nlevel change RAID-%d -> RAID-%d started (%d members now%s); follow it "
                  "with 'uraid status'\n", was, level, c->a->geom.raid_disks,
                  __atomic_load_n(&c->a->rs, __ATOMIC_ACQUIRE) ? ", restriping" : "");
+    else if (chunk && was == 0) /* grow_raid0_online.c: mdadm's way */
+        snprintf(out, RESPONSE_BYTES, "ok\nRAID-0 of %d: chunk change to %lu KiB started (the RAID-0 as a RAID-4 "
+                 "missing its parity, a RAID-0 again at the end); follow it with 'uraid status'\n",
+                 c->a->geom.raid_disks - 1, (unsigned long)(chunk / 2));
     else if (chunk || layout)
         snprintf(out, RESPONSE_BYTES, "ok\nreshape to %ld members%s%lu sectors%s%s started; follow it with "
                  "'uraid status'\n", n ? n : (long)c->a->geom.raid_disks, ", chunk ",
