@@ -28,6 +28,9 @@ void harness_skip(const char *why);
  * out; returns its exit status, or -1 if it did not exit. */
 int harness_run(const char *cmd, char *out, size_t len);
 
+/* CHECKs failed so far in the run (a test counting which step failed). */
+int harness_check_failures(void);
+
 void harness_fail(const char *file, int line, const char *cond, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
