@@ -117,6 +117,25 @@ static int open_sim_layers(struct member **dev, struct member **fault, const cha
     return rc;
 }
 
+int array_open_added(struct uraid_array *a, const char *path, struct member **dev, struct member **fault, char *why,
+                     size_t whylen)
+{
+    char mwhy[300];
+    struct member *f = NULL;
+    *dev = NULL;
+    int rc = member_open_why(path, 0, dev, mwhy, sizeof mwhy);
+    if (rc)
+        return uraid_why(why, whylen, "cannot open %s: %s", path, mwhy), rc;
+    if (a->added_sim && (rc = open_sim_layers(dev, &f, a->added_sim, mwhy, sizeof mwhy)) != 0) {
+        member_close(*dev);
+        *dev = NULL;
+        return uraid_why(why, whylen, "cannot open %s: %s", path, mwhy), rc;
+    }
+    if (fault)
+        *fault = f;
+    return 0;
+}
+
 static void free_array(struct uraid_array *a)
 {
     if (!a)
@@ -152,6 +171,7 @@ static void free_array(struct uraid_array *a)
     array_events_drain();
     free(a->event_program);
     array_runtime_fini(a);
+    free(a->added_sim);
     free(a);
 }
 
@@ -587,6 +607,18 @@ static void open_ctx_free(struct open_ctx *o)
     free(o->sb);
 }
 
+/* One spec for every member given: what a member added later is opened with. */
+static int keep_added_sim(struct uraid_array *a, const struct open_ctx *o)
+{
+    const char *const *sim = o->p->member_sim;
+    for (int i = 0; sim && i < o->n; i++)
+        if (!sim[i] || strcmp(sim[i], sim[0]))
+            return 0;
+    if (sim && !(a->added_sim = strdup(sim[0])))
+        return -ENOMEM;
+    return 0;
+}
+
 int uraid_open(const char *const *paths, int n, const struct uraid_open_params *p, struct uraid_array **out,
                char *why, size_t whylen)
 {
@@ -614,6 +646,8 @@ int uraid_open(const char *const *paths, int n, const struct uraid_open_params *
     }
     if (rc == 0)
         rc = array_parse_metadata(o.p->metadata, &o.format, o.why, o.whylen);
+    if (rc == 0 && (rc = keep_added_sim(a, &o)) != 0)
+        uraid_why(o.why, o.whylen, "out of memory");
     if (rc == 0)
         rc = read_superblocks(&o);
     if (rc == 0)

@@ -105,6 +105,8 @@ struct uraid_array {
     int opened_dirty;          /* found dirty at open: stays dirty until resynced */
     uint64_t resync_from;      /* opened dirty: the resync_offset found (md's checkpoint: in sync below it) */
     int sb_written;            /* superblocks written since open (roles are current) */
+    char *added_sim;           /* the simulation layers every member was opened with (one spec for all),
+                                * which members added at run time get too; NULL: none, or not one spec */
     struct md_sb sb;           /* the array-wide template (highest events) */
 
     struct array_slot slot[URAID_MAX_MEMBERS];     /* by raid slot, raid_disks entries */
@@ -279,6 +281,13 @@ int array_write_bblog(struct member *m, struct md_sb *sb, const struct md_bblist
  * 1.0, 0.90: the superblock at the member's end, after the data and the
  * same tail ref keeps, bitmap and log). data_size 0: no room. (sbio.c) */
 void array_place_member(struct md_sb *sb, const struct md_sb *ref, uint64_t dev_sectors);
+
+/* A member added at run time (a spare, a grow's new member) opened for
+ * writing, in the simulation layers the others were opened with
+ * (added_sim; *fault gets its fault layer, NULL without). 0, or a
+ * negative errno with why "cannot open PATH: ...". (array.c) */
+int array_open_added(struct uraid_array *a, const char *path, struct member **dev, struct member **fault, char *why,
+                     size_t whylen);
 
 /* A new member's superblock and an empty bad-block log (create, add). (sbio.c) */
 int array_write_new_member(struct member *m, const struct md_sb *sb);

@@ -195,9 +195,9 @@ static int open_new(struct uraid_array *a, const char *const *added, int i, stru
         if (a->extra[e].dev && array_same_file(a->extra[e].dev->path, added[i]))
             return uraid_why(why, whylen, "new member %s is already a spare or stale member of this array", added[i]),
                    -EEXIST;
-    int rc = member_open_why(added[i], 0, dev, mwhy, sizeof mwhy);
+    int rc = array_open_added(a, added[i], dev, NULL, mwhy, sizeof mwhy);
     if (rc)
-        return uraid_why(why, whylen, "new member %s: cannot open: %s", added[i], mwhy), rc;
+        return uraid_why(why, whylen, "new member %s", mwhy), rc;
     struct md_sb placed = a->slot[0].sb;
     array_place_member(&placed, &a->slot[0].sb, (*dev)->size / SECTOR);
     if ((*dev)->size / SECTOR < need || placed.data_size < need - a->slot[0].data_offset)

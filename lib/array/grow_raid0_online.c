@@ -69,11 +69,11 @@ static int gather(struct uraid_array *a, struct r0grow *x, const char *const *ad
         for (int j = 0; j < i; j++)
             if (array_same_file(added[i], added[j]))
                 return grow_say(gr, -EINVAL, "%s and %s are the same member: give each once", added[j], added[i]);
-        int k = gr->n++, rc = member_open_why(added[i], 0, &gr->dev[k], mwhy, sizeof mwhy);
+        int k = gr->n++, rc = array_open_added(a, added[i], &gr->dev[k], NULL, mwhy, sizeof mwhy);
         gr->name[k] = added[i];
         gr->is_added[k] = 1;
         if (rc)
-            return grow_say(gr, rc, "new member %s: cannot open: %s", added[i], mwhy);
+            return grow_say(gr, rc, "new member %s", mwhy);
     }
     return 0;
 }

@@ -297,12 +297,9 @@ static int open_new_member(struct uraid_array *a, const char *path, struct membe
         uraid_why(why, whylen, "%s is already a member of this array", path);
         return -EEXIST;
     }
-    char mwhy[300];
-    int rc = member_open_why(path, 0, out, mwhy, sizeof mwhy);
-    if (rc) {
-        uraid_why(why, whylen, "cannot open %s: %s", path, mwhy);
+    int rc = array_open_added(a, path, out, NULL, why, whylen); /* in the others' simulation layers */
+    if (rc)
         return rc;
-    }
     *ours = 0;
     if (array_read_superblock(*out, old, NULL, 0) == 0) {
         if (memcmp(old->set_uuid, a->sb.set_uuid, 16)) {

@@ -330,7 +330,9 @@ static int q_recovery_follows(const struct reshape_geom *g, int s, uint64_t pos,
              g->to.raid_disks == g->from.raid_disks;
     int p4 = g->from.level == 4 && g->to.level == 4 && s == g->from.raid_disks - 1 &&
              g->to.raid_disks > g->from.raid_disks;
-    return (q6 || p4) && recovered == reshape_q_recovered(g, pos);
+    /* behind the position: a power cut dropped the member's last superblock write while the others' landed;
+     * its rows up to the position were flushed before any superblock recorded it (reshape_job.c's checkpoint) */
+    return (q6 || p4) && recovered <= reshape_q_recovered(g, pos);
 }
 
 int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t whylen)
@@ -373,6 +375,9 @@ int array_reshape_open(struct uraid_array *a, int missing, char *why, size_t why
                                  "on with 'uraid grow --continue'",
                                  a->slot[s].dev->path), -EOPNOTSUPP;
             q_slot = s;
+            uint64_t upto = reshape_q_recovered(&g, R->reshape_position);
+            a->slot[s].sb.recovery_offset = upto; /* (see q_recovery_follows) */
+            __atomic_store_n(&a->slot[s].recovered, upto, __ATOMIC_RELEASE);
             gone_old++; /* the old geometry's Q: not written yet */
             continue;
         }

@@ -157,9 +157,9 @@ static int open_added(struct uraid_array *a, struct online *o)
         for (int j = 0; j < i; j++)
             if (array_same_file(o->added[i], o->added[j]))
                 return no(o, -EINVAL, "%s and %s are the same member: give each once", o->added[j], o->added[i]);
-        int rc = member_open_why(o->added[i], 0, &o->dev[i], mwhy, sizeof mwhy);
+        int rc = array_open_added(a, o->added[i], &o->dev[i], NULL, mwhy, sizeof mwhy);
         if (rc)
-            return no(o, rc, "new member %s: cannot open: %s", o->added[i], mwhy);
+            return no(o, rc, "new member %s", mwhy);
         if (o->dev[i]->size / SECTOR < need)
             return no(o, -ENOSPC, "new member %s is too small: %llu sectors, the array needs %llu (data offset %llu + "
                       "%llu per member)", o->added[i], (unsigned long long)(o->dev[i]->size / SECTOR),

@@ -295,7 +295,8 @@ int uraid_flush(struct uraid_array *a)
     /* acknowledged writes kept in memory (stripe/gather.c) go to the
      * members before they are flushed */
     int gathered = gather_flush(__atomic_load_n(&a->gather, __ATOMIC_ACQUIRE));
-    for (int m = 0; m < a->geom.raid_disks; m++) {
+    /* every slot holding a member: a shrink's leaving members hold the old geometry's data until its end */
+    for (int m = 0; m < array_nslots(a); m++) {
         struct member *dev = __atomic_load_n(&a->slot[m].dev, __ATOMIC_ACQUIRE);
         if (dev && (slot_ok(a, m) || __atomic_load_n(&a->slot[m].state, __ATOMIC_ACQUIRE) == URAID_MEMBER_REBUILDING)) {
             slot[n] = m;

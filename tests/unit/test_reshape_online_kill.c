@@ -12,7 +12,12 @@
  *   - every byte is the last acknowledged write's or the fill's (the one
  *     write in flight at the kill may hold its old or new bytes);
  *   - a check finds no parity mismatch where there is parity.
- * A table per kind: trials, kills that fell inside the reshape, lost
+ * The same with a simulated power cut instead (lib/member/powercut.c: each
+ * member's writes since its last flush kept, dropped or torn), in this
+ * process, with test_crash's workload of writers and flushes and its
+ * judge: a write acknowledged before a completed flush must be there, a
+ * sector never written must hold its old value.
+ * A table per kind: trials, crashes that fell inside the reshape, lost
  * data, mismatches, failures. 2 trials per kind in make check (1 with
  * URAID_TEST_QUICK), 50 with URAID_TEST_LONG=1 or URAID_RESHAPE_TRIALS=N.
  * Seeded (URAID_TEST_SEED replays the kill points; the thread timing is
@@ -26,7 +31,9 @@
 #include <unistd.h>
 
 #include "array_fixture.h"
+#include "crash_workload.h"
 #include "harness.h"
+#include "member/powercut.h"
 #include "uraid.h"
 #include "uraid_grow.h"
 
@@ -66,10 +73,11 @@ struct trial {
     uint8_t *model;
     struct fx_inflight *pend;
     uint64_t bytes, keep; /* the fill; what the writer covers (a shrink keeps less) */
+    int offline;          /* the open refused and said to run the grow again offline; it did */
 };
 
 struct tally {
-    int trials, inside, lost, mismatch, failed;
+    int trials, inside, lost, mismatch, failed, offline;
 };
 
 static int set_up(struct trial *t, struct rng *r)
@@ -163,6 +171,33 @@ static int carry_on(struct trial *t, struct uraid_array **out, int *inside, char
     int n = k->nold + k->nadd;
     struct uraid_array *a = NULL;
     int rc = uraid_open(t->paths, n, NULL, &a, why, whylen);
+    if (rc && (strstr(why, "grow --continue") || strstr(why, "the same 'uraid grow' again"))) {
+        /* a crash in a superblock batch: the open says to carry it on offline first; so does the user */
+        struct uraid_grow_params gp = {.raid_devices = k->op == LEVEL ? 0 : k->N, .chunk_sectors = k->chunk_sectors,
+                                       .layout = k->layout, .level_set = k->op == LEVEL, .level = k->new_level,
+                                       .array_sectors = k->op == SHRINK ? t->keep / 512 : 0};
+        rc = uraid_grow_members(t->paths, k->nold, t->paths + k->nold, k->nadd, &gp, NULL, why, whylen);
+        if (rc == -EALREADY)
+            rc = 0;
+        t->offline += rc == 0;
+        if (rc == 0)
+            rc = uraid_open(t->paths, n, NULL, &a, why, whylen);
+    }
+    if (rc && k->nadd && strstr(why, "no md superblock") && strstr(why, t->paths[k->nold])) {
+        /* the cut came before any old member's superblock changed (the new member's went first and
+         * was lost): the array is as it was, and the user gives the grow again */
+        rc = uraid_open(t->paths, k->nold, NULL, &a, why, whylen);
+        struct uraid_array_info was;
+        if (rc == 0 && (uraid_get_info(a, &was), was.level == k->level && was.raid_devices == k->nold &&
+                        !was.reshape_total_sectors)) {
+            rc = start_grow(a, t, why, whylen);
+            t->offline += rc == 0;
+        } else if (rc == 0) {
+            rc = -EINVAL;
+            snprintf(why, whylen, "the new member lost its superblock but the array changed: RAID-%d of %d", was.level,
+                     was.raid_devices);
+        }
+    }
     if (rc)
         return rc;
     struct uraid_array_info info;
@@ -229,6 +264,7 @@ static void one_trial(const struct kind *k, struct rng *r, struct tally *ty)
     CHECK(rc == 0, "carried on after the kill: %d %s", rc, why);
     ty->failed += rc != 0;
     ty->inside += inside;
+    ty->offline += t.offline;
     if (a) {
         struct uraid_array_info info;
         uraid_get_info(a, &info);
@@ -255,6 +291,140 @@ static void one_trial(const struct kind *k, struct rng *r, struct tally *ty)
     harness_end();
 }
 
+/* ---- power cuts ------------------------------------------------------------------------ */
+
+struct cut_mark {
+    struct cw_journal *j;
+    size_t at;
+};
+
+static void mark_cut(void *ctx)
+{
+    struct cut_mark *m = ctx;
+    m->at = cw_journal_mark(m->j);
+}
+
+/* The same array as set_up, its bytes the crash workload's base values. */
+static int set_up_base(struct trial *t, struct rng *r, uint64_t seed)
+{
+    int rc = set_up(t, r);
+    char why[300];
+    struct uraid_array *a = NULL;
+    if (rc == 0 && (rc = uraid_open(t->paths, t->k->nold, NULL, &a, why, sizeof why)) != 0)
+        CHECK(rc == 0, "open: %s", why);
+    if (rc == 0) {
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        rc = cw_fill_base(a, seed, t->keep,
+                          (uint64_t)info.chunk_bytes * (uint64_t)(info.raid_devices - (info.level == 6 ? 2 : info.level ? 1 : 0)));
+        CHECK(rc == 0 && uraid_close(a) == 0, "the base values: %d", rc);
+    }
+    return rc;
+}
+
+/* In this process: the members behind one power domain (members added by the grow join it), the
+ * grow started, the crash workload's writers and flushes on, the power cut at a random member
+ * write (or, when the writers end first, once the job has moved pct%); then opened afresh and
+ * judged as test_crash judges. */
+static void power_trial(const struct kind *k, struct rng *r, struct tally *ty)
+{
+    struct trial t = {.k = k};
+    uint64_t seed = rng_next(r), at = 1 + rng_below(r, 600);
+    int pct = (int)rng_below(r, 90);
+    harness_beginf("%s: power cut at member write %llu (else at %d%%)", k->name, (unsigned long long)at, pct);
+    ty->trials++;
+    if (set_up_base(&t, r, seed)) {
+        ty->failed++;
+        tear_down(&t);
+        harness_end();
+        return;
+    }
+    char dom[64], spec[128], why[400] = "";
+    snprintf(dom, sizeof dom, "rsonline-%llx", (unsigned long long)seed);
+    snprintf(spec, sizeof spec, "powercut=%s,seed=%llu", dom, (unsigned long long)seed);
+    const char *sim[MAXM];
+    for (int i = 0; i < MAXM; i++)
+        sim[i] = spec;
+    struct uraid_open_params op = {.member_sim = sim, .sync_speed_max_kib = SPEED_KIB,
+                                   .sync_speed_min_kib = SPEED_KIB};
+    struct uraid_array *a = NULL;
+    int rc = uraid_open(t.paths, k->nold, &op, &a, why, sizeof why);
+    CHECK(rc == 0, "open over the power-cut layer: %s", why);
+    struct powercut_domain *d = rc == 0 ? powercut_domain_find(dom) : NULL;
+    struct cw_journal j;
+    cw_journal_init(&j, -1);
+    if (d) {
+        struct cut_mark mark = {.j = &j, .at = (size_t)-1};
+        powercut_on_cut(d, mark_cut, &mark);
+        powercut_arm(d, at);
+        start_grow(a, &t, why, sizeof why); /* (a cut inside it fails it: what a dead process leaves) */
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        struct cw_params p = {.a = a, .seed = seed, .size = t.keep, .chunk = info.chunk_bytes,
+                              .stripe = (uint64_t)info.chunk_bytes * 2, .threads = 2, .writes_per_thread = 30,
+                              .flush_one_in = 5};
+        cw_run(&p, &j);
+        for (int i = 0; !powercut_is_cut(d) && i < 20000; i++) {
+            struct uraid_job_status st;
+            uraid_job_status(a, &st);
+            if (!st.running || (st.total_sectors && st.done_sectors * 100 >= st.total_sectors * (uint64_t)pct))
+                break;
+            usleep(500);
+        }
+        if (!powercut_is_cut(d))
+            powercut_cut(d);
+        cw_journal_cut(&j, mark.at);
+        uraid_close(a); /* fails: the members are dead; it only frees memory */
+        a = NULL;
+        powercut_domain_forget(dom);
+    }
+    int inside = 0;
+    rc = d ? carry_on(&t, &a, &inside, why, sizeof why) : -EIO;
+    CHECK(rc == 0, "carried on after the cut: %d %s", rc, why);
+    ty->failed += rc != 0;
+    ty->inside += inside;
+    ty->offline += t.offline;
+    if (a) {
+        struct uraid_array_info info;
+        uraid_get_info(a, &info);
+        CHECK(info.level == k->end_level && info.raid_devices == k->end_members &&
+                  info.chunk_bytes == k->end_chunk_sectors * 512u && !info.reshape_total_sectors,
+              "RAID-%d of %d, chunk %u, reshape %llu (want RAID-%d of %d, chunk %u)", info.level, info.raid_devices,
+              info.chunk_bytes, (unsigned long long)info.reshape_total_sectors, k->end_level, k->end_members,
+              k->end_chunk_sectors * 512u);
+        struct cw_verdict v;
+        int jrc = cw_judge(a, seed, t.keep, &j, &v);
+        CHECK(jrc == 0 && !v.lost_sectors && !v.damaged_sectors && !v.bad_sectors,
+              "after the cut (reshape recorded at the open %d, carried on offline %d): %llu sectors lost, %llu damaged, %llu bad (first at %llu: %s)", inside, t.offline,
+              (unsigned long long)v.lost_sectors, (unsigned long long)v.damaged_sectors,
+              (unsigned long long)v.bad_sectors, (unsigned long long)v.first_bad_sector, v.first_bad);
+        ty->lost += jrc || v.lost_sectors || v.damaged_sectors || v.bad_sectors;
+        if (k->end_level >= 4) {
+            struct uraid_job_status st = {0};
+            int crc = uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why);
+            if (crc == 0)
+                uraid_job_wait(a, &st);
+            CHECK(crc == 0 && st.result == 0 && st.mismatch_sectors == 0, "check: %d %s, %llu mismatched", crc,
+                  why, (unsigned long long)st.mismatch_sectors);
+            ty->mismatch += crc == 0 && st.mismatch_sectors != 0;
+        }
+        uraid_close(a);
+    }
+    cw_journal_free(&j);
+    tear_down(&t);
+    harness_end();
+}
+
+static void print_table(const char *what, const struct tally *ty, int trials, uint64_t seed)
+{
+    printf("served reshape %s trials: seed %llu, %d per kind (URAID_RESHAPE_TRIALS; 50 with URAID_TEST_LONG=1)\n",
+           what, (unsigned long long)seed, trials);
+    printf("%-44s %6s %7s %5s %9s %6s %8s\n", "kind", "trials", "inside", "lost", "mismatch", "failed", "again");
+    for (int k = 0; k < NKINDS; k++)
+        printf("%-44s %6d %7d %5d %9d %6d %8d\n", kinds[k].name, ty[k].trials, ty[k].inside, ty[k].lost,
+               ty[k].mismatch, ty[k].failed, ty[k].offline);
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_online_kill");
@@ -264,17 +434,30 @@ int main(int argc, char **argv)
     int trials = getenv("URAID_TEST_LONG") ? 50 : getenv("URAID_TEST_QUICK") ? 1 : 2;
     if (getenv("URAID_RESHAPE_TRIALS"))
         trials = atoi(getenv("URAID_RESHAPE_TRIALS"));
-    struct tally ty[NKINDS] = {{0}};
+    struct tally ty[NKINDS] = {{0}}, pw[NKINDS] = {{0}};
+    /* URAID_RESHAPE_ONLY=TEXT: only the kinds whose name holds it ("kill" or "power" picks the crash);
+     * every trial's random draws are made anyway, so a seed replays the same trials */
+    const char *only = getenv("URAID_RESHAPE_ONLY");
     for (int k = 0; k < NKINDS; k++)
-        for (int i = 0; i < trials; i++)
-            one_trial(&kinds[k], &r, &ty[k]);
-    printf("served reshape kill trials: seed %llu, %d per kind (URAID_RESHAPE_TRIALS; 50 with URAID_TEST_LONG=1)\n",
-           (unsigned long long)seed, trials);
-    printf("%-44s %6s %7s %5s %9s %6s\n", "kind", "trials", "inside", "lost", "mismatch", "failed");
+        for (int i = 0; i < trials; i++) {
+            struct rng r2 = r;
+            rng_next(&r);
+            if (!only || strstr(kinds[k].name, only) || !strcmp(only, "kill"))
+                one_trial(&kinds[k], &r2, &ty[k]);
+        }
     for (int k = 0; k < NKINDS; k++)
-        printf("%-44s %6d %7d %5d %9d %6d\n", kinds[k].name, ty[k].trials, ty[k].inside, ty[k].lost,
-               ty[k].mismatch, ty[k].failed);
-    printf("inside: the kill fell while the reshape was recorded; lost: an acknowledged byte read back wrong; "
-           "mismatch: the check found parity mismatches; failed: the open or the job after the kill failed\n\n");
+        for (int i = 0; i < trials; i++) {
+            struct rng r2 = r;
+            rng_next(&r);
+            if (!only || strstr(kinds[k].name, only) || !strcmp(only, "power"))
+                power_trial(&kinds[k], &r2, &pw[k]);
+        }
+    print_table("kill -9", ty, trials, seed);
+    print_table("power-cut", pw, trials, seed);
+    printf("inside: the crash fell while the reshape was recorded; lost: an acknowledged byte read back wrong (a "
+           "power cut: a write acknowledged before a completed flush, or a sector never written not its old "
+           "value); mismatch: the check found parity mismatches; failed: the open or the job after the crash "
+           "failed; again: the open refused (a superblock batch cut off) and the grow given again carried it "
+           "on (offline as the refusal says, or served when the cut left the array as it was)\n\n");
     return harness_finish();
 }
