@@ -87,20 +87,21 @@ static int slot_carries_bitmap(struct uraid_array *a, int s, struct member **dev
 }
 
 /* Writes the dirty pages (every page to a member without a full copy) to
- * every working member and flushes them. Under the bitmap lock. Returns how
+ * every working member (a shrink's leaving ones too: md writes its bitmap to
+ * every member it holds) and flushes them. Under the bitmap lock. Returns how
  * many members took them; failed[s] gets the error of each that did not. */
 static int write_pages(struct uraid_array *a, struct wibitmap *wb, int *failed)
 {
     int need_full = 0;
     struct member *dev;
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         if (slot_carries_bitmap(a, s, &dev) && wb->copy[s] != dev)
             need_full = 1;
     for (size_t p = 0; p < wb->npages; p++)
         if (need_full || wb->page_dirty[p])
             fill_page(wb, p);
     int written = 0;
-    for (int s = 0; s < a->geom.raid_disks; s++) {
+    for (int s = 0; s < array_nslots(a); s++) {
         if (!slot_carries_bitmap(a, s, &dev))
             continue;
         int full = wb->copy[s] != dev, rc = 0;
@@ -125,7 +126,7 @@ static int write_pages(struct uraid_array *a, struct wibitmap *wb, int *failed)
  * bitmap are failed like any member that fails a write. */
 static void report_failed(struct uraid_array *a, const struct wibitmap *wb, const int *failed)
 {
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         if (failed[s]) {
             struct member *dev = __atomic_load_n(&a->slot[s].dev, __ATOMIC_ACQUIRE);
             uraid_log(URAID_LOG_ERROR, "member %s: cannot write its write-intent bitmap at sector %llu: %s",
@@ -318,7 +319,7 @@ void wib_write_header(struct uraid_array *a)
     pthread_mutex_unlock(&wb->lock);
     /* meta_lock is held: the superblock writes that follow meet the same
      * member and fail it through their own path */
-    for (int s = 0; s < a->geom.raid_disks; s++)
+    for (int s = 0; s < array_nslots(a); s++)
         if (failed[s])
             uraid_log(URAID_LOG_ERROR, "member %s: cannot write its write-intent bitmap header: %s",
                       a->slot[s].dev ? a->slot[s].dev->path : "?", uraid_strerror(failed[s]));
