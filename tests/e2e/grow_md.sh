@@ -90,7 +90,12 @@
 #   q. a RAID-0's chunk changed 64K -> 128K (mdadm's way, through a RAID-4
 #      missing its parity): md assembles the result (raid0, 128K, every
 #      byte), and carries on one uraid was killed in, then mdadm --grow
-#      --level=0 takes it back: every byte.
+#      --level=0 takes it back: every byte;
+#   r. a served RAID-5 -> RAID-0 takeover cut off in its superblock batch
+#      (two data members written and one not; every data member and not
+#      the parity member): md refuses both mixes rather than read them,
+#      and assembles the RAID-0 from the data members of the second,
+#      every byte; uraid refuses both with one line.
 # Without a working md-oracle this suite fails (a "skipped" line says why).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib/e2e.sh
@@ -1101,5 +1106,48 @@ mdadm --assemble --run /dev/md1 /dev/vd[d-f] && { grep -q reshape /proc/mdstat &
 GUEST
 for w in "md0 level=raid0 chunk=131072" "md0 pattern OK" "md1 reshaping" "md1 level=raid0 chunk=131072" "md1 pattern OK"; do
     grep -q "^$w\$" "$t_tmp/q.log" && t_ok "q: md: $w" || t_fail "q: md: $w" "$(tail -4 "$t_tmp/q.log")"
+done
+# ---- r. a served RAID-5 -> RAID-0 takeover cut off in its superblock batch -----------------------
+# The batch writes the data members' superblocks (RAID-0), then the parity member's (a spare). Cut
+# states made by putting back a member's superblock from before the server started (a few events
+# older than a real cut's, which the same grow heals: test_takeover_raid0_online.c): (1) two data
+# members written, one not; (2) every data member written, the parity member not. md must refuse
+# what does not agree, never read a mix; with the data members alone in (2) it assembles the RAID-0,
+# every byte.
+d=$t_tmp/r
+make_array "$d" 5 4 181 64K; RM=$M RSZ=$SZ
+# shellcheck disable=SC2086
+$URAID grow $RM --layout parity-last >/dev/null 2>&1 || t_fail "r: restripe to parity-last first"
+for i in 0 1 2 3; do dd if="$d/m$i.img" of="$d/sb$i" bs=4096 skip=1 count=1 2>/dev/null; done
+# shellcheck disable=SC2086
+$URAID serve $RM --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
+spid=$!
+n=0; while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
+    sleep 0.25; n=$((n + 1)); done
+out=$($URAID grow --control "$d/ctl.sock" --level 0 2>&1) && t_ok "r: a served RAID-5 parity-last taken over as RAID-0" ||
+    t_fail "r: the served takeover" "$out"
+kill -TERM $spid; wait $spid || t_fail "r: the server stopped cleanly" "$(tail -3 "$d/server.err")"
+mkdir -p "$d/c1" "$d/c2"
+for i in 0 1 2 3; do cp "$d/m$i.img" "$d/c1/m$i.img"; cp "$d/m$i.img" "$d/c2/m$i.img"; done
+for i in 2 3; do dd if="$d/sb$i" of="$d/c1/m$i.img" bs=4096 seek=1 conv=notrunc 2>/dev/null; done
+dd if="$d/sb3" of="$d/c2/m3.img" bs=4096 seek=1 conv=notrunc 2>/dev/null
+for c in c1 c2; do
+    # shellcheck disable=SC2086
+    out=$($URAID cat "$d/$c/m0.img" "$d/$c/m1.img" "$d/$c/m2.img" "$d/$c/m3.img" 2>&1 >/dev/null)
+    case "$out" in *"disagrees"*) t_ok "r: $c: uraid refuses the mixed superblocks with one line" ;;
+        *) t_fail "r: $c: uraid refuses the mixed superblocks" "$out" ;; esac
+done
+# shellcheck disable=SC2046
+"$ORACLE" --timeout 300 $(disks "$d/c1/m0.img" "$d/c1/m1.img" "$d/c1/m2.img" "$d/c1/m3.img" "$d/c2/m0.img" \
+    "$d/c2/m1.img" "$d/c2/m2.img" "$d/c2/m3.img") -- - >"$t_tmp/r.log" 2>&1 <<GUEST
+exec 2>&1
+mdadm --assemble /dev/md0 /dev/vd[a-d] 2>/dev/null && echo "md0 assembled" || echo "md0 refused"
+mdadm --assemble /dev/md1 /dev/vd[e-h] 2>/dev/null && echo "md1 assembled" || echo "md1 refused"
+mdadm --stop /dev/md0 /dev/md1 >/dev/null 2>&1
+mdadm --assemble /dev/md2 /dev/vd[efg] && echo "md2 level=\$(cat /sys/block/md2/md/level)" &&
+    mdpattern -s 181 -n $RSZ -c < /dev/md2 >/dev/null && echo "md2 pattern OK"
+GUEST
+for w in "md0 refused" "md1 refused" "md2 level=raid0" "md2 pattern OK"; do
+    grep -q "^$w\$" "$t_tmp/r.log" && t_ok "r: md: $w" || t_fail "r: md: $w" "$(tail -4 "$t_tmp/r.log")"
 done
 t_finish
