@@ -39,6 +39,16 @@ fi
 sums() { for f in $M; do sha256sum "$f"; done | sha256sum | cut -d' ' -f1; }
 size_of() { kib=$($URAID detail "$@" 2>/dev/null | awk '/Array Size/ {print $4; exit}'); echo $((${kib:-0} * 1024)); }
 disks() { for f in "$@"; do printf ' --disk %s' "$f"; done; }
+# The guest's verdict lines for an array: "MD size=N", "MD pattern OK", "MD mismatch_cnt=N", "MD stopped"
+GUEST_VERIFY='wait_idle() { i=0; while [ "$(cat /sys/block/$1/md/sync_action)" != idle ] && [ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done; }
+verify() { # MD SEED OLD
+    sleep 1; wait_idle $1
+    echo "$1 size=$(blockdev --getsize64 /dev/$1)"
+    mdpattern -s $2 -n $3 -c < /dev/$1 >/dev/null && echo "$1 pattern OK"
+    echo check > /sys/block/$1/md/sync_action; sleep 1; wait_idle $1
+    echo "$1 mismatch_cnt=$(cat /sys/block/$1/md/mismatch_cnt)"
+    mdadm --stop /dev/$1 >/dev/null 2>&1 && echo "$1 stopped"
+}'
 
 # make DIR META LEVEL N SEED [POLICY [GROW]]: N members of 16 MiB, pattern SEED written, then GROW
 # (16M) random bytes appended to each; sets M, SZ (bytes before)
@@ -96,15 +106,7 @@ done
 # shellcheck disable=SC2086
 "$ORACLE" --timeout 580 $(disks $ALL) -- - >"$t_tmp/a.log" 2>&1 <<GUEST
 exec 2>&1
-wait_idle() { i=0; while [ "\$(cat /sys/block/\$1/md/sync_action)" != idle ] && [ \$i -lt 300 ]; do sleep 1; i=\$((i + 1)); done; }
-verify() { # MD SEED OLD
-    sleep 1; wait_idle \$1
-    echo "\$1 size=\$(blockdev --getsize64 /dev/\$1)"
-    mdpattern -s \$2 -n \$3 -c < /dev/\$1 >/dev/null && echo "\$1 pattern OK"
-    echo check > /sys/block/\$1/md/sync_action; sleep 1; wait_idle \$1
-    echo "\$1 mismatch_cnt=\$(cat /sys/block/\$1/md/mismatch_cnt)"
-    mdadm --stop /dev/\$1 >/dev/null 2>&1 && echo "\$1 stopped"
-}
+$GUEST_VERIFY
 mdadm --assemble /dev/md0 /dev/vd[a-d] && verify md0 $SEED0 $SZ0
 mdadm --assemble /dev/md1 /dev/vd[e-h] && verify md1 $SEED1 $SZ1
 mdadm --assemble /dev/md2 /dev/vd[ij] && verify md2 $SEED2 $SZ2
@@ -272,14 +274,7 @@ done
 # shellcheck disable=SC2086
 "$ORACLE" --timeout 580 $(disks $E) -- - >"$t_tmp/e.log" 2>&1 <<GUEST
 exec 2>&1
-wait_idle() { i=0; while [ "\$(cat /sys/block/\$1/md/sync_action)" != idle ] && [ \$i -lt 300 ]; do sleep 1; i=\$((i + 1)); done; }
-verify() { # MD SEED OLD
-    sleep 1; wait_idle \$1
-    echo "\$1 size=\$(blockdev --getsize64 /dev/\$1)"
-    mdpattern -s \$2 -n \$3 -c < /dev/\$1 >/dev/null && echo "\$1 pattern OK"
-    echo check > /sys/block/\$1/md/sync_action; sleep 1; wait_idle \$1
-    echo "\$1 mismatch_cnt=\$(cat /sys/block/\$1/md/mismatch_cnt)"
-}
+$GUEST_VERIFY
 mdadm --assemble /dev/md0 /dev/vd[ab] && verify md0 $ESEED0 $ESZ0
 mdadm --assemble /dev/md1 /dev/vd[c-e] && verify md1 $ESEED1 $ESZ1
 GUEST

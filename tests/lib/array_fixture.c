@@ -608,3 +608,29 @@ uint64_t fx_file_hash(const char *path)
         fclose(fp);
     return h;
 }
+
+struct uraid_array *fx_open_grown(const char *const *paths, int n, const uint8_t *model, uint64_t old_bytes,
+                                  int want_degraded, const char *what)
+{
+    char why[512];
+    struct uraid_array *a = NULL;
+    int rc = uraid_open(paths, n, NULL, &a, why, sizeof why);
+    CHECK(rc == 0, "%s: open: %s", what, why);
+    if (rc)
+        return NULL;
+    struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(info.raid_devices == n && info.degraded == want_degraded, "%s: %d members, %d not in sync (want %d, %d)",
+          what, info.raid_devices, info.degraded, n, want_degraded);
+    uint8_t *got = malloc(info.size_bytes);
+    CHECK(got && info.size_bytes >= old_bytes && uraid_read(a, got, info.size_bytes, 0) == 0, "%s: read", what);
+    if (got && info.size_bytes >= old_bytes) {
+        CHECK(memcmp(got, model, old_bytes) == 0, "%s: every old byte as written", what);
+        int zeros = 1;
+        for (uint64_t i = old_bytes; i < info.size_bytes && zeros; i++)
+            zeros = got[i] == 0;
+        CHECK(zeros, "%s: the new space reads zeros", what);
+    }
+    free(got);
+    return a;
+}

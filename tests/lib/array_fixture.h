@@ -231,6 +231,12 @@ void fx_refuse_level(struct uraid_array *a, int level, int N, uint32_t chunk, co
 /* uraid_grow_online, the same. */
 void fx_refuse_grow(struct uraid_array *a, int N, const char *const *added, int nadd, int want, const char *text);
 
+/* A grown array opened from paths[0..n) and checked: n members, want_degraded
+ * of them not in sync, its first old_bytes the model's, zeros after. The
+ * open array (NULL when it did not open), for more checks. */
+struct uraid_array *fx_open_grown(const char *const *paths, int n, const uint8_t *model, uint64_t old_bytes,
+                                  int want_degraded, const char *what);
+
 /* The 1.2 superblock area of a member file (4 KiB from 4 KiB) read into
  * buf, or (put) buf written over it: a superblock write cut off. */
 int fx_sb_area(const char *path, uint8_t buf[4096], int put);

@@ -92,27 +92,11 @@ static int listed(const char *path, uint64_t *first)
 /* Every old byte as the model holds it, zeros past it, and a clean check. */
 static void verify_grown(struct fx *f, const char *const *paths, int n, uint64_t old_bytes, const char *what)
 {
-    char why[512];
-    struct uraid_array *a = NULL;
-    int rc = uraid_open(paths, n, NULL, &a, why, sizeof why);
-    CHECK(rc == 0, "%s: open after the grow: %s", what, why);
-    if (rc)
+    struct uraid_array *a = fx_open_grown(paths, n, f->model, old_bytes, 0, what);
+    if (!a)
         return;
-    struct uraid_array_info info;
-    uraid_get_info(a, &info);
-    CHECK(info.raid_devices == n, "%s: %d members (want %d)", what, info.raid_devices, n);
-    uint8_t *got = malloc(info.size_bytes);
-    CHECK(got && uraid_read(a, got, info.size_bytes, 0) == 0, "%s: read all", what);
-    if (got) {
-        CHECK(memcmp(got, f->model, old_bytes) == 0, "%s: every old byte reads as written", what);
-        int zeros = 1;
-        for (uint64_t i = old_bytes; i < info.size_bytes && zeros; i++)
-            zeros = got[i] == 0;
-        CHECK(zeros, "%s: the new space reads zeros", what);
-    }
-    free(got);
     struct uraid_job_status st;
-    rc = fx_job(f, a, URAID_JOB_CHECK, NULL, &st);
+    int rc = fx_job(f, a, URAID_JOB_CHECK, NULL, &st);
     CHECK(rc == 0 && st.mismatch_sectors == 0, "%s: check: rc %d, mismatch %llu", what, rc,
           (unsigned long long)st.mismatch_sectors);
     uraid_close(a);

@@ -56,30 +56,12 @@ static void examine_active(const char *path, int n, const char *fmt, const char 
     CHECK(this_line && strstr(this_line, active), "%s: mdadm --examine shows the new member %s", what, active);
 }
 
-/* Opens paths[0..n), checks size, every byte of the old data, zeros after, and the slots in sync. */
+/* fx_open_grown, closed again. */
 static void verify(struct fx *f, const char **paths, int n, uint64_t old_bytes, int want_degraded, const char *what)
 {
-    char why[512];
-    struct uraid_array *a = NULL;
-    int rc = uraid_open(paths, n, NULL, &a, why, sizeof why);
-    CHECK(rc == 0, "%s: open: %s", what, why);
-    if (rc)
-        return;
-    struct uraid_array_info info;
-    uraid_get_info(a, &info);
-    CHECK(info.raid_devices == n && info.degraded == want_degraded, "%s: %d members, %d not in sync (want %d, %d)",
-          what, info.raid_devices, info.degraded, n, want_degraded);
-    uint8_t *got = malloc(info.size_bytes);
-    CHECK(got && info.size_bytes >= old_bytes && uraid_read(a, got, info.size_bytes, 0) == 0, "%s: read", what);
-    if (got && info.size_bytes >= old_bytes) {
-        CHECK(memcmp(got, f->model, old_bytes) == 0, "%s: every old byte as written", what);
-        int zeros = 1;
-        for (uint64_t i = old_bytes; i < info.size_bytes && zeros; i++)
-            zeros = got[i] == 0;
-        CHECK(zeros, "%s: the new space reads zeros", what);
-    }
-    free(got);
-    uraid_close(a);
+    struct uraid_array *a = fx_open_grown(paths, n, f->model, old_bytes, want_degraded, what);
+    if (a)
+        uraid_close(a);
 }
 
 static int setup(struct fx *f, const char *fmt, int level, char *added, size_t len)

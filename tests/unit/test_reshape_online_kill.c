@@ -239,6 +239,33 @@ static int carry_on(struct trial *t, struct uraid_array **out, int *inside, char
     return rc;
 }
 
+/* The geometry the kind asked for, reached and no reshape left. */
+static void check_geometry(struct uraid_array *a, const struct kind *k)
+{
+    struct uraid_array_info info;
+    uraid_get_info(a, &info);
+    CHECK(info.level == k->end_level && info.raid_devices == k->end_members &&
+              info.chunk_bytes == k->end_chunk_sectors * 512u && !info.reshape_total_sectors,
+          "RAID-%d of %d, chunk %u, reshape %llu (want RAID-%d of %d, chunk %u)", info.level, info.raid_devices,
+          info.chunk_bytes, (unsigned long long)info.reshape_total_sectors, k->end_level, k->end_members,
+          k->end_chunk_sectors * 512u);
+}
+
+/* A check where there is parity: 1 when it found mismatches. */
+static int check_parity(struct uraid_array *a, const struct kind *k)
+{
+    if (k->end_level < 4)
+        return 0;
+    char why[300] = "";
+    struct uraid_job_status st = {0};
+    int crc = uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why);
+    if (crc == 0)
+        uraid_job_wait(a, &st);
+    CHECK(crc == 0 && st.result == 0 && st.mismatch_sectors == 0, "check: %d %s, %llu mismatched", crc, why,
+          (unsigned long long)st.mismatch_sectors);
+    return crc == 0 && st.mismatch_sectors != 0;
+}
+
 static void one_trial(const struct kind *k, struct rng *r, struct tally *ty)
 {
     struct trial t = {.k = k};
@@ -266,25 +293,11 @@ static void one_trial(const struct kind *k, struct rng *r, struct tally *ty)
     ty->inside += inside;
     ty->offline += t.offline;
     if (a) {
-        struct uraid_array_info info;
-        uraid_get_info(a, &info);
-        CHECK(info.level == k->end_level && info.raid_devices == k->end_members &&
-                  info.chunk_bytes == k->end_chunk_sectors * 512u && !info.reshape_total_sectors,
-              "RAID-%d of %d, chunk %u, reshape %llu (want RAID-%d of %d, chunk %u)", info.level, info.raid_devices,
-              info.chunk_bytes, (unsigned long long)info.reshape_total_sectors, k->end_level, k->end_members,
-              k->end_chunk_sectors * 512u);
+        check_geometry(a, k);
         int before = harness_check_failures();
         fx_check_model(a, t.model, t.keep, t.pend, "after the kill");
         ty->lost += harness_check_failures() != before;
-        if (k->end_level >= 4) {
-            struct uraid_job_status st = {0};
-            int crc = uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why);
-            if (crc == 0)
-                uraid_job_wait(a, &st);
-            CHECK(crc == 0 && st.result == 0 && st.mismatch_sectors == 0, "check: %d %s, %llu mismatched", crc,
-                  why, (unsigned long long)st.mismatch_sectors);
-            ty->mismatch += crc == 0 && st.mismatch_sectors != 0;
-        }
+        ty->mismatch += check_parity(a, k);
         uraid_close(a);
     }
     tear_down(&t);
@@ -385,13 +398,7 @@ static void power_trial(const struct kind *k, struct rng *r, struct tally *ty)
     ty->inside += inside;
     ty->offline += t.offline;
     if (a) {
-        struct uraid_array_info info;
-        uraid_get_info(a, &info);
-        CHECK(info.level == k->end_level && info.raid_devices == k->end_members &&
-                  info.chunk_bytes == k->end_chunk_sectors * 512u && !info.reshape_total_sectors,
-              "RAID-%d of %d, chunk %u, reshape %llu (want RAID-%d of %d, chunk %u)", info.level, info.raid_devices,
-              info.chunk_bytes, (unsigned long long)info.reshape_total_sectors, k->end_level, k->end_members,
-              k->end_chunk_sectors * 512u);
+        check_geometry(a, k);
         struct cw_verdict v;
         int jrc = cw_judge(a, seed, t.keep, &j, &v);
         CHECK(jrc == 0 && !v.lost_sectors && !v.damaged_sectors && !v.bad_sectors,
@@ -399,15 +406,7 @@ static void power_trial(const struct kind *k, struct rng *r, struct tally *ty)
               (unsigned long long)v.lost_sectors, (unsigned long long)v.damaged_sectors,
               (unsigned long long)v.bad_sectors, (unsigned long long)v.first_bad_sector, v.first_bad);
         ty->lost += jrc || v.lost_sectors || v.damaged_sectors || v.bad_sectors;
-        if (k->end_level >= 4) {
-            struct uraid_job_status st = {0};
-            int crc = uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why);
-            if (crc == 0)
-                uraid_job_wait(a, &st);
-            CHECK(crc == 0 && st.result == 0 && st.mismatch_sectors == 0, "check: %d %s, %llu mismatched", crc,
-                  why, (unsigned long long)st.mismatch_sectors);
-            ty->mismatch += crc == 0 && st.mismatch_sectors != 0;
-        }
+        ty->mismatch += check_parity(a, k);
         uraid_close(a);
     }
     cw_journal_free(&j);
