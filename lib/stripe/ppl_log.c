@@ -217,6 +217,35 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
  * writes its PPL with REQ_FUA) makes only itself durable: one request
  * instead of a write and a flush, and it is counted as no flush
  * (ppl_flush.c), so the departed writes still need their flushes. */
+/* Zeros the size of a header, for wipe_restarts (only ever read). */
+static uint8_t zero_header[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
+
+/* Before a header that starts an area over: the header at the area's
+ * start (the first of the chain being overwritten) wiped, with FUA. A cut
+ * that tore the new header could otherwise drop all its header sectors
+ * and keep the ones after them: the old first header would stay sound,
+ * the one after it torn, and replay would take that old header for the
+ * newest and replay its entries, whose partial parity the writes since
+ * (listed in the headers the tear cut off) have made stale: a RAID-6
+ * missing a member lost sectors so (docs/CRASH.md, session 14). With the
+ * old header gone, a torn restart reads as one (restart_torn: no write
+ * out, nothing to replay). Returns 0 or the first failure. */
+static int wipe_restarts(struct uraid_array *a, const struct log_write *w, int nw)
+{
+    struct ppl_log *L = a->ppl;
+    struct io_op ops[PPL_MAX_SLOTS];
+    int n = 0, rc = 0;
+    for (int i = 0; i < nw; i++)
+        if (w[i].off == 0)
+            ops[n++] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = zero_header,
+                                      .len = PPL_HEADER_BYTES, .offset = L->m[w[i].s].start * SECTOR, .fua = 1};
+    if (n)
+        io_engine_run(a->io, ops, n);
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = ops[i].result;
+    return rc;
+}
+
 static int run_batch(struct uraid_array *a, struct log_write *w, int nw, struct departed *d)
 {
     struct ppl_log *L = a->ppl;
@@ -226,6 +255,14 @@ static int run_batch(struct uraid_array *a, struct log_write *w, int nw, struct 
         return 0;
     ppl_flush_departed(a, d->todo, d->need);
     d->todo = 0;
+    /* the departed units' writes are durable before the headers that
+     * listed them are wiped */
+    rc = wipe_restarts(a, w, nw);
+    if (rc) {
+        for (int i = 0; i < nw; i++)
+            finish_header(a, &w[i], rc);
+        return rc;
+    }
     for (int i = 0; i < nw; i++)
         ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
                                 .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
