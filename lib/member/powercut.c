@@ -205,6 +205,10 @@ static int replay(struct pc_member *pm, const struct pc_write *w, struct powercu
         return put_part(pm, w, 0, w->len);
     }
     enum fate f = w->old ? fate_of(h, d->keep_pct, d->tear_pct) : KEEP;
+    if (uraid_log_enabled(URAID_LOG_DEBUG))
+        uraid_log(URAID_LOG_DEBUG, "power cut in domain %s: member %u write %llu (%zu bytes at byte %llu) %s", d->name,
+                  pm->ix, (unsigned long long)w->seq, w->len, (unsigned long long)w->off,
+                  f == DROP ? "dropped" : f == KEEP ? "kept" : "torn");
     if (f == DROP) {
         st->cut_dropped++;
         return 0;

@@ -26,7 +26,11 @@
  * other log, sent its writes while the header restarting the log was
  * being written; the cut tore that header, replay found nothing to replay
  * on that log, and the chunk of the missing member was rebuilt from stale
- * parity. Gathering is held (the default) or off with
+ * parity. They also caught a second way a torn restart lost data: all
+ * its header sectors dropped and later ones kept, so the old first header
+ * of the chain stayed sound with the headers after it cut off, and replay
+ * took it for the newest (ppl_log.c, wipe_restarts). Gathering is held
+ * (the default) or off with
  * URAID_GATHER_HOLD_US=0, set for the whole run by the caller.
  *
  * Trials per case: 40, and 250 aimed at restarts (make check, about 17 s);
@@ -35,8 +39,11 @@
  * case's. URAID_CUT6_ONLY=N runs case N only. URAID_TEST_SEED replays a
  * run's choices (not the threads' interleaving), and a failing trial
  * prints its own seed (URAID_CUT6_TRIAL=S runs that trial alone, in the
- * case URAID_CUT6_ONLY names) with every PPL entry the recovery replayed
- * and the cut's kept/dropped/torn member writes. Knobs: URAID_CUT6_KEEP and
+ * case URAID_CUT6_ONLY names) with every PPL entry the recovery replayed,
+ * each member write the cut kept, dropped or tore (member by join order,
+ * the missing slot skipped; byte offsets), and the rows whose parity
+ * disagreed with the data on the members before the replay and after it
+ * (raw_inconsistent: "stripe:row"). Knobs: URAID_CUT6_KEEP and
  * URAID_CUT6_TEAR (the cut's odds, percent; a third each),
  * URAID_CUT6_LATENCY_US (each member up to that much latency above the
  * cut layer), URAID_CUT6_PPL_SECTORS (every case's area),
@@ -57,6 +64,7 @@
 #include "harness.h"
 #include "member/powercut.h"
 #include "meta/superblock.h"
+#include "uraid_parity.h"
 
 #define N 5
 #define CHUNK (16u << 10)
@@ -113,7 +121,8 @@ static void diag_log(void *ctx, enum uraid_log_level level, const char *msg)
     char line[1024];
     int n = snprintf(line, sizeof line, "    log%d: %s\n", level, msg);
     pthread_mutex_lock(&diag_mu);
-    if (diag_on && n > 0 && diag_len + (size_t)n < diag_cap) {
+    /* during the writes (diag_on 2) only the cut's account of each write */
+    if (diag_on && (diag_on == 1 || strstr(msg, "power cut")) && n > 0 && diag_len + (size_t)n < diag_cap) {
         memcpy(diag_buf + diag_len, line, (size_t)n);
         diag_len += (size_t)n;
     }
@@ -123,9 +132,9 @@ static void diag_log(void *ctx, enum uraid_log_level level, const char *msg)
 static void diag_set(int on)
 {
     pthread_mutex_lock(&diag_mu);
-    diag_on = on;
-    if (on)
+    if (on == 2 || (on && !diag_on))
         diag_len = 0;
+    diag_on = on;
     pthread_mutex_unlock(&diag_mu);
 }
 
@@ -187,6 +196,54 @@ static int make_template(void)
 
 /* ---- one trial ---- */
 
+/* The members as the cut left them, before any replay: sectors whose
+ * parity does not agree with the data (the missing member's block taken
+ * from P when it is a data block), and the first of them in *first
+ * (stripe * 1000 + row), for a failing trial's message. */
+static char raw_rows[300]; /* "stripe:rows" of the inconsistent sectors, for the message */
+
+static uint64_t raw_inconsistent(int missing, uint64_t *first)
+{
+    size_t at = 0;
+    raw_rows[0] = 0;
+    uint8_t *blk[N], p[CHUNK], q[CHUNK];
+    uint64_t bad = 0;
+    *first = UINT64_MAX;
+    for (int s = 0; s < N; s++)
+        blk[s] = malloc(CHUNK);
+    for (uint64_t st = 0; st < STRIPES; st++) {
+        struct stripe_map m;
+        if (layout_stripe(&fx.geom, st, &m))
+            break;
+        for (int s = 0; s < N; s++)
+            if (s != missing && blk[s] && fx_member_pread(&fx, s, blk[s], CHUNK, st * CHUNK))
+                memset(blk[s], 0, CHUNK);
+        if (missing != m.p_disk && missing != m.q_disk) { /* a data block: from P */
+            memcpy(blk[missing], blk[m.p_disk], CHUNK);
+            for (int d = 0; d < fx.k; d++)
+                if (m.data_disk[d] != missing)
+                    for (size_t i = 0; i < CHUNK; i++)
+                        blk[missing][i] ^= blk[m.data_disk[d]][i];
+        }
+        const void *src[N];
+        for (int j = 0; j < m.nslots; j++)
+            src[j] = blk[m.slot_disk[j]];
+        uraid_gen_pq(m.nslots, CHUNK, src, p, q);
+        for (uint32_t r = 0; r < CHUNK / 512; r++) {
+            int ok = (missing == m.p_disk || !memcmp(p + r * 512, blk[m.p_disk] + r * 512, 512)) &&
+                     (missing == m.q_disk || !memcmp(q + r * 512, blk[m.q_disk] + r * 512, 512));
+            if (!ok && *first == UINT64_MAX)
+                *first = st * 1000 + r;
+            if (!ok && at + 12 < sizeof raw_rows)
+                at += (size_t)snprintf(raw_rows + at, sizeof raw_rows - at, " %llu:%u", (unsigned long long)st, r);
+            bad += !ok;
+        }
+    }
+    for (int s = 0; s < N; s++)
+        free(blk[s]);
+    return bad;
+}
+
 struct cut_mark {
     struct cw_journal *j;
     size_t at;
@@ -243,7 +300,7 @@ static int aim_restart(void *ctx, unsigned member_ix, uint64_t off, size_t len, 
 
 struct result {
     int failed, forced;
-    char what[600];
+    char what[1400];
 };
 
 /* The writes of one trial over the power-cut layer, the cut, the reopen and
@@ -302,6 +359,7 @@ static int trial(const struct variant *v, uint64_t seed, struct result *res)
         at = 0;
     }
     powercut_arm(d, at);
+    diag_set(2);
     struct cw_params p = {.a = a, .seed = base_seed, .size = fx.size, .chunk = CHUNK, .stripe = fx.stripe_bytes,
                           .threads = v->threads, .writes_per_thread = v->writes, .flush_one_in = 5,
                           .stream_in8 = v->stream_in8, .stream_random = v->stream_random};
@@ -314,6 +372,9 @@ static int trial(const struct variant *v, uint64_t seed, struct result *res)
     struct powercut_stats st;
     powercut_get_stats(d, &st);
     powercut_domain_forget(dom);
+    uint64_t raw_first, raw_bad = raw_inconsistent(missing, &raw_first);
+    char before_rows[sizeof raw_rows];
+    memcpy(before_rows, raw_rows, sizeof raw_rows);
 
     /* recovery: the members afresh, the PPL replayed at open */
     diag_set(1);
@@ -342,19 +403,23 @@ static int trial(const struct variant *v, uint64_t seed, struct result *res)
     cw_journal_free(&j);
     if (rc)
         return rc;
+    uint64_t after_first, after_bad = raw_inconsistent(missing, &after_first);
     /* a forced open (the replay found a damaged log) is counted apart: the
      * write hole is then expected, as without a log */
     res->failed = !res->forced && (vd.lost_sectors || vd.damaged_sectors || vd.bad_sectors || mism);
     snprintf(res->what, sizeof res->what,
              "slot %d missing, cut %s member write %llu: %llu kept, %llu dropped, %llu torn; %llu writes (%llu "
-             "acked, %llu durable); lost %llu, damaged %llu, bad %llu, mismatch %llu%s%s%s",
+             "acked, %llu durable); lost %llu, damaged %llu, bad %llu, mismatch %llu%s%s%s; before replay %llu "
+             "sectors inconsistent (first: stripe %llu row %llu;%s), after %llu (%s)",
              missing, by_trigger ? "at" : "after", (unsigned long long)(by_trigger && at ? at : st.writes),
              (unsigned long long)st.cut_kept, (unsigned long long)st.cut_dropped, (unsigned long long)st.cut_torn,
              (unsigned long long)vd.writes_issued, (unsigned long long)vd.writes_acked,
              (unsigned long long)vd.writes_durable, (unsigned long long)vd.lost_sectors,
              (unsigned long long)vd.damaged_sectors, (unsigned long long)vd.bad_sectors, (unsigned long long)mism,
              res->forced ? ", forced open" : "", vd.first_bad_sector != UINT64_MAX ? "; first: " : "",
-             vd.first_bad_sector != UINT64_MAX ? vd.first_bad : "");
+             vd.first_bad_sector != UINT64_MAX ? vd.first_bad : "", (unsigned long long)raw_bad,
+             (unsigned long long)(raw_first / 1000), (unsigned long long)(raw_first % 1000), before_rows,
+             (unsigned long long)after_bad, raw_rows);
     return 0;
 }
 
