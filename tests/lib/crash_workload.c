@@ -210,7 +210,7 @@ static void *writer_main(void *arg)
     struct shared *sh = w->sh;
     const struct cw_params *p = sh->p;
     struct rng r;
-    rng_seed(&r, mix64(p->seed ^ (uint64_t)(w->t + 1) * 0x51ed27ull));
+    rng_seed(&r, mix64((p->pick_seed ? p->pick_seed : p->seed) ^ (uint64_t)(w->t + 1) * 0x51ed27ull));
     uint8_t *buf = aligned_alloc(4096, 2 * p->stripe + p->chunk);
     for (int i = 0; buf && i < p->writes_per_thread; i++) {
         uint64_t off, len;

@@ -73,6 +73,9 @@ struct cw_params {
     unsigned stream_in8;
     uint64_t stream_piece;
     int stream_random;
+    /* The writers' choices from this seed (0: seed, which also names the
+     * data): a test that keeps one base image for many trials varies them. */
+    uint64_t pick_seed;
 };
 
 /* Runs the writers to the end (a writer stops at its first error, as a

@@ -33,7 +33,7 @@
  * (the default) or off with
  * URAID_GATHER_HOLD_US=0, set for the whole run by the caller.
  *
- * Trials per case: 40, and 250 aimed at restarts (make check, about 17 s);
+ * Trials per case: 30, and 200 aimed at restarts (make check, about 14 s);
  * with URAID_TEST_LONG=1, 2000 and 5000; with URAID_TEST_QUICK (the ASan
  * and TSan builds in make check) 5 and 30; URAID_CUT6_TRIALS=N sets every
  * case's. URAID_CUT6_ONLY=N runs case N only. URAID_TEST_SEED replays a
@@ -362,7 +362,8 @@ static int trial(const struct variant *v, uint64_t seed, struct result *res)
     diag_set(2);
     struct cw_params p = {.a = a, .seed = base_seed, .size = fx.size, .chunk = CHUNK, .stripe = fx.stripe_bytes,
                           .threads = v->threads, .writes_per_thread = v->writes, .flush_one_in = 5,
-                          .stream_in8 = v->stream_in8, .stream_random = v->stream_random};
+                          .stream_in8 = v->stream_in8, .stream_random = v->stream_random,
+                          .pick_seed = seed};
     cw_run(&p, &j);
     int by_trigger = powercut_is_cut(d);
     if (!by_trigger)
@@ -506,7 +507,7 @@ int main(int argc, char **argv)
            trials  ? "as set"
            : quick ? "5 (30 aimed at restarts; URAID_TEST_QUICK)"
            : lng   ? "2000 (5000 aimed at restarts)"
-                   : "40 (250 aimed at restarts)",
+                   : "30 (200 aimed at restarts)",
            keep_pct, tear_pct,
            hold && !strcmp(hold, "0") ? "off" : "held (default)");
     if (!lng && !trials)
@@ -517,7 +518,7 @@ int main(int argc, char **argv)
                 run_variant(i, trials     ? trials
                                : quick    ? (variants[i].aim ? 30 : 5)
                                : lng      ? (variants[i].aim ? 5000 : 2000)
-                                          : (variants[i].aim ? 250 : 40),
+                                          : (variants[i].aim ? 200 : 30),
                             &r, only_trial);
     for (int s = 0; s < N; s++)
         free(image[s]);
