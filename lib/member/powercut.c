@@ -58,6 +58,9 @@ struct powercut_domain {
     struct powercut_stats at_cut;      /* cut_* fields, under lock */
     void (*on_cut)(void *ctx);         /* under lock */
     void *on_cut_ctx;
+    /* set while no member I/O is in flight (powercut_on_write) */
+    int (*on_write)(void *ctx, unsigned member_ix, uint64_t off, size_t len, int fua);
+    void *on_write_ctx;
     int refs, registered;              /* under registry_lock */
     struct powercut_domain *next;      /* the registry */
 };
@@ -202,6 +205,10 @@ static int replay(struct pc_member *pm, const struct pc_write *w, struct powercu
         return put_part(pm, w, 0, w->len);
     }
     enum fate f = w->old ? fate_of(h, d->keep_pct, d->tear_pct) : KEEP;
+    if (uraid_log_enabled(URAID_LOG_DEBUG))
+        uraid_log(URAID_LOG_DEBUG, "power cut in domain %s: member %u write %llu (%zu bytes at byte %llu) %s", d->name,
+                  pm->ix, (unsigned long long)w->seq, w->len, (unsigned long long)w->off,
+                  f == DROP ? "dropped" : f == KEEP ? "kept" : "torn");
     if (f == DROP) {
         st->cut_dropped++;
         return 0;
@@ -291,6 +298,15 @@ void powercut_on_cut(struct powercut_domain *d, void (*fn)(void *ctx), void *ctx
     pthread_mutex_unlock(&d->lock);
 }
 
+void powercut_on_write(struct powercut_domain *d,
+                       int (*fn)(void *ctx, unsigned member_ix, uint64_t off, size_t len, int fua), void *ctx)
+{
+    pthread_mutex_lock(&d->lock);
+    d->on_write = fn;
+    d->on_write_ctx = ctx;
+    pthread_mutex_unlock(&d->lock);
+}
+
 void powercut_arm(struct powercut_domain *d, uint64_t after_writes)
 {
     atomic_store(&d->target, 0);
@@ -366,6 +382,8 @@ static int pc_modify(struct member *m, const void *data, size_t len, uint64_t of
     }
     if (copy)
         memcpy(copy, data, len);
+    int cut_here = pm->d->on_write && data && !atomic_load(&pm->d->cut) &&
+                   pm->d->on_write(pm->d->on_write_ctx, pm->ix, off, len, fua);
     pthread_mutex_lock(&pm->lock);
     int rc = atomic_load(&pm->d->cut) ? -ENXIO : 0;
     if (!rc && member_read(pm->inner, old, len, off)) {
@@ -378,7 +396,7 @@ static int pc_modify(struct member *m, const void *data, size_t len, uint64_t of
                    : member_write(pm->inner, data, len, off);
     int cuts = 0;
     if (!rc) {
-        cuts = count_hit(pm->d);
+        cuts = count_hit(pm->d) || cut_here;
         int durable = fua && !cuts;
         *w = (struct pc_write){.off = off, .len = len, .seq = pm->seq++, .old = old, .data = copy, .durable = durable};
         if (pm->tail)

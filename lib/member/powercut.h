@@ -62,6 +62,15 @@ int powercut_is_cut(struct powercut_domain *d);
  * nothing the process acknowledged after the cut was ever seen by anyone. */
 void powercut_on_cut(struct powercut_domain *d, void (*fn)(void *ctx), void *ctx);
 
+/* fn(ctx, member, off, len, fua) runs before each write (not a zeroed
+ * range) reaches member `member` (its join number), on the writing
+ * thread, with nothing locked: it may sleep (a slow write), and when it
+ * returns 1 the cut happens during this write (as if armed for it): a
+ * test aims the cut at one kind of write, e.g. a log header. Set it
+ * while no member I/O is in flight (it is read without the lock). */
+void powercut_on_write(struct powercut_domain *d,
+                       int (*fn)(void *ctx, unsigned member_ix, uint64_t off, size_t len, int fua), void *ctx);
+
 struct powercut_stats {
     uint64_t writes, zeroes, flushes;  /* requests that reached the medium */
     uint64_t fua_writes;               /* of the writes, FUA ones (member_write_fua): they

@@ -59,6 +59,8 @@ struct ppl_member {
     uint64_t need[PPL_MAX_SLOTS]; /* per slot: the flush (ppl_flush's number) that covers them */
     uint32_t lingering;         /* entries of lingering parts in the list */
     int wrapping;               /* writers waiting for the area to start over (claim_log) */
+    int restarting;             /* a header at the area's start is being written (under list_mu):
+                                 * no unit goes out meanwhile (ppl_log.c, parts_out) */
     /* Stripes of parts with partial parity that left the list while the
      * newest header on disk may still list them: replay would apply that
      * partial parity after the entries before it, so no write of those

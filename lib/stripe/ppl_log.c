@@ -15,8 +15,9 @@
 
 /* A part of the list is in a header on disk and its unit's member writes
  * may be out. Under list_mu. A part whose unit still waits for another
- * log has no write out: if the header that starts the area over tears,
- * that unit never writes. */
+ * log has no write out, and it does not go out while the header that
+ * starts the area over is being written (m->restarting, parts_out): if
+ * that header tears, the unit never writes. */
 static int any_written(const struct ppl_member *m)
 {
     for (const struct ppl_part *p = m->inflight; p; p = p->next)
@@ -36,7 +37,10 @@ static int any_written(const struct ppl_member *m)
  * leaves the previous one whole, and it lists every unit whose writes are
  * out. The chain restarts at the area's start when the area is used up;
  * a torn header there would break the chain, so it is written only once
- * no unit listed before has writes out. They are waited for with the log
+ * no unit listed before has writes out, and no unit it lists sends its
+ * writes until it is on disk (m->restarting, parts_out: such a unit may
+ * have found its part here written and be waiting for another log). The
+ * units with writes out are waited for with the log
  * let go (a unit whose part another writer's header listed takes it only
  * to see so); each is past this log, and the logs are taken lowest slot
  * first, so they finish. Returns with m->mu and m->list_mu held, 1 when
@@ -67,6 +71,7 @@ static int claim_log(struct ppl_log *L, int s, uint64_t seq, int try, uint64_t *
         ppl_free_swept(L, s, gone);
         if (!any_written(m)) {
             *off = 0;
+            m->restarting = 1; /* until finish_header: parts_out waits */
             return 0;
         }
         pthread_mutex_unlock(&m->mu);
@@ -168,6 +173,10 @@ static int prepare_header(struct uraid_array *a, int s, uint64_t seq, struct log
             m->unflushed |= w->departed;
             ppl_left_written(m, 0);
         }
+        if (w->off == 0 && m->restarting) {
+            m->restarting = 0;
+            pthread_cond_broadcast(&m->departed);
+        }
         pthread_mutex_unlock(&m->list_mu);
         pthread_mutex_unlock(&m->mu);
         free(w->buf);
@@ -194,6 +203,10 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
         m->unflushed |= w->departed;
     }
     ppl_left_written(m, rc == 0);
+    if (w->off == 0 && m->restarting) {
+        m->restarting = 0;
+        pthread_cond_broadcast(&m->departed);
+    }
     pthread_mutex_unlock(&m->list_mu);
     pthread_mutex_unlock(&m->mu);
     free(w->buf);
@@ -204,6 +217,35 @@ static void finish_header(struct uraid_array *a, struct log_write *w, int rc)
  * writes its PPL with REQ_FUA) makes only itself durable: one request
  * instead of a write and a flush, and it is counted as no flush
  * (ppl_flush.c), so the departed writes still need their flushes. */
+/* Zeros the size of a header, for wipe_restarts (only ever read). */
+static uint8_t zero_header[PPL_HEADER_BYTES] __attribute__((aligned(4096)));
+
+/* Before a header that starts an area over: the header at the area's
+ * start (the first of the chain being overwritten) wiped, with FUA. A cut
+ * that tore the new header could otherwise drop all its header sectors
+ * and keep the ones after them: the old first header would stay sound,
+ * the one after it torn, and replay would take that old header for the
+ * newest and replay its entries, whose partial parity the writes since
+ * (listed in the headers the tear cut off) have made stale: a RAID-6
+ * missing a member lost sectors so (docs/CRASH.md, session 14). With the
+ * old header gone, a torn restart reads as one (restart_torn: no write
+ * out, nothing to replay). Returns 0 or the first failure. */
+static int wipe_restarts(struct uraid_array *a, const struct log_write *w, int nw)
+{
+    struct ppl_log *L = a->ppl;
+    struct io_op ops[PPL_MAX_SLOTS];
+    int n = 0, rc = 0;
+    for (int i = 0; i < nw; i++)
+        if (w[i].off == 0)
+            ops[n++] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = zero_header,
+                                      .len = PPL_HEADER_BYTES, .offset = L->m[w[i].s].start * SECTOR, .fua = 1};
+    if (n)
+        io_engine_run(a->io, ops, n);
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = ops[i].result;
+    return rc;
+}
+
 static int run_batch(struct uraid_array *a, struct log_write *w, int nw, struct departed *d)
 {
     struct ppl_log *L = a->ppl;
@@ -213,6 +255,14 @@ static int run_batch(struct uraid_array *a, struct log_write *w, int nw, struct 
         return 0;
     ppl_flush_departed(a, d->todo, d->need);
     d->todo = 0;
+    /* the departed units' writes are durable before the headers that
+     * listed them are wiped */
+    rc = wipe_restarts(a, w, nw);
+    if (rc) {
+        for (int i = 0; i < nw; i++)
+            finish_header(a, &w[i], rc);
+        return rc;
+    }
     for (int i = 0; i < nw; i++)
         ops[i] = (struct io_op){.m = a->slot[w[i].s].dev, .kind = IO_WRITE, .buf = w[i].buf, .len = w[i].len,
                                 .offset = L->m[w[i].s].start * SECTOR + w[i].off, .fua = 1};
@@ -254,6 +304,20 @@ static void parts_out(struct ppl_log *L, struct ppl_unit *u)
     for (struct ppl_part *part = u->parts; part; part = part->unit_next) {
         struct ppl_member *m = &L->m[part->slot];
         pthread_mutex_lock(&m->list_mu);
+        /* A header that starts this area over is being written: it lists
+         * this part, but it overwrites the headers that listed it before,
+         * and claim_log let it start because this unit had no write out
+         * (any_written). Were the unit's writes to go out now and that
+         * header tear, replay would find no sound header at the area's
+         * start and replay nothing here (restart_torn), nor the other
+         * parity's folded entries of this unit: a RAID-6 missing a member
+         * lost a whole chunk so (docs/CRASH.md, session 14). So the unit
+         * waits for it; the writer holds no other log while it writes it
+         * (ppl_write_logs), so it ends. */
+        if (m->restarting)
+            uraid_log(URAID_LOG_DEBUG, "ppl: a unit waits for the header restarting slot %d's log", part->slot);
+        while (m->restarting)
+            pthread_cond_wait(&m->departed, &m->list_mu);
         part->out = 1;
         pthread_mutex_unlock(&m->list_mu);
     }

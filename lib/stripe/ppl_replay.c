@@ -44,7 +44,10 @@ static int64_t newest_header(const uint8_t *area, uint64_t bytes, uint32_t signa
  * starting over when the array stopped, and the header written at its
  * start tore. The chain restarts only once no part in a header has writes
  * out (ppl_log.c), and the units the torn header lists wait for it: no
- * write was out, nothing to replay. (md counts it as a mismatch.) */
+ * write was out, nothing to replay. (md counts it as a mismatch.) The old
+ * header at the start is wiped before such a header is written
+ * (wipe_restarts), so a tear never leaves it sound with the headers after
+ * it cut off. */
 static int restart_torn(const uint8_t *area, uint64_t bytes, uint32_t signature)
 {
     struct ppl_header *h = malloc(sizeof *h);

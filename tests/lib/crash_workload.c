@@ -150,13 +150,20 @@ static void pick(struct shared *sh, struct rng *r, uint64_t *off, uint64_t *len)
 {
     const struct cw_params *p = sh->p;
     uint64_t stripes = p->size / p->stripe, ssec = p->stripe / CW_SECTOR;
-    switch (rng_below(r, 8)) {
-    case 4: case 5: case 6: case 7: { /* half the writes: the stream */
-        *len = (ssec * 3 / 4 ? ssec * 3 / 4 : 1) * CW_SECTOR;
-        uint64_t span = p->size / *len * *len; /* whole pieces only */
+    unsigned in8 = p->stream_in8 ? p->stream_in8 : 4;
+    uint64_t v = rng_below(r, 8);
+    if (v >= 8 - in8) { /* the stream (4..7 by default) */
+        if (p->stream_random)
+            *len = (1 + rng_below(r, 2 * p->stripe / 4096)) * 4096;
+        else
+            *len = p->stream_piece ? p->stream_piece : (ssec * 3 / 4 ? ssec * 3 / 4 : 1) * CW_SECTOR;
+        uint64_t span = p->stream_random ? p->size : p->size / *len * *len; /* whole pieces only */
         *off = __atomic_fetch_add(&sh->stream_at, *len, __ATOMIC_RELAXED) % span;
-        break;
+        if (*off + *len > p->size)
+            *off = 0; /* a random piece past the end starts the stream over */
+        return;
     }
+    switch (v) {
     case 0:
         *len = 4096;
         *off = rng_below(r, p->size / 4096) * 4096;
@@ -203,7 +210,7 @@ static void *writer_main(void *arg)
     struct shared *sh = w->sh;
     const struct cw_params *p = sh->p;
     struct rng r;
-    rng_seed(&r, mix64(p->seed ^ (uint64_t)(w->t + 1) * 0x51ed27ull));
+    rng_seed(&r, mix64((p->pick_seed ? p->pick_seed : p->seed) ^ (uint64_t)(w->t + 1) * 0x51ed27ull));
     uint8_t *buf = aligned_alloc(4096, 2 * p->stripe + p->chunk);
     for (int i = 0; buf && i < p->writes_per_thread; i++) {
         uint64_t off, len;

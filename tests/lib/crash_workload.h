@@ -66,6 +66,16 @@ struct cw_params {
     uint64_t size, chunk, stripe; /* array bytes, chunk and stripe bytes */
     int threads, writes_per_thread;
     unsigned flush_one_in;        /* a writer flushes after about one write in this many */
+    /* The shared stream (tests/unit/test_ppl_cut6.c narrows the mix to
+     * it): stream_in8 of 8 writes are its next piece (0: 4, half), each
+     * stream_piece bytes (0: 3/4 stripe), or with stream_random a random
+     * number of 4 KiB up to two stripes, so its cuts fall on every row. */
+    unsigned stream_in8;
+    uint64_t stream_piece;
+    int stream_random;
+    /* The writers' choices from this seed (0: seed, which also names the
+     * data): a test that keeps one base image for many trials varies them. */
+    uint64_t pick_seed;
 };
 
 /* Runs the writers to the end (a writer stops at its first error, as a
