@@ -293,6 +293,10 @@ static int run_reshape(struct grow_args *g)
                res.from_level, res.from_level == 6 ? ", the Q member is a spare now" : "");
         return 0;
     }
+    if (res.appended == 5) {
+        printf("uraid: RAID-1: %d mirrors (the empty slots dropped, nothing moved)\n", res.raid_devices);
+        return 0;
+    }
     if (res.appended == 2) {
         printf("uraid: RAID-1: %d mirrors, the new ones %srecovered from the others\n", res.raid_devices,
                res.resumed ? "(a recovery carried on) " : "");
@@ -319,10 +323,10 @@ static int run_reshape(struct grow_args *g)
 static int run_online(const struct grow_args *g)
 {
     int geo = g->chunk || g->layout || g->level;
-    if (g->n || g->resume || g->nlayer || (!geo && (!g->raid_devices || (!g->nadd && !g->array_size)))) {
-        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), fewer with "
-                  "--array-size, --chunk, --layout or --level only: the server has the others (a reshape it was "
-                  "serving is carried on by itself)");
+    if (g->n || g->resume || g->nlayer || (!geo && !g->raid_devices)) {
+        cli_error("grow", "with --control give --raid-devices N and the new members (--add NEW...), fewer (RAID-4/5/6 "
+                  "with --array-size), --chunk, --layout or --level only: the server has the others (a reshape it "
+                  "was serving is carried on by itself)");
         return 2;
     }
     int level = g->level ? level_number(g->level) : -1;

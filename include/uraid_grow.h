@@ -51,7 +51,8 @@ struct uraid_grow_result {
     int appended;            /* 1: linear, the new members appended; 2: RAID-1, the new mirrors
                               * recovered; nothing restriped either way; 3: a level taken over
                               * (--level), the new member recovered (RAID-5 -> 6 with Q, RAID-0
-                              * -> 4/5 with P); 4: a level taken over, nothing to recover */
+                              * -> 4/5 with P); 4: a level taken over, nothing to recover;
+                              * 5: a RAID-1's empty slots dropped (fewer mirrors) */
     int from_level, level;   /* the levels before and after */
 };
 

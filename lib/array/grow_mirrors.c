@@ -59,15 +59,68 @@ static int widen(struct uraid_array *a, void *ctx)
     return rc;
 }
 
+/* Fewer mirrors (md's raid1_reshape): the slots from N up, empty, dropped
+ * with no request in flight; under job_lock with no job running. */
+static int narrow(struct uraid_array *a, void *ctx)
+{
+    const struct mirrors *m = ctx;
+    pthread_rwlock_wrlock(&a->geom_lock);
+    pthread_mutex_lock(&a->meta_lock);
+    int from = a->geom.raid_disks, rc = 0;
+    for (int s = m->N; s < from && rc == 0; s++)
+        if (a->slot[s].dev && a->slot[s].state != URAID_MEMBER_MISSING && a->slot[s].state != URAID_MEMBER_FAULTY)
+            rc = -EBUSY; /* a member came back meanwhile */
+    if (rc == 0) {
+        for (uint32_t dn = 0; dn < a->sb.max_dev && dn < MD_SB_MAX_DEV; dn++)
+            if (a->sb.dev_roles[dn] <= MD_ROLE_MAX_ACTIVE && a->sb.dev_roles[dn] >= (uint16_t)m->N)
+                a->sb.dev_roles[dn] = MD_ROLE_FAULTY;
+        a->geom.raid_disks = m->N;
+        a->sb.raid_disks = (uint32_t)m->N;
+        a->nparity = m->N - 1;
+    }
+    pthread_mutex_unlock(&a->meta_lock);
+    if (rc == 0)
+        rc = array_write_superblocks(a);
+    pthread_rwlock_unlock(&a->geom_lock);
+    if (rc == 0)
+        uraid_log(URAID_LOG_INFO, "RAID-1: %d mirrors (was %d); the empty slots dropped", m->N, from);
+    return rc;
+}
+
+static int drop_mirrors(struct uraid_array *a, int N, int nadded, char *why, size_t whylen)
+{
+    int n = a->geom.raid_disks, insync = 0;
+    if (N < 1 || nadded)
+        return uraid_why(why, whylen, "a RAID-1 of %d mirrors takes no new member", N), -EINVAL;
+    for (int s = 0; s < n; s++) {
+        if (s >= N && a->slot[s].dev && a->slot[s].state != URAID_MEMBER_MISSING && a->slot[s].state != URAID_MEMBER_FAULTY)
+            return uraid_why(why, whylen, "slot %d holds mirror %s: md drops a mirror only from an empty slot; fail "
+                             "and remove it first (uraid fail, uraid remove), then --raid-devices %d", s,
+                             a->slot[s].dev ? a->slot[s].dev->path : "?", N), -EBUSY;
+        insync += s < N && slot_ok(a, s);
+    }
+    if (!insync)
+        return uraid_why(why, whylen, "no mirror in slots 0-%d holds the data: --raid-devices %d would leave none",
+                         N - 1, N), -EINVAL;
+    int rc = array_job_refuse_running(a, why, whylen);
+    struct mirrors m = {.N = N};
+    if (rc == 0)
+        rc = array_job_exclusive(a, narrow, &m, why, whylen);
+    if (rc == -EBUSY && !why[0])
+        uraid_why(why, whylen, "a member came back into the slots to drop: fail and remove it first");
+    return rc;
+}
+
 int array_grow_mirrors_online(struct uraid_array *a, int N, const char *const *added, int nadded, char *why,
                               size_t whylen)
 {
     int n = a->geom.raid_disks;
     if (a->readonly)
         return uraid_why(why, whylen, "the array is open read-only"), -EROFS;
-    if (N <= n)
-        return uraid_why(why, whylen, "RAID-1 has %d mirrors: --raid-devices %d adds none (fewer mirrors: fail and "
-                         "remove them)", n, N), -EINVAL;
+    if (N < n)
+        return drop_mirrors(a, N, nadded, why, whylen);
+    if (N == n)
+        return uraid_why(why, whylen, "the RAID-1 has %d mirrors already: nothing to do", n), -EALREADY;
     if (nadded != N - n)
         return uraid_why(why, whylen, "--raid-devices %d needs %d new member%s (--add), %d given", N, N - n,
                          N - n == 1 ? "" : "s", nadded), -EINVAL;

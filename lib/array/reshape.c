@@ -257,6 +257,43 @@ static int plan_linear(struct grow *gr, int nold, int N)
     return 0;
 }
 
+/* A RAID-1 of fewer mirrors, as md's raid1_reshape makes it: only the
+ * slots from N up may go, and only when no member holds them (md: "cannot
+ * reduce number of devices" while they are in use); the superblocks then
+ * say N raid devices. Linear loses no member (md cannot). */
+static int drop_mirrors(struct grow *gr, int nmembers, int N)
+{
+    const struct md_sb *R = &gr->sb[gr->ref];
+    if (R->level != 1)
+        return say(gr, -EINVAL, "linear has %u members: --raid-devices %d would drop some (md cannot remove a linear "
+                   "member)", R->raid_disks, N);
+    if (N < 1 || gr->n > nmembers)
+        return say(gr, -EINVAL, "a RAID-1 of %d mirrors takes no new member: give the array's members alone", N);
+    gr->degraded_ok = 1;
+    gr->drop_from = N;
+    int rc = grow_check_old(gr, nmembers);
+    for (int s = N; rc == 0 && s < (int)R->raid_disks; s++)
+        if (!gr->gone[s])
+            return say(gr, -EBUSY, "slot %d holds mirror %s: md drops a mirror only from an empty slot; fail and "
+                       "remove it first (uraid fail and uraid remove while it serves), or leave it out of the "
+                       "members given here, then --raid-devices %d", s, gr->name[gr->at[s]], N);
+    int insync = 0;
+    for (int s = 0; rc == 0 && s < N; s++)
+        insync += !gr->gone[s];
+    if (rc == 0 && !insync)
+        return say(gr, -EINVAL, "no mirror in slots 0-%d holds the data: --raid-devices %d would leave none", N - 1, N);
+    if (rc)
+        return rc;
+    gr->tmpl = *R;
+    gr->tmpl.raid_disks = (uint32_t)N;
+    for (uint32_t dn = 0; dn < gr->tmpl.max_dev; dn++)
+        if (gr->tmpl.dev_roles[dn] <= MD_ROLE_MAX_ACTIVE && gr->tmpl.dev_roles[dn] >= (uint16_t)N)
+            gr->tmpl.dev_roles[dn] = MD_ROLE_FAULTY; /* a slot gone with its (absent) member */
+    gr->nslots = N;
+    gr->appended = 5;
+    return write_all(gr);
+}
+
 /* The new mirrors filled: the array opened as any command opens it and
  * its recovery run to the end (a kill leaves md's checkpoint, from which
  * `uraid rebuild` or md carries on). */
@@ -633,6 +670,11 @@ static int start(struct grow *gr, int nmembers)
     if (N == (int)R->raid_disks && !geo && gr->n == nmembers && gr->p->array_sectors)
         /* the same shrink again after it ended (a kill after its last write) */
         return say(gr, -EALREADY, "the array already has %d members: nothing to do", N);
+    if (N < (int)R->raid_disks && (R->level == 1 || R->level == LAYOUT_LEVEL_LINEAR))
+        return drop_mirrors(gr, nmembers, N);
+    if (N == (int)R->raid_disks && (R->level == 1 || R->level == LAYOUT_LEVEL_LINEAR) && gr->n == nmembers &&
+        !gr->p->chunk_sectors && !gr->p->layout && !gr->p->level_set && !gr->p->array_sectors)
+        return say(gr, -EALREADY, "the %s has %d members already: nothing to do", grow_level_text(R->level), N);
     if (N < (int)R->raid_disks) {
         rc = grow_plan_shrink(gr, nmembers, &to);
         return rc ? rc : write_all(gr);

@@ -35,6 +35,7 @@ struct grow {
     int nslots;                     /* slots holding members (a shrink: the old count, the leaving ones
                                      * last); 0: tmpl.raid_disks */
     int degraded_ok;                /* start: old slots may lack a member (a restripe within the level) */
+    int drop_from;                  /* a RAID-1 losing its slots from here up: left out on purpose (0: none) */
     int gone[URAID_MAX_MEMBERS];    /* slot: its member failed during the reshape (or is missing): never read
                                      * or written again, its data rebuilt from the others (reshape_fail.c) */
     /* A member failed under a served array's reshape job: the array marks it (0 when it carries on

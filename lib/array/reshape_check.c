@@ -84,8 +84,11 @@ int grow_check_old(struct grow *gr, int nold_given)
     int raid0_grows = R->level == 0 && (gr->p->raid_devices > (int)R->raid_disks ||
                                         (gr->p->chunk_sectors && gr->p->chunk_sectors != R->chunksize));
     if (!linear && (R->level < 4 || R->level > 6) && !(gr->p->level_set && R->level == 0) && !raid0_grows)
-        return say(gr, -EOPNOTSUPP, "growing %s is not supported yet: RAID-1, RAID-4/5/6 and linear can gain "
-                   "members (--raid-devices N --add NEW...)", level_text(R->level));
+        return say(gr, -EOPNOTSUPP, "%s: %s", level_text(R->level),
+                   R->level == 0 ? "md cannot take members out of a RAID-0; it gains members (--raid-devices N --add "
+                                   "NEW...), changes its chunk (--chunk) or level (--level 4 or 5)"
+                                 : "growing it is not supported yet: RAID-4/5/6 restripe, RAID-1 and linear gain "
+                                   "members, RAID-0 gains members or changes its chunk");
     /* metadata 1.0 and 0.90: the planners that move data refuse them (grow_data_moves) */
     if (md_sb_has_ppl(R) || (R->feature_map & MD_FEATURE_JOURNAL))
         return say(gr, -EOPNOTSUPP, "the array keeps a %s: md cannot reshape such an array; switch to resync first "
@@ -100,7 +103,9 @@ int grow_check_old(struct grow *gr, int nold_given)
     if (R->resync_offset != MD_RESYNC_CLEAN)
         return say(gr, -EUCLEAN, "the array was not shut down cleanly: run 'uraid resync' first, then grow");
     /* md reshapes a degraded RAID-4/5/6 (raid5_start_reshape: not failed): the missing slots stay out */
-    int np = gr->degraded_ok && R->level >= 4 && R->level <= 6 ? (R->level == 6 ? 2 : 1) : 0, present = 0;
+    /* a RAID-1 dropping mirrors (mirrors_dropped) may lack all but one */
+    int np = !gr->degraded_ok ? 0 : R->level >= 4 && R->level <= 6 ? (R->level == 6 ? 2 : 1)
+             : R->level == 1 ? (int)R->raid_disks - 1 : 0, present = 0;
     if (nold_given > (int)R->raid_disks + np || nold_given < (int)R->raid_disks - np)
         return say(gr, -EINVAL, "give all %u members of the array (%d given), then --add the new ones", R->raid_disks,
                    nold_given);
@@ -137,8 +142,8 @@ int grow_check_old(struct grow *gr, int nold_given)
         return say(gr, -EINVAL, "give all %u members of the array (%d in sync given), then --add the new ones",
                    R->raid_disks, present);
     for (int s = 0; s < (int)R->raid_disks; s++)
-        for (uint32_t dn = 0; !seen[s] && dn < R->max_dev; dn++)
-            if (R->dev_roles[dn] == s) /* not recorded failed: left out by mistake? */
+        for (uint32_t dn = 0; !seen[s] && dn < R->max_dev && !(gr->drop_from && s >= gr->drop_from); dn++)
+            if (R->dev_roles[dn] == s) /* not recorded failed: left out by mistake? (a dropped mirror: meant) */
                 return say(gr, -EINVAL, "slot %d's member (device number %u) was not given: give all %u members of "
                            "the array; a degraded one may lack only those its superblocks record as failed", s, dn,
                            R->raid_disks);

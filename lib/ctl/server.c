@@ -327,7 +327,7 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         added[nadd++] = tok;
     }
     char why[512] = "";
-    int was = c->a->geom.level, rc = level >= 0 && keep ? -EINVAL : 0;
+    int was = c->a->geom.level, was_n = c->a->geom.raid_disks, rc = level >= 0 && keep ? -EINVAL : 0;
     if (rc)
         snprintf(why, sizeof why, "change the level and shrink in two runs");
     else if (level >= 0)
@@ -355,6 +355,8 @@ static void answer_grow(struct uraid_ctl *c, char *arg, char *out)
         snprintf(out, RESPONSE_BYTES, "ok\nlinear of %d members: appended, no data moved; array size %llu KiB "
                  "(clients see it when they connect again)\n", c->a->geom.raid_disks,
                  (unsigned long long)(uraid_size(c->a) / 1024));
+    else if (c->a->geom.level == 1 && n < was_n) /* mirrors dropped: their slots were empty */
+        snprintf(out, RESPONSE_BYTES, "ok\nRAID-1 of %ld mirrors: the empty slots dropped, nothing moved\n", n);
     else if (c->a->geom.level == 1) /* mirrors: nothing moves, the new ones are recovered */
         snprintf(out, RESPONSE_BYTES, "ok\nRAID-1 of %ld mirrors: the new ones are being recovered; follow it with "
                  "'uraid status'\n", n);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array/array.h"
 #include "array_fixture.h"
 #include "harness.h"
 #include "uraid.h"
@@ -136,7 +137,7 @@ static void refusals(struct rng *r)
     uint8_t *before = rc == 0 ? snapshot(&s) : NULL;
     if (rc == 0) {
         rc = uraid_grow_online(a, 2, s.paths + 2, 0, why, sizeof why);
-        CHECK(rc == -EINVAL && strstr(why, "adds none"), "the same count: %d %s", rc, why);
+        CHECK(rc == -EALREADY && strstr(why, "nothing to do"), "the same count: %d %s", rc, why);
         rc = uraid_grow_online(a, 4, s.paths + 2, 1, why, sizeof why);
         CHECK(rc == -EINVAL && strstr(why, "needs 2 new members"), "too few new members: %d %s", rc, why);
         CHECK(uraid_job_start(a, URAID_JOB_CHECK, NULL, why, sizeof why) == 0, "check: %s", why);
@@ -200,6 +201,57 @@ static void killed(struct rng *r)
     harness_end();
 }
 
+/* Fewer mirrors, md's raid1_reshape: refused while the slot to drop holds
+ * a member (nothing written), then served after fail + remove, offline with
+ * the member left out; every byte, a clean check, a reopen of the rest. */
+static void drop_case(int served, struct rng *r)
+{
+    struct setup s = {.n = 3, .nadd = 0};
+    harness_beginf("RAID-1 3 -> 2 mirrors (%s): refused while slot 2 holds a member, then its empty slot dropped",
+                   served ? "served" : "offline");
+    int rc = make_setup(&s, r);
+    char why[400];
+    uint8_t *before = rc == 0 ? snapshot(&s) : NULL;
+    struct uraid_array *a = NULL;
+    if (rc == 0 && served) {
+        rc = uraid_open(s.paths, 3, NULL, &a, why, sizeof why);
+        CHECK(rc == 0, "open: %s", why);
+        if (rc == 0) {
+            fx_refuse_grow(a, 2, NULL, 0, -EBUSY, "only from an empty slot");
+            uraid_close(a);
+        }
+    } else if (rc == 0) {
+        struct uraid_grow_params gp = {.raid_devices = 2};
+        rc = uraid_grow_members(s.paths, 3, NULL, 0, &gp, NULL, why, sizeof why);
+        CHECK(rc == -EBUSY && strstr(why, "only from an empty slot") && !strchr(why, '\n'), "refused: %d %s", rc, why);
+        rc = 0;
+    }
+    uint8_t *after = rc == 0 ? snapshot(&s) : NULL;
+    CHECK(before && after && !memcmp(before, after, (size_t)3 * MEMBER_BYTES), "a refused drop changed a member");
+    free(before);
+    free(after);
+    if (rc == 0 && served && (rc = uraid_open(s.paths, 3, NULL, &a, why, sizeof why)) == 0) {
+        CHECK(array_manage_fail(a, s.paths[2], why, sizeof why) == 0, "fail: %s", why);
+        CHECK(array_manage_remove(a, s.paths[2], why, sizeof why) == 0, "remove: %s", why);
+        rc = uraid_grow_online(a, 2, NULL, 0, why, sizeof why);
+        CHECK(rc == 0, "the served drop: %s", why);
+        if (rc == 0)
+            verify(a, &s, 2, "served, 2 mirrors");
+        uraid_close(a);
+    } else if (rc == 0) {
+        struct uraid_grow_params gp = {.raid_devices = 2};
+        rc = uraid_grow_members(s.paths, 2, NULL, 0, &gp, NULL, why, sizeof why);
+        CHECK(rc == 0, "the drop with slot 2's member left out: %s", why);
+    }
+    if ((rc = uraid_open(s.paths, 2, NULL, &a, why, sizeof why)) == 0) {
+        verify(a, &s, 2, "reopened with the 2 mirrors");
+        uraid_close(a);
+    }
+    CHECK(rc == 0, "reopen: %s", why);
+    drop_setup(&s);
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "grow_mirrors");
@@ -209,6 +261,8 @@ int main(int argc, char **argv)
     grow_case(2, 1, &r, seed);
     grow_case(2, 2, &r, seed);
     refusals(&r);
+    drop_case(1, &r);
+    drop_case(0, &r);
     killed(&r);
     return harness_finish();
 }
