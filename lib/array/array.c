@@ -250,6 +250,7 @@ struct open_ctx {
     int ref;                      /* the member with the highest events */
     int missing;                  /* slots without an in-sync member */
     char gone[512];               /* which, for the messages */
+    unsigned char shadowed[URAID_MAX_MEMBERS]; /* an older device that gave its device number to a newer one */
     char *why;
     size_t whylen;
 };
@@ -373,7 +374,12 @@ static int pick_reference(struct open_ctx *o)
             return -EINVAL;
         }
         for (int j = 0; j < i; j++)
-            if (sb[i].dev_number == sb[j].dev_number) {
+            if (sb[i].dev_number == sb[j].dev_number && memcmp(sb[i].device_uuid, sb[j].device_uuid, 16) &&
+                sb[i].events != sb[j].events) {
+                /* two devices: a member that failed and was removed, its number given to the spare that
+                 * replaced it; md's assembly leaves the older out as not fresh, and so does this */
+                o->shadowed[sb[i].events < sb[j].events ? i : j] = 1;
+            } else if (sb[i].dev_number == sb[j].dev_number) {
                 uint16_t role = sb[i].dev_roles[sb[i].dev_number]; /* dev_number < max_dev: md_sb_decode */
                 uraid_why(o->why, o->whylen,
                           "members %s and %s both claim slot %d (device number %u): one is a copy of the other; "
@@ -452,7 +458,7 @@ static int member_place(struct uraid_array *a, struct open_ctx *o, int i, struct
                   o->paths[i], role, a->geom.raid_disks);
         return 0;
     }
-    int stale = sb->events + 1 < R->events;
+    int stale = sb->events + 1 < R->events || o->shadowed[i];
     if (stale || role == MD_ROLE_FAULTY || role == MD_ROLE_SPARE) {
         struct array_slot *sl = &a->extra[a->nextra++];
         sl->state = stale ? URAID_MEMBER_STALE : role == MD_ROLE_FAULTY ? URAID_MEMBER_FAULTY : URAID_MEMBER_SPARE;

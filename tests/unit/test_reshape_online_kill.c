@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array/array.h"
 #include "array_fixture.h"
 #include "crash_workload.h"
 #include "harness.h"
@@ -41,7 +42,7 @@
 #define MAXM 8
 #define SPEED_KIB 4000
 
-enum op { GROW, GEOM, LEVEL, SHRINK };
+enum op { GROW, GEOM, LEVEL, SHRINK, RECOVER, REPLACE };
 
 struct kind {
     const char *name;
@@ -63,6 +64,9 @@ static const struct kind kinds[] = {
     {"RAID-0 3 -> 5", 0, 3, 2, GROW, 5, 0, NULL, 0, 0, 5, 128},
     {"RAID-0 chunk 64K -> 128K", 0, 3, 0, GEOM, 3, 256, NULL, 0, 0, 3, 256},
     {"RAID-5 5 -> 4 (shrink)", 5, 5, 0, SHRINK, 4, 0, NULL, 0, 5, 4, 128},
+    /* the other jobs that move a member's data while it serves */
+    {"RAID-5 4: a member failed, recovered onto a spare", 5, 4, 1, RECOVER, 4, 0, NULL, 0, 5, 4, 128},
+    {"RAID-6 5: a member replaced by a spare", 6, 5, 1, REPLACE, 5, 0, NULL, 0, 6, 5, 128},
 };
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
@@ -95,7 +99,8 @@ static int set_up(struct trial *t, struct rng *r)
     int first = k->op == SHRINK ? k->nold - 1 : k->nold;
     struct uraid_create_params cp = {.level = k->level, .raid_devices = first, .layout = -1,
                                      .chunk_bytes = 64u << 10, .assume_clean = 1,
-                                     .consistency_policy = URAID_POLICY_RESYNC};
+                                     /* md reshapes no array with a PPL; the other jobs run on the default */
+                                     .consistency_policy = k->op >= RECOVER ? URAID_POLICY_PPL : URAID_POLICY_RESYNC};
     if (rc == 0 && (rc = uraid_create(t->paths, first, &cp, 0, why, sizeof why)) != 0)
         CHECK(rc == 0, "%s: create: %s", k->name, why);
     struct uraid_grow_params gp = {.raid_devices = k->nold};
@@ -134,6 +139,18 @@ static int start_grow(struct uraid_array *a, const struct trial *t, char *why, s
         return uraid_grow_online_level(a, k->new_level, 0, 0, NULL, added, k->nadd, why, whylen);
     case SHRINK:
         return uraid_grow_online_shrink(a, k->N, 0, NULL, NULL, 0, t->keep / 512, why, whylen);
+    case RECOVER:
+    case REPLACE: {
+        int rc = k->op == RECOVER ? array_manage_fail(a, t->paths[1], why, whylen) : 0;
+        if (rc == 0 && k->op == RECOVER)
+            rc = array_manage_remove(a, t->paths[1], why, whylen);
+        if (rc == 0)
+            rc = uraid_add_spare(a, added[0], why, whylen);
+        struct uraid_job_params jp = {.slot = k->op == REPLACE ? 1 : -1, .spare = added[0]};
+        if (rc >= 0)
+            rc = uraid_job_start(a, k->op == REPLACE ? URAID_JOB_REPLACE : URAID_JOB_RECOVER, &jp, why, whylen);
+        return rc == -EBUSY ? 0 : rc < 0 ? rc : 0; /* (the monitor may have started the recovery) */
+    }
     }
     return -EINVAL;
 }
@@ -202,7 +219,9 @@ static int carry_on(struct trial *t, struct uraid_array **out, int *inside, char
         return rc;
     struct uraid_array_info info;
     uraid_get_info(a, &info);
-    *inside = info.reshape_total_sectors != 0;
+    *inside = info.reshape_total_sectors != 0 || info.degraded != 0;
+    for (int i = 0; i < info.nmembers; i++) /* a replacement or a recovery cut midway */
+        *inside |= info.member[i].state == URAID_MEMBER_REBUILDING;
     struct uraid_job_status st = {0};
     for (int round = 0; rc == 0 && round < 3; round++) { /* a reshape, then maybe a recovery */
         uraid_get_info(a, &info);
@@ -222,6 +241,9 @@ static int carry_on(struct trial *t, struct uraid_array **out, int *inside, char
             rc = st.result;
         }
     }
+    uraid_job_status(a, &st);
+    if (st.running) /* one the open or a recovery started on its own (a replace taken up again) */
+        uraid_job_wait(a, &st);
     uraid_get_info(a, &info);
     if (rc == 0 && k->end_level == 0 && info.level == 4) /* md's end of a RAID-0 chunk change: --level 0 takes it back */
         rc = uraid_grow_online_level(a, 0, 0, 0, NULL, NULL, 0, why, whylen);
@@ -275,6 +297,7 @@ static void one_trial(const struct kind *k, struct rng *r, struct tally *ty)
     ty->trials++;
     if (set_up(&t, r)) {
         ty->failed++;
+        CHECK(0, "%s: the set-up failed", k->name);
         tear_down(&t);
         harness_end();
         return;
@@ -348,6 +371,7 @@ static void power_trial(const struct kind *k, struct rng *r, struct tally *ty)
     ty->trials++;
     if (set_up_base(&t, r, seed)) {
         ty->failed++;
+        CHECK(0, "%s: the set-up failed", k->name);
         tear_down(&t);
         harness_end();
         return;
@@ -427,6 +451,7 @@ static void print_table(const char *what, const struct tally *ty, int trials, ui
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "reshape_online_kill");
+    fx_log_from_env();
     struct rng r;
     uint64_t seed = harness_seed();
     rng_seed(&r, seed);
