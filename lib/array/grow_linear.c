@@ -198,8 +198,10 @@ static int open_new(struct uraid_array *a, const char *const *added, int i, stru
     int rc = array_open_added(a, added[i], dev, NULL, mwhy, sizeof mwhy);
     if (rc)
         return uraid_why(why, whylen, "new member %s", mwhy), rc;
-    struct md_sb placed = a->slot[0].sb;
-    array_place_member(&placed, &a->slot[0].sb, (*dev)->size / SECTOR);
+    pthread_mutex_lock(&a->meta_lock); /* a writer's dirty mark rewrites the superblocks meanwhile */
+    struct md_sb ref = a->slot[0].sb, placed = ref;
+    pthread_mutex_unlock(&a->meta_lock);
+    array_place_member(&placed, &ref, (*dev)->size / SECTOR);
     if ((*dev)->size / SECTOR < need || placed.data_size < need - a->slot[0].data_offset)
         return uraid_why(why, whylen, "new member %s is too small: %llu sectors, the array needs %llu (data offset "
                          "%llu + one chunk)", added[i], (unsigned long long)((*dev)->size / SECTOR),
