@@ -59,6 +59,12 @@ static int widen(struct uraid_array *a, void *ctx)
     return rc;
 }
 
+/* A working member is in slot s: a mirror md would not drop (failed or removed it may go). */
+static int slot_holds_member(const struct uraid_array *a, int s)
+{
+    return a->slot[s].dev && a->slot[s].state != URAID_MEMBER_MISSING && a->slot[s].state != URAID_MEMBER_FAULTY;
+}
+
 /* Fewer mirrors (md's raid1_reshape): the slots from N up, empty, dropped
  * with no request in flight; under job_lock with no job running. */
 static int narrow(struct uraid_array *a, void *ctx)
@@ -68,7 +74,7 @@ static int narrow(struct uraid_array *a, void *ctx)
     pthread_mutex_lock(&a->meta_lock);
     int from = a->geom.raid_disks, rc = 0;
     for (int s = m->N; s < from && rc == 0; s++)
-        if (a->slot[s].dev && a->slot[s].state != URAID_MEMBER_MISSING && a->slot[s].state != URAID_MEMBER_FAULTY)
+        if (slot_holds_member(a, s))
             rc = -EBUSY; /* a member came back meanwhile */
     if (rc == 0) {
         for (uint32_t dn = 0; dn < a->sb.max_dev && dn < MD_SB_MAX_DEV; dn++)
@@ -93,7 +99,7 @@ static int drop_mirrors(struct uraid_array *a, int N, int nadded, char *why, siz
     if (N < 1 || nadded)
         return uraid_why(why, whylen, "a RAID-1 of %d mirrors takes no new member", N), -EINVAL;
     for (int s = 0; s < n; s++) {
-        if (s >= N && a->slot[s].dev && a->slot[s].state != URAID_MEMBER_MISSING && a->slot[s].state != URAID_MEMBER_FAULTY)
+        if (s >= N && slot_holds_member(a, s))
             return uraid_why(why, whylen, "slot %d holds mirror %s: md drops a mirror only from an empty slot; fail "
                              "and remove it first (uraid fail, uraid remove), then --raid-devices %d", s,
                              a->slot[s].dev ? a->slot[s].dev->path : "?", N), -EBUSY;

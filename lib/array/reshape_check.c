@@ -12,9 +12,6 @@
 #define same_array grow_same_array
 #define level_text grow_level_text
 
-/* The array as it is now: one clean, in-sync member per old slot (or,
- * degraded_ok, as many as the level bears without those its superblocks
- * record failed), none of the features a grow does not handle yet. */
 int grow_bb_load(struct grow *gr, int i)
 {
     const struct md_sb *R = &gr->sb[gr->ref], *sb = &gr->sb[i];
@@ -77,6 +74,9 @@ int grow_data_moves(struct grow *gr)
                md_format_name(R->format));
 }
 
+/* The array as it is now: one clean, in-sync member per old slot (or,
+ * degraded_ok, as many as the level bears without those its superblocks
+ * record failed), none of the features a grow does not handle yet. */
 int grow_check_old(struct grow *gr, int nold_given)
 {
     const struct md_sb *R = &gr->sb[gr->ref];
