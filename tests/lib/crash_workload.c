@@ -396,3 +396,10 @@ int cw_judge(struct uraid_array *a, uint64_t seed, uint64_t size, const struct c
     free(buf);
     return rc;
 }
+
+void cw_mark_cut(void *ctx)
+{
+    struct cw_cut_mark *m = ctx;
+    m->at = cw_journal_mark(m->j);
+    m->set = 1;
+}

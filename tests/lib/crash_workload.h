@@ -56,6 +56,16 @@ int cw_journal_add(struct cw_journal *j, const struct cw_rec *r);
 size_t cw_journal_mark(struct cw_journal *j);
 void cw_journal_cut(struct cw_journal *j, size_t n);
 
+/* Where the journal stood at a power cut: cw_mark_cut is the
+ * powercut_on_cut callback (ctx: a struct cw_cut_mark with j set). Nothing
+ * the process acknowledged after the cut was ever seen by a client. */
+struct cw_cut_mark {
+    struct cw_journal *j;
+    size_t at;
+    int set;
+};
+void cw_mark_cut(void *ctx);
+
 /* The 512 bytes write `id` puts at array sector `sector` in a trial of `seed`
  * (id 0: the base value every sector starts with). */
 void cw_sector(uint64_t seed, uint32_t id, uint64_t sector, uint8_t *out);

@@ -247,19 +247,6 @@ static void workload_params(struct cw_params *p, struct uraid_array *a, uint64_t
 
 /* ---- the two crashes --------------------------------------------------------------------- */
 
-struct cut_mark {
-    struct cw_journal *j;
-    size_t at;
-    int set;
-};
-
-static void mark_cut(void *ctx)
-{
-    struct cut_mark *m = ctx;
-    m->at = cw_journal_mark(m->j);
-    m->set = 1;
-}
-
 /* The writers in this process over power-cut layers; the cut at a random
  * member write (or after the last one). The abandoned array is freed (every
  * I/O fails by then, so nothing it does reaches the members). */
@@ -284,8 +271,8 @@ static int crash_powercut(struct trial *t, struct rng *r, struct cw_journal *j, 
         return -ENOENT;
     /* What the process acknowledged after the cut no client ever saw: the
      * journal ends at the cut (anything later in it is dropped). */
-    struct cut_mark mark = {.j = j};
-    powercut_on_cut(d, mark_cut, &mark);
+    struct cw_cut_mark mark = {.j = j};
+    powercut_on_cut(d, cw_mark_cut, &mark);
     /* half the cuts anywhere in the run, half in its first member writes,
      * where the array's own metadata (the dirty mark, the first bitmap
      * bits) is still unflushed */

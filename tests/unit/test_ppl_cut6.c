@@ -244,19 +244,6 @@ static uint64_t raw_inconsistent(int missing, uint64_t *first)
     return bad;
 }
 
-struct cut_mark {
-    struct cw_journal *j;
-    size_t at;
-    int set;
-};
-
-static void mark_cut(void *ctx)
-{
-    struct cut_mark *m = ctx;
-    m->at = cw_journal_mark(m->j);
-    m->set = 1;
-}
-
 /* The cut aimed at the area's restart (aim set): a FUA write at the start
  * of a PPL area is a header that starts the area over. Every log write
  * (FUA) is held 1 ms (slow log writes: the units a header does not hold
@@ -349,8 +336,8 @@ static int trial(const struct variant *v, uint64_t seed, struct result *res)
     struct powercut_domain *d = powercut_domain_find(dom);
     struct cw_journal j;
     cw_journal_init(&j, -1);
-    struct cut_mark mark = {.j = &j};
-    powercut_on_cut(d, mark_cut, &mark);
+    struct cw_cut_mark mark = {.j = &j};
+    powercut_on_cut(d, cw_mark_cut, &mark);
     /* about 10 member writes per request: anywhere in the run */
     uint64_t at = 1 + rng_below(&r, (uint64_t)v->threads * (uint64_t)v->writes * 8);
     struct aim am = {.d = d, .skip = (int)rng_below(&r, 3)};

@@ -329,17 +329,6 @@ static void one_trial(const struct kind *k, struct rng *r, struct tally *ty)
 
 /* ---- power cuts ------------------------------------------------------------------------ */
 
-struct cut_mark {
-    struct cw_journal *j;
-    size_t at;
-};
-
-static void mark_cut(void *ctx)
-{
-    struct cut_mark *m = ctx;
-    m->at = cw_journal_mark(m->j);
-}
-
 /* The same array as set_up, its bytes the crash workload's base values. */
 static int set_up_base(struct trial *t, struct rng *r, uint64_t seed)
 {
@@ -391,8 +380,8 @@ static void power_trial(const struct kind *k, struct rng *r, struct tally *ty)
     struct cw_journal j;
     cw_journal_init(&j, -1);
     if (d) {
-        struct cut_mark mark = {.j = &j, .at = (size_t)-1};
-        powercut_on_cut(d, mark_cut, &mark);
+        struct cw_cut_mark mark = {.j = &j, .at = (size_t)-1};
+        powercut_on_cut(d, cw_mark_cut, &mark);
         powercut_arm(d, at);
         start_grow(a, &t, why, sizeof why); /* (a cut inside it fails it: what a dead process leaves) */
         struct uraid_array_info info;
