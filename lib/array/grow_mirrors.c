@@ -77,11 +77,8 @@ static int narrow(struct uraid_array *a, void *ctx)
         if (slot_holds_member(a, s))
             rc = -EBUSY; /* a member came back meanwhile */
     if (rc == 0) {
-        for (uint32_t dn = 0; dn < a->sb.max_dev && dn < MD_SB_MAX_DEV; dn++)
-            if (a->sb.dev_roles[dn] <= MD_ROLE_MAX_ACTIVE && a->sb.dev_roles[dn] >= (uint16_t)m->N)
-                a->sb.dev_roles[dn] = MD_ROLE_FAULTY;
+        md_sb_drop_slots(&a->sb, (uint32_t)m->N);
         a->geom.raid_disks = m->N;
-        a->sb.raid_disks = (uint32_t)m->N;
         a->nparity = m->N - 1;
     }
     pthread_mutex_unlock(&a->meta_lock);

@@ -285,10 +285,7 @@ static int drop_mirrors(struct grow *gr, int nmembers, int N)
     if (rc)
         return rc;
     gr->tmpl = *R;
-    gr->tmpl.raid_disks = (uint32_t)N;
-    for (uint32_t dn = 0; dn < gr->tmpl.max_dev; dn++)
-        if (gr->tmpl.dev_roles[dn] <= MD_ROLE_MAX_ACTIVE && gr->tmpl.dev_roles[dn] >= (uint16_t)N)
-            gr->tmpl.dev_roles[dn] = MD_ROLE_FAULTY; /* a slot gone with its (absent) member */
+    md_sb_drop_slots(&gr->tmpl, (uint32_t)N);
     gr->nslots = N;
     gr->appended = 5;
     return write_all(gr);

@@ -429,6 +429,14 @@ uint32_t md_choose_max_dev(uint32_t n)
     return m < n ? MD_SB_MAX_DEV : m;
 }
 
+void md_sb_drop_slots(struct md_sb *sb, uint32_t n)
+{
+    for (uint32_t dn = 0; dn < sb->max_dev && dn < MD_SB_MAX_DEV; dn++)
+        if (sb->dev_roles[dn] <= MD_ROLE_MAX_ACTIVE && sb->dev_roles[dn] >= n)
+            sb->dev_roles[dn] = MD_ROLE_FAULTY;
+    sb->raid_disks = n;
+}
+
 int md_sb_make_name(const char *name, const char *homehost, char out[32])
 {
     char host[256];

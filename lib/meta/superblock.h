@@ -289,4 +289,9 @@ int md_sb_init(struct md_sb *sb, const struct md_sb_create_params *p, uint32_t d
  * or longer than 31 bytes. out is NUL-padded to 32 bytes. */
 int md_sb_make_name(const char *name, const char *homehost, char out[32]);
 
+/* A RAID-1 narrowed to its first n slots (md's raid1_reshape): raid_disks
+ * n, and every device whose role was a slot from n up is faulty (a slot
+ * gone with its absent member). */
+void md_sb_drop_slots(struct md_sb *sb, uint32_t n);
+
 #endif
