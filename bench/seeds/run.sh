@@ -25,7 +25,9 @@
 # --only: just these experiments (parity stream rmw r5_15 nbd): their
 # tables in DIR/report.md, no plots (to regenerate one part of a report).
 # Environment: SEEDS_DISK (the member layer of every simulated disk,
-# default disk=hdd-7200,throttle=60M,qd=32), SEEDS_WORKDIR (/dev/shm).
+# default disk=hdd-7200,throttle=60M,qd=32), SEEDS_WORKDIR (/dev/shm),
+# SEEDS_SECONDS (each fio run, 8), SEEDS_STREAM_ROUNDS (rounds of one and
+# two readers alternately, 3).
 # Needs root, /dev/fuse, loop devices, fio, jq, bonnie++, gnuplot,
 # mkfs.ext4, mkfs.btrfs, nbdkit (scripts/deps.sh installs them).
 set -eu
@@ -82,10 +84,11 @@ esac
 RAND4K_MS=$(awk -v s="$seek" -v rpm="$rpm" -v r="$DISK_MBPS" 'BEGIN { printf "%.2f", 1 + (s - 1) * 8 / 15 + 30000 / rpm + 4096 / (r * 1e3) }')
 
 if [ "$QUICK" = 1 ]; then
-    T=1 M4=96M F4=32 M10=64M RMW_BS="4K 64K 512K" M15=160M BON=96 TIO_T="1 8" TIO_MB=16 S2_MB=16 STREAMS="1 2"
+    T=1 M4=96M F4=32 M10=64M RMW_BS="4K 64K 512K" M15=160M BON=96 TIO_T="1 8" TIO_MB=16 S2_MB=16 STREAMS="1 2" STREAM_ROUNDS=1
 else
     T=${SEEDS_SECONDS:-8} M4=1G F4=384 M10=512M RMW_BS="4K 8K 16K 32K 64K 128K 256K 512K" M15=512M BON=512 \
-        TIO_T="1 2 4 8" TIO_MB=256 S2_MB=256 STREAMS="1 2 3 4"
+        TIO_T="1 2 4 8" TIO_MB=256 S2_MB=256 STREAMS="1 2 3 4" \
+        STREAM_ROUNDS=${SEEDS_STREAM_ROUNDS:-3}
 fi
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)

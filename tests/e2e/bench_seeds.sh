@@ -50,6 +50,8 @@ check "### bonnie++" 2 5
 check "### tiobench" 3 8
 check "### Scenario 2" 2 1
 check "## Over NBD" 3 5
+grep -q '^Goal: two readers >= 0.9 of one: [0-9]*\.[0-9]* (median of the rounds' "$r" \
+    && t_ok "000's goal line: the median of the rounds' two / one" || t_fail "000's goal line" "$(grep '^Goal: two' "$r")"
 grep -q '^raid6: using algorithm [a-z0-9-]* gen() [0-9]* MB/s$' "$r" \
     && t_ok "the kernel's 'raid6: using algorithm' line" || t_fail "raid6: using algorithm line" "$(grep raid6 "$r" | head -n 3)"
 awk '/^### Scenario 2/ { s = 1 } s && /^\| [0-9]/ { print; exit }' "$r" | grep -q '| yes | \[15/15\] \[U\{15\}\] |$' \
