@@ -135,6 +135,7 @@ int ppl_cover(struct ppl_log *L, struct ppl_unit *u)
         struct ppl_part *c = u->npin < PPL_UNIT_PINS ? lister(m, p->s_lo, p->s_hi) : NULL;
         if (c) {
             c->pins++;
+            c->idle = 0;
             u->pin[u->npin] = c;
             u->pin_slot[u->npin] = p->slot;
             u->pin_written[u->npin++] = p->written;

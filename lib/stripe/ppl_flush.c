@@ -9,7 +9,9 @@
  * leave: it stays listed in the headers that follow, at no cost (entries
  * only, no partial parity), and leaves once flushes that other log writes
  * issue anyway have covered its writes. So a stream of whole-stripe
- * writes does not flush every member before each log write. It must
+ * writes does not flush every member before each log write. Once
+ * covered, a part that lists stripes ahead stays a few headers more while
+ * no unit pins it (LINGER_IDLE_HEADERS), so the units after it find it. It must
  * leave, its members flushed first, before a part with partial parity of
  * one of its stripes is written (that partial parity takes its data as
  * durable; replay in header order could otherwise end with it), when the
@@ -190,6 +192,10 @@ void ppl_flusher_stop(struct ppl_log *L)
 
 /* Lingering entries at most, per log: room stays for units in flight. */
 #define LINGER_MAX (PPL_MAX_ENTRIES / 4)
+/* Headers a covered part listing stripes ahead stays in with no unit
+ * pinning it: longer keeps stale lists in LINGER_MAX's room, where new
+ * ones could not linger (measured 3 > 5, 10 > 0). */
+#define LINGER_IDLE_HEADERS 3
 
 int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
 {
@@ -252,6 +258,15 @@ void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct pp
             continue;
         }
         int done = covered(L, p);
+        /* a part listing stripes ahead stays while units still find it
+         * (ppl_cover): on members whose writes need no flush it is
+         * covered at once, and a stream's next units would each write
+         * a header of their own (RAID-5 of sata-ssd models, 2 streams of
+         * 4 x 1 MiB: 36% of units logged, 14% kept so) */
+        if (done && !all && p->ahead && !rewritten(m, p) && ++p->idle <= LINGER_IDLE_HEADERS) {
+            pp = &p->next;
+            continue;
+        }
         if (!done && !all && !rewritten(m, p)) {
             pp = &p->next;
             continue;

@@ -35,6 +35,7 @@ struct ppl_part {
     uint64_t s_lo, s_hi;         /* its unit's stripes lie in [s_lo, s_hi] */
     uint64_t la_lo, la_hi;       /* its entries' stripes (with those logged ahead) lie in [la_lo, la_hi] */
     int ahead;                   /* every stripe of [la_lo, la_hi] with its parity here is listed, whole */
+    int idle;                    /* lingering, covered: headers composed since a unit last pinned it */
     int pins;                    /* units whose stripes it lists write now without a log write (ppl_ahead.c) */
     uint64_t mark[PPL_MAX_SLOTS]; /* lingering: per written slot, ppl_flush_mark when its unit finished */
     uint8_t *folded;             /* 2 per entry (ppl_header.folded, folded2), after e[] */
