@@ -547,9 +547,9 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
         struct ppl_member *m = &L->m[part->slot];
         pthread_mutex_lock(&m->list_mu);
         int stays = 0;
-        struct ppl_part **link = ppl_link_of(m, part);
+        struct ppl_part **link = ppl_link_of(m, part), *gone = NULL;
         /* it keeps its room in the log while it lingers */
-        if (link && (stays = u->reserved && ppl_linger(L, m, part)) == 0 &&
+        if (link && (stays = u->reserved && ppl_linger(L, m, part, &gone)) == 0 &&
             (stays = part->pins) != 0) /* units it covers still write */
             ppl_linger_pinned(L, m, part);
         if (link && !stays) {
@@ -562,6 +562,7 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
             pthread_cond_broadcast(&m->departed);
         }
         pthread_mutex_unlock(&m->list_mu);
+        ppl_free_swept(L, part->slot, gone);
         if (stays)
             continue;
         entries[part->slot] = part->nentries;

@@ -11,7 +11,8 @@
  * issue anyway have covered its writes. So a stream of whole-stripe
  * writes does not flush every member before each log write. Once
  * covered, a part that lists stripes ahead stays a few headers more while
- * no unit pins it (LINGER_IDLE_HEADERS), so the units after it find it. It must
+ * no unit pins it (LINGER_IDLE_HEADERS), so the units after it find it,
+ * unless a newer list passes it or a part just ended needs its room. It must
  * leave, its members flushed first, before a part with partial parity of
  * one of its stripes is written (that partial parity takes its data as
  * durable; replay in header order could otherwise end with it), when the
@@ -197,10 +198,39 @@ void ppl_flusher_stop(struct ppl_log *L)
  * ones could not linger (measured 3 > 5, 10 > 0). */
 #define LINGER_IDLE_HEADERS 3
 
-int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
+static int covered(const struct ppl_log *L, const struct ppl_part *p)
 {
-    if (p->pp_bytes || p->seq > m->written_seq || m->wrapping || m->lingering + p->nentries > LINGER_MAX ||
-        __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE))
+    for (int j = 0; j < PPL_MAX_SLOTS; j++)
+        if ((p->written >> j & 1) && __atomic_load_n(&L->flushed[j], __ATOMIC_ACQUIRE) < p->mark[j])
+            return 0;
+    return 1;
+}
+
+/* Parts kept after their writes were covered (ppl_sweep's idle rule)
+ * give their room to p, the oldest first: p is the newer list. */
+static void unkeep(const struct ppl_log *L, struct ppl_member *m, const struct ppl_part *p, struct ppl_part **gone)
+{
+    while (m->lingering + p->nentries > LINGER_MAX) {
+        struct ppl_part **oldest = NULL;
+        for (struct ppl_part **pp = &m->inflight; *pp; pp = &(*pp)->next)
+            if ((*pp)->lingering && (*pp)->idle && !(*pp)->pins && covered(L, *pp))
+                oldest = pp;
+        if (!oldest)
+            return;
+        struct ppl_part *q = *oldest;
+        *oldest = q->next;
+        m->lingering -= q->nentries;
+        q->next = *gone;
+        *gone = q;
+    }
+}
+
+int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p, struct ppl_part **gone)
+{
+    if (p->pp_bytes || p->seq > m->written_seq || m->wrapping || __atomic_load_n(&L->waiters, __ATOMIC_ACQUIRE))
+        return 0;
+    unkeep(L, m, p, gone);
+    if (m->lingering + p->nentries > LINGER_MAX)
         return 0;
     for (int j = 0; j < PPL_MAX_SLOTS; j++)
         if (p->written >> j & 1)
@@ -210,19 +240,23 @@ int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p)
     return 1;
 }
 
-static int covered(const struct ppl_log *L, const struct ppl_part *p)
-{
-    for (int j = 0; j < PPL_MAX_SLOTS; j++)
-        if ((p->written >> j & 1) && __atomic_load_n(&L->flushed[j], __ATOMIC_ACQUIRE) < p->mark[j])
-            return 0;
-    return 1;
-}
 
 /* A part of m's list not on disk yet logs partial parity of a stripe of p. */
 static int rewritten(const struct ppl_member *m, const struct ppl_part *p)
 {
     for (const struct ppl_part *q = m->inflight; q; q = q->next)
         if (q->seq > m->written_seq && q->pp_bytes && q->s_lo <= p->la_hi && p->la_lo <= q->s_hi)
+            return 1;
+    return 0;
+}
+
+/* A newer part on disk lists p's last stripe and beyond: p's stream has
+ * moved on to it, and p would only keep it out of LINGER_MAX's room. */
+static int superseded(const struct ppl_member *m, const struct ppl_part *p)
+{
+    for (const struct ppl_part *q = m->inflight; q; q = q->next)
+        if (q != p && q->ahead && q->seq > p->seq && q->out && q->seq <= m->written_seq && q->la_lo <= p->la_hi &&
+            q->la_hi >= p->la_hi)
             return 1;
     return 0;
 }
@@ -263,7 +297,7 @@ void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct pp
          * covered at once, and a stream's next units would each write
          * a header of their own (RAID-5 of sata-ssd models, 2 streams of
          * 4 x 1 MiB: 36% of units logged, 14% kept so) */
-        if (done && !all && p->ahead && !rewritten(m, p) && ++p->idle <= LINGER_IDLE_HEADERS) {
+        if (done && !all && p->ahead && !rewritten(m, p) && !superseded(m, p) && ++p->idle <= LINGER_IDLE_HEADERS) {
             pp = &p->next;
             continue;
         }

@@ -141,8 +141,10 @@ void ppl_flush_kick(struct uraid_array *a, uint64_t mask);
 void ppl_flusher_stop(struct ppl_log *L);
 
 /* Under m->list_mu, when part p's unit finishes: 1 when p stays listed
- * (lingering), 0 when it is to leave the list as usual. */
-int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p);
+ * (lingering), 0 when it is to leave the list as usual. Parts kept after
+ * their writes were covered may leave for it onto *gone (for
+ * ppl_free_swept once list_mu is let go). */
+int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p, struct ppl_part **gone);
 /* Under m->list_mu: lingering parts leave the list onto *gone, those
  * whose writes flushes have covered since, and (all set) every other one,
  * or those whose stripes a part not on disk yet rewrites with partial
