@@ -372,29 +372,6 @@ static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, c
     pthread_mutex_unlock(&L->res_mu);
 }
 
-/* Every log of the unit's stripes lists them ahead already: the unit will
- * most likely be covered (ppl_cover), and planning the stripes after it
- * (tens of stripe maps) would be thrown away. Should ppl_cover find no
- * lister after all, the unit logs without stripes ahead. */
-static int listed_ahead(struct ppl_log *L, const struct ppl_stripe *ps, const struct plan *pl, int take)
-{
-    uint64_t lo[PPL_MAX_SLOTS], hi[PPL_MAX_SLOTS], slots = 0;
-    for (int i = 0; i < take; i++)
-        for (int j = 0; j < 2; j++) {
-            int p = pl[i].par[j];
-            if (p < 0)
-                continue;
-            if (!(slots >> p & 1))
-                lo[p] = ps[i].stripe;
-            hi[p] = ps[i].stripe;
-            slots |= 1ull << p;
-        }
-    for (int p = 0; p < PPL_MAX_SLOTS; p++)
-        if ((slots >> p & 1) && !ppl_listed(L, p, lo[p], hi[p]))
-            return 0;
-    return slots != 0;
-}
-
 /* A unit of whole, consecutive stripes of a healthy array (a stream)
  * also lists the stripes after them whole (ppl_ahead.c): their plans go
  * after the unit's in pl, their entries are counted in entries[] and
@@ -412,8 +389,6 @@ static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct
         if (!ok)
             return take;
     }
-    if (listed_ahead(a->ppl, ps, pl, take))
-        return take;
     uint64_t stripes = a->size_sectors / ((uint64_t)a->k * a->geom.chunk_sectors);
     int want = ppl_ahead_count(take), n = take;
     /* plans are large (a stripe map each): room for those ahead only now */

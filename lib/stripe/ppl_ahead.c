@@ -48,32 +48,23 @@ static int span_meets(const struct ppl_span *sp, uint64_t lo, uint64_t hi)
     return sp->end && lo < sp->end && sp->lo <= hi;
 }
 
-/* A part of m's list on disk listing stripes [lo, hi] whole, or NULL.
- * Under m->list_mu. */
-static struct ppl_part *lister(const struct ppl_member *m, uint64_t lo, uint64_t hi)
+/* A part of m's list on disk listing p's stripes whole, or NULL. Under
+ * m->list_mu. */
+static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p)
 {
     struct ppl_part *found = NULL;
-    if (m->wrapping || span_meets(&m->left_new, lo, hi) || span_meets(&m->left_writing, lo, hi) ||
-        span_meets(&m->left_disk, lo, hi))
+    if (m->wrapping || span_meets(&m->left_new, p->s_lo, p->s_hi) || span_meets(&m->left_writing, p->s_lo, p->s_hi) ||
+        span_meets(&m->left_disk, p->s_lo, p->s_hi))
         return NULL;
     for (struct ppl_part *c = m->inflight; c; c = c->next) {
         /* a part with partial parity of these stripes must leave first
          * (ppl_sweep, before a header): replayed after the lister it
          * would take the data these writes overwrite as current */
-        if (c->pp_bytes && c->la_lo <= hi && lo <= c->la_hi)
+        if (c->pp_bytes && c->la_lo <= p->s_hi && p->s_lo <= c->la_hi)
             return NULL;
-        if (!found && c->ahead && c->out && c->seq <= m->written_seq && c->la_lo <= lo && hi <= c->la_hi)
+        if (!found && c->ahead && c->out && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
             found = c;
     }
-    return found;
-}
-
-int ppl_listed(struct ppl_log *L, int slot, uint64_t lo, uint64_t hi)
-{
-    struct ppl_member *m = &L->m[slot];
-    pthread_mutex_lock(&m->list_mu);
-    int found = lister(m, lo, hi) != NULL;
-    pthread_mutex_unlock(&m->list_mu);
     return found;
 }
 
@@ -132,7 +123,7 @@ int ppl_cover(struct ppl_log *L, struct ppl_unit *u)
         if (!p->written)
             continue; /* a log of stripes ahead only */
         pthread_mutex_lock(&m->list_mu);
-        struct ppl_part *c = u->npin < PPL_UNIT_PINS ? lister(m, p->s_lo, p->s_hi) : NULL;
+        struct ppl_part *c = u->npin < PPL_UNIT_PINS ? lister(m, p) : NULL;
         if (c) {
             c->pins++;
             c->idle = 0;

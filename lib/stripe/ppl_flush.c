@@ -12,7 +12,7 @@
  * writes does not flush every member before each log write. Once
  * covered, a part that lists stripes ahead stays a few headers more while
  * no unit pins it (LINGER_IDLE_HEADERS), so the units after it find it,
- * unless a newer list passes it or a part just ended needs its room. It must
+ * unless a part just ended needs its room. It must
  * leave, its members flushed first, before a part with partial parity of
  * one of its stripes is written (that partial parity takes its data as
  * durable; replay in header order could otherwise end with it), when the
@@ -240,23 +240,11 @@ int ppl_linger(struct ppl_log *L, struct ppl_member *m, struct ppl_part *p, stru
     return 1;
 }
 
-
 /* A part of m's list not on disk yet logs partial parity of a stripe of p. */
 static int rewritten(const struct ppl_member *m, const struct ppl_part *p)
 {
     for (const struct ppl_part *q = m->inflight; q; q = q->next)
         if (q->seq > m->written_seq && q->pp_bytes && q->s_lo <= p->la_hi && p->la_lo <= q->s_hi)
-            return 1;
-    return 0;
-}
-
-/* A newer part on disk lists p's last stripe and beyond: p's stream has
- * moved on to it, and p would only keep it out of LINGER_MAX's room. */
-static int superseded(const struct ppl_member *m, const struct ppl_part *p)
-{
-    for (const struct ppl_part *q = m->inflight; q; q = q->next)
-        if (q != p && q->ahead && q->seq > p->seq && q->out && q->seq <= m->written_seq && q->la_lo <= p->la_hi &&
-            q->la_hi >= p->la_hi)
             return 1;
     return 0;
 }
@@ -297,7 +285,7 @@ void ppl_sweep(const struct ppl_log *L, struct ppl_member *m, int all, struct pp
          * covered at once, and a stream's next units would each write
          * a header of their own (RAID-5 of sata-ssd models, 2 streams of
          * 4 x 1 MiB: 36% of units logged, 14% kept so) */
-        if (done && !all && p->ahead && !rewritten(m, p) && !superseded(m, p) && ++p->idle <= LINGER_IDLE_HEADERS) {
+        if (done && !all && p->ahead && !rewritten(m, p) && ++p->idle <= LINGER_IDLE_HEADERS) {
             pp = &p->next;
             continue;
         }

@@ -165,10 +165,6 @@ void ppl_linger_pinned(struct ppl_log *L, struct ppl_member *m, struct ppl_part 
  * lists whole, in every log the unit needs, writes without a log write:
  * those parts are pinned for it and its own freed. 1 when so, else 0. */
 int ppl_cover(struct ppl_log *L, struct ppl_unit *u);
-/* Whether a part of slot's list on disk lists stripes [lo, hi] whole now
- * (a unit that will likely be covered need not plan stripes ahead; the
- * answer can change before ppl_cover pins). */
-int ppl_listed(struct ppl_log *L, int slot, uint64_t lo, uint64_t hi);
 /* At the end of a covered unit: its writes are added to the pinned parts'
  * (which stay listed until flushes cover them), the pins let go. */
 void ppl_uncover(struct ppl_log *L, struct ppl_unit *u);
