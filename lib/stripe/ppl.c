@@ -521,13 +521,16 @@ void ppl_end(struct uraid_array *a, struct ppl_unit *u)
         nx = part->unit_next;
         struct ppl_member *m = &L->m[part->slot];
         pthread_mutex_lock(&m->list_mu);
-        int stays = 0;
-        struct ppl_part **link = ppl_link_of(m, part), *gone = NULL;
+        int stays = 0, listed = ppl_link_of(m, part) != NULL;
+        struct ppl_part *gone = NULL;
         /* it keeps its room in the log while it lingers */
-        if (link && (stays = u->reserved && ppl_linger(L, m, part, &gone)) == 0 &&
+        if (listed && (stays = u->reserved && ppl_linger(L, m, part, &gone)) == 0 &&
             (stays = part->pins) != 0) /* units it covers still write */
             ppl_linger_pinned(L, m, part);
-        if (link && !stays) {
+        if (listed && !stays) {
+            /* found again: ppl_linger may have taken out the part before
+             * it (unkeep), whose next pointed at it */
+            struct ppl_part **link = ppl_link_of(m, part);
             *link = part->next;
             ppl_left_part(m, part);
             m->unflushed |= part->written;
