@@ -63,12 +63,12 @@ expected() {
 
 status_has() { $URAID status --control "$ctl" 2>/dev/null | grep -q "$1"; }
 
-# loop LEVEL N [create options]
+# loop LEVEL N SIZE [create options]: N members of SIZE
 loop() {
-    level=$1 n=$2; shift 2
+    level=$1 n=$2 size=$3; shift 3
     members=""
     for i in $(seq 0 $((n - 1))); do
-        rm -f "$t_tmp/m$i.img"; truncate -s 24M "$t_tmp/m$i.img"; members="$members $t_tmp/m$i.img"
+        rm -f "$t_tmp/m$i.img"; truncate -s "$size" "$t_tmp/m$i.img"; members="$members $t_tmp/m$i.img"
     done
     # shellcheck disable=SC2086
     $T $URAID create --level "$level" --raid-devices "$n" --chunk 64K --assume-clean "$@" $members \
@@ -122,7 +122,10 @@ loop() {
     [ -z "$bad" ] && t_ok "RAID-$level: mdadm --examine: every slot active" || t_fail "RAID-$level: Array State" "$bad"
 }
 
-loop 1 2
-loop 5 4 --bitmap internal --bitmap-chunk 1M
-loop 6 6 --bitmap internal --bitmap-chunk 1M
+# RAID-1's re-add is a whole recovery, paced at sync_speed_min while the
+# writer runs (about 1 MB/s): its members are just big enough for the
+# writer's region, so a cycle takes seconds, not half a minute
+loop 1 2 8M
+loop 5 4 24M --bitmap internal --bitmap-chunk 1M
+loop 6 6 24M --bitmap internal --bitmap-chunk 1M
 t_finish
