@@ -372,6 +372,15 @@ static void reserve(struct ppl_log *L, uint64_t held, const uint32_t *entries, c
     pthread_mutex_unlock(&L->res_mu);
 }
 
+/* Stripes are listed ahead only while a log's reserved entries stay
+ * within this: listing ahead only saves later units a log write, and a
+ * full log makes units wait for room and sweeps every lingering part out
+ * (their members flushed before the next header). A RAID-6 of six far NBD
+ * members written by nbdcopy (16 units in flight, each listing about 11
+ * entries in every log) waited for room so, and wrote its members 0.85 as
+ * fast as with this bound, with 1.8 times the flushes. */
+#define AHEAD_ROOM (PPL_MAX_ENTRIES / 2)
+
 /* A unit of whole, consecutive stripes of a healthy array (a stream)
  * also lists the stripes after them whole (ppl_ahead.c): their plans go
  * after the unit's in pl, their entries are counted in entries[] and
@@ -407,7 +416,8 @@ static int plan_ahead(struct uraid_array *a, const struct ppl_stripe *ps, struct
         int ok = plan_stripe(a, x, &pl[n]) == 0 && pl[n].pp_bytes == 0 && pl[n].nb == 1 && !pl[n].fold[0][0];
         for (int j = 0; j < par && ok; j++) {
             int p = pl[n].par[j];
-            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 4;
+            ok = p >= 0 && entries[p] + 1 <= PPL_MAX_ENTRIES / 4 &&
+                 __atomic_load_n(&a->ppl->m[p].entries, __ATOMIC_ACQUIRE) + entries[p] + 1 <= AHEAD_ROOM;
         }
         if (!ok)
             break;

@@ -14,16 +14,31 @@
  * Here the list is built by hand in that state: a pinned lingering part
  * filling the lingering room, then a kept one (covered, idle, unpinned),
  * then the ending unit's part. After ppl_end the list must hold the
- * pinned part alone. */
+ * pinned part alone.
+ *
+ * And the room stripes are listed ahead in (ppl.c, AHEAD_ROOM): a
+ * whole-stripe write of a RAID-6 with PPL lists the stripes after it in
+ * the logs' headers while the logs have room, and only its own stripe
+ * when other units in flight hold half of every log's entries (they are
+ * counted in by hand), so that units never wait for room that listing
+ * ahead took. The headers are read from the member files. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "array/array.h"
+#include "array_fixture.h"
 #include "harness.h"
+#include "meta/ppl.h"
+#include "meta/superblock.h"
 #include "stripe/ppl.h"
 #include "stripe/ppl_int.h"
+
+#define MEMBER_BYTES (3u << 20)
+#define CHUNK (16u << 10)
+
+static struct rng rng;
 
 static struct ppl_part *part_new(uint32_t nentries)
 {
@@ -90,9 +105,86 @@ static void test_unkept_neighbour(void)
     harness_end();
 }
 
+/* Some header in some member's log area lists an entry at array sector
+ * `sector`. */
+static int listed(struct fx *f, int n, uint64_t sector)
+{
+    int found = 0;
+    for (int s = 0; s < n && !found; s++) {
+        struct md_sb sb;
+        if (fx_read_sb(f, s, &sb) || !md_sb_has_ppl(&sb))
+            continue;
+        uint64_t bytes = (uint64_t)md_sb_ppl_size(&sb) * 512;
+        uint8_t *area = malloc(bytes);
+        struct ppl_header *h = malloc(sizeof *h);
+        FILE *fp = fopen(f->path[s], "rb"); /* the log lies before the data: not fx_member_pread's */
+        if (area && h && fp && fseek(fp, (long)md_sb_ppl_sector(&sb) * 512, SEEK_SET) == 0 &&
+            fread(area, 1, bytes, fp) == bytes)
+            for (uint64_t at = 0; at + PPL_HEADER_BYTES <= bytes && !found; at += 512)
+                if (ppl_header_decode(area + at, h, NULL, 0) == 0)
+                    for (uint32_t e = 0; e < h->entries_count; e++)
+                        found |= h->entry[e].data_sector == sector;
+        if (fp)
+            fclose(fp);
+        free(area);
+        free(h);
+    }
+    return found;
+}
+
+/* Writes stripe x whole with `busy` entries counted into every log as
+ * if other units held them; returns how many of the 4 stripes after x
+ * some header lists. */
+static int listed_after(struct fx *f, struct uraid_array *a, int n, uint64_t x, uint32_t busy)
+{
+    for (int s = 0; s < n; s++)
+        __atomic_add_fetch(&a->ppl->m[s].entries, busy, __ATOMIC_ACQ_REL);
+    uint64_t off = x * f->stripe_bytes;
+    rng_fill(&rng, f->model + off, f->stripe_bytes);
+    CHECK(fx_write(f, a, f->model + off, f->stripe_bytes, off) == 0, "write stripe %llu", (unsigned long long)x);
+    for (int s = 0; s < n; s++)
+        __atomic_sub_fetch(&a->ppl->m[s].entries, busy, __ATOMIC_ACQ_REL);
+    CHECK(listed(f, n, off / 512), "stripe %llu itself is in no header", (unsigned long long)x);
+    int after = 0;
+    for (uint64_t j = x + 1; j <= x + 4; j++)
+        after += listed(f, n, j * f->stripe_bytes / 512);
+    return after;
+}
+
+static void test_ahead_room(void)
+{
+    harness_begin("RAID-6 ppl: a whole stripe lists the stripes after it while the logs have room, not when half "
+                  "of every log is held by units in flight");
+    const int n = 6;
+    struct fx f;
+    fx_policy = URAID_POLICY_PPL;
+    struct uraid_array *a = NULL;
+    struct uraid_open_params op = {0};
+    if (fx_setup(&f, 6, n, CHUNK, MEMBER_BYTES, &rng, 0, NULL) == 0 && fx_open_with(&f, 0, "", NULL, 0, &op, &a) == 0) {
+        /* far apart: nothing the first write listed is near the second */
+        int crowded = listed_after(&f, a, n, 40, PPL_MAX_ENTRIES / 2);
+        int roomy = listed_after(&f, a, n, 10, 0);
+        printf("  stripes after the written one listed: %d of 4 with half of every log held, %d of 4 without\n",
+               crowded, roomy);
+        CHECK(crowded == 0, "%d stripes listed ahead although half of every log was held", crowded);
+        CHECK(roomy == 4, "only %d of the 4 stripes after it listed ahead with the logs empty", roomy);
+        fx_verify_all(&f, a, "after both writes");
+        CHECK(uraid_close(a) == 0);
+        a = NULL;
+    }
+    if (a)
+        uraid_close(a);
+    fx_destroy(&f);
+    fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "ppl_linger");
+    rng_seed(&rng, harness_seed());
+    fx_log_from_env();
     test_unkept_neighbour();
+    test_ahead_room();
     return harness_finish();
 }
