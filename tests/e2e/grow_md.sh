@@ -143,6 +143,14 @@ judge() { # NAME MD LOG
         grep -q "^$w\$" "$log" && t_ok "$name: md: $w" || t_fail "$name: md: $w" "$(tail -3 "$log")"
     done
 }
+# md_says SECTION LOG LINE...: each LINE is a whole line of the guest's LOG
+md_says() {
+    _sec=$1 _log=$2; shift 2
+    for _w in "$@"; do
+        grep -q "^$_w\$" "$_log" && t_ok "$_sec: md: $_w" ||
+            t_fail "$_sec: md: $_w" "$(grep "^${_w%% *}" "$_log" | head -3; tail -3 "$_log")"
+    done
+}
 uraid_reads() { # NAME SEED MEMBERS...
     name=$1 s=$2; shift 2
     got=$($URAID cat "$@" | sha256sum | cut -d' ' -f1)
@@ -636,10 +644,8 @@ mdpattern -s 82 -n $OLDHK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
 mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
 mdpattern -s 82 -n $OLDHK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
 GUEST
-for w in "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
-    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"; do
-    grep -q "^$w\$" "$t_tmp/h.log" && t_ok "h: md: $w" || t_fail "h: md: $w" "$(tail -4 "$t_tmp/h.log")"
-done
+md_says h "$t_tmp/h.log" "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
+    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"
 # shellcheck disable=SC2086
 r0_reads "h: uraid's RAID-0 grow" 81 "$OLDH" $H
 # shellcheck disable=SC2086
@@ -680,20 +686,14 @@ $URAID create --level 1 --raid-devices 2 --assume-clean --name oracle "$d/m0.img
     t_fail "i: create RAID-1 of 2"
 SZI=$(size_of "$d/m0.img" "$d/m1.img")
 "$PATTERN" -s 91 -n "$SZI" >"$d/data"
-$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
-spid=$!
-uri="nbd+unix:///?socket=$d/nbd.sock"
-n=0; while ! timeout 5 nbdinfo --size "$uri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+t_serve "$d" "$d/m0.img" "$d/m1.img"
+uri=$suri
 timeout 60 nbdcopy "$d/data" "$uri" &
 cp=$!
 out=$($URAID grow --control "$d/ctl.sock" --raid-devices 3 --add "$d/m2.img" 2>&1) &&
     t_ok "i: uraid grow --control adds a mirror while nbdcopy writes ($out)" || t_fail "i: uraid grow --control adds a mirror" "$out"
 wait $cp && t_ok "i: nbdcopy wrote the data across the grow" || t_fail "i: nbdcopy wrote the data across the grow"
-n=0; while [ $n -lt 240 ]; do
-    st=$(timeout 10 $URAID status --control "$d/ctl.sock" 2>&1)
-    echo "$st" | grep -q "recovery finished" && break
-    sleep 0.25; n=$((n + 1))
-done
+t_wait_status "$d/ctl.sock" "recovery finished"
 echo "$st" | grep -q "\[3/3\] \[UUU\]" && t_ok "i: the server's status: 3 mirrors in sync, the recovery finished" ||
     t_fail "i: the server's status: 3 mirrors in sync, the recovery finished" "$st"
 got=$(timeout 60 nbdcopy "$uri" - | sha256sum | cut -d' ' -f1)
@@ -708,9 +708,7 @@ mdadm --assemble /dev/md0 /dev/vd[a-c] || exit 1
 echo "md0 raid_disks=\$(cat /sys/block/md0/md/raid_disks) degraded=\$(cat /sys/block/md0/md/degraded)"
 verify md0 91 $SZI $SZI
 GUEST
-for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/i.log" && t_ok "i: md: $w" || t_fail "i: md: $w" "$(tail -4 "$t_tmp/i.log")"
-done
+md_says i "$t_tmp/i.log" "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0"
 # ---- j. a served linear array gains 2 members ------------------------------------------------
 d=$t_tmp/j
 mkdir -p "$d"
@@ -720,10 +718,8 @@ $URAID create --level linear --raid-devices 2 --name oracle "$d/m0.img" "$d/m1.i
     t_fail "j: create linear of 2"
 SZJ=$(size_of "$d/m0.img" "$d/m1.img")
 "$PATTERN" -s 101 -n "$SZJ" >"$d/data"
-$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
-spid=$!
-uri="nbd+unix:///?socket=$d/nbd.sock"
-n=0; while ! timeout 5 nbdinfo --size "$uri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+t_serve "$d" "$d/m0.img" "$d/m1.img"
+uri=$suri
 timeout 60 nbdcopy "$d/data" "$uri" &
 cp=$!
 out=$($URAID grow --control "$d/ctl.sock" --raid-devices 4 --add "$d/m2.img" "$d/m3.img" 2>&1) &&
@@ -741,9 +737,7 @@ mdpattern -s 101 -n $SZJ -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
 z=\$(dd if=/dev/md0 bs=4096 skip=$((SZJ / 4096)) 2>/dev/null | tr -d "\000" | wc -c)
 [ "\$z" = 0 ] && echo "md0 zeros OK"
 GUEST
-for w in "md0 level=linear raid_disks=4 size=$NEWJ" "md0 pattern OK" "md0 zeros OK"; do
-    grep -q "^$w\$" "$t_tmp/j.log" && t_ok "j: md: $w" || t_fail "j: md: $w" "$(tail -4 "$t_tmp/j.log")"
-done
+md_says j "$t_tmp/j.log" "md0 level=linear raid_disks=4 size=$NEWJ" "md0 pattern OK" "md0 zeros OK"
 # ---- k. a served RAID-0 gains 2 members -----------------------------------------------------
 # k_serve DIR SEED SPEED: RAID-0 of 3 with pattern SEED served (sync speed SPEED), grown to 5 through the
 # control socket while nbdcopy writes the pattern again; sets KM (the 5 members), KSZ, spid, kuri, kctl
@@ -752,9 +746,7 @@ k_serve() {
     KM="$M $1/m3.img $1/m4.img" KSZ=$SZ kctl=$1/ctl.sock kuri="nbd+unix:///?socket=$1/nbd.sock"
     "$PATTERN" -s "$(($2 + 1000))" -n "$SZ" >"$1/data" # (another pattern: md must read what went through NBD)
     # shellcheck disable=SC2086
-    $URAID serve $M --socket "$1/nbd.sock" --control "$kctl" --speed-limit "$3" 2>"$1/server.err" &
-    spid=$!
-    n=0; while ! timeout 5 nbdinfo --size "$kuri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    t_serve "$1" $M --speed-limit "$3"
     timeout 60 nbdcopy "$1/data" "$kuri" &
     cp=$!
     out=$($URAID grow --control "$kctl" --raid-devices 5 --add "$1/m3.img" "$1/m4.img" 2>&1) &&
@@ -765,11 +757,7 @@ k_serve() {
 d=$t_tmp/k
 k_serve "$d" 111 4M
 KD="$KM" OLDK=$KSZ
-n=0; while [ $n -lt 240 ]; do
-    st=$(timeout 10 $URAID status --control "$kctl" 2>&1)
-    echo "$st" | grep -q "reshape finished" && break
-    sleep 0.25; n=$((n + 1))
-done
+t_wait_status "$kctl" "reshape finished"
 echo "$st" | grep -q "reshape finished" && t_ok "k: the served reshape finished" || t_fail "k: the served reshape finished" "$st"
 kill -TERM $spid; wait $spid || t_fail "k: the server stopped cleanly" "$(tail -3 "$d/server.err")"
 mdadm --examine "$d/m0.img" 2>&1 | grep -q "Raid Level : raid0" && t_ok "k: the served grow ends a RAID-0" ||
@@ -798,10 +786,8 @@ mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
 mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
 mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
 GUEST
-for w in "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
-    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"; do
-    grep -q "^$w\$" "$t_tmp/k.log" && t_ok "k: md: $w" || t_fail "k: md: $w" "$(tail -4 "$t_tmp/k.log")"
-done
+md_says k "$t_tmp/k.log" "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
+    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"
 # shellcheck disable=SC2086
 r0_reads "k: the served RAID-0 grow" 1111 "$OLDK" $KD
 # shellcheck disable=SC2086
@@ -819,9 +805,7 @@ l_serve() {
     $URAID write "$1/m0.img" "$1/m1.img" <"$1/data" || t_fail "l: write pattern $2 in $1"
     lctl=$1/ctl.sock
     luri="nbd+unix:///?socket=$1/nbd.sock"
-    $URAID serve "$1/m0.img" "$1/m1.img" --socket "$1/nbd.sock" --control "$lctl" 2>"$1/server.err" &
-    spid=$!
-    n=0; while ! timeout 5 nbdinfo --size "$luri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    t_serve "$1" "$1/m0.img" "$1/m1.img"
     (i=0; while [ $i -lt 15 ]; do timeout 60 nbdcopy "$1/data" "$luri" || exit 1; i=$((i + 1)); done) &
     cp=$!
 }
@@ -873,11 +857,9 @@ mdadm --assemble /dev/md0 /dev/vd[ab] && geom md0 && verify md0 121 $LSZ5 $LSZ5
 mdadm --assemble /dev/md1 /dev/vd[cd] && geom md1 && verify md1 122 $LSZ1 $LSZ1
 mdadm --assemble --run /dev/md2 /dev/vd[ef] && wait_idle md2 && geom md2 && verify md2 123 $LSZK $LSZK
 GUEST
-for w in "md0 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md0 pattern OK" "md0 mismatch_cnt=0" \
+md_says l "$t_tmp/l.log" "md0 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md0 pattern OK" "md0 mismatch_cnt=0" \
     "md1 level=raid1 raid_disks=2 degraded=0 layout=0 chunk=0" "md1 pattern OK" "md1 mismatch_cnt=0" \
-    "md2 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md2 pattern OK" "md2 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/l.log" && t_ok "l: md: $w" || t_fail "l: md: $w" "$(tail -4 "$t_tmp/l.log")"
-done
+    "md2 level=raid5 raid_disks=2 degraded=0 layout=2 chunk=65536" "md2 pattern OK" "md2 mismatch_cnt=0"
 # ---- m. a served RAID-5 parity-last of 4 taken over as a RAID-0 of 3 ----------------------------------
 # m_serve DIR SEED LEVEL: a RAID-LEVEL (parity-last) of 4 with pattern SEED written, served, nbdcopy writing the
 # same pattern again and again, --level 0 through the control socket; sets MSZ, spid, cp
@@ -893,10 +875,7 @@ m_serve() {
     "$PATTERN" -s "$2" -n "$MSZ" >"$1/data"
     $URAID write "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" <"$1/data" || t_fail "m: write pattern $2 in $1"
     muri="nbd+unix:///?socket=$1/nbd.sock"
-    $URAID serve "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img" --socket "$1/nbd.sock" --control "$1/ctl.sock" \
-        2>"$1/server.err" &
-    spid=$!
-    n=0; while ! timeout 5 nbdinfo --size "$muri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    t_serve "$1" "$1/m0.img" "$1/m1.img" "$1/m2.img" "$1/m3.img"
     (i=0; while [ $i -lt 6 ]; do timeout 60 nbdcopy "$1/data" "$muri" || exit 1; i=$((i + 1)); done) &
     cp=$!
     sleep 0.2
@@ -926,9 +905,7 @@ mdadm --assemble /dev/md1 /dev/vd[def] &&
     echo "md1 level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) size=\$(blockdev --getsize64 /dev/md1)"
 mdpattern -s 132 -n $MSZK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
 GUEST
-for w in "md0 level=raid0 raid_disks=3 size=$MSZ5" "md0 pattern OK" "md1 level=raid0 raid_disks=3 size=$MSZK" "md1 pattern OK"; do
-    grep -q "^$w\$" "$t_tmp/m.log" && t_ok "m: md: $w" || t_fail "m: md: $w" "$(tail -4 "$t_tmp/m.log")"
-done
+md_says m "$t_tmp/m.log" "md0 level=raid0 raid_disks=3 size=$MSZ5" "md0 pattern OK" "md1 level=raid0 raid_disks=3 size=$MSZK" "md1 pattern OK"
 # ---- n. a served RAID-0 of 3 taken over as a RAID-5 parity-last of 4 ----------------------------------
 # n_serve DIR SEED SPEED: a RAID-0 of 3 with pattern SEED written, served (recovery speed SPEED), nbdcopy writing
 # the same pattern again and again; --level 5 --add m3 through the control socket; sets NSZ, spid, cp, nctl
@@ -941,10 +918,7 @@ n_serve() {
     "$PATTERN" -s "$2" -n "$NSZ" >"$1/data"
     $URAID write "$1/m0.img" "$1/m1.img" "$1/m2.img" <"$1/data" || t_fail "n: write pattern $2 in $1"
     nuri="nbd+unix:///?socket=$1/nbd.sock" nctl=$1/ctl.sock
-    $URAID serve "$1/m0.img" "$1/m1.img" "$1/m2.img" --socket "$1/nbd.sock" --control "$nctl" --speed-limit "$3" \
-        2>"$1/server.err" &
-    spid=$!
-    n=0; while ! timeout 5 nbdinfo --size "$nuri" >/dev/null 2>&1 && [ $n -lt 60 ]; do sleep 0.25; n=$((n + 1)); done
+    t_serve "$1" "$1/m0.img" "$1/m1.img" "$1/m2.img" --speed-limit "$3"
     (i=0; while [ $i -lt 4 ]; do timeout 60 nbdcopy "$1/data" "$nuri" || exit 1; i=$((i + 1)); done) &
     cp=$!
     sleep 0.2
@@ -956,11 +930,7 @@ d=$t_tmp/n5
 n_serve "$d" 141 8M
 N5=$d NSZ5=$NSZ
 wait $cp && t_ok "n: nbdcopy wrote the data across the takeover and the recovery" || t_fail "n: nbdcopy across the takeover"
-n=0; while [ $n -lt 240 ]; do
-    st=$(timeout 10 $URAID status --control "$nctl" 2>&1)
-    echo "$st" | grep -q "recovery finished" && break
-    sleep 0.25; n=$((n + 1))
-done
+t_wait_status "$nctl" "recovery finished"
 echo "$st" | grep -q "recovery finished" && t_ok "n: the parity member recovered while served" ||
     t_fail "n: the parity member recovered while served" "$st"
 kill -TERM $spid; wait $spid || t_fail "n: the server stopped cleanly" "$(tail -3 "$d/server.err")"
@@ -983,10 +953,8 @@ geom() { echo "\$1 level=\$(cat /sys/block/\$1/md/level) layout=\$(cat /sys/bloc
 mdadm --assemble /dev/md0 /dev/vd[a-d] && geom md0 && verify md0 141 $NSZ5 $NSZ5
 mdadm --assemble /dev/md1 /dev/vd[e-h] && sleep 1 && wait_idle md1 && geom md1 && verify md1 142 $NSZK $NSZK
 GUEST
-for w in "md0 level=raid5 layout=5 raid_disks=4 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
-    "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/n.log" && t_ok "n: md: $w" || t_fail "n: md: $w" "$(tail -4 "$t_tmp/n.log")"
-done
+md_says n "$t_tmp/n.log" "md0 level=raid5 layout=5 raid_disks=4 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
+    "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0"
 # ---- o. metadata 0.90 and 1.0: RAID-1 and linear gain members --------------------------------
 # a 0.90 RAID-1 of 2 grown offline to 3 mirrors, a 1.0 RAID-1 of 2 grown to 3 while served, a 1.0
 # linear of 2 grown offline to 3 (each new member a little bigger: its superblock at its own end)
@@ -1008,18 +976,10 @@ $URAID grow "$t_tmp/o2/m0.img" "$t_tmp/o2/m1.img" --raid-devices 3 --add "$t_tmp
 ONEW2=$(size_of "$t_tmp/o2/m0.img" "$t_tmp/o2/m1.img" "$t_tmp/o2/m2.img")
 d=$t_tmp/o3
 o_make "$d" 1 1.0 153; OSZ3=$OSZ
-$URAID serve "$d/m0.img" "$d/m1.img" --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
-spid=$!
-n=0; while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
-    sleep 0.25; n=$((n + 1)); done
+t_serve "$d" "$d/m0.img" "$d/m1.img"
 out=$($URAID grow --control "$d/ctl.sock" --raid-devices 3 --add "$d/m2.img" 2>&1) &&
     t_ok "o: a served 1.0 RAID-1 gains a mirror ($out)" || t_fail "o: a served 1.0 RAID-1 gains a mirror" "$out"
-n=0
-while [ $n -lt 240 ]; do
-    st=$($URAID status --control "$d/ctl.sock" 2>&1)
-    echo "$st" | grep -q "recovery finished" && break
-    sleep 0.25; n=$((n + 1))
-done
+t_wait_status "$d/ctl.sock" "recovery finished"
 echo "$st" | grep -q "recovery finished" && t_ok "o: the new mirror recovered while served" ||
     t_fail "o: the new mirror recovered while served" "$st"
 kill -TERM $spid; wait $spid || t_fail "o: the server stopped cleanly" "$(tail -3 "$d/server.err")"
@@ -1037,10 +997,8 @@ mdadm --assemble /dev/md1 /dev/vd[d-f] && {
 mdadm --assemble /dev/md2 /dev/vd[g-i] && echo "md2 raid_disks=\$(cat /sys/block/md2/md/raid_disks) degraded=\$(cat /sys/block/md2/md/degraded)" &&
     verify md2 153 $OSZ3 $OSZ3
 GUEST
-for w in "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" "md1 level=linear raid_disks=3 size=$ONEW2" \
-    "md1 pattern OK" "md2 raid_disks=3 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0"; do
-    grep -q "^$w\$" "$t_tmp/o.log" && t_ok "o: md: $w" || t_fail "o: md: $w" "$(tail -4 "$t_tmp/o.log")"
-done
+md_says o "$t_tmp/o.log" "md0 raid_disks=3 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" "md1 level=linear raid_disks=3 size=$ONEW2" \
+    "md1 pattern OK" "md2 raid_disks=3 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0"
 # ---- p. metadata 0.90 and 1.0: the level changes that move no data ------------------------------
 p_make() { # DIR LEVEL N META SEED [LAYOUT]: N members of 16M and one new, the pattern written; sets PM, PSZ
     mkdir -p "$1"
@@ -1083,12 +1041,10 @@ mdadm --assemble /dev/md1 /dev/vd[f-i] && geom md1 && verify md1 162 $PSZ2 $PSZ2
 mdadm --assemble /dev/md2 /dev/vd[jk] && geom md2 && verify md2 163 $PSZ3 $PSZ3
 mdadm --assemble /dev/md3 /dev/vd[l-n] && geom md3 && mdpattern -s 164 -n $PSZ4 -c < /dev/md3 >/dev/null && echo "md3 pattern OK"
 GUEST
-for w in "md0 level=raid6 layout=18 raid_disks=5 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
+md_says p "$t_tmp/p.log" "md0 level=raid6 layout=18 raid_disks=5 degraded=0" "md0 pattern OK" "md0 mismatch_cnt=0" \
     "md1 level=raid5 layout=5 raid_disks=4 degraded=0" "md1 pattern OK" "md1 mismatch_cnt=0" \
     "md2 level=raid5 layout=2 raid_disks=2 degraded=0" "md2 pattern OK" "md2 mismatch_cnt=0" \
-    "md3 level=raid0 layout=-1 raid_disks=3 degraded=" "md3 pattern OK"; do
-    grep -q "^$w\$" "$t_tmp/p.log" && t_ok "p: md: $w" || t_fail "p: md: $w" "$(grep "^${w%% *}" "$t_tmp/p.log" | head -3; tail -3 "$t_tmp/p.log")"
-done
+    "md3 level=raid0 layout=-1 raid_disks=3 degraded=" "md3 pattern OK"
 # ---- q. a RAID-0's chunk changed (mdadm's way: through a RAID-4 missing its parity) -------------
 make_array "$t_tmp/q1" 0 3 171; Q1=$M QSZ=$SZ
 # shellcheck disable=SC2086
@@ -1115,9 +1071,7 @@ mdadm --assemble --run /dev/md1 /dev/vd[d-f] && { grep -q reshape /proc/mdstat &
     echo "md1 level=\$(cat /sys/block/md1/md/level) chunk=\$(cat /sys/block/md1/md/chunk_size)"
     mdpattern -s 172 -n $QSZ -c < /dev/md1 >/dev/null && echo "md1 pattern OK"; }
 GUEST
-for w in "md0 level=raid0 chunk=131072" "md0 pattern OK" "md1 reshaping" "md1 level=raid0 chunk=131072" "md1 pattern OK"; do
-    grep -q "^$w\$" "$t_tmp/q.log" && t_ok "q: md: $w" || t_fail "q: md: $w" "$(tail -4 "$t_tmp/q.log")"
-done
+md_says q "$t_tmp/q.log" "md0 level=raid0 chunk=131072" "md0 pattern OK" "md1 reshaping" "md1 level=raid0 chunk=131072" "md1 pattern OK"
 # ---- r. a served RAID-5 -> RAID-0 takeover cut off in its superblock batch -----------------------
 # The batch writes the data members' superblocks (RAID-0), then the parity member's (a spare). Cut
 # states made by putting back a member's superblock from before the server started (a few events
@@ -1131,10 +1085,7 @@ make_array "$d" 5 4 181 64K; RM=$M RSZ=$SZ
 $URAID grow $RM --layout parity-last >/dev/null 2>&1 || t_fail "r: restripe to parity-last first"
 for i in 0 1 2 3; do dd if="$d/m$i.img" of="$d/sb$i" bs=4096 skip=1 count=1 2>/dev/null; done
 # shellcheck disable=SC2086
-$URAID serve $RM --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
-spid=$!
-n=0; while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
-    sleep 0.25; n=$((n + 1)); done
+t_serve "$d" $RM
 out=$($URAID grow --control "$d/ctl.sock" --level 0 2>&1) && t_ok "r: a served RAID-5 parity-last taken over as RAID-0" ||
     t_fail "r: the served takeover" "$out"
 kill -TERM $spid; wait $spid || t_fail "r: the server stopped cleanly" "$(tail -3 "$d/server.err")"
@@ -1158,7 +1109,5 @@ mdadm --stop /dev/md0 /dev/md1 >/dev/null 2>&1
 mdadm --assemble /dev/md2 /dev/vd[efg] && echo "md2 level=\$(cat /sys/block/md2/md/level)" &&
     mdpattern -s 181 -n $RSZ -c < /dev/md2 >/dev/null && echo "md2 pattern OK"
 GUEST
-for w in "md0 refused" "md1 refused" "md2 level=raid0" "md2 pattern OK"; do
-    grep -q "^$w\$" "$t_tmp/r.log" && t_ok "r: md: $w" || t_fail "r: md: $w" "$(tail -4 "$t_tmp/r.log")"
-done
+md_says r "$t_tmp/r.log" "md0 refused" "md1 refused" "md2 level=raid0" "md2 pattern OK"
 t_finish

@@ -50,8 +50,17 @@ verify() { # MD SEED OLD
     mdadm --stop /dev/$1 >/dev/null 2>&1 && echo "$1 stopped"
 }'
 
+# md_judge LOG LABEL MD LINE...: each "MD LINE" is a whole line of the guest's LOG
+md_judge() {
+    _log=$1 _label=$2 _md=$3; shift 3
+    for _w in "$@"; do
+        grep -q "^$_md $_w\$" "$_log" && t_ok "$_label: $_md $_w" ||
+            t_fail "$_label: $_md $_w" "$(grep "^$_md" "$_log" | tr '\n' ' ') $(tail -n 3 "$_log")"
+    done
+}
+
 # make DIR META LEVEL N SEED [POLICY [GROW]]: N members of 16 MiB, pattern SEED written, then GROW
-# (16M) random bytes appended to each; sets M, SZ (bytes before)
+# (16M; 0: none) random bytes appended to each; sets M, SZ (bytes before)
 make_array() {
     dir=$1 meta=$2 lvl=$3 n=$4 s=$5 policy=${6:-resync} grow=${7:-16M}
     rm -rf "$dir"; mkdir -p "$dir"
@@ -115,10 +124,7 @@ GUEST
 i=0
 for name in "1.0 RAID-5" "0.90 RAID-5" "1.0 RAID-1" "0.90 RAID-1"; do
     eval "new=\$NEW$i"
-    for w in "md$i size=$new" "md$i pattern OK" "md$i mismatch_cnt=0" "md$i stopped"; do
-        grep -q "^$w\$" "$t_tmp/a.log" && t_ok "$name: md assembles uraid's grown array: $w" ||
-            t_fail "$name: md: $w" "$(grep "^md$i" "$t_tmp/a.log" | tr '\n' ' ') $(tail -n 3 "$t_tmp/a.log")"
-    done
+    md_judge "$t_tmp/a.log" "$name: md assembles uraid's grown array" "md$i" "size=$new" "pattern OK" "mismatch_cnt=0" stopped
     i=$((i + 1))
 done
 
@@ -236,16 +242,9 @@ ei=0
 for c in "1.0 1 2 51" "0.90 5 3 52"; do
     set -- $c
     d=$t_tmp/e$ei
-    rm -rf "$d"; mkdir -p "$d"
-    M="" i=0
-    while [ $i -lt "$3" ]; do truncate -s 16M "$d/m$i.img"; truncate -s 32M "$d/b$i.img"; M="$M $d/m$i.img"; i=$((i + 1)); done
-    # shellcheck disable=SC2086
-    $URAID create --metadata "$1" --level "$2" --raid-devices "$3" --chunk 64K --assume-clean $M >/dev/null 2>&1 ||
-        t_fail "e: create $1 RAID-$2"
-    # shellcheck disable=SC2086
-    SZ=$(size_of $M)
-    # shellcheck disable=SC2086
-    "$PATTERN" -s "$4" -n "$SZ" | $URAID write $M || t_fail "e: write $1 RAID-$2"
+    make_array "$d" "$1" "$2" "$3" "$4" resync 0
+    i=0
+    while [ $i -lt "$3" ]; do truncate -s 32M "$d/b$i.img"; i=$((i + 1)); done
     i=0
     while [ $i -lt "$3" ]; do
         # shellcheck disable=SC2086
@@ -254,16 +253,11 @@ for c in "1.0 1 2 51" "0.90 5 3 52"; do
         i=$((i + 1))
     done
     # shellcheck disable=SC2086
-    $URAID serve $M --socket "$d/nbd.sock" --control "$d/ctl.sock" 2>"$d/server.err" &
-    spid=$!
-    n=0; while ! timeout 5 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock" >/dev/null 2>&1 && [ $n -lt 60 ]; do
-        sleep 0.25; n=$((n + 1)); done
+    t_serve "$d" $M
     out=$($URAID grow --control "$d/ctl.sock" --size max 2>&1)
     case "$out" in *"resync started"*|*"in sync"*) t_ok "e: $1 RAID-$2, members replaced by bigger ones: served grow --size max: $out" ;;
         *) t_fail "e: $1 RAID-$2: served grow --size max" "$out" ;; esac
-    n=0
-    until timeout 10 $URAID status --control "$d/ctl.sock" 2>&1 | grep -q "resync finished" || [ $n -ge 240 ]; do
-        sleep 0.25; n=$((n + 1)); done
+    t_wait_status "$d/ctl.sock" "resync finished"
     new=$(timeout 10 nbdinfo --size "nbd+unix:///?socket=$d/nbd.sock")
     kill -TERM $spid; wait $spid || t_fail "e: $1 RAID-$2: the server stops cleanly" "$(tail -3 "$d/server.err")"
     [ "$new" -gt "$SZ" ] 2>/dev/null && t_ok "e: $1 RAID-$2: $new bytes served (was $SZ)" || t_fail "e: $1 RAID-$2: bigger" "$new"
@@ -281,10 +275,7 @@ GUEST
 i=0
 for name in "1.0 RAID-1" "0.90 RAID-5"; do
     eval "new=\$ENEW$i"
-    for w in "md$i size=$new" "md$i pattern OK" "md$i mismatch_cnt=0"; do
-        grep -q "^$w\$" "$t_tmp/e.log" && t_ok "e: $name: md assembles it: $w" ||
-            t_fail "e: $name: md: $w" "$(grep "^md$i" "$t_tmp/e.log" | tr '\n' ' ') $(tail -n 3 "$t_tmp/e.log")"
-    done
+    md_judge "$t_tmp/e.log" "e: $name: md assembles it" "md$i" "size=$new" "pattern OK" "mismatch_cnt=0"
     i=$((i + 1))
 done
 t_finish

@@ -184,6 +184,32 @@ t_mdadm_agrees() {
     fi
 }
 
+# t_serve DIR ARGS...: `uraid serve ARGS` (members and options) in the
+# background on DIR/nbd.sock with control socket DIR/ctl.sock, its errors in
+# DIR/server.err; returns once the export answers (or after 15 s), with spid,
+# suri (the export's URI) and sctl (the control socket) set.
+t_serve() {
+    _sd=$1; shift
+    sctl=$_sd/ctl.sock suri="nbd+unix:///?socket=$_sd/nbd.sock"
+    $URAID serve "$@" --socket "$_sd/nbd.sock" --control "$sctl" 2>"$_sd/server.err" &
+    spid=$!
+    _n=0
+    while ! timeout 5 nbdinfo --size "$suri" >/dev/null 2>&1 && [ $_n -lt 60 ]; do sleep 0.25; _n=$((_n + 1)); done
+}
+
+# t_wait_status CTL TEXT: waits up to a minute for a served array's status
+# (`uraid status --control CTL`) to say TEXT; fails after that. The last
+# status read is left in $st.
+t_wait_status() {
+    _n=0
+    while [ $_n -lt 240 ]; do
+        st=$(timeout 10 $URAID status --control "$1" 2>&1)
+        echo "$st" | grep -q "$2" && return 0
+        sleep 0.25; _n=$((_n + 1))
+    done
+    return 1
+}
+
 # The md oracle (../shared/tools/md-oracle: the real md in QEMU), built once
 # per machine into $MDORACLE_HOME when a test first needs it, whichever test
 # runs first. Sets ORACLE and PATTERN; on failure records it and returns 1.
