@@ -2,6 +2,7 @@
 
 #include "array/array.h"
 #include "member/member.h"
+#include "meta/ppl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -293,6 +294,30 @@ int fx_read_sb(const struct fx *f, int slot, struct md_sb *sb)
     int rc = fx_read_sb_path(f->path[slot], sb);
     CHECK(rc == 0, "superblock of %s: %d", f->path[slot], rc);
     return rc;
+}
+
+int fx_ppl_lists(const struct fx *f, int slot, uint64_t sector)
+{
+    struct md_sb sb;
+    if (fx_read_sb(f, slot, &sb) || !md_sb_has_ppl(&sb))
+        return 0;
+    uint64_t bytes = (uint64_t)md_sb_ppl_size(&sb) * 512;
+    uint8_t *area = malloc(bytes);
+    struct ppl_header *h = malloc(sizeof *h);
+    /* the log lies before the data area (1.2): not fx_member_pread's */
+    FILE *fp = fopen(f->path[slot], "rb");
+    int found = 0;
+    if (area && h && fp && fseek(fp, (long)md_sb_ppl_sector(&sb) * 512, SEEK_SET) == 0 &&
+        fread(area, 1, bytes, fp) == bytes)
+        for (uint64_t at = 0; at + PPL_HEADER_BYTES <= bytes && !found; at += 512)
+            if (ppl_header_decode(area + at, h, NULL, 0) == 0)
+                for (uint32_t e = 0; e < h->entries_count; e++)
+                    found |= h->entry[e].data_sector == sector;
+    if (fp)
+        fclose(fp);
+    free(area);
+    free(h);
+    return found;
 }
 
 void fx_locate(const struct fx *f, uint64_t off, int *slot, uint64_t *member_off)

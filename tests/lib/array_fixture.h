@@ -119,6 +119,9 @@ void fx_verify_all(struct fx *f, struct uraid_array *a, const char *what);
 int fx_member_pread(const struct fx *f, int slot, void *buf, size_t len, uint64_t off);
 int fx_member_pwrite(const struct fx *f, int slot, const void *buf, size_t len, uint64_t off);
 int fx_read_sb(const struct fx *f, int slot, struct md_sb *sb);
+/* 1 when some sound header in slot's PPL area lists an entry at array
+ * sector `sector` (any header of the chain, not only the newest). */
+int fx_ppl_lists(const struct fx *f, int slot, uint64_t sector);
 /* Raw copy of a member's superblock area (4 KiB at byte 4096). */
 int fx_sb_bytes(const struct fx *f, int slot, uint8_t out[MD_SB_BYTES]);
 /* The v1.2 superblock of any member file; no CHECK (a test may expect none). */

@@ -31,7 +31,6 @@
 #include "array_fixture.h"
 #include "harness.h"
 #include "meta/ppl.h"
-#include "meta/superblock.h"
 #include "stripe/ppl.h"
 #include "stripe/ppl_int.h"
 
@@ -110,25 +109,8 @@ static void test_unkept_neighbour(void)
 static int listed(struct fx *f, int n, uint64_t sector)
 {
     int found = 0;
-    for (int s = 0; s < n && !found; s++) {
-        struct md_sb sb;
-        if (fx_read_sb(f, s, &sb) || !md_sb_has_ppl(&sb))
-            continue;
-        uint64_t bytes = (uint64_t)md_sb_ppl_size(&sb) * 512;
-        uint8_t *area = malloc(bytes);
-        struct ppl_header *h = malloc(sizeof *h);
-        FILE *fp = fopen(f->path[s], "rb"); /* the log lies before the data: not fx_member_pread's */
-        if (area && h && fp && fseek(fp, (long)md_sb_ppl_sector(&sb) * 512, SEEK_SET) == 0 &&
-            fread(area, 1, bytes, fp) == bytes)
-            for (uint64_t at = 0; at + PPL_HEADER_BYTES <= bytes && !found; at += 512)
-                if (ppl_header_decode(area + at, h, NULL, 0) == 0)
-                    for (uint32_t e = 0; e < h->entries_count; e++)
-                        found |= h->entry[e].data_sector == sector;
-        if (fp)
-            fclose(fp);
-        free(area);
-        free(h);
-    }
+    for (int s = 0; s < n && !found; s++)
+        found = fx_ppl_lists(f, s, sector);
     return found;
 }
 

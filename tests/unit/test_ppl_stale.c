@@ -24,8 +24,6 @@
 
 #include "array_fixture.h"
 #include "harness.h"
-#include "meta/ppl.h"
-#include "meta/superblock.h"
 
 #define MEMBER_BYTES (3u << 20)
 #define CHUNK (16u << 10)
@@ -50,31 +48,6 @@ static void *write_main(void *arg)
 static void new_data(struct fx *f, uint64_t off, uint64_t len)
 {
     rng_fill(&rng, f->model + off, len);
-}
-
-/* Slot s's log area holds a header (any, sound) listing an entry at array
- * sector `sector`. */
-static int logged(struct fx *f, int s, uint64_t sector)
-{
-    struct md_sb sb;
-    if (fx_read_sb(f, s, &sb) || !md_sb_has_ppl(&sb))
-        return 0;
-    uint64_t bytes = (uint64_t)md_sb_ppl_size(&sb) * 512;
-    uint8_t *area = malloc(bytes);
-    struct ppl_header *h = malloc(sizeof *h);
-    FILE *fp = fopen(f->path[s], "rb");
-    int found = 0;
-    if (area && h && fp && fseek(fp, (long)md_sb_ppl_sector(&sb) * 512, SEEK_SET) == 0 &&
-        fread(area, 1, bytes, fp) == bytes)
-        for (uint64_t at = 0; at + PPL_HEADER_BYTES <= bytes && !found; at += 512)
-            if (ppl_header_decode(area + at, h, NULL, 0) == 0)
-                for (uint32_t e = 0; e < h->entries_count; e++)
-                    found |= h->entry[e].data_sector == sector;
-    if (fp)
-        fclose(fp);
-    free(area);
-    free(h);
-    return found;
 }
 
 static void test_stale(int level, int n, uint64_t x)
@@ -104,7 +77,7 @@ static void test_stale(int level, int n, uint64_t x)
     pthread_t ta;
     pthread_create(&ta, NULL, write_main, &wa);
     int waited = 0;
-    while (!logged(&f, p_slot, wa.off / 512) && waited++ < 10000)
+    while (!fx_ppl_lists(&f, p_slot, wa.off / 512) && waited++ < 10000)
         usleep(1000);
     CHECK(waited < 10000, "A's header never reached slot %d's log", p_slot);
     write_main(&wb);
