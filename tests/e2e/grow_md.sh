@@ -604,6 +604,37 @@ r0_array() { # DIR SEED: RAID-0 of 3 (16 MiB members) with pattern SEED, two new
     # shellcheck disable=SC2086
     "$PATTERN" -s "$2" -n "$SZ" | $URAID write $M || t_fail "write pattern $2 in $dir"
 }
+# r0_killed SECTION WHAT DIR: mdadm --examine of DIR/m0.img shows md's record of a RAID-0 grow cut
+# off (a RAID-4 reshaping)
+r0_killed() {
+    _x=$(mdadm --examine "$3/m0.img" 2>&1)
+    echo "$_x" | grep -q "Raid Level : raid4" && echo "$_x" | grep -q "Reshape pos'n" &&
+        t_ok "$1: $2 (a RAID-4 reshaping, as md records it)" ||
+        t_fail "$1: $2" "$(echo "$_x" | grep -E 'Level|Reshape|Array State')"
+}
+# r0_md SECTION DONE SEED OLD KILLED KSEED KOLD: md assembles DONE (5 members, a finished RAID-0 grow,
+# pattern SEED over OLD bytes), carries on the cut-off grow KILLED (pattern KSEED over KOLD), takes it
+# back to RAID-0 and reads both; md's lines judged under SECTION
+r0_md() {
+    # shellcheck disable=SC2046,SC2086
+    "$ORACLE" --timeout 500 $(disks $2 $5) -- - >"$t_tmp/$1.log" 2>&1 <<GUEST
+exec 2>&1
+$GUEST_VERIFY
+mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
+echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks)"
+mdpattern -s $3 -n $4 -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
+mdadm --assemble --run /dev/md1 /dev/vd[f-j] || exit 1
+grep -A2 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"
+wait_idle md1
+echo "md1 after level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
+mdpattern -s $6 -n $7 -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
+mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
+mdpattern -s $6 -n $7 -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
+GUEST
+    md_says "$1" "$t_tmp/$1.log" "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" \
+        "md1 after level=raid4 raid_disks=6 degraded=1" "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" \
+        "md1 raid0 pattern OK"
+}
 r0_reads() { # NAME SEED OLD MEMBERS...: uraid reads the pattern and zeros up to the reshaped size
     name=$1 s=$2 old=$3; shift 3
     got=$($URAID cat "$@" | head -c $((old / 3 * 5)) | sha256sum | cut -d' ' -f1)
@@ -625,27 +656,8 @@ $URAID grow $M --raid-devices 5 --add "$d/m3.img" "$d/m4.img" --member-layer thr
 pid=$!
 sleep 2
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
-x=$(mdadm --examine "$d/m0.img" 2>&1)
-echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
-    t_ok "h: uraid killed mid RAID-0 grow (a RAID-4 reshaping, as md records it)" ||
-    t_fail "h: uraid killed mid RAID-0 grow" "$(echo "$x" | grep -E 'Level|Reshape|Array State')"
-# shellcheck disable=SC2086
-"$ORACLE" --timeout 500 $(disks $H $HK) -- - >"$t_tmp/h.log" 2>&1 <<GUEST
-exec 2>&1
-$GUEST_VERIFY
-mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
-echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks)"
-mdpattern -s 81 -n $OLDH -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
-mdadm --assemble --run /dev/md1 /dev/vd[f-j] || exit 1
-grep -A2 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"
-wait_idle md1
-echo "md1 after level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
-mdpattern -s 82 -n $OLDHK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
-mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
-mdpattern -s 82 -n $OLDHK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
-GUEST
-md_says h "$t_tmp/h.log" "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
-    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"
+r0_killed h "uraid killed mid RAID-0 grow" "$d"
+r0_md h "$H" 81 "$OLDH" "$HK" 82 "$OLDHK"
 # shellcheck disable=SC2086
 r0_reads "h: uraid's RAID-0 grow" 81 "$OLDH" $H
 # shellcheck disable=SC2086
@@ -767,27 +779,8 @@ k_serve "$d" 112 1M
 KK="$KM" OLDKK=$KSZ
 sleep 1
 kill -KILL $spid; wait $spid 2>/dev/null
-x=$(mdadm --examine "$d/m0.img" 2>&1)
-echo "$x" | grep -q "Raid Level : raid4" && echo "$x" | grep -q "Reshape pos'n" &&
-    t_ok "k: the server killed in mid-reshape (a RAID-4 reshaping, as md records it)" ||
-    t_fail "k: the server killed in mid-reshape" "$(echo "$x" | grep -E 'Level|Reshape|Array State')"
-# shellcheck disable=SC2086
-"$ORACLE" --timeout 500 $(disks $KD $KK) -- - >"$t_tmp/k.log" 2>&1 <<GUEST
-exec 2>&1
-$GUEST_VERIFY
-mdadm --assemble /dev/md0 /dev/vd[a-e] || exit 1
-echo "md0 level=\$(cat /sys/block/md0/md/level) raid_disks=\$(cat /sys/block/md0/md/raid_disks)"
-mdpattern -s 1111 -n $OLDK -c < /dev/md0 >/dev/null && echo "md0 pattern OK"
-mdadm --assemble --run /dev/md1 /dev/vd[f-j] || exit 1
-grep -A2 md1 /proc/mdstat | grep -q reshape && echo "md1 reshaping"
-wait_idle md1
-echo "md1 after level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks) degraded=\$(cat /sys/block/md1/md/degraded)"
-mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 pattern OK"
-mdadm --grow /dev/md1 --level=0 && echo "md1 to raid0: level=\$(cat /sys/block/md1/md/level) raid_disks=\$(cat /sys/block/md1/md/raid_disks)"
-mdpattern -s 1112 -n $OLDKK -c < /dev/md1 >/dev/null && echo "md1 raid0 pattern OK"
-GUEST
-md_says k "$t_tmp/k.log" "md0 level=raid0 raid_disks=5" "md0 pattern OK" "md1 reshaping" "md1 after level=raid4 raid_disks=6 degraded=1" \
-    "md1 pattern OK" "md1 to raid0: level=raid0 raid_disks=5" "md1 raid0 pattern OK"
+r0_killed k "the server killed in mid-reshape" "$d"
+r0_md k "$KD" 1111 "$OLDK" "$KK" 1112 "$OLDKK"
 # shellcheck disable=SC2086
 r0_reads "k: the served RAID-0 grow" 1111 "$OLDK" $KD
 # shellcheck disable=SC2086
