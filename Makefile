@@ -67,7 +67,7 @@ SAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(SAN)/%.o)
 SAN_TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(SAN)/tests/%)
 TSAN_LIB_OBJ := $(LIB_SRC:%.c=$(TSAN)/%.o)
 TSAN_TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(TSAN)/%.o)
-TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_bitmap test_faults test_rebuild test_scrub test_nbd test_nbd_far test_nbd_hold test_nbd_merge test_stripe test_recovery test_ppl test_powercut test_crash test_raid10_array test_reshape_io test_reshape_level_online test_gather test_grow_mirrors test_grow_linear_online test_grow_raid0_online test_grow_size_online test_ppl_stale test_takeover_online test_takeover_raid0_online test_takeover_from_raid0 test_reshape_ahead test_grow_badblocks test_ppl_cut6)
+TSAN_TEST_BIN := $(addprefix $(TSAN)/tests/,test_bitmap test_faults test_rebuild test_scrub test_nbd test_nbd_far test_nbd_hold test_nbd_merge test_stripe test_recovery test_ppl test_powercut test_crash test_raid10_array test_reshape_io test_reshape_level_online test_gather test_grow_mirrors test_grow_linear_online test_grow_raid0_online test_grow_size_online test_ppl_stale test_takeover_online test_takeover_raid0_online test_takeover_from_raid0 test_reshape_ahead test_grow_badblocks test_ppl_cut6 test_ppl_linger)
 
 # Each SIMD family is compiled with its own instruction-set flags and only
 # runs after its valid() check, so the rest of the code stays baseline x86-64.

@@ -63,10 +63,13 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
     pthread_cond_init(&L->fl_work, NULL);
     pthread_cond_init(&L->fl_ended, NULL);
     L->a = a;
+    pthread_condattr_t ca; /* departed is waited on with a CLOCK_MONOTONIC deadline (ppl_ahead.c) */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         pthread_mutex_init(&L->m[s].mu, NULL);
         pthread_mutex_init(&L->m[s].list_mu, NULL);
-        pthread_cond_init(&L->m[s].departed, NULL);
+        pthread_cond_init(&L->m[s].departed, &ca);
         /* each member's own area (mdadm gives them all the same one) */
         const struct md_sb *sb = s < a->geom.raid_disks && a->slot[s].dev ? &a->slot[s].sb : &a->sb;
         if (!md_sb_has_ppl(sb) || ppl_supported(sb, NULL, 0))
@@ -75,6 +78,7 @@ int ppl_open(struct uraid_array *a, char *why, size_t whylen)
         L->m[s].sectors = md_sb_ppl_size(sb);
         L->m[s].room = ((uint64_t)L->m[s].sectors - PPL_HEADER_SECTORS) * SECTOR;
     }
+    pthread_condattr_destroy(&ca);
     a->ppl = L;
     return 0;
 }
@@ -86,8 +90,9 @@ void ppl_close(struct uraid_array *a)
         return;
     ppl_flusher_stop(L);
     uraid_log(URAID_LOG_INFO, "ppl: %llu units wrote a header (%llu with partial parity), %llu were covered by "
-              "stripes logged ahead", (unsigned long long)L->units_logged, (unsigned long long)L->units_pp,
-              (unsigned long long)L->units_covered);
+              "stripes logged ahead (%llu times after waiting for that header)", (unsigned long long)L->units_logged,
+              (unsigned long long)L->units_pp, (unsigned long long)L->units_covered,
+              (unsigned long long)L->units_waited);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {
         for (struct ppl_part *p = L->m[s].inflight, *nx; p; p = nx) {
             nx = p->next; /* lingering parts: every unit has finished */

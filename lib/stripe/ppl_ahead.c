@@ -19,6 +19,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include <time.h>
+
 #include "stripe/ppl_int.h"
 
 int ppl_ahead_count(int taken)
@@ -49,10 +51,13 @@ static int span_meets(const struct ppl_span *sp, uint64_t lo, uint64_t hi)
 }
 
 /* A part of m's list on disk listing p's stripes whole, or NULL. Under
- * m->list_mu. */
-static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p)
+ * m->list_mu. *coming is set when no such part is on disk yet but one is
+ * on its way (listed, its unit's log writes not all done): its header
+ * will cover p once written. */
+static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p, int *coming)
 {
     struct ppl_part *found = NULL;
+    *coming = 0;
     if (m->wrapping || span_meets(&m->left_new, p->s_lo, p->s_hi) || span_meets(&m->left_writing, p->s_lo, p->s_hi) ||
         span_meets(&m->left_disk, p->s_lo, p->s_hi))
         return NULL;
@@ -62,10 +67,43 @@ static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part
          * would take the data these writes overwrite as current */
         if (c->pp_bytes && c->la_lo <= p->s_hi && p->s_lo <= c->la_hi)
             return NULL;
-        if (!found && c->ahead && c->out && c->seq <= m->written_seq && c->la_lo <= p->s_lo && p->s_hi <= c->la_hi)
+        if (found || !c->ahead || c->la_lo > p->s_lo || p->s_hi > c->la_hi)
+            continue;
+        if (c->out && c->seq <= m->written_seq)
             found = c;
+        else
+            *coming = 1;
     }
+    if (found)
+        *coming = 0;
     return found;
+}
+
+/* How long a unit waits for a lister's header on its way, at most: about
+ * a far member's round trip. A header in flight usually lands sooner than
+ * the unit's own would: its log write waits for that one first. */
+#define COMING_WAIT_NS 20000000ull
+
+/* lister, waiting (m->list_mu held) while one is only on its way. */
+static struct ppl_part *lister_wait(struct ppl_log *L, struct ppl_member *m, const struct ppl_part *p)
+{
+    int coming;
+    struct ppl_part *c = lister(m, p, &coming);
+    if (c || !coming)
+        return c;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    uint64_t ns = (uint64_t)until.tv_nsec + COMING_WAIT_NS;
+    until.tv_sec += (time_t)(ns / 1000000000ull);
+    until.tv_nsec = (long)(ns % 1000000000ull);
+    __atomic_add_fetch(&L->waiting, 1, __ATOMIC_ACQ_REL);
+    while (!c && coming && pthread_cond_timedwait(&m->departed, &m->list_mu, &until) == 0)
+        c = lister(m, p, &coming);
+    __atomic_sub_fetch(&L->waiting, 1, __ATOMIC_ACQ_REL);
+    c = c ? c : lister(m, p, &coming);
+    if (c)
+        __atomic_add_fetch(&L->units_waited, 1, __ATOMIC_RELAXED);
+    return c;
 }
 
 void ppl_left_part(struct ppl_member *m, const struct ppl_part *p)
@@ -123,7 +161,7 @@ int ppl_cover(struct ppl_log *L, struct ppl_unit *u)
         if (!p->written)
             continue; /* a log of stripes ahead only */
         pthread_mutex_lock(&m->list_mu);
-        struct ppl_part *c = u->npin < PPL_UNIT_PINS ? lister(m, p) : NULL;
+        struct ppl_part *c = u->npin < PPL_UNIT_PINS ? lister_wait(L, m, p) : NULL;
         if (c) {
             c->pins++;
             c->idle = 0;

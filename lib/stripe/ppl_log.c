@@ -319,6 +319,7 @@ static void parts_out(struct ppl_log *L, struct ppl_unit *u)
         while (m->restarting)
             pthread_cond_wait(&m->departed, &m->list_mu);
         part->out = 1;
+        pthread_cond_broadcast(&m->departed); /* units waiting for a lister (ppl_ahead.c) */
         pthread_mutex_unlock(&m->list_mu);
     }
 }

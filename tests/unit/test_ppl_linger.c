@@ -21,16 +21,26 @@
  * the logs' headers while the logs have room, and only its own stripe
  * when other units in flight hold half of every log's entries (they are
  * counted in by hand), so that units never wait for room that listing
- * ahead took. The headers are read from the member files. */
+ * ahead took. The headers are read from the member files.
+ *
+ * And a unit whose stripes a header on its way lists (ppl_ahead.c,
+ * lister_wait): RAID-5, a whole-stripe write A of stripe X with the log
+ * on X's parity member held (stall-writes over the log area), so A's
+ * unit has not all its headers on disk; a whole-stripe write B of X+1
+ * meanwhile finds A's part listing X+1 in its own log, waits for it
+ * instead of writing a header, and is covered once the stall is let go:
+ * one unit logged, one covered after waiting, every byte read back. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "array/array.h"
 #include "array_fixture.h"
 #include "harness.h"
 #include "meta/ppl.h"
+#include "meta/superblock.h"
 #include "stripe/ppl.h"
 #include "stripe/ppl_int.h"
 
@@ -161,6 +171,78 @@ static void test_ahead_room(void)
     harness_end();
 }
 
+struct writer {
+    struct fx *f;
+    struct uraid_array *a;
+    uint64_t off, len;
+    int rc;
+};
+
+static void *write_main(void *arg)
+{
+    struct writer *w = arg;
+    w->rc = fx_write(w->f, w->a, w->f->model + w->off, w->len, w->off);
+    return NULL;
+}
+
+/* Waits up to 10 s for *v to reach want. */
+static int wait_for(const uint64_t *v, uint64_t want)
+{
+    for (int i = 0; i < 100000 && __atomic_load_n(v, __ATOMIC_ACQUIRE) < want; i++)
+        usleep(100);
+    return __atomic_load_n(v, __ATOMIC_ACQUIRE) >= want;
+}
+
+static void test_coming(void)
+{
+    harness_begin("RAID-5 ppl: a whole stripe listed by a header on its way waits for it instead of writing its own");
+    const int n = 4;
+    const uint64_t x = 20;
+    struct fx f;
+    fx_policy = URAID_POLICY_PPL;
+    struct uraid_array *a = NULL;
+    struct uraid_open_params op = {0};
+    if (fx_setup(&f, 5, n, CHUNK, MEMBER_BYTES, &rng, 0, NULL) == 0 && fx_open_with(&f, 0, "", NULL, 0, &op, &a) == 0) {
+        int p, q;
+        fx_parity_of(&f, x, &p, &q);
+        struct md_sb sb;
+        char spec[96];
+        CHECK(fx_read_sb(&f, p, &sb) == 0);
+        snprintf(spec, sizeof spec, "stall-writes=%llu+%llu", (unsigned long long)md_sb_ppl_sector(&sb) * 512,
+                 (unsigned long long)md_sb_ppl_size(&sb) * 512);
+        CHECK(uraid_inject(a, p, spec) == 0, "inject %s on slot %d", spec, p);
+        struct writer wa = {.f = &f, .a = a, .off = x * f.stripe_bytes, .len = f.stripe_bytes};
+        struct writer wb = {.f = &f, .a = a, .off = (x + 1) * f.stripe_bytes, .len = f.stripe_bytes};
+        rng_fill(&rng, f.model + wa.off, 2 * f.stripe_bytes);
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, write_main, &wa);
+        CHECK(wait_for(&a->ppl->units_logged, 1), "A never began its log writes");
+        usleep(2000); /* A's other logs written, the one on slot p held */
+        pthread_create(&tb, NULL, write_main, &wb);
+        int waited = 0;
+        for (int i = 0; i < 100000 && !(waited = __atomic_load_n(&a->ppl->waiting, __ATOMIC_ACQUIRE)); i++)
+            usleep(100);
+        CHECK(waited, "B never waited for A's header");
+        CHECK(uraid_inject(a, p, "clear") == 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK(wa.rc == 0 && wb.rc == 0, "writes A %d, B %d", wa.rc, wb.rc);
+        uint64_t logged = a->ppl->units_logged, covered = a->ppl->units_covered, after = a->ppl->units_waited;
+        printf("  units logged %llu, covered %llu (after waiting %llu)\n", (unsigned long long)logged,
+               (unsigned long long)covered, (unsigned long long)after);
+        CHECK(logged == 1 && covered == 1 && after == 1, "logged %llu, covered %llu, after waiting %llu: want 1, 1, 1",
+              (unsigned long long)logged, (unsigned long long)covered, (unsigned long long)after);
+        fx_verify_all(&f, a, "after both writes");
+        CHECK(uraid_close(a) == 0);
+        a = NULL;
+    }
+    if (a)
+        uraid_close(a);
+    fx_destroy(&f);
+    fx_policy = URAID_POLICY_RESYNC;
+    harness_end();
+}
+
 int main(int argc, char **argv)
 {
     harness_init(argc, argv, "ppl_linger");
@@ -168,5 +250,6 @@ int main(int argc, char **argv)
     fx_log_from_env();
     test_unkept_neighbour();
     test_ahead_room();
+    test_coming();
     return harness_finish();
 }
