@@ -166,7 +166,7 @@ tsan-tests: $(TSAN_TEST_BIN)
 layers:
 	@sh scripts/check-layers.sh
 
-# Builds with one job per CPU and runs the tests three at a time
+# Builds with one job per CPU and runs the tests two at a time
 # (URAID_TEST_JOBS, tests/run.sh).
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 check: deps layers
