@@ -90,7 +90,7 @@ void ppl_close(struct uraid_array *a)
         return;
     ppl_flusher_stop(L);
     uraid_log(URAID_LOG_INFO, "ppl: %llu units wrote a header (%llu with partial parity), %llu were covered by "
-              "stripes logged ahead (%llu times after waiting for that header)", (unsigned long long)L->units_logged,
+              "stripes logged ahead (%llu waits for a lister's header ended so)", (unsigned long long)L->units_logged,
               (unsigned long long)L->units_pp, (unsigned long long)L->units_covered,
               (unsigned long long)L->units_waited);
     for (int s = 0; s < PPL_MAX_SLOTS; s++) {

@@ -18,7 +18,6 @@
  * and undo what the covered write made of the stripe's parity. */
 #include <pthread.h>
 #include <stdlib.h>
-
 #include <time.h>
 
 #include "stripe/ppl_int.h"
@@ -51,9 +50,9 @@ static int span_meets(const struct ppl_span *sp, uint64_t lo, uint64_t hi)
 }
 
 /* A part of m's list on disk listing p's stripes whole, or NULL. Under
- * m->list_mu. *coming is set when no such part is on disk yet but one is
- * on its way (listed, its unit's log writes not all done): its header
- * will cover p once written. */
+ * m->list_mu. Otherwise *coming says whether one is on its way (listed,
+ * its unit's log writes not all done): its header will cover p once
+ * written. */
 static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part *p, int *coming)
 {
     struct ppl_part *found = NULL;
@@ -74,8 +73,6 @@ static struct ppl_part *lister(const struct ppl_member *m, const struct ppl_part
         else
             *coming = 1;
     }
-    if (found)
-        *coming = 0;
     return found;
 }
 

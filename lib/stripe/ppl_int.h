@@ -92,8 +92,9 @@ struct ppl_log {
     uint32_t tag;          /* atomic: RAID-6 units logged since open (PPL_TAG) */
     uint64_t units_logged, units_covered, units_pp; /* atomic: units since open that wrote a header (of
                                                      * them, with partial parity) or were covered ahead */
-    uint64_t units_waited; /* atomic: of the covered, those that waited for their lister's header */
-    int waiting;           /* atomic: units waiting for a lister's header now (ppl_ahead.c) */
+    uint64_t units_waited; /* atomic: waits for a lister's header on its way that found it on disk
+                            * (one per log: a RAID-6 unit may wait in two) */
+    int waiting;           /* atomic: units waiting so now (uraid -v does not show it; tests watch it) */
     /* Per slot, atomic: flushes started (each takes the next number) and
      * the highest number of one that succeeded. A write that completed
      * before a flush numbered n started is durable once flushed >= n. */

@@ -296,6 +296,30 @@ int fx_read_sb(const struct fx *f, int slot, struct md_sb *sb)
     return rc;
 }
 
+static void *async_write_main(void *arg)
+{
+    struct fx_async_write *w = arg;
+    w->rc = fx_write(w->f, w->a, w->f->model + w->off, w->len, w->off);
+    return NULL;
+}
+
+void fx_write_start(struct fx_async_write *w, struct fx *f, struct uraid_array *a, uint64_t off, uint64_t len)
+{
+    *w = (struct fx_async_write){.f = f, .a = a, .off = off, .len = len};
+    if (pthread_create(&w->t, NULL, async_write_main, w)) {
+        CHECK(0, "%s: no thread for a write", f->label);
+        w->rc = -EAGAIN;
+        w->f = NULL;
+    }
+}
+
+int fx_write_join(struct fx_async_write *w)
+{
+    if (w->f)
+        pthread_join(w->t, NULL);
+    return w->rc;
+}
+
 int fx_ppl_lists(const struct fx *f, int slot, uint64_t sector)
 {
     struct md_sb sb;

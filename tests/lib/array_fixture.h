@@ -191,6 +191,18 @@ struct fx_inflight {
 void fx_check_model(struct uraid_array *a, const uint8_t *model, uint64_t bytes, const struct fx_inflight *pend,
                     const char *what);
 
+/* One fx_write of [off, off + len) from the model in a thread of its own:
+ * fx_write_start, then fx_write_join for its result. */
+struct fx_async_write {
+    struct fx *f;
+    struct uraid_array *a;
+    uint64_t off, len;
+    int rc;
+    pthread_t t;
+};
+void fx_write_start(struct fx_async_write *w, struct fx *f, struct uraid_array *a, uint64_t off, uint64_t len);
+int fx_write_join(struct fx_async_write *w);
+
 /* A writer thread (fx_writer_main): random 4 KiB-multiple writes in
  * [lo, hi) copied into model and read back until *stop; with wait_for,
  * only once the array is that big. failures: writes or read-backs that

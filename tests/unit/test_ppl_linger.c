@@ -114,6 +114,28 @@ static void test_unkept_neighbour(void)
     harness_end();
 }
 
+/* A RAID-`level` of n members with a PPL, opened (NULL on failure, already
+ * reported); ppl_array_done reads every byte back, closes and removes it. */
+static struct uraid_array *ppl_array(struct fx *f, int level, int n)
+{
+    struct uraid_array *a = NULL;
+    struct uraid_open_params op = {0};
+    fx_policy = URAID_POLICY_PPL;
+    if (fx_setup(f, level, n, CHUNK, MEMBER_BYTES, &rng, 0, NULL) == 0)
+        fx_open_with(f, 0, "", NULL, 0, &op, &a);
+    fx_policy = URAID_POLICY_RESYNC;
+    return a;
+}
+
+static void ppl_array_done(struct fx *f, struct uraid_array *a)
+{
+    if (a) {
+        fx_verify_all(f, a, "after the writes");
+        CHECK(uraid_close(a) == 0);
+    }
+    fx_destroy(f);
+}
+
 /* Some header in some member's log area lists an entry at array sector
  * `sector`. */
 static int listed(struct fx *f, int n, uint64_t sector)
@@ -149,10 +171,8 @@ static void test_ahead_room(void)
                   "of every log is held by units in flight");
     const int n = 6;
     struct fx f;
-    fx_policy = URAID_POLICY_PPL;
-    struct uraid_array *a = NULL;
-    struct uraid_open_params op = {0};
-    if (fx_setup(&f, 6, n, CHUNK, MEMBER_BYTES, &rng, 0, NULL) == 0 && fx_open_with(&f, 0, "", NULL, 0, &op, &a) == 0) {
+    struct uraid_array *a = ppl_array(&f, 6, n);
+    if (a) {
         /* far apart: nothing the first write listed is near the second */
         int crowded = listed_after(&f, a, n, 40, PPL_MAX_ENTRIES / 2);
         int roomy = listed_after(&f, a, n, 10, 0);
@@ -160,29 +180,9 @@ static void test_ahead_room(void)
                crowded, roomy);
         CHECK(crowded == 0, "%d stripes listed ahead although half of every log was held", crowded);
         CHECK(roomy == 4, "only %d of the 4 stripes after it listed ahead with the logs empty", roomy);
-        fx_verify_all(&f, a, "after both writes");
-        CHECK(uraid_close(a) == 0);
-        a = NULL;
     }
-    if (a)
-        uraid_close(a);
-    fx_destroy(&f);
-    fx_policy = URAID_POLICY_RESYNC;
+    ppl_array_done(&f, a);
     harness_end();
-}
-
-struct writer {
-    struct fx *f;
-    struct uraid_array *a;
-    uint64_t off, len;
-    int rc;
-};
-
-static void *write_main(void *arg)
-{
-    struct writer *w = arg;
-    w->rc = fx_write(w->f, w->a, w->f->model + w->off, w->len, w->off);
-    return NULL;
 }
 
 /* Waits up to 10 s for *v to reach want. */
@@ -199,10 +199,8 @@ static void test_coming(void)
     const int n = 4;
     const uint64_t x = 20;
     struct fx f;
-    fx_policy = URAID_POLICY_PPL;
-    struct uraid_array *a = NULL;
-    struct uraid_open_params op = {0};
-    if (fx_setup(&f, 5, n, CHUNK, MEMBER_BYTES, &rng, 0, NULL) == 0 && fx_open_with(&f, 0, "", NULL, 0, &op, &a) == 0) {
+    struct uraid_array *a = ppl_array(&f, 5, n);
+    if (a) {
         int p, q;
         fx_parity_of(&f, x, &p, &q);
         struct md_sb sb;
@@ -211,35 +209,26 @@ static void test_coming(void)
         snprintf(spec, sizeof spec, "stall-writes=%llu+%llu", (unsigned long long)md_sb_ppl_sector(&sb) * 512,
                  (unsigned long long)md_sb_ppl_size(&sb) * 512);
         CHECK(uraid_inject(a, p, spec) == 0, "inject %s on slot %d", spec, p);
-        struct writer wa = {.f = &f, .a = a, .off = x * f.stripe_bytes, .len = f.stripe_bytes};
-        struct writer wb = {.f = &f, .a = a, .off = (x + 1) * f.stripe_bytes, .len = f.stripe_bytes};
-        rng_fill(&rng, f.model + wa.off, 2 * f.stripe_bytes);
-        pthread_t ta, tb;
-        pthread_create(&ta, NULL, write_main, &wa);
+        struct fx_async_write wa, wb;
+        rng_fill(&rng, f.model + x * f.stripe_bytes, 2 * f.stripe_bytes);
+        fx_write_start(&wa, &f, a, x * f.stripe_bytes, f.stripe_bytes);
         CHECK(wait_for(&a->ppl->units_logged, 1), "A never began its log writes");
         usleep(2000); /* A's other logs written, the one on slot p held */
-        pthread_create(&tb, NULL, write_main, &wb);
+        fx_write_start(&wb, &f, a, (x + 1) * f.stripe_bytes, f.stripe_bytes);
         int waited = 0;
         for (int i = 0; i < 100000 && !(waited = __atomic_load_n(&a->ppl->waiting, __ATOMIC_ACQUIRE)); i++)
             usleep(100);
         CHECK(waited, "B never waited for A's header");
         CHECK(uraid_inject(a, p, "clear") == 0);
-        pthread_join(ta, NULL);
-        pthread_join(tb, NULL);
-        CHECK(wa.rc == 0 && wb.rc == 0, "writes A %d, B %d", wa.rc, wb.rc);
+        int a_rc = fx_write_join(&wa), b_rc = fx_write_join(&wb);
+        CHECK(a_rc == 0 && b_rc == 0, "writes A %d, B %d", a_rc, b_rc);
         uint64_t logged = a->ppl->units_logged, covered = a->ppl->units_covered, after = a->ppl->units_waited;
         printf("  units logged %llu, covered %llu (after waiting %llu)\n", (unsigned long long)logged,
                (unsigned long long)covered, (unsigned long long)after);
         CHECK(logged == 1 && covered == 1 && after == 1, "logged %llu, covered %llu, after waiting %llu: want 1, 1, 1",
               (unsigned long long)logged, (unsigned long long)covered, (unsigned long long)after);
-        fx_verify_all(&f, a, "after both writes");
-        CHECK(uraid_close(a) == 0);
-        a = NULL;
     }
-    if (a)
-        uraid_close(a);
-    fx_destroy(&f);
-    fx_policy = URAID_POLICY_RESYNC;
+    ppl_array_done(&f, a);
     harness_end();
 }
 

@@ -30,20 +30,6 @@
 
 static struct rng rng;
 
-struct writer {
-    struct fx *f;
-    struct uraid_array *a;
-    uint64_t off, len;
-    int rc;
-};
-
-static void *write_main(void *arg)
-{
-    struct writer *w = arg;
-    w->rc = fx_write(w->f, w->a, w->f->model + w->off, w->len, w->off);
-    return NULL;
-}
-
 /* New data for [off, off+len) in the model (fx_write writes it from there). */
 static void new_data(struct fx *f, uint64_t off, uint64_t len)
 {
@@ -64,26 +50,25 @@ static void test_stale(int level, int n, uint64_t x)
     if (fx_open_with(&f, 0, "", NULL, 0, &op, &a))
         goto out;
     /* A: 4 KiB in the middle of X's second chunk, its data write held; B: the stripe before X */
-    struct writer wa = {.f = &f, .a = a, .off = fx_at(&f, x, 1, 8192), .len = 4096};
-    struct writer wb = {.f = &f, .a = a, .off = (x - 1) * f.stripe_bytes, .len = f.stripe_bytes};
+    uint64_t a_off = fx_at(&f, x, 1, 8192), a_len = 4096, b_off = (x - 1) * f.stripe_bytes;
     int a_slot, p_slot, q_slot;
     uint64_t a_member_off;
-    fx_locate(&f, wa.off, &a_slot, &a_member_off);
+    fx_locate(&f, a_off, &a_slot, &a_member_off);
     fx_parity_of(&f, x, &p_slot, &q_slot);
-    if (fx_inject(&f, a, a_slot, "stall-writes", a_member_off, wa.len))
+    if (fx_inject(&f, a, a_slot, "stall-writes", a_member_off, a_len))
         goto out;
-    new_data(&f, wa.off, wa.len);
-    new_data(&f, wb.off, wb.len);
-    pthread_t ta;
-    pthread_create(&ta, NULL, write_main, &wa);
+    new_data(&f, a_off, a_len);
+    new_data(&f, b_off, f.stripe_bytes);
+    struct fx_async_write wa;
+    fx_write_start(&wa, &f, a, a_off, a_len);
     int waited = 0;
-    while (!fx_ppl_lists(&f, p_slot, wa.off / 512) && waited++ < 10000)
+    while (!fx_ppl_lists(&f, p_slot, a_off / 512) && waited++ < 10000)
         usleep(1000);
     CHECK(waited < 10000, "A's header never reached slot %d's log", p_slot);
-    write_main(&wb);
+    int b_rc = fx_write(&f, a, f.model + b_off, f.stripe_bytes, b_off);
     CHECK(uraid_inject(a, a_slot, "clear") == 0);
-    pthread_join(ta, NULL);
-    CHECK(wa.rc == 0 && wb.rc == 0, "writes A %d, B %d", wa.rc, wb.rc);
+    int a_rc = fx_write_join(&wa);
+    CHECK(a_rc == 0 && b_rc == 0, "writes A %d, B %d", a_rc, b_rc);
     /* C: all of X */
     uint64_t c_off = x * f.stripe_bytes;
     new_data(&f, c_off, f.stripe_bytes);
