@@ -244,9 +244,8 @@ for c in "1.0 1 2 51" "0.90 5 3 52"; do
     d=$t_tmp/e$ei
     make_array "$d" "$1" "$2" "$3" "$4" resync 0
     i=0
-    while [ $i -lt "$3" ]; do truncate -s 32M "$d/b$i.img"; i=$((i + 1)); done
-    i=0
     while [ $i -lt "$3" ]; do
+        truncate -s 32M "$d/b$i.img"
         # shellcheck disable=SC2086
         out=$($URAID replace $M --old "$d/m$i.img" --with "$d/b$i.img" 2>&1) || t_fail "e: $1 RAID-$2: replace member $i" "$out"
         M=$(echo "$M" | sed "s|$d/m$i.img|$d/b$i.img|")
